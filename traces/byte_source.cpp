@@ -1,0 +1,84 @@
+#include "traces/byte_source.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "traces/error.h"
+
+namespace fabemu::traces {
+namespace {
+constexpr size_t kBufferBytes = size_t{1} << 20;
+
+gzFile as_gz(void* p) { return static_cast<gzFile>(p); }
+}  // namespace
+
+ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path_, ec)) {
+    throw TraceError({.file = path_}, std::filesystem::exists(path_, ec) ? "not a regular file"
+                                                                         : "file does not exist");
+  }
+  {
+    std::ifstream probe(path_, std::ios::binary);
+    unsigned char magic[2] = {0, 0};
+    probe.read(reinterpret_cast<char*>(magic), 2);
+    compressed_ = probe.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  }
+  if (!compressed_) size_ = std::filesystem::file_size(path_, ec);
+  gz_ = gzopen(path_.c_str(), "rb");
+  if (gz_ == nullptr) {
+    throw TraceError({.file = path_}, std::string("cannot open: ") + std::strerror(errno));
+  }
+  gzbuffer(as_gz(gz_), kBufferBytes);
+  buf_.resize(kBufferBytes);
+}
+
+ByteSource::~ByteSource() {
+  if (gz_ != nullptr) gzclose(as_gz(gz_));
+}
+
+bool ByteSource::fill(size_t want) {
+  if (available() >= want) return true;
+  if (eof_) return false;
+  // Move the unread tail to the front, grow if one message is larger than the buffer.
+  if (head_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + head_, available());
+    tail_ -= head_;
+    head_ = 0;
+  }
+  if (want > buf_.size()) buf_.resize(std::max(want, buf_.size() * 2));
+  while (tail_ < want || tail_ < buf_.size() / 2) {
+    const size_t room = std::min<size_t>(buf_.size() - tail_, size_t{1} << 30);
+    if (room == 0) break;
+    const int got = gzread(as_gz(gz_), buf_.data() + tail_, static_cast<unsigned>(room));
+    if (got < 0) {
+      int code = 0;
+      const char* msg = gzerror(as_gz(gz_), &code);
+      throw TraceError({.file = path_, .offset = consumed_ + available()},
+                       std::string("read failed: ") + (msg != nullptr ? msg : "unknown error"));
+    }
+    if (got == 0) {
+      int code = 0;
+      const char* msg = gzerror(as_gz(gz_), &code);
+      if (code != Z_OK) {
+        throw TraceError({.file = path_, .offset = consumed_ + available()},
+                         std::string("gzip stream is damaged or truncated: ") + msg);
+      }
+      eof_ = true;
+      break;
+    }
+    tail_ += static_cast<size_t>(got);
+  }
+  return available() >= want;
+}
+
+const uint8_t* ByteSource::peek(size_t n) {
+  if (available() < n && !fill(n)) return nullptr;
+  return buf_.data() + head_;
+}
+
+}  // namespace fabemu::traces

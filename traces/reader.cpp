@@ -1,0 +1,191 @@
+#include "traces/reader.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/unknown_field_set.h>
+
+namespace fabemu::traces {
+namespace {
+
+const char* wire_type_name(int wire_type) {
+  switch (wire_type) {
+    case 0: return "varint";
+    case 1: return "64-bit";
+    case 2: return "length-delimited";
+    case 3: return "group start";
+    case 4: return "group end";
+    case 5: return "32-bit";
+    default: return "invalid";
+  }
+}
+
+// Describes the first field the current schema does not know; such fields mean the file was written
+// with another schema (Chakra before October 2023 used proto2 numbering without GlobalMetadata).
+std::string describe_unknown(const google::protobuf::UnknownFieldSet& unknown) {
+  const auto& f = unknown.field(0);
+  static constexpr int kWireType[] = {0, 1, 2, 3, 5};  // UnknownField::Type order
+  return fmt::format("field {} with wire type {}", f.number(),
+                     wire_type_name(kWireType[static_cast<int>(f.type())]));
+}
+
+const google::protobuf::UnknownFieldSet& unknown_of(const google::protobuf::Message& m) {
+  return m.GetReflection()->GetUnknownFields(m);
+}
+
+constexpr const char* kOldSchemaHint =
+    "this does not match the current Chakra schema (ChakraProtoMsg 0.0.4); it looks like a trace "
+    "written before October 2023 with the old proto2 numbering. Re-collect or re-convert it with a "
+    "current Chakra release";
+
+}  // namespace
+
+TraceReader::TraceReader(const std::string& path, std::optional<int64_t> rank)
+    : source_(path), rank_(rank) {
+  uint32_t length = 0;
+  uint64_t offset = 0;
+  const uint8_t* body = read_frame(length, offset, "GlobalMetadata");
+  if (body == nullptr) {
+    throw TraceError(location_at(0), "empty file: a Chakra trace starts with a GlobalMetadata message");
+  }
+  if (!metadata_.ParseFromArray(body, static_cast<int>(length))) {
+    throw TraceError(location_at(offset),
+                     fmt::format("the first message ({} bytes) is not a valid GlobalMetadata; {}",
+                                 length, kOldSchemaHint));
+  }
+  if (!unknown_of(metadata_).empty()) {
+    throw TraceError(location_at(offset),
+                     fmt::format("the first message is not a GlobalMetadata ({}); {}",
+                                 describe_unknown(unknown_of(metadata_)), kOldSchemaHint));
+  }
+  source_.consume(length);
+}
+
+Location TraceReader::location_at(uint64_t offset, std::optional<uint64_t> node_index,
+                                  std::optional<uint64_t> node_id) const {
+  return Location{.file = source_.path(),
+                  .rank = rank_,
+                  .offset = offset,
+                  .node_index = node_index,
+                  .node_id = node_id};
+}
+
+Location TraceReader::last_location() const {
+  return location_at(last_offset_, nodes_read_ == 0 ? std::nullopt : std::optional(nodes_read_ - 1),
+                     nodes_read_ == 0 ? std::nullopt : std::optional(last_id_));
+}
+
+const uint8_t* TraceReader::read_frame(uint32_t& length, uint64_t& frame_offset, const char* what) {
+  frame_offset = source_.offset();
+  // varint32 length prefix; end of input before its first byte is the clean end of the file.
+  uint64_t value = 0;
+  int shift = 0;
+  for (int i = 0;; ++i) {
+    uint8_t byte = 0;
+    if (!source_.get(byte)) {
+      if (i == 0) return nullptr;
+      throw TraceError(location_at(frame_offset, nodes_read_),
+                       fmt::format("file ends inside the length prefix of a {} (truncated file)", what));
+    }
+    value |= uint64_t{byte & 0x7fu} << shift;
+    if ((byte & 0x80u) == 0) break;
+    shift += 7;
+    if (i == 4) {
+      throw TraceError(location_at(frame_offset, nodes_read_),
+                       fmt::format("corrupt length prefix of a {}: varint longer than 5 bytes", what));
+    }
+  }
+  if (value > kMaxMessageBytes) {
+    throw TraceError(location_at(frame_offset, nodes_read_),
+                     fmt::format("corrupt length prefix of a {}: {} bytes is more than the {} MiB "
+                                 "limit for one message",
+                                 what, value, kMaxMessageBytes >> 20));
+  }
+  length = static_cast<uint32_t>(value);
+  if (source_.size() && source_.offset() + length > *source_.size()) {
+    throw TraceError(location_at(frame_offset, nodes_read_),
+                     fmt::format("a {} of {} bytes is declared but only {} bytes remain in the file "
+                                 "(truncated file or corrupt length)",
+                                 what, length, *source_.size() - source_.offset()));
+  }
+  const uint8_t* body = source_.peek(length);
+  if (body == nullptr) {
+    throw TraceError(location_at(frame_offset, nodes_read_),
+                     fmt::format("a {} of {} bytes is declared but only {} bytes remain in the file "
+                                 "(truncated file or corrupt length)",
+                                 what, length, source_.available()));
+  }
+  return body;
+}
+
+bool TraceReader::next(Node& node) {
+  uint32_t length = 0;
+  uint64_t offset = 0;
+  const uint8_t* body = read_frame(length, offset, "Node");
+  if (body == nullptr) return false;
+  // A zero-length frame is an all-default Node (id 0, INVALID_NODE), not the end of the file.
+  if (!node.ParseFromArray(body, static_cast<int>(length))) {
+    throw TraceError(location_at(offset, nodes_read_),
+                     fmt::format("not a valid Node message ({} bytes); the file is corrupt", length));
+  }
+  if (!unknown_of(node).empty()) {
+    throw TraceError(location_at(offset, nodes_read_, node.id()),
+                     fmt::format("the Node has a {}; {}", describe_unknown(unknown_of(node)),
+                                 kOldSchemaHint));
+  }
+  if (!ChakraProtoMsg::NodeType_IsValid(node.type())) {
+    throw TraceError(location_at(offset, nodes_read_, node.id()),
+                     fmt::format("unknown node type {} (known: 0..7, INVALID_NODE..COMM_COLL_NODE)",
+                                 static_cast<int>(node.type())));
+  }
+  source_.consume(length);
+  last_offset_ = offset;
+  last_id_ = node.id();
+  ++nodes_read_;
+  return true;
+}
+
+bool TraceReader::next_id(uint64_t& id) {
+  uint32_t length = 0;
+  uint64_t offset = 0;
+  const uint8_t* p = read_frame(length, offset, "Node");
+  if (p == nullptr) return false;
+  const uint8_t* const end = p + length;
+  auto varint = [&](uint64_t& v) {
+    v = 0;
+    for (int shift = 0; p < end && shift < 64; shift += 7) {
+      const uint8_t b = *p++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80u) == 0) return true;
+    }
+    return false;
+  };
+  id = 0;
+  while (p < end) {
+    uint64_t tag = 0;
+    uint64_t value = 0;
+    bool ok = varint(tag);
+    switch (tag & 7u) {
+      case 0: ok = ok && varint(value); break;
+      case 1: value = 8; break;
+      case 2: ok = ok && varint(value); break;
+      case 5: value = 4; break;
+      default: ok = false;
+    }
+    if (ok && (tag & 7u) == 0 && (tag >> 3) == 1) {
+      id = value;
+    } else if (ok && (tag & 7u) != 0) {
+      ok = value <= static_cast<uint64_t>(end - p);
+      if (ok) p += value;
+    }
+    if (!ok) {
+      throw TraceError(location_at(offset, nodes_read_),
+                       fmt::format("not a valid Node message ({} bytes); the file is corrupt", length));
+    }
+  }
+  source_.consume(length);
+  last_offset_ = offset;
+  last_id_ = id;
+  ++nodes_read_;
+  return true;
+}
+
+}  // namespace fabemu::traces

@@ -1,0 +1,60 @@
+// Streaming reader of one Chakra execution-trace file (`<prefix>.<rank>.et`, plain or gzip):
+// the GlobalMetadata first, then one Node at a time. Holds one message in memory, never the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "traces/byte_source.h"
+#include "traces/error.h"
+#include "traces/et_def.pb.h"
+
+namespace fabemu::traces {
+
+using Node = ChakraProtoMsg::Node;
+using GlobalMetadata = ChakraProtoMsg::GlobalMetadata;
+
+// Largest single message accepted (a guard against corrupt length prefixes, not a format limit).
+inline constexpr uint32_t kMaxMessageBytes = 256u << 20;
+
+class TraceReader {
+ public:
+  // Opens the file and reads its GlobalMetadata. `rank` (when known) goes into every error message.
+  // Throws TraceError: missing/empty file, bad framing, old (pre-Oct-2023) schema, ...
+  explicit TraceReader(const std::string& path, std::optional<int64_t> rank = std::nullopt);
+
+  const GlobalMetadata& metadata() const { return metadata_; }
+  const std::string& path() const { return source_.path(); }
+  std::optional<int64_t> rank() const { return rank_; }
+  bool compressed() const { return source_.compressed(); }
+
+  // Reads the next node into `node` (reusing its storage); false at the end of the file.
+  bool next(Node& node);
+
+  // Reads only the id of the next node (skipping the rest of the message, much faster than next());
+  // false at the end of the file. Framing errors are thrown as by next().
+  bool next_id(uint64_t& id);
+
+  // Nodes read so far, and the uncompressed bytes consumed.
+  uint64_t nodes_read() const { return nodes_read_; }
+  uint64_t bytes_read() const { return source_.offset(); }
+  // Location of the node returned last (for messages about it).
+  Location last_location() const;
+  Location location_at(uint64_t offset, std::optional<uint64_t> node_index = std::nullopt,
+                       std::optional<uint64_t> node_id = std::nullopt) const;
+
+ private:
+  // Reads one length-prefixed message body; returns nullptr at a clean end of file.
+  const uint8_t* read_frame(uint32_t& length, uint64_t& frame_offset, const char* what);
+
+  ByteSource source_;
+  std::optional<int64_t> rank_;
+  GlobalMetadata metadata_;
+  uint64_t nodes_read_ = 0;
+  uint64_t last_offset_ = 0;
+  uint64_t last_id_ = 0;
+};
+
+}  // namespace fabemu::traces

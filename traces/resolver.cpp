@@ -1,0 +1,201 @@
+#include "traces/resolver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace fabemu::traces {
+
+DependencyResolver::DependencyResolver(TraceReader& reader, ResolverOptions options)
+    : reader_(reader), options_(options) {
+  if (options_.window == 0) options_.window = 1;
+  if (options_.prescan) {
+    TraceReader scan(reader_.path(), reader_.rank());
+    IdIntervalSet ids;
+    uint64_t id = 0;
+    while (scan.next_id(id)) ids.insert(id);
+    file_ids_ = std::move(ids);
+  }
+}
+
+Location DependencyResolver::where(const Slot& s) const {
+  return reader_.location_at(s.offset, s.seq, s.node.id());
+}
+
+const Node* DependencyResolver::next() {
+  top_up(options_.window);
+  if (ready_.empty() && in_flight_ == 0 && live_ > 0) {
+    // Everything held is blocked on nodes further on: read past the window rather than deadlock.
+    while (ready_.empty() && !eof_) {
+      const uint64_t before = stats_.nodes_loaded;
+      top_up(live_ + 1);
+      stats_.window_overflows += stats_.nodes_loaded - before;
+    }
+    if (ready_.empty()) throw_stuck();
+  }
+  if (ready_.empty()) return nullptr;
+  const uint32_t slot = ready_.top().slot;
+  ready_.pop();
+  Slot& s = slots_[slot];
+  s.issued = true;
+  ++in_flight_;
+  return &s.node;
+}
+
+void DependencyResolver::finish(const Node& node) {
+  const uint32_t slot = live_ids_.find(node.id());
+  if (slot == IdSlotMap::kNone || &slots_[slot].node != &node || !slots_[slot].issued) {
+    throw std::logic_error(fmt::format("DependencyResolver::finish: node {} was not issued", node.id()));
+  }
+  Slot& s = slots_[slot];
+  for (const uint32_t child : s.children) {
+    Slot& c = slots_[child];
+    if (--c.pending == 0) ready_.push({c.seq, child});
+  }
+  finished_.insert(s.node.id());
+  live_ids_.erase(s.node.id());
+  --in_flight_;
+  ++stats_.nodes_finished;
+  release(slot);
+}
+
+void DependencyResolver::release(uint32_t slot) {
+  slots_[slot].children.clear();
+  free_slots_.push_back(slot);
+  --live_;
+}
+
+void DependencyResolver::top_up(size_t limit) {
+  while (!eof_ && live_ < limit) {
+    if (!load_one()) {
+      eof_ = true;
+      resolve_remaining_as_dangling();
+    }
+  }
+}
+
+bool DependencyResolver::load_one() {
+  uint32_t slot = 0;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  Slot& s = slots_[slot];
+  if (!reader_.next(s.node)) {
+    free_slots_.push_back(slot);
+    return false;
+  }
+  ++live_;
+  s.seq = seq_++;
+  s.offset = reader_.last_location().offset.value_or(0);
+  s.pending = 0;
+  s.issued = false;
+  ++stats_.nodes_loaded;
+  stats_.peak_window = std::max<uint64_t>(stats_.peak_window, live_);
+
+  const uint64_t id = s.node.id();
+  if (live_ids_.find(id) != IdSlotMap::kNone || finished_.contains(id)) {
+    throw TraceError(where(s), fmt::format("duplicate node id {}: an earlier node has the same id", id));
+  }
+  live_ids_.insert(id, slot);
+  for (const uint64_t dep : s.node.data_deps()) add_dep(slot, dep, false);
+  stats_.data_edges += static_cast<uint64_t>(s.node.data_deps_size());
+  if (options_.ctrl_deps) {
+    for (const uint64_t dep : s.node.ctrl_deps()) add_dep(slot, dep, true);
+  }
+  stats_.ctrl_edges += static_cast<uint64_t>(s.node.ctrl_deps_size());
+  if (!waiting_on_unread_.empty()) {
+    if (auto it = waiting_on_unread_.find(id); it != waiting_on_unread_.end()) {
+      s.children.insert(s.children.end(), it->second.begin(), it->second.end());
+      waiting_on_unread_.erase(it);
+    }
+  }
+  if (s.pending == 0) ready_.push({s.seq, slot});
+  return true;
+}
+
+void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
+  Slot& c = slots_[child];
+  if (dep == c.node.id()) {
+    throw TraceError(where(c), fmt::format("node {} depends on itself (a cycle)", dep));
+  }
+  if (const uint32_t parent = live_ids_.find(dep); parent != IdSlotMap::kNone) {
+    slots_[parent].children.push_back(child);
+    ++c.pending;
+    return;
+  }
+  if (finished_.contains(dep)) return;
+  if (!file_ids_ || file_ids_->contains(dep)) {
+    // Later in the file (or, without a prescan, not known yet): wait until it is read.
+    waiting_on_unread_[dep].push_back(child);
+    ++c.pending;
+    ++stats_.forward_deps;
+    return;
+  }
+  if (options_.strict) {
+    throw TraceError(where(c), fmt::format("{} {} names no node in this file", ctrl ? "ctrl_dep" : "data_dep", dep));
+  }
+  ++stats_.dangling_deps;
+  if (dangling_examples_.size() < 16) dangling_examples_.push_back({c.node.id(), dep, ctrl});
+}
+
+void DependencyResolver::resolve_remaining_as_dangling() {
+  // Only without a prescan can ids still be waited on at the end: they are not in the file.
+  for (auto& [dep, waiters] : waiting_on_unread_) {
+    for (const uint32_t child : waiters) {
+      Slot& c = slots_[child];
+      if (options_.strict) {
+        throw TraceError(where(c), fmt::format("dependency {} names no node in this file", dep));
+      }
+      --stats_.forward_deps;
+      ++stats_.dangling_deps;
+      if (dangling_examples_.size() < 16) dangling_examples_.push_back({c.node.id(), dep, true});
+      if (--c.pending == 0) ready_.push({c.seq, child});
+    }
+  }
+  waiting_on_unread_.clear();
+}
+
+void DependencyResolver::throw_stuck() {
+  // Every remaining node waits on another remaining node: walk parent links to show one cycle.
+  uint32_t start = IdSlotMap::kNone;
+  for (uint32_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (live_ids_.find(s.node.id()) == i && !s.issued &&
+        (start == IdSlotMap::kNone || s.seq < slots_[start].seq)) {
+      start = i;
+    }
+  }
+  std::vector<uint32_t> path;
+  std::vector<uint64_t> ids;
+  uint32_t cur = start;
+  while (cur != IdSlotMap::kNone && std::find(path.begin(), path.end(), cur) == path.end()) {
+    path.push_back(cur);
+    const Node& n = slots_[cur].node;
+    uint32_t parent = IdSlotMap::kNone;
+    auto pick = [&](const auto& deps) {
+      for (const uint64_t d : deps) {
+        const uint32_t p = live_ids_.find(d);
+        if (p != IdSlotMap::kNone && parent == IdSlotMap::kNone) parent = p;
+      }
+    };
+    pick(n.data_deps());
+    if (options_.ctrl_deps) pick(n.ctrl_deps());
+    cur = parent;
+  }
+  std::string chain;
+  if (cur != IdSlotMap::kNone) {
+    auto it = std::find(path.begin(), path.end(), cur);
+    for (auto p = it; p != path.end(); ++p) chain += fmt::format("{} <- ", slots_[*p].node.id());
+    chain += std::to_string(slots_[cur].node.id());
+  }
+  throw TraceError(where(slots_[start]),
+                   fmt::format("dependency cycle: {} nodes can never be issued{}", live_ - in_flight_,
+                               chain.empty() ? std::string() : "; cycle (node <- parent): " + chain));
+}
+
+}  // namespace fabemu::traces

@@ -1,0 +1,103 @@
+// Dependency resolver for one rank's trace: streams nodes through a bounded window and hands out
+// those whose data_deps and ctrl_deps are all finished, in file order, freeing finished nodes.
+// This is what the emulator's rank walker pulls from.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "traces/id_set.h"
+#include "traces/reader.h"
+
+namespace fabemu::traces {
+
+struct ResolverOptions {
+  size_t window = size_t{1} << 16;  // nodes held (read, not yet finished) before reading pauses
+  bool ctrl_deps = true;            // wait on ctrl_deps too, as ASTRA-sim's current reader does
+  bool strict = false;              // a dependency on an id absent from the file is an error
+  bool prescan = true;              // index the file's ids first so absent ids are known at once
+};
+
+// A dependency naming an id that is not in the file (e.g. a parent the converter filtered out).
+struct DanglingDep {
+  uint64_t node_id;
+  uint64_t missing_id;
+  bool ctrl;  // ctrl_deps (true) or data_deps (false)
+};
+
+struct ResolverStats {
+  uint64_t nodes_loaded = 0;
+  uint64_t nodes_finished = 0;
+  uint64_t data_edges = 0;
+  uint64_t ctrl_edges = 0;
+  uint64_t dangling_deps = 0;     // edges to absent ids, treated as satisfied
+  uint64_t forward_deps = 0;      // edges to ids later in the file
+  uint64_t peak_window = 0;       // most nodes held at once
+  uint64_t window_overflows = 0;  // nodes read beyond the window to avoid a deadlock
+};
+
+class DependencyResolver {
+ public:
+  // Reads nodes from `reader` (already past its metadata). With `prescan`, opens the same file once
+  // more to index its ids. Throws TraceError for duplicate ids, self/cyclic dependencies, and (strict)
+  // dangling ones, naming file, rank and node.
+  explicit DependencyResolver(TraceReader& reader, ResolverOptions options = {});
+
+  // The next issuable node (lowest file position among the ready ones), or nullptr if none is ready
+  // until something finishes. The pointer stays valid until finish() of that node.
+  const Node* next();
+  // Marks an issued node finished: releases its dependents and recycles its storage.
+  void finish(const Node& node);
+
+  // Every node of the file read and finished.
+  bool done() const { return eof_ && live_ == 0; }
+  size_t in_flight() const { return in_flight_; }
+  const ResolverStats& stats() const { return stats_; }
+  const std::vector<DanglingDep>& dangling_examples() const { return dangling_examples_; }
+
+ private:
+  struct Slot {
+    Node node;
+    uint64_t seq = 0;     // position in the file (node index)
+    uint64_t offset = 0;  // byte offset of its frame
+    uint32_t pending = 0;
+    bool issued = false;
+    std::vector<uint32_t> children;
+  };
+  struct ReadyEntry {
+    uint64_t seq;
+    uint32_t slot;
+    bool operator>(const ReadyEntry& o) const { return seq > o.seq; }
+  };
+
+  void top_up(size_t limit);
+  bool load_one();
+  void add_dep(uint32_t child, uint64_t dep, bool ctrl);
+  void release(uint32_t slot);
+  void resolve_remaining_as_dangling();
+  [[noreturn]] void throw_stuck();
+  Location where(const Slot& s) const;
+
+  TraceReader& reader_;
+  ResolverOptions options_;
+  std::optional<IdIntervalSet> file_ids_;  // from the prescan
+  IdIntervalSet finished_;
+  IdSlotMap live_ids_;
+  std::deque<Slot> slots_;  // stable addresses: Node pointers are handed out
+  std::vector<uint32_t> free_slots_;
+  std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> waiting_on_unread_;
+  std::vector<DanglingDep> dangling_examples_;
+  ResolverStats stats_;
+  uint64_t seq_ = 0;
+  size_t live_ = 0;
+  size_t in_flight_ = 0;
+  bool eof_ = false;
+};
+
+}  // namespace fabemu::traces

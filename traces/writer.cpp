@@ -33,7 +33,7 @@ TraceWriter::TraceWriter(const std::string& path, GlobalMetadata metadata, bool 
   if (file_ == nullptr) {
     throw TraceError({.file = path}, std::string("cannot create: ") + std::strerror(errno));
   }
-  if (metadata.version().empty()) metadata.set_version(kSchemaVersion);
+  if (metadata.ByteSizeLong() == 0) metadata.set_version(kSchemaVersion);
   write_frame(metadata);
 }
 

@@ -13,8 +13,8 @@ inline constexpr const char* kSchemaVersion = "0.0.4";
 
 class TraceWriter {
  public:
-  // Creates (truncates) `path` and writes `metadata`; an empty version is set to kSchemaVersion
-  // so the message is never empty. `gzip` compresses the whole file. Throws TraceError.
+  // Creates (truncates) `path` and writes `metadata` as given, except that an all-default one gets
+  // version kSchemaVersion so the message is never empty. `gzip` compresses the whole file. Throws TraceError.
   TraceWriter(const std::string& path, GlobalMetadata metadata, bool gzip = false);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;

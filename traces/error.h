@@ -13,10 +13,10 @@ namespace fabemu::traces {
 struct Location {
   std::string file;
   std::optional<int64_t> rank;
+  std::optional<uint64_t> line;        // for text inputs (JSON, ASTRA-sim text), 1-based
   std::optional<uint64_t> offset;      // byte offset of the message's length prefix (uncompressed)
   std::optional<uint64_t> node_index;  // 0-based position of the node in the file (metadata excluded)
   std::optional<uint64_t> node_id;
-  std::optional<uint64_t> line;        // for text inputs (JSON, ASTRA-sim text)
 };
 
 // "FILE: rank R: byte B: node #I (id N)" with the unknown parts omitted.

@@ -121,7 +121,11 @@ bool DependencyResolver::load_one() {
 void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
   Slot& c = slots_[child];
   if (dep == c.node.id()) {
-    throw TraceError(where(c), fmt::format("node {} depends on itself (a cycle)", dep));
+    // Real PyTorch-collected traces carry these (383 ctrl_deps in Chakra's own feeder test trace): a
+    // node cannot wait on itself, so the edge is dropped and counted.
+    if (options_.strict) throw TraceError(where(c), fmt::format("node {} depends on itself", dep));
+    ++stats_.self_deps;
+    return;
   }
   if (const uint32_t parent = live_ids_.find(dep); parent != IdSlotMap::kNone) {
     slots_[parent].children.push_back(child);
@@ -129,7 +133,19 @@ void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
     return;
   }
   if (finished_.contains(dep)) return;
-  if (!file_ids_ || file_ids_->contains(dep)) {
+  const bool later_in_file = !file_ids_ || file_ids_->contains(dep);
+  if (ctrl && later_in_file) {
+    // A ctrl_dep orders a node after one executed before it, so it names an earlier node. Chakra's
+    // PyTorch converter also writes ctrl_deps from a CPU op to the GPU kernel it launches (later in
+    // the file, the reverse of the real order); honouring them closes cycles (417 in Chakra's own
+    // test trace), so they are dropped and counted.
+    if (options_.strict && file_ids_) {
+      throw TraceError(where(c), fmt::format("ctrl_dep {} names a node later in the file", dep));
+    }
+    ++stats_.forward_ctrl_deps;
+    return;
+  }
+  if (later_in_file) {
     // Later in the file (or, without a prescan, not known yet): wait until it is read.
     waiting_on_unread_[dep].push_back(child);
     ++c.pending;

@@ -1,6 +1,10 @@
 // Dependency resolver for one rank's trace: streams nodes through a bounded window and hands out
 // those whose data_deps and ctrl_deps are all finished, in file order, freeing finished nodes.
 // This is what the emulator's rank walker pulls from.
+//
+// Rules for imperfect real traces (each counted in ResolverStats; `strict` makes them errors):
+// a dependency on an id absent from the file is satisfied; one on the node itself is dropped; a
+// ctrl_dep on a node later in the file is dropped (data_deps on later nodes are waited for).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +23,7 @@ namespace fabemu::traces {
 struct ResolverOptions {
   size_t window = size_t{1} << 16;  // nodes held (read, not yet finished) before reading pauses
   bool ctrl_deps = true;            // wait on ctrl_deps too, as ASTRA-sim's current reader does
-  bool strict = false;              // a dependency on an id absent from the file is an error
+  bool strict = false;              // a dependency on an absent id, or on the node itself, is an error
   bool prescan = true;              // index the file's ids first so absent ids are known at once
 };
 
@@ -36,7 +40,9 @@ struct ResolverStats {
   uint64_t data_edges = 0;
   uint64_t ctrl_edges = 0;
   uint64_t dangling_deps = 0;     // edges to absent ids, treated as satisfied
-  uint64_t forward_deps = 0;      // edges to ids later in the file
+  uint64_t forward_deps = 0;      // data_deps on ids later in the file (waited for)
+  uint64_t forward_ctrl_deps = 0; // ctrl_deps on ids later in the file (dropped: they break cycles)
+  uint64_t self_deps = 0;         // edges from a node to itself, ignored
   uint64_t peak_window = 0;       // most nodes held at once
   uint64_t window_overflows = 0;  // nodes read beyond the window to avoid a deadlock
 };
@@ -44,8 +50,8 @@ struct ResolverStats {
 class DependencyResolver {
  public:
   // Reads nodes from `reader` (already past its metadata). With `prescan`, opens the same file once
-  // more to index its ids. Throws TraceError for duplicate ids, self/cyclic dependencies, and (strict)
-  // dangling ones, naming file, rank and node.
+  // more to index its ids. Throws TraceError for duplicate ids, cycles, and (strict) dangling or self
+  // dependencies, naming file, rank and node.
   explicit DependencyResolver(TraceReader& reader, ResolverOptions options = {});
 
   // The next issuable node (lowest file position among the ready ones), or nullptr if none is ready
@@ -54,7 +60,8 @@ class DependencyResolver {
   // Marks an issued node finished: releases its dependents and recycles its storage.
   void finish(const Node& node);
 
-  // Every node of the file read and finished.
+  // Every node of the file read and finished. Becomes true when next() finds the end of the file
+  // with nothing left, so drive the walk with next() and ask this when it returns nullptr.
   bool done() const { return eof_ && live_ == 0; }
   size_t in_flight() const { return in_flight_; }
   const ResolverStats& stats() const { return stats_; }

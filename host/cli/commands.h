@@ -1,0 +1,16 @@
+// Registration of the CLI's command groups; each adds its subcommands and their callbacks to the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace fabemu::cli {
+
+// Exit status of a command: 0 success, 1 the input has errors (validate), 2 bad usage or unreadable input.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;
+inline constexpr int kExitError = 2;
+
+// `fabemu trace ...`; `status` receives the command's exit status.
+void add_trace_commands(CLI::App& app, int& status);
+
+}  // namespace fabemu::cli

@@ -1,0 +1,29 @@
+// fabemu: replay Chakra execution traces over a target AI fabric. `main` only parses the command line,
+// runs the chosen command and turns its outcome into an exit status.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+
+#include "host/cli/commands.h"
+#include "traces/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fabemu: hardware-in-the-loop network emulator for AI fabrics (Chakra traces)", "fabemu"};
+  app.set_version_flag("--version", std::string("fabemu ") + FABEMU_VERSION);
+  app.require_subcommand(1);
+  int status = fabemu::cli::kExitOk;
+  fabemu::cli::add_trace_commands(app, status);
+  try {
+    app.parse(argc, argv);  // runs the selected command's callback
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? fabemu::cli::kExitOk : fabemu::cli::kExitError;
+  } catch (const fabemu::traces::TraceError& e) {
+    fmt::print(stderr, "fabemu: error: {}\n", e.what());
+    return fabemu::cli::kExitError;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "fabemu: error: {}\n", e.what());
+    return fabemu::cli::kExitError;
+  }
+  return status;
+}

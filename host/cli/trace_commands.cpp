@@ -1,0 +1,315 @@
+// `fabemu trace info | validate | convert`: look inside Chakra traces, check them, and turn them into
+// a readable JSON form and back.
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "host/cli/commands.h"
+#include "host/cli/trace_tools.h"
+#include "traces/attrs.h"
+#include "traces/info.h"
+#include "traces/json_form.h"
+#include "traces/trace_set.h"
+#include "traces/validate.h"
+
+namespace fabemu::cli {
+namespace {
+namespace fs = std::filesystem;
+using namespace fabemu::traces;
+
+// "0-7" / "0, 2, 5" for a sorted list of ranks.
+std::string rank_list(const std::vector<int64_t>& ranks) {
+  if (ranks.empty()) return "none";
+  bool contiguous = true;
+  for (size_t i = 1; i < ranks.size(); ++i) contiguous = contiguous && ranks[i] == ranks[i - 1] + 1;
+  if (contiguous && ranks.size() > 2) return fmt::format("{}-{}", ranks.front(), ranks.back());
+  return fmt::format("{}", fmt::join(ranks, ", "));
+}
+
+std::string pg_label(const std::string& pg) { return pg.empty() ? "default" : "\"" + pg + "\""; }
+
+nlohmann::json info_json(const WorkloadSummary& w) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : w.ranks) {
+    nlohmann::json by_type = nlohmann::json::object();
+    for (int t = 0; t < 8; ++t) {
+      if (r.by_type[static_cast<size_t>(t)] != 0) {
+        by_type[node_type_name(static_cast<NodeType>(t))] = r.by_type[static_cast<size_t>(t)];
+      }
+    }
+    nlohmann::json colls = nlohmann::json::array();
+    for (const auto& [key, count] : r.collectives) {
+      colls.push_back({{"type", collective_name(key.first)}, {"comm_size", key.second}, {"count", count}});
+    }
+    ranks.push_back({{"rank", r.rank},
+                     {"file", r.path},
+                     {"gzip", r.gzip},
+                     {"trace_bytes", r.trace_bytes},
+                     {"version", r.version},
+                     {"schema", r.schema},
+                     {"nodes", r.nodes},
+                     {"nodes_by_type", by_type},
+                     {"data_deps", r.data_edges},
+                     {"ctrl_deps", r.ctrl_edges},
+                     {"max_data_deps_per_node", r.max_parents},
+                     {"collectives", colls},
+                     {"collective_bytes", r.collective_bytes},
+                     {"untyped_collectives", r.untyped_collectives},
+                     {"sends", r.sends},
+                     {"send_bytes", r.send_bytes},
+                     {"recvs", r.recvs},
+                     {"recv_bytes", r.recv_bytes},
+                     {"compute_micros", r.compute_micros},
+                     {"cpu_ops", r.cpu_ops}});
+  }
+  nlohmann::json groups = nlohmann::json::array();
+  groups.push_back({{"pg_name", ""}, {"ranks", w.groups.find("")->ranks}, {"source", "default (all ranks)"}});
+  for (const auto& [name, pg] : w.groups.groups()) {
+    if (name.empty()) continue;
+    groups.push_back({{"pg_name", name}, {"ranks", pg.ranks}, {"source", to_string(pg.defined_at)}});
+  }
+  return {{"ranks", w.ranks.size()}, {"per_rank", ranks}, {"process_groups", groups}};
+}
+
+void print_info(const std::string& prefix, const WorkloadSummary& w) {
+  uint64_t total_nodes = 0, total_bytes = 0;
+  for (const auto& r : w.ranks) {
+    total_nodes += r.nodes;
+    total_bytes += r.trace_bytes;
+  }
+  const auto& first = w.ranks.front();
+  fmt::print("Workload      {}\n", prefix);
+  fmt::print("Ranks         {} ({}; {} nodes, {} bytes of trace{})\n", w.ranks.size(),
+             w.ranks.size() == 1 ? first.path : "one file per rank", total_nodes, total_bytes,
+             first.gzip ? ", gzip" : "");
+  fmt::print("Schema        version \"{}\"{}\n", first.version,
+             first.schema.empty() ? "" : fmt::format(", schema \"{}\"", first.schema));
+
+  fmt::print("\nNodes by type (per rank: min / max; all ranks)\n");
+  for (int t = 0; t < 8; ++t) {
+    uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+    for (const auto& r : w.ranks) {
+      const uint64_t v = r.by_type[static_cast<size_t>(t)];
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+      sum += v;
+    }
+    if (sum == 0) continue;
+    fmt::print("  {:<16} {:>10} / {:<10} {:>12}\n", node_type_name(static_cast<NodeType>(t)), lo, hi, sum);
+  }
+  uint64_t data = 0, ctrl = 0, max_parents = 0, compute_max = 0;
+  for (const auto& r : w.ranks) {
+    data += r.data_edges;
+    ctrl += r.ctrl_edges;
+    max_parents = std::max(max_parents, r.max_parents);
+    compute_max = std::max(compute_max, r.compute_micros);
+  }
+  fmt::print("\nDependencies  {} data_deps, {} ctrl_deps (at most {} data_deps on one node)\n", data, ctrl,
+             max_parents);
+  fmt::print("Compute       {} us of COMP_NODE duration on the busiest rank\n", compute_max);
+
+  // Collectives: identical on all ranks in the common case; show per-rank counts otherwise.
+  std::map<std::pair<CollectiveType, uint64_t>, std::pair<uint64_t, uint64_t>> colls;  // -> (ranks, total)
+  uint64_t untyped = 0;
+  for (const auto& r : w.ranks) {
+    untyped += r.untyped_collectives;
+    for (const auto& [key, count] : r.collectives) {
+      auto& c = colls[key];
+      ++c.first;
+      c.second += count;
+    }
+  }
+  fmt::print("\nCollectives (type, comm_size per rank: count over all ranks, ranks issuing it)\n");
+  if (colls.empty()) fmt::print("  none\n");
+  for (const auto& [key, c] : colls) {
+    fmt::print("  {:<20} {:>12}: {:>8} on {} rank{}\n", collective_name(key.first), format_bytes(key.second),
+               c.second, c.first, c.first == 1 ? "" : "s");
+  }
+  if (untyped != 0) fmt::print("  {} CPU-side COMM_COLL_NODEs without comm_type (host records)\n", untyped);
+  uint64_t sends = 0, send_bytes = 0, recvs = 0, recv_bytes = 0;
+  for (const auto& r : w.ranks) {
+    sends += r.sends;
+    send_bytes += r.send_bytes;
+    recvs += r.recvs;
+    recv_bytes += r.recv_bytes;
+  }
+  if (sends + recvs != 0) {
+    fmt::print("Point-to-point {} SEND ({} bytes), {} RECV ({} bytes)\n", sends, send_bytes, recvs, recv_bytes);
+  }
+  fmt::print("\nProcess groups\n");
+  fmt::print("  {:<10} ranks {} (default group: all ranks)\n", "default", rank_list(w.groups.find("")->ranks));
+  for (const auto& [name, pg] : w.groups.groups()) {
+    if (name.empty()) continue;
+    fmt::print("  {:<10} ranks {} (from {})\n", pg_label(name), rank_list(pg.ranks), to_string(pg.defined_at));
+  }
+  if (w.ranks.size() > 1 && w.ranks.size() <= 16) {
+    fmt::print("\nPer rank\n  {:>4} {:>10} {:>6} {:>6} {:>6} {:>6} {:>12} {:>12}\n", "rank", "nodes", "COMP", "COLL",
+               "SEND", "RECV", "data_deps", "compute_us");
+    for (const auto& r : w.ranks) {
+      fmt::print("  {:>4} {:>10} {:>6} {:>6} {:>6} {:>6} {:>12} {:>12}\n", r.rank, r.nodes,
+                 r.by_type[ChakraProtoMsg::COMP_NODE], r.by_type[ChakraProtoMsg::COMM_COLL_NODE],
+                 r.by_type[ChakraProtoMsg::COMM_SEND_NODE], r.by_type[ChakraProtoMsg::COMM_RECV_NODE], r.data_edges,
+                 r.compute_micros);
+    }
+  }
+}
+
+int run_validate(const std::string& prefix, const ValidateOptions& options, bool as_json) {
+  const auto files = find_rank_files(prefix);
+  const ValidationReport report = validate_workload(files, options);
+  if (as_json) {
+    nlohmann::json findings = nlohmann::json::array();
+    for (const auto& f : report.findings) {
+      nlohmann::json j = {{"severity", f.severity == Severity::kError ? "error" : "warning"},
+                          {"file", f.where.file},
+                          {"message", f.what},
+                          {"text", to_string(f)}};
+      if (f.where.rank) j["rank"] = *f.where.rank;
+      if (f.where.node_id) j["node_id"] = *f.where.node_id;
+      if (f.where.offset) j["offset"] = *f.where.offset;
+      findings.push_back(j);
+    }
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& r : report.ranks) {
+      ranks.push_back({{"rank", r.rank},
+                       {"file", r.path},
+                       {"nodes", r.nodes},
+                       {"dangling_deps", r.dangling_deps},
+                       {"first_issuable", r.first_issuable},
+                       {"dependency_walk_complete", r.walked}});
+    }
+    std::cout << nlohmann::json({{"ok", report.ok()},
+                                 {"errors", report.errors},
+                                 {"warnings", report.warnings},
+                                 {"ranks", ranks},
+                                 {"findings", findings}})
+                     .dump(2)
+              << '\n';
+  } else {
+    for (const auto& f : report.findings) fmt::print("{}\n", to_string(f));
+    uint64_t nodes = 0, dangling = 0;
+    for (const auto& r : report.ranks) {
+      nodes += r.nodes;
+      dangling += r.dangling_deps;
+    }
+    fmt::print("{}: {} ranks, {} nodes: {} error{}, {} warning{}{}\n", prefix, report.ranks.size(), nodes,
+               report.errors, report.errors == 1 ? "" : "s", report.warnings, report.warnings == 1 ? "" : "s",
+               dangling ? fmt::format(" ({} dangling dependencies)", dangling) : "");
+    if (report.ranks.size() == 1 && !report.ranks[0].first_issuable.empty()) {
+      const auto& ids = report.ranks[0].first_issuable;
+      fmt::print("first issuable node ids: {}{}\n",
+                 fmt::join(ids.begin(), ids.begin() + static_cast<long>(std::min<size_t>(ids.size(), 16)), ", "),
+                 ids.size() > 16 ? fmt::format(" ... ({} in all)", ids.size()) : "");
+    }
+    fmt::print("{}\n", report.ok() ? "VALID" : "INVALID");
+  }
+  return report.ok() ? kExitOk : kExitFindings;
+}
+
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool is_json_path(const std::string& p) { return has_suffix(p, ".json") || has_suffix(p, ".jsonl"); }
+
+int run_convert(const std::string& input, const std::string& output) {
+  if (is_json_path(input)) {
+    const uint64_t n = write_et_from_json(input, output);
+    fmt::print("{} -> {}: {} nodes\n", input, output, n);
+    return kExitOk;
+  }
+  const auto files = find_rank_files(input);
+  const bool one_file = files.size() == 1 && fs::is_regular_file(input);
+  for (const auto& f : files) {
+    const std::string out = one_file ? output : fmt::format("{}.{}.json", output, f.rank);
+    std::ofstream os(out);
+    if (!os) throw TraceError({.file = out}, "cannot create the output file");
+    const uint64_t n = write_json(f.path, os);
+    fmt::print("{} -> {}: {} nodes\n", f.path, out, n);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_trace_commands(CLI::App& app, int& status) {
+  CLI::App* trace = app.add_subcommand("trace", "Inspect, check, convert and generate Chakra execution traces");
+  trace->require_subcommand(1);
+
+  {  // info
+    auto* cmd = trace->add_subcommand("info", "Ranks, node counts by type, dependency edges, collectives, process groups");
+    auto prefix = std::make_shared<std::string>();
+    auto groups = std::make_shared<std::string>();
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("prefix", *prefix, "Trace prefix (files PREFIX.<rank>.et) or one .et file")->required();
+    cmd->add_option("--comm-groups", *groups, "Process groups file {\"<pg_name>\": [ranks...]}")->check(CLI::ExistingFile);
+    cmd->add_flag("--json", *json, "Print JSON instead of text");
+    cmd->callback([=, &status] {
+      const auto files = find_rank_files(*prefix);
+      const auto summary =
+          summarize_workload(files, groups->empty() ? std::nullopt : std::optional<std::string>(*groups));
+      if (*json) {
+        std::cout << info_json(summary).dump(2) << '\n';
+      } else {
+        print_info(*prefix, summary);
+      }
+      status = kExitOk;
+    });
+  }
+  {  // validate
+    auto* cmd = trace->add_subcommand(
+        "validate", "Check every rank (ids, dependencies, cycles, attributes) and ranks against each other");
+    auto prefix = std::make_shared<std::string>();
+    auto options = std::make_shared<ValidateOptions>();
+    auto groups = std::make_shared<std::string>();
+    auto no_ctrl = std::make_shared<bool>(false);
+    auto json = std::make_shared<bool>(false);
+    cmd->add_option("prefix", *prefix, "Trace prefix (files PREFIX.<rank>.et) or one .et file")->required();
+    cmd->add_flag("--strict", options->strict, "Dependencies on node ids absent from the file are errors");
+    cmd->add_flag("--no-ctrl-deps", *no_ctrl, "Ignore ctrl_deps (Chakra's first feeder honoured only data_deps)");
+    cmd->add_option("--comm-groups", *groups, "Process groups file {\"<pg_name>\": [ranks...]}")->check(CLI::ExistingFile);
+    cmd->add_option("--max-findings", options->max_findings_per_kind, "Findings shown per rank and kind (default 20)");
+    cmd->add_flag("--json", *json, "Print the findings as JSON");
+    cmd->callback([=, &status] {
+      options->ctrl_deps = !*no_ctrl;
+      if (!groups->empty()) options->comm_group_file = *groups;
+      status = run_validate(*prefix, *options, *json);
+    });
+  }
+  {  // convert
+    auto* cmd = trace->add_subcommand(
+        "convert", "Convert .et <-> JSON (lossless), or an ASTRA-sim 1.0 text workload to Chakra traces");
+    auto input = std::make_shared<std::string>();
+    auto output = std::make_shared<std::string>();
+    auto from = std::make_shared<std::string>("auto");
+    auto astra = std::make_shared<AstraTextArgs>();
+    cmd->add_option("input", *input, "Input: a .et file, a trace prefix, a .json/.jsonl file, or a text workload")
+        ->required();
+    cmd->add_option("output", *output,
+                    "Output: a .json file (from one .et), an output prefix (from a prefix or text workload), or a "
+                    ".et/.et.gz file (from JSON)")
+        ->required();
+    cmd->add_option("--from", *from, "Input format: auto (by extension), et, json, astra-text")
+        ->check(CLI::IsMember({"auto", "et", "json", "astra-text"}));
+    cmd->add_option("--ranks", astra->ranks, "astra-text: number of NPUs (ranks) to write");
+    cmd->add_option("--passes", astra->passes, "astra-text: training passes (default 1)");
+    cmd->callback([=, &status] {
+      if (*from == "astra-text") {
+        status = run_convert_astra_text(*input, *output, *astra);
+      } else if (*from == "json" && !is_json_path(*input)) {
+        const uint64_t n = write_et_from_json(*input, *output);
+        fmt::print("{} -> {}: {} nodes\n", *input, *output, n);
+        status = kExitOk;
+      } else {
+        status = run_convert(*input, *output);
+      }
+    });
+  }
+  add_trace_tool_commands(*trace, status);
+}
+
+}  // namespace fabemu::cli

@@ -1,0 +1,19 @@
+// `fabemu trace generate | anonymize` and the ASTRA-sim text conversion of `trace convert`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace fabemu::cli {
+
+struct AstraTextArgs {
+  int64_t ranks = 0;
+  int64_t passes = 1;
+};
+
+int run_convert_astra_text(const std::string& input, const std::string& output_prefix, const AstraTextArgs& args);
+void add_trace_tool_commands(CLI::App& trace, int& status);
+
+}  // namespace fabemu::cli

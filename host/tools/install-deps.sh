@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs every Debian package fabemu builds against or runs with (all backends), if missing.
+# Idempotent and silent when everything is present. Debian 12 (bookworm); needs root or sudo.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git
+  # core libraries
+  libprotobuf-dev protobuf-compiler zlib1g-dev libspdlog-dev libfmt-dev libcli11-dev
+  nlohmann-json3-dev libyaml-cpp-dev libboost-dev
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  # DPDK backend (and its tools: dpdk-testpmd) and packet captures
+  libdpdk-dev dpdk-dev libpcap-dev iproute2
+  # FPGA backend: Xilinx XRT host library, Verilator hw-emu, Yosys resource reports
+  libxrt-dev verilator yosys
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "install-deps: installing ${#missing[@]} missing package(s): ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,4 +1,4 @@
-// Strips model-identifying text (names, tensor values, schemas, doc strings) from a trace, keeping what emulation needs.
+// Strips model-identifying text (names, tensor values, schemas, doc strings) from a trace; keeps what emulation needs.
 #pragma once
 
 #include <cstdint>

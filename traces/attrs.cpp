@@ -1,5 +1,6 @@
 #include "traces/attrs.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -113,13 +114,20 @@ bool is_comm(NodeType type) {
 }
 
 const char* node_type_name(NodeType type) {
-  if (!ChakraProtoMsg::NodeType_IsValid(type)) return "UNKNOWN_NODE";
-  return ChakraProtoMsg::NodeType_Name(type).c_str();
+  static constexpr const char* kNames[] = {"INVALID_NODE",   "METADATA_NODE",  "MEM_LOAD_NODE",
+                                           "MEM_STORE_NODE", "COMP_NODE",      "COMM_SEND_NODE",
+                                           "COMM_RECV_NODE", "COMM_COLL_NODE"};
+  const auto i = static_cast<int>(type);
+  return i >= 0 && i < 8 ? kNames[i] : "UNKNOWN_NODE";
 }
 
 const char* collective_name(CollectiveType type) {
-  if (!ChakraProtoMsg::CollectiveCommType_IsValid(type)) return "UNKNOWN_COLLECTIVE";
-  return ChakraProtoMsg::CollectiveCommType_Name(type).c_str();
+  static constexpr const char* kNames[] = {"ALL_REDUCE", "REDUCE",         "ALL_GATHER",
+                                           "GATHER",     "SCATTER",        "BROADCAST",
+                                           "ALL_TO_ALL", "REDUCE_SCATTER", "REDUCE_SCATTER_BLOCK",
+                                           "BARRIER"};
+  const auto i = static_cast<int>(type);
+  return i >= 0 && i < 10 ? kNames[i] : "UNKNOWN_COLLECTIVE";
 }
 
 std::optional<CollectiveType> collective_from_name(std::string_view name) {

@@ -28,7 +28,10 @@ ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
     probe.read(reinterpret_cast<char*>(magic), 2);
     compressed_ = probe.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   }
-  if (!compressed_) size_ = std::filesystem::file_size(path_, ec);
+  if (!compressed_) {
+    size_ = std::filesystem::file_size(path_, ec);
+    if (ec) throw TraceError({.file = path_}, "cannot read the file size: " + ec.message());
+  }
   gz_ = gzopen(path_.c_str(), "rb");
   if (gz_ == nullptr) {
     throw TraceError({.file = path_}, std::string("cannot open: ") + std::strerror(errno));

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -15,6 +16,13 @@ namespace fabemu::traces {
 std::string python_literal_to_json(const std::string& text) {
   std::string out;
   out.reserve(text.size());
+  auto ident = [&](size_t at) {
+    return at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) != 0 || text[at] == '_');
+  };
+  // A bare Python word (True/False/None) only when it stands alone, not inside a longer name.
+  auto word = [&](size_t at, std::string_view w) {
+    return text.compare(at, w.size(), w) == 0 && (at == 0 || !ident(at - 1)) && !ident(at + w.size());
+  };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '\'' || c == '"') {  // copy a string literal, re-quoted with "
@@ -35,15 +43,17 @@ std::string python_literal_to_json(const std::string& text) {
         }
       }
       out.push_back('"');
-    } else if (text.compare(i, 4, "True") == 0) {
+    } else if (word(i, "True")) {
       out += "true";
       i += 3;
-    } else if (text.compare(i, 5, "False") == 0) {
+    } else if (word(i, "False")) {
       out += "false";
       i += 4;
-    } else if (text.compare(i, 4, "None") == 0) {
+    } else if (word(i, "None")) {
       out += "null";
       i += 3;
+    } else if (c == '(' || c == ')') {  // tuples become lists
+      out.push_back(c == '(' ? '[' : ']');
     } else {
       out.push_back(c);
     }

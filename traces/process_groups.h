@@ -44,7 +44,7 @@ class ProcessGroups {
   ProcessGroup default_group_;
 };
 
-// Converts a Python literal (single quotes, True/False/None) to JSON text.
+// Converts a Python literal (single quotes, True/False/None, tuples) to JSON text.
 std::string python_literal_to_json(const std::string& text);
 
 }  // namespace fabemu::traces

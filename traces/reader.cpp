@@ -22,7 +22,8 @@ const char* wire_type_name(int wire_type) {
 // with another schema (Chakra before October 2023 used proto2 numbering without GlobalMetadata).
 std::string describe_unknown(const google::protobuf::UnknownFieldSet& unknown) {
   const auto& f = unknown.field(0);
-  static constexpr int kWireType[] = {0, 1, 2, 3, 5};  // UnknownField::Type order
+  // UnknownField::Type order: VARINT, FIXED32, FIXED64, LENGTH_DELIMITED, GROUP.
+  static constexpr int kWireType[] = {0, 5, 1, 2, 3};
   return fmt::format("field {} with wire type {}", f.number(),
                      wire_type_name(kWireType[static_cast<int>(f.type())]));
 }

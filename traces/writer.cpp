@@ -34,17 +34,25 @@ TraceWriter::TraceWriter(const std::string& path, GlobalMetadata metadata, bool 
     throw TraceError({.file = path}, std::string("cannot create: ") + std::strerror(errno));
   }
   if (metadata.ByteSizeLong() == 0) metadata.set_version(kSchemaVersion);
-  write_frame(metadata);
+  try {
+    write_frame(metadata);
+  } catch (...) {
+    close_quietly();
+    throw;
+  }
 }
 
-TraceWriter::~TraceWriter() {
+void TraceWriter::close_quietly() noexcept {
   if (file_ == nullptr) return;
   if (gzip_) {
     gzclose(static_cast<gzFile>(file_));
   } else {
     std::fclose(static_cast<FILE*>(file_));
   }
+  file_ = nullptr;
 }
+
+TraceWriter::~TraceWriter() { close_quietly(); }
 
 void TraceWriter::write(const Node& node) {
   if (node.ByteSizeLong() == 0) {
@@ -57,6 +65,11 @@ void TraceWriter::write(const Node& node) {
 }
 
 void TraceWriter::write_frame(const google::protobuf::MessageLite& message) {
+  if (const size_t size = message.ByteSizeLong(); size > kMaxMessageBytes) {
+    throw TraceError({.file = path_, .offset = bytes_},
+                     fmt::format("a message of {} bytes is larger than the {} MiB readers accept", size,
+                                 kMaxMessageBytes >> 20));
+  }
   scratch_.clear();
   append_frame(message, scratch_);
   bool ok = false;

@@ -20,7 +20,8 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // Appends a node. Throws TraceError for a node that would encode to zero bytes.
+  // Appends a node. Throws TraceError for a node that would encode to zero bytes or to more than
+  // kMaxMessageBytes.
   void write(const Node& node);
   // Flushes and closes; errors (disk full, ...) are thrown here rather than lost in the destructor.
   void close();
@@ -30,6 +31,7 @@ class TraceWriter {
 
  private:
   void write_frame(const google::protobuf::MessageLite& message);
+  void close_quietly() noexcept;
 
   std::string path_;
   void* file_ = nullptr;  // FILE* or gzFile

@@ -124,10 +124,10 @@ void print_info(const std::string& prefix, const WorkloadSummary& w) {
       c.second += count;
     }
   }
-  fmt::print("\nCollectives (type, comm_size per rank: count over all ranks, ranks issuing it)\n");
+  fmt::print("\nCollectives    type, comm_size (bytes per rank), how many in all and on how many ranks\n");
   if (colls.empty()) fmt::print("  none\n");
   for (const auto& [key, c] : colls) {
-    fmt::print("  {:<20} {:>12}: {:>8} on {} rank{}\n", collective_name(key.first), format_bytes(key.second),
+    fmt::print("  {:<20} {:>10}  {} in all, on {} rank{}\n", collective_name(key.first), format_bytes(key.second),
                c.second, c.first, c.first == 1 ? "" : "s");
   }
   if (untyped != 0) fmt::print("  {} CPU-side COMM_COLL_NODEs without comm_type (host records)\n", untyped);

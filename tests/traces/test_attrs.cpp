@@ -92,6 +92,14 @@ TEST(Attrs, CollectiveNames) {
   EXPECT_STREQ(node_type_name(ChakraProtoMsg::COMM_RECV_NODE), "COMM_RECV_NODE");
 }
 
+TEST(ProcessGroups, PythonLiteralToJson) {
+  EXPECT_EQ(python_literal_to_json("[{'a': True, 'b': None, 'c': (1, 2), 'd': 'it\\'s \"x\"'}]"),
+            R"([{"a": true, "b": null, "c": [1, 2], "d": "it's \"x\""}])");
+  // Words inside names or strings stay as they are.
+  EXPECT_EQ(python_literal_to_json("{'t': 'NoneType', 'u': NoneType, 'v': 'True'}"),
+            R"({"t": "NoneType", "u": NoneType, "v": "True"})");
+}
+
 TEST(ProcessGroups, FromMetadataNodeAndFile) {
   ProcessGroups groups(8);
   Node md = test::make_node(0, ChakraProtoMsg::METADATA_NODE);

@@ -109,15 +109,22 @@ void generate(const TraceSpec& spec, const std::string& path) {
   fs::rename(tmp, path);
 }
 
-// The trace file for `spec`, generated on first use in this build tree and reused afterwards.
-std::string ensure_trace(const TraceSpec& spec) {
+// The trace file for `spec`, generated on first use in this build tree and reused afterwards;
+// nullopt (and the benchmark skipped with the reason) when it cannot be made.
+std::optional<std::string> ensure_trace(benchmark::State& state, const TraceSpec& spec) {
   static std::set<std::string> checked;
   const std::string path = trace_path(spec);
-  if (checked.insert(path).second && !cached(path, spec.nodes)) {
-    fs::create_directories(fs::path(path).parent_path());
-    std::fprintf(stderr, "generating %s (%llu nodes, once)...\n", path.c_str(),
-                 static_cast<unsigned long long>(spec.nodes));
-    generate(spec, path);
+  try {
+    if (checked.insert(path).second && !cached(path, spec.nodes)) {
+      fs::create_directories(fs::path(path).parent_path());
+      std::fprintf(stderr, "generating %s (%llu nodes, once)...\n", path.c_str(),
+                   static_cast<unsigned long long>(spec.nodes));
+      generate(spec, path);
+    }
+  } catch (const std::exception& e) {
+    checked.erase(path);
+    state.SkipWithError(e.what());
+    return std::nullopt;
   }
   return path;
 }
@@ -145,12 +152,13 @@ void report(benchmark::State& state, uint64_t nodes, uint64_t bytes) {
 
 // TraceReader::next over the whole file.
 void BM_Read(benchmark::State& state, TraceSpec spec) {
-  const std::string path = ensure_trace(spec);
+  const std::optional<std::string> path = ensure_trace(state, spec);
+  if (!path) return;
   reset_peak_rss();
   uint64_t nodes = 0;
   uint64_t bytes = 0;
   for (auto _ : state) {
-    traces::TraceReader reader(path);
+    traces::TraceReader reader(*path);
     Node node;
     while (reader.next(node)) benchmark::DoNotOptimize(node.id());
     nodes += reader.nodes_read();
@@ -161,12 +169,13 @@ void BM_Read(benchmark::State& state, TraceSpec spec) {
 
 // DependencyResolver with default options: every issuable node is taken and finished at once.
 void BM_ReadResolve(benchmark::State& state, TraceSpec spec) {
-  const std::string path = ensure_trace(spec);
+  const std::optional<std::string> path = ensure_trace(state, spec);
+  if (!path) return;
   reset_peak_rss();
   uint64_t nodes = 0;
   uint64_t bytes = 0;
   for (auto _ : state) {
-    traces::TraceReader reader(path);
+    traces::TraceReader reader(*path);
     traces::DependencyResolver resolver(reader);
     while (const Node* n = resolver.next()) {
       benchmark::DoNotOptimize(n->id());

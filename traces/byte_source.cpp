@@ -16,10 +16,10 @@ constexpr size_t kBufferBytes = size_t{1} << 20;
 gzFile as_gz(void* p) { return static_cast<gzFile>(p); }
 }  // namespace
 
-ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
+ByteSource::ByteSource(std::string path, std::optional<int64_t> rank) : path_(std::move(path)), rank_(rank) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path_, ec)) {
-    throw TraceError({.file = path_}, std::filesystem::exists(path_, ec) ? "not a regular file"
+    throw TraceError(at(), std::filesystem::exists(path_, ec) ? "not a regular file"
                                                                          : "file does not exist");
   }
   {
@@ -30,11 +30,11 @@ ByteSource::ByteSource(std::string path) : path_(std::move(path)) {
   }
   if (!compressed_) {
     size_ = std::filesystem::file_size(path_, ec);
-    if (ec) throw TraceError({.file = path_}, "cannot read the file size: " + ec.message());
+    if (ec) throw TraceError(at(), "cannot read the file size: " + ec.message());
   }
   gz_ = gzopen(path_.c_str(), "rb");
   if (gz_ == nullptr) {
-    throw TraceError({.file = path_}, std::string("cannot open: ") + std::strerror(errno));
+    throw TraceError(at(), std::string("cannot open: ") + std::strerror(errno));
   }
   gzbuffer(as_gz(gz_), kBufferBytes);
   buf_.resize(kBufferBytes);
@@ -59,17 +59,17 @@ bool ByteSource::fill(size_t want) {
     if (room == 0) break;
     const int got = gzread(as_gz(gz_), buf_.data() + tail_, static_cast<unsigned>(room));
     if (got < 0) {
-      int code = 0;
-      const char* msg = gzerror(as_gz(gz_), &code);
-      throw TraceError({.file = path_, .offset = consumed_ + available()},
-                       std::string("read failed: ") + (msg != nullptr ? msg : "unknown error"));
+      throw TraceError(at(consumed_ + available()),
+                       compressed_ ? "the gzip data is damaged after this uncompressed byte (zlib: " + zlib_error() + ")"
+                                   : "read failed: " + zlib_error());
     }
     if (got == 0) {
       int code = 0;
-      const char* msg = gzerror(as_gz(gz_), &code);
+      gzerror(as_gz(gz_), &code);
       if (code != Z_OK) {
-        throw TraceError({.file = path_, .offset = consumed_ + available()},
-                         std::string("gzip stream is damaged or truncated: ") + msg);
+        throw TraceError(at(consumed_ + available()),
+                         "the gzip stream is damaged or truncated after this uncompressed byte (zlib: " +
+                             zlib_error() + ")");
       }
       eof_ = true;
       break;
@@ -77,6 +77,19 @@ bool ByteSource::fill(size_t want) {
     tail_ += static_cast<size_t>(got);
   }
   return available() >= want;
+}
+
+Location ByteSource::at(std::optional<uint64_t> offset) const {
+  return Location{.file = path_, .rank = rank_, .offset = offset};
+}
+
+// zlib's message without the "path: " it puts in front.
+std::string ByteSource::zlib_error() const {
+  int code = 0;
+  const char* raw = gzerror(as_gz(gz_), &code);
+  std::string msg = raw != nullptr ? raw : "unknown error";
+  if (msg.rfind(path_ + ": ", 0) == 0) msg.erase(0, path_.size() + 2);
+  return msg;
 }
 
 const uint8_t* ByteSource::peek(size_t n) {

@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "traces/error.h"
+
 namespace fabemu::traces {
 
 class ByteSource {
  public:
   // Opens `path`; throws TraceError naming the file when it cannot be opened or read.
-  explicit ByteSource(std::string path);
+  ByteSource(std::string path, std::optional<int64_t> rank = std::nullopt);
   ~ByteSource();
   ByteSource(const ByteSource&) = delete;
   ByteSource& operator=(const ByteSource&) = delete;
@@ -44,7 +46,11 @@ class ByteSource {
  private:
   bool fill(size_t want);  // ensures `want` bytes buffered unless at EOF; returns whether it did
 
+  Location at(std::optional<uint64_t> offset = std::nullopt) const;
+  std::string zlib_error() const;
+
   std::string path_;
+  std::optional<int64_t> rank_;
   void* gz_ = nullptr;  // gzFile; zlib passes uncompressed files through unchanged
   bool compressed_ = false;
   bool eof_ = false;

@@ -1,40 +1,52 @@
 #include "traces/id_set.h"
 
+#include <algorithm>
 #include <bit>
 
 namespace fabemu::traces {
 
-bool IdIntervalSet::insert(uint64_t id) {
-  // First run starting after id; the one before it (if any) may contain or touch id.
-  auto next = runs_.upper_bound(id);
-  if (next != runs_.begin()) {
-    auto prev = std::prev(next);
-    if (id < prev->second) return false;
-    if (id == prev->second) {
-      prev->second = id + 1;
-      if (next != runs_.end() && next->first == prev->second) {
-        prev->second = next->second;
-        runs_.erase(next);
-      }
-      ++count_;
-      return true;
-    }
+IdSet::Chunk* IdSet::find_chunk(uint64_t key) const {
+  if (last_ != nullptr && last_->first == key) return const_cast<Chunk*>(&last_->second);
+  auto it = chunks_.find(key);
+  if (it == chunks_.end()) return nullptr;
+  last_ = &*it;
+  return const_cast<Chunk*>(&it->second);
+}
+
+bool IdSet::insert(uint64_t id) {
+  const uint64_t key = id >> 16;
+  const auto low = static_cast<uint16_t>(id & 0xffffu);
+  Chunk* chunk = find_chunk(key);
+  if (chunk == nullptr) {
+    auto [it, inserted] = chunks_.try_emplace(key);
+    last_ = &*it;
+    chunk = &it->second;
   }
-  if (next != runs_.end() && next->first == id + 1) {
-    const uint64_t end = next->second;
-    runs_.erase(next);
-    runs_.emplace(id, end);
+  if (!chunk->bits.empty()) {
+    uint64_t& word = chunk->bits[low >> 6];
+    const uint64_t mask = uint64_t{1} << (low & 63u);
+    if ((word & mask) != 0) return false;
+    word |= mask;
   } else {
-    runs_.emplace_hint(next, id, id + 1);
+    auto pos = std::lower_bound(chunk->array.begin(), chunk->array.end(), low);
+    if (pos != chunk->array.end() && *pos == low) return false;
+    chunk->array.insert(pos, low);
+    if (chunk->array.size() > kArrayMax) {  // convert to a bitmap
+      chunk->bits.assign(1024, 0);
+      for (const uint16_t v : chunk->array) chunk->bits[v >> 6] |= uint64_t{1} << (v & 63u);
+      chunk->array = std::vector<uint16_t>();
+    }
   }
   ++count_;
   return true;
 }
 
-bool IdIntervalSet::contains(uint64_t id) const {
-  auto next = runs_.upper_bound(id);
-  if (next == runs_.begin()) return false;
-  return id < std::prev(next)->second;
+bool IdSet::contains(uint64_t id) const {
+  const Chunk* chunk = find_chunk(id >> 16);
+  if (chunk == nullptr) return false;
+  const auto low = static_cast<uint16_t>(id & 0xffffu);
+  if (!chunk->bits.empty()) return (chunk->bits[low >> 6] >> (low & 63u) & 1u) != 0;
+  return std::binary_search(chunk->array.begin(), chunk->array.end(), low);
 }
 
 void IdSlotMap::rehash(size_t capacity) {

@@ -1,5 +1,5 @@
-// Compact sets and maps of node ids: an interval set (a run of consecutive ids costs one entry, so
-// the usual sequentially numbered trace needs O(1) memory) and an open-addressing id -> slot map.
+// Compact sets and maps of node ids: a chunked id set (about one bit per id for dense or strided
+// ids) and an open-addressing id -> slot map.
 #pragma once
 
 #include <cstddef>
@@ -9,20 +9,32 @@
 
 namespace fabemu::traces {
 
-class IdIntervalSet {
+// A set of 64-bit node ids stored in chunks of 2^16 consecutive ids (Roaring-style): a chunk holds a
+// sorted array of the low 16 bits while it has few members and a 8 KiB bitmap once it has many. Memory
+// follows the ids' density (dense or strided ids: about one bit each), not a map node per id.
+class IdSet {
  public:
   // Adds `id`; returns false when it was already present.
   bool insert(uint64_t id);
   bool contains(uint64_t id) const;
   uint64_t size() const { return count_; }
-  size_t intervals() const { return runs_.size(); }
+  size_t chunks() const { return chunks_.size(); }
   void clear() {
-    runs_.clear();
+    chunks_.clear();
+    last_ = nullptr;
     count_ = 0;
   }
 
  private:
-  std::map<uint64_t, uint64_t> runs_;  // start -> end (exclusive), disjoint and non-adjacent
+  static constexpr size_t kArrayMax = 4096;  // beyond this an array is larger than the bitmap
+  struct Chunk {
+    std::vector<uint16_t> array;  // sorted, while small
+    std::vector<uint64_t> bits;   // 1024 words once large
+  };
+  Chunk* find_chunk(uint64_t key) const;
+
+  std::map<uint64_t, Chunk> chunks_;  // id >> 16 -> chunk
+  mutable const std::pair<const uint64_t, Chunk>* last_ = nullptr;  // cache: ids arrive in runs
   uint64_t count_ = 0;
 };
 

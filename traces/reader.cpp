@@ -40,10 +40,10 @@ constexpr const char* kOldSchemaHint =
 }  // namespace
 
 TraceReader::TraceReader(const std::string& path, std::optional<int64_t> rank)
-    : source_(path), rank_(rank) {
+    : source_(path, rank), rank_(rank) {
   uint32_t length = 0;
   uint64_t offset = 0;
-  const uint8_t* body = read_frame(length, offset, "GlobalMetadata");
+  const uint8_t* body = read_frame(length, offset, "GlobalMetadata", std::nullopt);
   if (body == nullptr) {
     throw TraceError(location_at(0), "empty file: a Chakra trace starts with a GlobalMetadata message");
   }
@@ -74,7 +74,8 @@ Location TraceReader::last_location() const {
                      nodes_read_ == 0 ? std::nullopt : std::optional(last_id_));
 }
 
-const uint8_t* TraceReader::read_frame(uint32_t& length, uint64_t& frame_offset, const char* what) {
+const uint8_t* TraceReader::read_frame(uint32_t& length, uint64_t& frame_offset, const char* what,
+                                       std::optional<uint64_t> node_index) {
   frame_offset = source_.offset();
   // varint32 length prefix; end of input before its first byte is the clean end of the file.
   uint64_t value = 0;
@@ -83,33 +84,33 @@ const uint8_t* TraceReader::read_frame(uint32_t& length, uint64_t& frame_offset,
     uint8_t byte = 0;
     if (!source_.get(byte)) {
       if (i == 0) return nullptr;
-      throw TraceError(location_at(frame_offset, nodes_read_),
+      throw TraceError(location_at(frame_offset, node_index),
                        fmt::format("file ends inside the length prefix of a {} (truncated file)", what));
     }
     value |= uint64_t{byte & 0x7fu} << shift;
     if ((byte & 0x80u) == 0) break;
     shift += 7;
     if (i == 4) {
-      throw TraceError(location_at(frame_offset, nodes_read_),
+      throw TraceError(location_at(frame_offset, node_index),
                        fmt::format("corrupt length prefix of a {}: varint longer than 5 bytes", what));
     }
   }
   if (value > kMaxMessageBytes) {
-    throw TraceError(location_at(frame_offset, nodes_read_),
+    throw TraceError(location_at(frame_offset, node_index),
                      fmt::format("corrupt length prefix of a {}: {} bytes is more than the {} MiB "
                                  "limit for one message",
                                  what, value, kMaxMessageBytes >> 20));
   }
   length = static_cast<uint32_t>(value);
   if (source_.size() && source_.offset() + length > *source_.size()) {
-    throw TraceError(location_at(frame_offset, nodes_read_),
+    throw TraceError(location_at(frame_offset, node_index),
                      fmt::format("a {} of {} bytes is declared but only {} bytes remain in the file "
                                  "(truncated file or corrupt length)",
                                  what, length, *source_.size() - source_.offset()));
   }
   const uint8_t* body = source_.peek(length);
   if (body == nullptr) {
-    throw TraceError(location_at(frame_offset, nodes_read_),
+    throw TraceError(location_at(frame_offset, node_index),
                      fmt::format("a {} of {} bytes is declared but only {} bytes remain in the file "
                                  "(truncated file or corrupt length)",
                                  what, length, source_.available()));
@@ -118,14 +119,30 @@ const uint8_t* TraceReader::read_frame(uint32_t& length, uint64_t& frame_offset,
 }
 
 bool TraceReader::next(Node& node) {
+  if (failed_) throw *failed_;
+  try {
+    return next_impl(node);
+  } catch (const TraceError& e) {
+    fail(e);
+  }
+}
+
+void TraceReader::fail(const TraceError& error) {
+  failed_ = error;
+  throw error;
+}
+
+bool TraceReader::next_impl(Node& node) {
   uint32_t length = 0;
   uint64_t offset = 0;
-  const uint8_t* body = read_frame(length, offset, "Node");
+  const uint8_t* body = read_frame(length, offset, "Node", nodes_read_);
   if (body == nullptr) return false;
   // A zero-length frame is an all-default Node (id 0, INVALID_NODE), not the end of the file.
   if (!node.ParseFromArray(body, static_cast<int>(length))) {
     throw TraceError(location_at(offset, nodes_read_),
-                     fmt::format("not a valid Node message ({} bytes); the file is corrupt", length));
+                     fmt::format("not a valid Node message ({} bytes): a field is malformed or a string field is "
+                                 "not valid UTF-8; the file is corrupt",
+                                 length));
   }
   if (!unknown_of(node).empty()) {
     throw TraceError(location_at(offset, nodes_read_, node.id()),
@@ -145,9 +162,18 @@ bool TraceReader::next(Node& node) {
 }
 
 bool TraceReader::next_id(uint64_t& id) {
+  if (failed_) throw *failed_;
+  try {
+    return next_id_impl(id);
+  } catch (const TraceError& e) {
+    fail(e);
+  }
+}
+
+bool TraceReader::next_id_impl(uint64_t& id) {
   uint32_t length = 0;
   uint64_t offset = 0;
-  const uint8_t* p = read_frame(length, offset, "Node");
+  const uint8_t* p = read_frame(length, offset, "Node", nodes_read_);
   if (p == nullptr) return false;
   const uint8_t* const end = p + length;
   auto varint = [&](uint64_t& v) {

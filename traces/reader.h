@@ -24,14 +24,15 @@ class TraceReader {
   // Opens the file and reads its GlobalMetadata. `rank` (when known) goes into every error message.
   // Throws TraceError: missing/empty file, bad framing, old (pre-Oct-2023) schema, ...
   explicit TraceReader(const std::string& path, std::optional<int64_t> rank = std::nullopt);
+  // Reads the next node into `node`; false at the end of the file. After a TraceError every call
+  // throws it again: a damaged file is never read on from the middle of a frame.
 
   const GlobalMetadata& metadata() const { return metadata_; }
   const std::string& path() const { return source_.path(); }
   std::optional<int64_t> rank() const { return rank_; }
   bool compressed() const { return source_.compressed(); }
 
-  // Reads the next node into `node` (reusing its storage); false at the end of the file.
-  bool next(Node& node);
+  bool next(Node& node);  // reuses `node`'s storage
 
   // Reads only the id of the next node (skipping the rest of the message, much faster than next());
   // false at the end of the file. Framing errors are thrown as by next().
@@ -42,12 +43,17 @@ class TraceReader {
   uint64_t bytes_read() const { return source_.offset(); }
   // Location of the node returned last (for messages about it).
   Location last_location() const;
+  uint64_t last_offset() const { return last_offset_; }
   Location location_at(uint64_t offset, std::optional<uint64_t> node_index = std::nullopt,
                        std::optional<uint64_t> node_id = std::nullopt) const;
 
  private:
   // Reads one length-prefixed message body; returns nullptr at a clean end of file.
-  const uint8_t* read_frame(uint32_t& length, uint64_t& frame_offset, const char* what);
+  const uint8_t* read_frame(uint32_t& length, uint64_t& frame_offset, const char* what,
+                            std::optional<uint64_t> node_index);
+  [[noreturn]] void fail(const TraceError& error);
+  bool next_impl(Node& node);
+  bool next_id_impl(uint64_t& id);
 
   ByteSource source_;
   std::optional<int64_t> rank_;
@@ -55,6 +61,7 @@ class TraceReader {
   uint64_t nodes_read_ = 0;
   uint64_t last_offset_ = 0;
   uint64_t last_id_ = 0;
+  std::optional<TraceError> failed_;  // a reader that threw keeps throwing the same error
 };
 
 }  // namespace fabemu::traces

@@ -10,13 +10,18 @@ namespace fabemu::traces {
 DependencyResolver::DependencyResolver(TraceReader& reader, ResolverOptions options)
     : reader_(reader), options_(options) {
   if (options_.window == 0) options_.window = 1;
-  if (options_.prescan) {
+  if (options_.strict) options_.prescan = true;  // strictness needs to know which ids exist
+}
+
+const IdSet& DependencyResolver::file_ids() {
+  if (!file_ids_) {
     TraceReader scan(reader_.path(), reader_.rank());
-    IdIntervalSet ids;
+    IdSet ids;
     uint64_t id = 0;
     while (scan.next_id(id)) ids.insert(id);
     file_ids_ = std::move(ids);
   }
+  return *file_ids_;
 }
 
 Location DependencyResolver::where(const Slot& s) const {
@@ -91,7 +96,7 @@ bool DependencyResolver::load_one() {
   }
   ++live_;
   s.seq = seq_++;
-  s.offset = reader_.last_location().offset.value_or(0);
+  s.offset = reader_.last_offset();
   s.pending = 0;
   s.issued = false;
   ++stats_.nodes_loaded;
@@ -133,13 +138,13 @@ void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
     return;
   }
   if (finished_.contains(dep)) return;
-  const bool later_in_file = !file_ids_ || file_ids_->contains(dep);
+  const bool later_in_file = !options_.prescan || file_ids().contains(dep);
   if (ctrl && later_in_file) {
     // A ctrl_dep orders a node after one executed before it, so it names an earlier node. Chakra's
     // PyTorch converter also writes ctrl_deps from a CPU op to the GPU kernel it launches (later in
     // the file, the reverse of the real order); honouring them closes cycles (417 in Chakra's own
     // test trace), so they are dropped and counted.
-    if (options_.strict && file_ids_) {
+    if (options_.strict) {
       throw TraceError(where(c), fmt::format("ctrl_dep {} names a node later in the file", dep));
     }
     ++stats_.forward_ctrl_deps;
@@ -169,7 +174,8 @@ void DependencyResolver::resolve_remaining_as_dangling() {
       }
       --stats_.forward_deps;
       ++stats_.dangling_deps;
-      if (dangling_examples_.size() < 16) dangling_examples_.push_back({c.node.id(), dep, true});
+      // Only data_deps wait here: unread ctrl_deps are dropped when they are met.
+      if (dangling_examples_.size() < 16) dangling_examples_.push_back({c.node.id(), dep, false});
       if (--c.pending == 0) ready_.push({c.seq, child});
     }
   }

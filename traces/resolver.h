@@ -21,10 +21,11 @@
 namespace fabemu::traces {
 
 struct ResolverOptions {
-  size_t window = size_t{1} << 16;  // nodes held (read, not yet finished) before reading pauses
+  size_t window = size_t{1} << 14;  // nodes held (read, not yet finished) before reading pauses
   bool ctrl_deps = true;            // wait on ctrl_deps too, as ASTRA-sim's current reader does
   bool strict = false;              // a dependency on an absent id, or on the node itself, is an error
-  bool prescan = true;              // index the file's ids first so absent ids are known at once
+  bool prescan = true;              // index the file's ids (once, when a dependency is neither held nor
+                                    // finished) so absent ids are told from later ones; strict implies it
 };
 
 // A dependency naming an id that is not in the file (e.g. a parent the converter filtered out).
@@ -49,8 +50,8 @@ struct ResolverStats {
 
 class DependencyResolver {
  public:
-  // Reads nodes from `reader` (already past its metadata). With `prescan`, opens the same file once
-  // more to index its ids. Throws TraceError for duplicate ids, cycles, and (strict) dangling or self
+  // Reads nodes from `reader` (already past its metadata). With `prescan`, the first dependency that
+  // is neither held nor finished opens the same file once more to index its ids. Throws TraceError for duplicate ids, cycles, and (strict) dangling or self
   // dependencies, naming file, rank and node.
   explicit DependencyResolver(TraceReader& reader, ResolverOptions options = {});
 
@@ -92,8 +93,10 @@ class DependencyResolver {
 
   TraceReader& reader_;
   ResolverOptions options_;
-  std::optional<IdIntervalSet> file_ids_;  // from the prescan
-  IdIntervalSet finished_;
+  const IdSet& file_ids();  // every id in the file, indexed on first need (the prescan)
+
+  std::optional<IdSet> file_ids_;
+  IdSet finished_;
   IdSlotMap live_ids_;
   std::deque<Slot> slots_;  // stable addresses: Node pointers are handed out
   std::vector<uint32_t> free_slots_;

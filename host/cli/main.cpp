@@ -1,6 +1,7 @@
 // fabemu: replay Chakra execution traces over a target AI fabric. `main` only parses the command line,
 // runs the chosen command and turns its outcome into an exit status.
 #include <fmt/core.h>
+#include <google/protobuf/stubs/logging.h>
 
 #include <CLI/CLI.hpp>
 #include <exception>
@@ -9,6 +10,8 @@
 #include "traces/error.h"
 
 int main(int argc, char** argv) {
+  // Our own messages say what is wrong with an input; protobuf's stderr log would only repeat it.
+  google::protobuf::SetLogHandler(nullptr);
   CLI::App app{"fabemu: hardware-in-the-loop network emulator for AI fabrics (Chakra traces)", "fabemu"};
   app.set_version_flag("--version", std::string("fabemu ") + FABEMU_VERSION);
   app.require_subcommand(1);

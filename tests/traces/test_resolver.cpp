@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/support/test_support.h"
 #include "traces/resolver.h"
 
@@ -42,8 +44,9 @@ TEST(Resolver, DiamondInFileOrder) {
 TEST(Resolver, ForwardReferencesAndDanglingDeps) {
   test::ScratchDir dir;
   const std::string p = dir.file("f.0.et");
-  // 1 depends on 2 (later in the file) and on 99 (absent).
-  test::write_trace(p, {test::make_node(1, COMP_NODE, {2}, {99}), test::make_node(2, COMP_NODE)});
+  // 1 depends on 2 (later in the file) and on 99 (absent); the ctrl_dep on 3 (later) is dropped.
+  test::write_trace(p, {test::make_node(1, COMP_NODE, {2, 99}, {3}), test::make_node(2, COMP_NODE),
+                        test::make_node(3, COMP_NODE, {1})});
   for (const bool prescan : {true, false}) {
     TraceReader r(p);
     DependencyResolver res(r, {.prescan = prescan});
@@ -56,11 +59,18 @@ TEST(Resolver, ForwardReferencesAndDanglingDeps) {
     ASSERT_NE(second, nullptr);
     EXPECT_EQ(second->id(), 1u);
     res.finish(*second);
+    const Node* third = res.next();
+    ASSERT_NE(third, nullptr);
+    EXPECT_EQ(third->id(), 3u);
+    res.finish(*third);
+    EXPECT_EQ(res.next(), nullptr);
     EXPECT_TRUE(res.done());
     EXPECT_EQ(res.stats().dangling_deps, 1u);
     EXPECT_EQ(res.stats().forward_deps, 1u);
+    EXPECT_EQ(res.stats().forward_ctrl_deps, 1u);
     ASSERT_EQ(res.dangling_examples().size(), 1u);
     EXPECT_EQ(res.dangling_examples()[0].missing_id, 99u);
+    EXPECT_FALSE(res.dangling_examples()[0].ctrl);
   }
   TraceReader r(p);
   DependencyResolver strict(r, {.strict = true});
@@ -144,18 +154,28 @@ TEST(IdSlotMap, InsertFindEraseUnderChurn) {
   for (const uint64_t id : live) EXPECT_NE(m.find(id), IdSlotMap::kNone);
 }
 
-TEST(IdIntervalSet, MergesRuns) {
-  IdIntervalSet s;
-  for (uint64_t i : {5u, 7u, 6u, 1u, 2u, 3u}) EXPECT_TRUE(s.insert(i));
-  EXPECT_FALSE(s.insert(6));
-  EXPECT_EQ(s.intervals(), 2u);  // [1,4) [5,8)
-  EXPECT_TRUE(s.insert(4));
-  EXPECT_EQ(s.intervals(), 1u);
-  EXPECT_EQ(s.size(), 7u);
-  EXPECT_TRUE(s.contains(1));
-  EXPECT_TRUE(s.contains(7));
-  EXPECT_FALSE(s.contains(0));
-  EXPECT_FALSE(s.contains(8));
+TEST(IdSet, AgreesWithAReferenceSetAcrossArrayAndBitmapChunks) {
+  IdSet s;
+  std::set<uint64_t> ref;
+  uint64_t x = 12345;
+  auto step = [&] {  // xorshift: ids spread over a few chunks, some dense enough to become bitmaps
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (int i = 0; i < 60000; ++i) {
+    const uint64_t id = (step() % 3) * 65536 + step() % 20000;
+    EXPECT_EQ(s.insert(id), ref.insert(id).second);
+  }
+  for (const uint64_t id : {uint64_t{0}, UINT64_MAX, UINT64_MAX - 1, uint64_t{1} << 40}) {
+    EXPECT_EQ(s.insert(id), ref.insert(id).second);
+  }
+  EXPECT_FALSE(s.insert(UINT64_MAX));
+  EXPECT_EQ(s.size(), ref.size());
+  for (uint64_t id = 0; id < 4 * 65536; ++id) ASSERT_EQ(s.contains(id), ref.count(id) == 1) << id;
+  EXPECT_TRUE(s.contains(UINT64_MAX));
+  EXPECT_FALSE(s.contains(UINT64_MAX - 2));
 }
 
 }  // namespace

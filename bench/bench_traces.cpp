@@ -32,11 +32,12 @@ constexpr std::string_view kVersionAttr = "fabemu_bench_generator";
 struct TraceSpec {
   uint64_t nodes;
   bool gzip;
+  uint64_t id_stride = 1;  // ids 0, s, 2s, ...: real converters leave gaps between ids
 };
 
 std::string trace_path(const TraceSpec& spec) {
-  return std::string(FABEMU_BENCH_DATA_DIR) + "/synthetic_" + std::to_string(spec.nodes) + ".et" +
-         (spec.gzip ? ".gz" : "");
+  return std::string(FABEMU_BENCH_DATA_DIR) + "/synthetic_" + std::to_string(spec.nodes) +
+         (spec.id_stride == 1 ? "" : "_stride" + std::to_string(spec.id_stride)) + ".et" + (spec.gzip ? ".gz" : "");
 }
 
 std::optional<int64_t> int_attr(const traces::GlobalMetadata& md, std::string_view name) {
@@ -79,9 +80,10 @@ void generate(const TraceSpec& spec, const std::string& path) {
   traces::TraceWriter writer(tmp, md, spec.gzip);
   std::mt19937_64 rng(42);
   Node n;
+  const uint64_t stride = spec.id_stride;
   for (uint64_t id = 0; id < spec.nodes; ++id) {
     n.Clear();
-    n.set_id(id);
+    n.set_id(id * stride);
     const uint64_t r = rng();
     if (id % 50 == 49) {
       n.set_type(ChakraProtoMsg::COMM_COLL_NODE);
@@ -100,9 +102,9 @@ void generate(const TraceSpec& spec, const std::string& path) {
       n.set_name(kNames[r % 8]);
     }
     n.set_duration_micros(1 + (r >> 24) % 500);
-    if (id > 0) n.add_data_deps(id - 1);
-    if (id > 16 && (r >> 40) % 3 == 0) n.add_data_deps(id - 2 - (r >> 44) % 15);
-    if (id > 64 && (r >> 50) % 16 == 0) n.add_ctrl_deps(id - 17 - (r >> 54) % 48);
+    if (id > 0) n.add_data_deps((id - 1) * stride);
+    if (id > 16 && (r >> 40) % 3 == 0) n.add_data_deps((id - 2 - (r >> 44) % 15) * stride);
+    if (id > 64 && (r >> 50) % 16 == 0) n.add_ctrl_deps((id - 17 - (r >> 54) % 48) * stride);
     writer.write(n);
   }
   writer.close();
@@ -195,11 +197,13 @@ constexpr TraceSpec k10M{10'000'000, false};
 constexpr TraceSpec k10MGzip{10'000'000, true};
 constexpr TraceSpec k1M{1'000'000, false};
 constexpr TraceSpec k1MGzip{1'000'000, true};
+constexpr TraceSpec k10MStride3{10'000'000, false, 3};
 
 BENCHMARK_CAPTURE(BM_Read, 10M, k10M)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ReadResolve, 10M, k10M)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Read, 10M_gzip, k10MGzip)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ReadResolve, 10M_gzip, k10MGzip)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ReadResolve, 10M_stride3, k10MStride3)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Read, 1M, k1M)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ReadResolve, 1M, k1M)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Read, 1M_gzip, k1MGzip)->Unit(benchmark::kMillisecond);

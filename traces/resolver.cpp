@@ -24,8 +24,8 @@ const IdSet& DependencyResolver::file_ids() {
   return *file_ids_;
 }
 
-Location DependencyResolver::where(const Slot& s) const {
-  return reader_.location_at(s.offset, s.seq, s.node.id());
+Location DependencyResolver::where(uint32_t slot) const {
+  return reader_.location_at(slots_[slot].offset, hot_[slot].seq, slots_[slot].node.id());
 }
 
 const Node* DependencyResolver::next() {
@@ -55,7 +55,7 @@ void DependencyResolver::finish(const Node& node) {
   }
   Slot& s = slots_[slot];
   for (const uint32_t child : s.children) {
-    Slot& c = slots_[child];
+    Hot& c = hot_[child];
     if (--c.pending == 0) ready_.push({c.seq, child});
   }
   finished_.insert(s.node.id());
@@ -85,6 +85,7 @@ bool DependencyResolver::load_one() {
   if (free_slots_.empty()) {
     slot = static_cast<uint32_t>(slots_.size());
     slots_.emplace_back();
+    hot_.emplace_back();
   } else {
     slot = free_slots_.back();
     free_slots_.pop_back();
@@ -95,16 +96,15 @@ bool DependencyResolver::load_one() {
     return false;
   }
   ++live_;
-  s.seq = seq_++;
+  hot_[slot] = Hot{seq_++, 0};
   s.offset = reader_.last_offset();
-  s.pending = 0;
   s.issued = false;
   ++stats_.nodes_loaded;
   stats_.peak_window = std::max<uint64_t>(stats_.peak_window, live_);
 
   const uint64_t id = s.node.id();
   if (live_ids_.find(id) != IdSlotMap::kNone || finished_.contains(id)) {
-    throw TraceError(where(s), fmt::format("duplicate node id {}: an earlier node has the same id", id));
+    throw TraceError(where(slot), fmt::format("duplicate node id {}: an earlier node has the same id", id));
   }
   live_ids_.insert(id, slot);
   for (const uint64_t dep : s.node.data_deps()) add_dep(slot, dep, false);
@@ -119,22 +119,22 @@ bool DependencyResolver::load_one() {
       waiting_on_unread_.erase(it);
     }
   }
-  if (s.pending == 0) ready_.push({s.seq, slot});
+  if (hot_[slot].pending == 0) ready_.push({hot_[slot].seq, slot});
   return true;
 }
 
 void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
-  Slot& c = slots_[child];
+  const Slot& c = slots_[child];
   if (dep == c.node.id()) {
     // Real PyTorch-collected traces carry these (383 ctrl_deps in Chakra's own feeder test trace): a
     // node cannot wait on itself, so the edge is dropped and counted.
-    if (options_.strict) throw TraceError(where(c), fmt::format("node {} depends on itself", dep));
+    if (options_.strict) throw TraceError(where(child), fmt::format("node {} depends on itself", dep));
     ++stats_.self_deps;
     return;
   }
   if (const uint32_t parent = live_ids_.find(dep); parent != IdSlotMap::kNone) {
     slots_[parent].children.push_back(child);
-    ++c.pending;
+    ++hot_[child].pending;
     return;
   }
   if (finished_.contains(dep)) return;
@@ -145,7 +145,7 @@ void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
     // the file, the reverse of the real order); honouring them closes cycles (417 in Chakra's own
     // test trace), so they are dropped and counted.
     if (options_.strict) {
-      throw TraceError(where(c), fmt::format("ctrl_dep {} names a node later in the file", dep));
+      throw TraceError(where(child), fmt::format("ctrl_dep {} names a node later in the file", dep));
     }
     ++stats_.forward_ctrl_deps;
     return;
@@ -153,12 +153,12 @@ void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
   if (later_in_file) {
     // Later in the file (or, without a prescan, not known yet): wait until it is read.
     waiting_on_unread_[dep].push_back(child);
-    ++c.pending;
+    ++hot_[child].pending;
     ++stats_.forward_deps;
     return;
   }
   if (options_.strict) {
-    throw TraceError(where(c), fmt::format("{} {} names no node in this file", ctrl ? "ctrl_dep" : "data_dep", dep));
+    throw TraceError(where(child), fmt::format("{} {} names no node in this file", ctrl ? "ctrl_dep" : "data_dep", dep));
   }
   ++stats_.dangling_deps;
   if (dangling_examples_.size() < 16) dangling_examples_.push_back({c.node.id(), dep, ctrl});
@@ -168,15 +168,15 @@ void DependencyResolver::resolve_remaining_as_dangling() {
   // Only without a prescan can ids still be waited on at the end: they are not in the file.
   for (auto& [dep, waiters] : waiting_on_unread_) {
     for (const uint32_t child : waiters) {
-      Slot& c = slots_[child];
+      const Slot& c = slots_[child];
       if (options_.strict) {
-        throw TraceError(where(c), fmt::format("dependency {} names no node in this file", dep));
+        throw TraceError(where(child), fmt::format("dependency {} names no node in this file", dep));
       }
       --stats_.forward_deps;
       ++stats_.dangling_deps;
       // Only data_deps wait here: unread ctrl_deps are dropped when they are met.
       if (dangling_examples_.size() < 16) dangling_examples_.push_back({c.node.id(), dep, false});
-      if (--c.pending == 0) ready_.push({c.seq, child});
+      if (--hot_[child].pending == 0) ready_.push({hot_[child].seq, child});
     }
   }
   waiting_on_unread_.clear();
@@ -188,7 +188,7 @@ void DependencyResolver::throw_stuck() {
   for (uint32_t i = 0; i < slots_.size(); ++i) {
     const Slot& s = slots_[i];
     if (live_ids_.find(s.node.id()) == i && !s.issued &&
-        (start == IdSlotMap::kNone || s.seq < slots_[start].seq)) {
+        (start == IdSlotMap::kNone || hot_[i].seq < hot_[start].seq)) {
       start = i;
     }
   }
@@ -215,7 +215,7 @@ void DependencyResolver::throw_stuck() {
     for (auto p = it; p != path.end(); ++p) chain += fmt::format("{} <- ", slots_[*p].node.id());
     chain += std::to_string(slots_[cur].node.id());
   }
-  throw TraceError(where(slots_[start]),
+  throw TraceError(where(start),
                    fmt::format("dependency cycle: {} nodes can never be issued{}", live_ - in_flight_,
                                chain.empty() ? std::string() : "; cycle (node <- parent): " + chain));
 }

@@ -71,11 +71,15 @@ class DependencyResolver {
  private:
   struct Slot {
     Node node;
-    uint64_t seq = 0;     // position in the file (node index)
     uint64_t offset = 0;  // byte offset of its frame
-    uint32_t pending = 0;
     bool issued = false;
     std::vector<uint32_t> children;
+  };
+  // What finish() touches of every child, kept apart from the (large, mostly cold) Slot so that
+  // releasing dependents stays in cache.
+  struct Hot {
+    uint64_t seq = 0;      // position in the file (node index)
+    uint32_t pending = 0;  // unfinished parents
   };
   struct ReadyEntry {
     uint64_t seq;
@@ -89,7 +93,7 @@ class DependencyResolver {
   void release(uint32_t slot);
   void resolve_remaining_as_dangling();
   [[noreturn]] void throw_stuck();
-  Location where(const Slot& s) const;
+  Location where(uint32_t slot) const;
 
   TraceReader& reader_;
   ResolverOptions options_;
@@ -99,6 +103,7 @@ class DependencyResolver {
   IdSet finished_;
   IdSlotMap live_ids_;
   std::deque<Slot> slots_;  // stable addresses: Node pointers are handed out
+  std::vector<Hot> hot_;    // by slot
   std::vector<uint32_t> free_slots_;
   std::priority_queue<ReadyEntry, std::vector<ReadyEntry>, std::greater<>> ready_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> waiting_on_unread_;

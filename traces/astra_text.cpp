@@ -597,10 +597,7 @@ std::vector<std::string> convert_astra_text(const std::string& input_path, const
   try {
     Converter(w, input_path, options).run(output_prefix, paths);
   } catch (...) {
-    for (const auto& p : paths) {  // no partial workload is left behind
-      std::error_code ec;
-      std::filesystem::remove(p, ec);
-    }
+    remove_files(paths);  // no partial workload is left behind
     throw;
   }
   return paths;

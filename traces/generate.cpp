@@ -208,10 +208,7 @@ std::vector<std::string> generate_collective(const CollectiveSpec& spec, const s
       write_text(output_prefix + ".comm_groups.json", groups.dump() + "\n");
     }
   } catch (...) {
-    for (const auto& p : paths) {  // no partial workload is left behind
-      std::error_code ec;
-      std::filesystem::remove(p, ec);
-    }
+    remove_files(paths);  // no partial workload is left behind
     throw;
   }
   return paths;

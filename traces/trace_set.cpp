@@ -1,10 +1,12 @@
 #include "traces/trace_set.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <set>
 
 #include "traces/error.h"
 
@@ -41,11 +43,34 @@ std::string rank_file_path(const std::string& prefix, int64_t rank, bool gzip) {
   return fmt::format("{}.{}.et{}", prefix, rank, gzip ? ".gz" : "");
 }
 
+void remove_files(const std::vector<std::string>& paths) noexcept {
+  for (const auto& p : paths) {
+    std::error_code ec;
+    fs::remove(p, ec);
+  }
+}
+
 std::vector<RankFile> find_rank_files(const std::string& prefix) {
   std::error_code ec;
   if (fs::is_regular_file(prefix, ec)) {
     const int64_t rank = rank_of(fs::path(prefix).filename().string(), "");
     return {RankFile{rank < 0 ? 0 : rank, prefix}};
+  }
+  if (fs::is_directory(prefix, ec)) {
+    // A folder holding one workload stands for it: find the one base name of its rank files.
+    std::set<std::string> bases;
+    for (const auto& entry : fs::directory_iterator(prefix, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (rank_of(name, "") < 0) continue;
+      const auto rank_dot = name.rfind('.', name.rfind(".et") - 1);
+      bases.insert(name.substr(0, rank_dot));
+    }
+    if (bases.size() == 1) return find_rank_files((fs::path(prefix) / *bases.begin()).string());
+    throw TraceError({.file = prefix},
+                     bases.empty() ? "is a folder with no trace files (<name>.<rank>.et) in it"
+                                   : fmt::format("is a folder with several workloads ({}); give the prefix of one, "
+                                                 "e.g. {}",
+                                                 fmt::join(bases, ", "), (fs::path(prefix) / *bases.begin()).string()));
   }
   const fs::path p(prefix);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");

@@ -13,11 +13,14 @@ struct RankFile {
 };
 
 // Finds the rank files of `prefix` (a path without `.<rank>.et`), sorted by rank. `prefix` may also
-// name one `.et` file, which is then the whole workload. Throws TraceError when none is found or a
+// name one `.et` file, which is then the whole workload, or a folder holding one workload. Throws TraceError when none is found or a
 // rank in 0..max is missing, naming the missing file.
 std::vector<RankFile> find_rank_files(const std::string& prefix);
 
 // `<prefix>.<rank>.et`
 std::string rank_file_path(const std::string& prefix, int64_t rank, bool gzip = false);
+
+// Removes the files a failed write left behind, ignoring errors (there is already one to report).
+void remove_files(const std::vector<std::string>& paths) noexcept;
 
 }  // namespace fabemu::traces

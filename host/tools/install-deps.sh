@@ -10,7 +10,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler zlib1g-dev libspdlog-dev libfmt-dev libcli11-dev
   nlohmann-json3-dev libyaml-cpp-dev libboost-dev
   # tests and benchmarks
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev python3
   # DPDK backend (and its tools: dpdk-testpmd) and packet captures
   libdpdk-dev dpdk-dev libpcap-dev iproute2
   # FPGA backend: Xilinx XRT host library, Verilator hw-emu, Yosys resource reports

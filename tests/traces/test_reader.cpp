@@ -87,6 +87,19 @@ TEST(TraceSet, FindsRankFilesInOrder) {
   const auto one = find_rank_files(dir.file("w.3.et"));
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].rank, 3);
+  // A folder with several workloads names them; one with a single workload stands for it.
+  try {
+    find_rank_files(dir.path().string());
+    FAIL() << "ambiguous folder accepted";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("several workloads (other, w)"), std::string::npos) << e.what();
+  }
+  std::filesystem::create_directories(dir.path() / "solo");
+  test::write_trace((dir.path() / "solo" / "x.0.et").string(), {});
+  test::write_trace((dir.path() / "solo" / "x.1.et.gz").string(), {}, true);
+  const auto solo = find_rank_files((dir.path() / "solo").string());
+  ASSERT_EQ(solo.size(), 2u);
+  EXPECT_EQ(solo[1].path, (dir.path() / "solo" / "x.1.et.gz").string());
 }
 
 TEST(JsonForm, RoundTripIsByteIdentical) {

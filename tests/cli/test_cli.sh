@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `fabemu` command line: exit statuses, the messages a user reads, and
+# round trips through files. Usage: test_cli.sh FABEMU SHARED_TRACES_DIR
+set -euo pipefail
+fabemu=$1
+shared=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_status() {  # expect_status N command...
+  local want=$1; shift
+  set +e; "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?; set -e
+  [ "$got" -eq "$want" ] || { cat "$tmp/out" "$tmp/err" >&2; fail "'$*' exited $got, expected $want"; }
+}
+expect_text() {  # expect_text FILE TEXT
+  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "missing '$2' in $1"; }
+}
+
+# generate -> info -> validate
+expect_status 0 "$fabemu" trace generate collective --type all_to_all --ranks 4 --size 64KiB --out-dir "$tmp/gen"
+expect_text "$tmp/out" "wrote 4 rank files"
+prefix="$tmp/gen/all_to_all/4npus_64KB/all_to_all"
+expect_status 0 "$fabemu" trace info "$prefix"
+expect_text "$tmp/out" "ALL_TO_ALL"
+expect_text "$tmp/out" "64 KiB  4 in all, on 4 ranks"
+expect_status 0 "$fabemu" trace info --json "$prefix"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ranks"]==4 and d["per_rank"][2]["collectives"][0]["comm_size"]==65536, d' "$tmp/out"
+expect_status 0 "$fabemu" trace validate "$prefix"
+[ "$(tail -n 1 "$tmp/out")" = "VALID" ] || fail "validate did not end with VALID"
+expect_status 0 "$fabemu" trace validate "$tmp/gen/all_to_all/4npus_64KB"  # the folder stands for its workload
+
+# ranks that disagree: rank 2 issues a different size -> exit 1, the finding names file, rank, node
+expect_status 0 "$fabemu" trace generate collective --type all_to_all --ranks 4 --size 1MiB -o "$tmp/other/x"
+cp "$tmp/other/x.2.et" "$prefix.2.et"
+expect_status 1 "$fabemu" trace validate "$prefix"
+expect_text "$tmp/out" "all_to_all.2.et: rank 2: byte 8: node #0 (id 2): collective #0 of default group is ALL_TO_ALL of 1048576 bytes here but ALL_TO_ALL of 65536 bytes on rank 0"
+expect_text "$tmp/out" "INVALID"
+
+# a missing rank file -> exit 2 naming it
+rm "$prefix.1.et"
+expect_status 2 "$fabemu" trace info "$prefix"
+expect_text "$tmp/err" "all_to_all.1.et: rank 1: missing rank file"
+
+# a truncated file -> exit 2 naming file, rank and byte
+head -c 20 "$prefix.0.et" > "$tmp/cut.0.et"
+expect_status 2 "$fabemu" trace info "$tmp/cut.0.et"
+expect_text "$tmp/err" "cut.0.et: rank 0: byte 8: node #0: a Node of"
+
+# convert .et -> JSON -> .et is byte-identical; anonymize keeps it valid
+expect_status 0 "$fabemu" trace convert "$prefix.0.et" "$tmp/a.json"
+expect_text "$tmp/a.json" '"type":"COMM_COLL_NODE"'
+expect_status 0 "$fabemu" trace convert "$tmp/a.json" "$tmp/b.et"
+cmp "$prefix.0.et" "$tmp/b.et" || fail "JSON round trip changed the bytes"
+expect_status 0 "$fabemu" trace anonymize "$prefix.0.et" "$tmp/anon.0.et.gz"
+expect_text "$tmp/out" "anonymized 1 file: 1 nodes, 1 names replaced"
+expect_status 0 "$fabemu" trace validate "$tmp/anon.0.et.gz"
+
+# bad usage -> exit 2
+expect_status 2 "$fabemu" trace generate collective --type allreduce --ranks 4 --size 1MB
+expect_text "$tmp/err" "unknown collective 'allreduce'"
+
+if [ -d "$shared" ]; then
+  chakra="$shared/mlcommons-chakra/chakra.0.et"
+  expect_status 0 "$fabemu" trace validate "$chakra"
+  expect_text "$tmp/out" "1277 dependencies name node ids that are not in the file"
+  expect_text "$tmp/out" "first issuable node ids: 216, 432, 541, 619, 1634"
+  expect_status 1 "$fabemu" trace validate --strict "$chakra"
+  expect_status 0 "$fabemu" trace convert --from astra-text "$shared/astra-sim-text/Resnet50_DataParallel.txt" "$tmp/r/resnet50" --ranks 64
+  cmp "$tmp/r/resnet50.63.et" "$shared/astra-sim-text/resnet50_dp_N64/resnet50.63.et" || fail "astra-text conversion differs"
+else
+  echo "shared traces absent: shared-trace CLI checks skipped"
+fi
+echo "cli: all checks passed"

@@ -264,10 +264,8 @@ ValidationReport validate_workload(const std::vector<RankFile>& files, const Val
         }
       }
       if (seq.size() != ref.size()) {
-        const Location at = files[static_cast<size_t>(member)].path.empty()
-                                ? Location{}
-                                : Location{.file = files[static_cast<size_t>(member)].path, .rank = member};
-        findings.add(Severity::kError, "collective count", at,
+        findings.add(Severity::kError, "collective count",
+                     {.file = files[static_cast<size_t>(member)].path, .rank = member},
                      fmt::format("rank {} issues {} collectives in {} but rank {} issues {}: they would never all "
                                  "complete",
                                  member, seq.size(), pg_label, ref_rank, ref.size()));

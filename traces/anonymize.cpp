@@ -50,8 +50,7 @@ std::optional<std::string> process_groups_only(const std::string& values) {
   if (values.find("pg_name") == std::string::npos) return std::nullopt;
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(python_literal_to_json(values));
-    if (doc.is_string()) doc = nlohmann::json::parse(python_literal_to_json(doc.get<std::string>()));
+    doc = parse_python_literal(values);
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

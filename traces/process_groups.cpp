@@ -65,6 +65,12 @@ ProcessGroups::ProcessGroups(int64_t world_size) : world_size_(world_size) {
   for (int64_t r = 0; r < world_size_; ++r) default_group_.ranks.push_back(r);
 }
 
+nlohmann::json parse_python_literal(const std::string& text) {
+  nlohmann::json doc = nlohmann::json::parse(python_literal_to_json(text));
+  if (doc.is_string()) doc = nlohmann::json::parse(python_literal_to_json(doc.get<std::string>()));
+  return doc;
+}
+
 void ProcessGroups::add(const std::string& raw_name, std::vector<int64_t> ranks, const Location& where) {
   const std::string name = normalize_pg_name(raw_name);
   if (ranks.empty()) {
@@ -115,9 +121,7 @@ size_t ProcessGroups::add_from_metadata_node(const Node& node, const Location& w
   if (values.find("pg_name") == std::string::npos) return 0;
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(python_literal_to_json(values));
-    // Some writers wrap the list in one more string level.
-    if (doc.is_string()) doc = nlohmann::json::parse(python_literal_to_json(doc.get<std::string>()));
+    doc = parse_python_literal(values);
   } catch (const nlohmann::json::exception& e) {
     throw TraceError(where, fmt::format("METADATA_NODE process-group list is not readable: {}", e.what()));
   }

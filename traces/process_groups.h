@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,8 @@ class ProcessGroups {
 
 // Converts a Python literal (single quotes, True/False/None, tuples) to JSON text.
 std::string python_literal_to_json(const std::string& text);
+// Parses a Python literal as JSON, unwrapping one extra level of string quoting (some writers store
+// the list's str() as a string). Throws nlohmann::json::exception when it is not readable.
+nlohmann::json parse_python_literal(const std::string& text);
 
 }  // namespace fabemu::traces

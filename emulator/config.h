@@ -1,0 +1,106 @@
+// ASTRA-sim's two configuration files as plain data: the network (network.yml, one entry per
+// dimension) and the system layer (system.json: collective algorithms, chunking, delays). Filled by
+// fabemu::host::load_network_yml / load_system_json (host/config); every key, unit and default is
+// listed in host/config/README.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emulator/time.h"
+
+namespace fabemu::emu {
+
+// The building block of one network dimension, named as in ASTRA-sim's analytical backend.
+enum class DimTopology { kRing, kFullyConnected, kSwitch };
+
+struct NetworkDim {
+  DimTopology topology = DimTopology::kRing;
+  int64_t npus = 0;  // NPUs along this dimension; ASTRA-sim requires at least 2
+  // Per link. ASTRA-sim's "GB/s" is 2^30 bytes/s (Rate::from_astra_gbps).
+  Rate bandwidth = Rate::from_ps_per_byte_q32(0);
+  double bandwidth_gbps = 0;  // as written in the file (ASTRA-sim GB/s), for reports
+  Duration latency;           // per link, exact: 936.25 ns is 936'250 ps
+};
+
+struct NetworkConfig {
+  std::vector<NetworkDim> dims;  // dimension 0 first, as listed in the file
+  // Product of the per-dimension NPU counts: the number of ranks the network holds.
+  int64_t total_npus() const {
+    int64_t n = dims.empty() ? 0 : 1;
+    for (const auto& d : dims) n *= d.npus;
+    return n;
+  }
+  std::string source;  // the file it was read from
+};
+
+// A collective algorithm of ASTRA-sim's native collectives.
+enum class CollectiveAlgo { kRing, kDirect, kHalvingDoubling, kDoubleBinaryTree };
+
+// One entry of an "*-implementation" list: the algorithm used on one dimension.
+struct CollectiveImpl {
+  CollectiveAlgo algo = CollectiveAlgo::kRing;
+  // ASTRA-sim's "oneRing" / "oneDirect" / "oneHalvingDoubling": a single logical ring over ALL NPUs
+  // of the network instead of this dimension only; ASTRA-sim builds no dimension after this entry.
+  bool all_dims = false;
+  // "directN" / "oneDirectN": at most N messages of the direct algorithm in flight; -1 = no limit.
+  int64_t direct_window = -1;
+  friend bool operator==(const CollectiveImpl&, const CollectiveImpl&) = default;
+};
+
+// The system layer of ASTRA-sim 2.x (astra-sim/system/Sys.cc, Sys::initialize_sys and the
+// Sys constructor; collectives in astraccl/CollectiveImplLookup.cc). Defaults are ASTRA-sim's
+// where it has a usable one; host/config/README.md says where it has none.
+struct SystemConfig {
+  // Order in which ready collectives start: "LIFO", "FIFO" or "EXPLICIT" (priority from the trace).
+  // ASTRA-sim leaves the member uninitialized; its zero value is LIFO.
+  std::string scheduling_policy = "LIFO";
+  // Per message, at each end ("endpoint-delay", whole ns; ASTRA-sim's default is 10 cycles = 10 ns).
+  Duration endpoint_delay = Duration::from_ns(10);
+  // Chunks of a collective in flight per dimension at once.
+  int64_t active_chunks_per_dimension = 1;
+  // Chunks a collective is cut into. ASTRA-sim's member defaults to 0 and it divides by it, so a
+  // file without the key crashes ASTRA-sim; 1 (no split) is the only value that gives a result.
+  int64_t preferred_dataset_splits = 1;
+  // Per dimension, dimension 0 first. A list may be shorter than the number of dimensions: ASTRA-sim
+  // then builds the collective over the first dimensions only (later ones take no part; it does NOT
+  // repeat the last entry). Empty = not given (ASTRA-sim fails only when such a collective runs).
+  std::vector<CollectiveImpl> all_reduce, all_gather, reduce_scatter, all_to_all;
+  // "baseline" (every dimension runs the whole collective) or "localBWAware" (multi-dimensional
+  // all-reduce = reduce-scatter up the dimensions, all-reduce on the last, all-gather back down).
+  // Only multi-dimensional all-reduce differs. ASTRA-sim leaves it uninitialized; zero is baseline.
+  std::string collective_optimization = "baseline";
+  // Custom collectives ("*-implementation-custom"): the Chakra ET prefix of a hand-written
+  // algorithm (rank r reads PREFIX.r.et) that replaces the native one; empty = none. Paths as written
+  // (ASTRA-sim resolves them against its working directory).
+  std::string all_reduce_custom, all_gather_custom, reduce_scatter_custom, all_to_all_custom;
+  // "per-node-custom-implementation": a YAML file mapping trace node ids to ET prefixes; empty = none.
+  std::string per_node_custom_implementation;
+  // Local memory bandwidth in GB/s where GB = 10^9 bytes (ASTRA-sim multiplies by 1e9), i.e.
+  // bytes per ns: local reductions and the roofline use it. 0 = not given.
+  double local_mem_bw_gbps = 0;
+  // Roofline compute model: COMP nodes take time from num_ops / tensor_size instead of
+  // duration_micros. Needs peak_perf_tflops and local_mem_bw_gbps.
+  bool roofline_enabled = false;
+  // Peak compute in TFLOPS, 10^12 floating-point operations per second. 0 = not given.
+  double peak_perf_tflops = 0;
+  // Every node (communication too) takes its recorded duration_micros; nothing is simulated.
+  bool replay_only = false;
+  // Fixed cost of one local reduction ("local-reduction-delay", whole ns, ASTRA-sim default 1); used
+  // by ASTRA-sim's LogGP memory-bus model only (model_shared_bus).
+  Duration local_reduction_delay = Duration::from_ns(1);
+  // ASTRA-sim's LogGP model of the NPU-memory bus ("model-shared-bus" and "L", "o", "g", "G", in
+  // cycles = ns, G in ns per byte), off by default.
+  bool model_shared_bus = false;
+  double loggp_L = 0, loggp_o = 0, loggp_g = 0, loggp_G = 0;
+  // Recorded, never used: ASTRA-sim 2.x does not read these keys (1.x did); kept for reports.
+  int64_t boost_mode = 0;
+  std::string intra_dimension_scheduling, inter_dimension_scheduling;
+  // Keys present in the file that change nothing in a run (logging and memory-trace outputs of
+  // ASTRA-sim, keys of ASTRA-sim 1.x), in file order, so a report can list them.
+  std::vector<std::string> ignored_keys;
+  std::string source;  // the file it was read from
+};
+
+}  // namespace fabemu::emu

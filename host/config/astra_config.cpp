@@ -1,0 +1,690 @@
+#include "host/config/astra_config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "traces/error.h"
+
+namespace fabemu::host {
+namespace {
+
+using traces::Location;
+using traces::TraceError;
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string& file, std::optional<uint64_t> line, const std::string& detail) {
+  throw TraceError(Location{.file = file, .line = line}, detail);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::nullopt, fmt::format("cannot open: {}", std::strerror(errno)));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) fail(path, std::nullopt, "read error");
+  return ss.str();
+}
+
+// --- "did you mean" ---------------------------------------------------------------------------------
+
+// Lower case, '_' read as '-': "Endpoint_Delay" is one edit-free step from "endpoint-delay".
+std::string fold(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean "x"?)" when a known word is close to `word`, else "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known) {
+  const std::string w = fold(word);
+  std::string_view best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto k : known) {
+    const size_t d = edit_distance(w, fold(k));
+    if (d < best_d) {
+      best_d = d;
+      best = k;
+    }
+  }
+  if (best.empty() || best_d > std::max<size_t>(2, w.size() / 3)) return "";
+  return fmt::format(" (did you mean \"{}\"?)", best);
+}
+
+// "a, b or c" (or "a, b and c").
+std::string join(const std::vector<std::string_view>& words, std::string_view last = " or ") {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i != 0) out += i + 1 == words.size() ? last : ", ";
+    out += words[i];
+  }
+  return out;
+}
+
+// --- numbers ------------------------------------------------------------------------------------------
+
+// A decimal number of nanoseconds ("500", "936.25", "+1.5e3") converted to picoseconds exactly,
+// without floating point: the decimal digits are scaled by a power of ten.
+enum class PsParse { kOk, kNotNumber, kNegative, kNotWholePs, kTooLarge };
+
+PsParse decimal_ns_to_ps(std::string_view s, uint64_t& ps) {
+  size_t i = 0;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  std::string digits;
+  int64_t fraction_digits = 0;
+  bool any = false;
+  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i, any = true) digits += s[i];
+  if (i < s.size() && s[i] == '.') {
+    for (++i; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i, any = true) {
+      digits += s[i];
+      ++fraction_digits;
+    }
+  }
+  if (!any) return PsParse::kNotNumber;
+  int64_t exponent = 0;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    bool exp_negative = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) exp_negative = s[i++] == '-';
+    if (i == s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) return PsParse::kNotNumber;
+    for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+      exponent = std::min<int64_t>(exponent * 10 + (s[i] - '0'), 1'000'000);  // saturate: far past any range
+    }
+    if (exp_negative) exponent = -exponent;
+  }
+  if (i != s.size()) return PsParse::kNotNumber;
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+  if (digits.empty()) {
+    ps = 0;  // "0", "-0.0"
+    return PsParse::kOk;
+  }
+  if (negative) return PsParse::kNegative;
+  int64_t shift = exponent - fraction_digits + 3;  // ns -> ps is 10^3
+  if (shift < 0) {
+    const auto dropped = static_cast<size_t>(-shift);
+    if (dropped >= digits.size() || digits.find_first_not_of('0', digits.size() - dropped) != std::string::npos) {
+      return PsParse::kNotWholePs;
+    }
+    digits.resize(digits.size() - dropped);
+    shift = 0;
+  }
+  if (static_cast<int64_t>(digits.size()) + shift > 20) return PsParse::kTooLarge;
+  __extension__ using u128 = unsigned __int128;
+  u128 v = 0;
+  for (const char c : digits) v = v * 10 + static_cast<unsigned>(c - '0');
+  for (int64_t k = 0; k < shift; ++k) v *= 10;
+  if (v > std::numeric_limits<uint64_t>::max()) return PsParse::kTooLarge;
+  ps = static_cast<uint64_t>(v);
+  return PsParse::kOk;
+}
+
+// The whole of `s` as a number, or nullopt. No "inf"/"nan"/hex (std::from_chars, correctly rounded).
+std::optional<double> parse_double(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+// --- network.yml ----------------------------------------------------------------------------------------
+// Read as ASTRA-sim's analytical backend reads it (astra-network-analytical,
+// common/network-parser/NetworkParser.cc): four lists of one entry per dimension; names Ring,
+// FullyConnected, Switch; npus_count > 1; bandwidth > 0; latency >= 0. Unlike it, an unknown key is
+// an error (it ignores one, so a misspelt key silently left a default).
+
+constexpr std::string_view kTopology = "topology";
+constexpr std::string_view kNpusCount = "npus_count";
+constexpr std::string_view kBandwidth = "bandwidth";
+constexpr std::string_view kLatency = "latency";
+const std::vector<std::string_view> kNetworkKeys = {kTopology, kNpusCount, kBandwidth, kLatency};
+
+std::string network_key_form(std::string_view key) {
+  if (key == kTopology) return "a list of Ring, FullyConnected or Switch, one per dimension, e.g. topology: [ Ring ]";
+  if (key == kNpusCount) return "a list of NPU counts (integers >= 2), one per dimension, e.g. npus_count: [ 8 ]";
+  if (key == kBandwidth) {
+    return "a list of positive link bandwidths in ASTRA-sim GB/s (2^30 bytes/s), one per dimension, "
+           "e.g. bandwidth: [ 50.0 ]";
+  }
+  return "a list of link latencies in ns (>= 0, a whole number of ps: at most 3 decimals), one per dimension, "
+         "e.g. latency: [ 500.0 ]";
+}
+
+uint64_t yaml_line(const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  return m.line >= 0 ? static_cast<uint64_t>(m.line) + 1 : 1;
+}
+
+emu::DimTopology parse_topology(const std::string& path, const YAML::Node& entry, size_t dim) {
+  static const std::vector<std::string_view> names = {"Ring", "FullyConnected", "Switch"};
+  const std::string& name = entry.Scalar();
+  if (name == "Ring") return emu::DimTopology::kRing;
+  if (name == "FullyConnected") return emu::DimTopology::kFullyConnected;
+  if (name == "Switch") return emu::DimTopology::kSwitch;
+  fail(path, yaml_line(entry),
+       fmt::format("key \"topology\", dimension {}: unknown topology \"{}\"{}; expected {} (names are case-sensitive)",
+                   dim, name, did_you_mean(name, names), join(names)));
+}
+
+}  // namespace
+
+emu::NetworkConfig load_network_yml(const std::string& path) {
+  const std::string text = read_text(path);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(path, e.mark.is_null() ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(e.mark.line) + 1),
+         fmt::format("invalid YAML: {}", e.msg));
+  }
+  if (!root || root.IsNull()) {
+    fail(path, std::nullopt, fmt::format("empty file: expected the keys {}", join(kNetworkKeys, " and ")));
+  }
+  if (!root.IsMap()) {
+    fail(path, yaml_line(root), fmt::format("expected a mapping with the keys {}", join(kNetworkKeys, " and ")));
+  }
+
+  // Every key once, known, holding a sequence of scalars.
+  std::map<std::string, std::pair<YAML::Node, uint64_t>, std::less<>> found;  // key -> (value, line)
+  for (const auto& kv : root) {
+    const uint64_t line = yaml_line(kv.first);
+    if (!kv.first.IsScalar()) fail(path, line, "a key must be a plain name");
+    const std::string& key = kv.first.Scalar();
+    if (std::find(kNetworkKeys.begin(), kNetworkKeys.end(), key) == kNetworkKeys.end()) {
+      fail(path, line,
+           fmt::format("unknown key \"{}\"{}; a network file has the keys {}", key, did_you_mean(key, kNetworkKeys),
+                       join(kNetworkKeys, " and ")));
+    }
+    if (const auto it = found.find(key); it != found.end()) {
+      fail(path, line, fmt::format("key \"{}\" appears twice (first on line {})", key, it->second.second));
+    }
+    if (!kv.second.IsSequence()) {
+      fail(path, line, fmt::format("key \"{}\": expected {}", key, network_key_form(key)));
+    }
+    for (const auto& entry : kv.second) {
+      if (!entry.IsScalar()) {
+        fail(path, yaml_line(entry), fmt::format("key \"{}\": expected {}", key, network_key_form(key)));
+      }
+    }
+    found.emplace(key, std::make_pair(kv.second, line));
+  }
+  for (const auto key : kNetworkKeys) {
+    if (found.find(key) == found.end()) {
+      fail(path, std::nullopt, fmt::format("missing key \"{}\": expected {}", key, network_key_form(key)));
+    }
+  }
+
+  const auto& [topologies, topology_line] = found.find(kTopology)->second;
+  const size_t dims = topologies.size();
+  if (dims == 0) fail(path, topology_line, fmt::format("key \"topology\": expected {}", network_key_form(kTopology)));
+  for (const auto key : kNetworkKeys) {
+    const auto& [value, line] = found.find(key)->second;
+    if (value.size() != dims) {
+      fail(path, line,
+           fmt::format("key \"{}\" has {} entries but \"topology\" has {}: every list holds one entry per dimension",
+                       key, value.size(), dims));
+    }
+  }
+
+  emu::NetworkConfig config;
+  config.source = path;
+  config.dims.resize(dims);
+  const YAML::Node& npus = found.find(kNpusCount)->second.first;
+  const YAML::Node& bandwidths = found.find(kBandwidth)->second.first;
+  const YAML::Node& latencies = found.find(kLatency)->second.first;
+  int64_t total_npus = 1;
+  for (size_t d = 0; d < dims; ++d) {
+    emu::NetworkDim& dim = config.dims[d];
+    dim.topology = parse_topology(path, topologies[d], d);
+
+    const YAML::Node n = npus[d];
+    const auto count = parse_int(n.Scalar());
+    if (!count || *count < 2) {
+      fail(path, yaml_line(n),
+           fmt::format("key \"npus_count\", dimension {}: \"{}\" is not an integer >= 2 (ASTRA-sim requires more "
+                       "than one NPU per dimension); expected {}",
+                       d, n.Scalar(), network_key_form(kNpusCount)));
+    }
+    dim.npus = *count;
+    if (total_npus > std::numeric_limits<int32_t>::max() / dim.npus) {
+      fail(path, yaml_line(n), "key \"npus_count\": the network holds more than 2^31-1 NPUs (ASTRA-sim's limit)");
+    }
+    total_npus *= dim.npus;
+
+    const YAML::Node b = bandwidths[d];
+    const auto gbps = parse_double(b.Scalar());
+    if (!gbps || *gbps <= 0) {
+      fail(path, yaml_line(b),
+           fmt::format("key \"bandwidth\", dimension {}: \"{}\" is not a positive number; expected {}", d, b.Scalar(),
+                       network_key_form(kBandwidth)));
+    }
+    try {
+      dim.bandwidth = emu::Rate::from_astra_gbps(*gbps);
+    } catch (const std::invalid_argument& e) {
+      fail(path, yaml_line(b), fmt::format("key \"bandwidth\", dimension {}: {}", d, e.what()));
+    }
+    dim.bandwidth_gbps = *gbps;
+
+    const YAML::Node l = latencies[d];
+    uint64_t ps = 0;
+    switch (decimal_ns_to_ps(l.Scalar(), ps)) {
+      case PsParse::kOk:
+        break;
+      case PsParse::kNotNumber:
+        fail(path, yaml_line(l),
+             fmt::format("key \"latency\", dimension {}: \"{}\" is not a decimal number; expected {}", d, l.Scalar(),
+                         network_key_form(kLatency)));
+      case PsParse::kNegative:
+        fail(path, yaml_line(l),
+             fmt::format("key \"latency\", dimension {}: {} is negative; expected {}", d, l.Scalar(),
+                         network_key_form(kLatency)));
+      case PsParse::kNotWholePs:
+        fail(path, yaml_line(l),
+             fmt::format("key \"latency\", dimension {}: {} ns is not a whole number of picoseconds (fabemu keeps "
+                         "time in integer ps); round it to at most 3 decimals",
+                         d, l.Scalar()));
+      case PsParse::kTooLarge:
+        fail(path, yaml_line(l),
+             fmt::format("key \"latency\", dimension {}: {} ns is too large (at most 2^64-1 ps, 213 days)", d,
+                         l.Scalar()));
+    }
+    dim.latency = emu::Duration::from_ps(ps);
+  }
+  return config;
+}
+
+namespace {
+
+// --- system.json ----------------------------------------------------------------------------------------
+// Read as ASTRA-sim 2.x reads it (astra-sim/system/Sys.cc: Sys::Sys and Sys::initialize_sys;
+// astra-sim/system/astraccl/CollectiveImplLookup.cc: setup_collective_impl_from_config,
+// generate_collective_impl_from_input; topology/GeneralComplexTopology.cc for the per-dimension
+// lists). ASTRA-sim reads only the keys it knows and ignores every other one; here an unknown key
+// is an error, and the keys of other ASTRA-sim versions that change nothing are accepted and listed
+// in SystemConfig::ignored_keys.
+
+// One top-level key of the file and where it is.
+struct JsonKey {
+  std::string name;
+  uint64_t line = 1;
+};
+
+// The top-level object's keys with their lines, in file order (nlohmann::json keeps neither order nor
+// positions, nor duplicates). `text` must be valid JSON whose root is an object.
+std::vector<JsonKey> top_level_keys(const std::string& text) {
+  std::vector<JsonKey> keys;
+  int depth = 0;
+  uint64_t line = 1;
+  bool want_key = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '"') {
+      const size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      if (depth == 1 && want_key) {
+        keys.push_back({json::parse(text.substr(start, i - start + 1)).get<std::string>(), line});
+        want_key = false;
+      }
+    } else if (c == '{' || c == '[') {
+      want_key = ++depth == 1;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 1) {
+      want_key = true;
+    }
+  }
+  return keys;
+}
+
+// What a key reader needs: the value and where to point when it is wrong.
+struct Field {
+  const std::string& file;
+  const std::string& key;
+  uint64_t line;
+  const json& value;
+  size_t dims;
+
+  [[noreturn]] void bad(const std::string& expected) const {
+    fail(file, line, fmt::format("key \"{}\": expected {}; got {}", key, expected, value.dump()));
+  }
+
+  // A whole number >= `min` (10 and 10.0 alike; ASTRA-sim truncates 10.5, which is refused here).
+  int64_t integer(int64_t min, const std::string& expected) const {
+    if (value.is_number_unsigned()) {
+      if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) bad(expected);
+      const auto v = static_cast<int64_t>(value.get<uint64_t>());
+      if (v < min) bad(expected);
+      return v;
+    }
+    if (value.is_number_integer()) {
+      const auto v = value.get<int64_t>();
+      if (v < min) bad(expected);
+      return v;
+    }
+    if (value.is_number_float()) {
+      const double v = value.get<double>();
+      if (!std::isfinite(v) || std::trunc(v) != v || v < static_cast<double>(min) || v >= 9.2e18) bad(expected);
+      return static_cast<int64_t>(v);
+    }
+    bad(expected);
+  }
+
+  // Whole nanoseconds >= 0.
+  emu::Duration nanoseconds() const {
+    const std::string expected = fmt::format("a whole number of nanoseconds >= 0, e.g. \"{}\": 10", key);
+    const int64_t ns = integer(0, expected);
+    if (static_cast<uint64_t>(ns) > std::numeric_limits<uint64_t>::max() / 1'000) bad(expected);
+    return emu::Duration::from_ns(static_cast<uint64_t>(ns));
+  }
+
+  // A finite number; > 0 when `positive`, else >= 0.
+  double number(bool positive, const std::string& expected) const {
+    if (!value.is_number()) bad(expected);
+    const double v = value.get<double>();
+    if (!std::isfinite(v) || v < 0 || (positive && v == 0)) bad(expected);
+    return v;
+  }
+
+  // 0/1 or false/true. (ASTRA-sim tests `value != 0`, under which JSON false counts as on.)
+  bool flag() const {
+    const std::string expected = fmt::format("0 or 1 (or false/true), e.g. \"{}\": 0", key);
+    if (value.is_boolean()) return value.get<bool>();
+    const int64_t v = integer(0, expected);
+    if (v > 1) bad(expected);
+    return v == 1;
+  }
+
+  std::string string(const std::string& expected) const {
+    if (!value.is_string()) bad(expected);
+    return value.get<std::string>();
+  }
+
+  // One of `allowed`, as written.
+  std::string choice(const std::vector<std::string_view>& allowed) const {
+    const std::string s = string(fmt::format("one of {} (a string)", join(allowed)));
+    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) {
+      fail(file, line,
+           fmt::format("key \"{}\": unknown value \"{}\"{}; expected {} (case-sensitive)", key, s,
+                       did_you_mean(s, allowed), join(allowed)));
+    }
+    return s;
+  }
+
+  std::vector<emu::CollectiveImpl> implementations() const;
+
+  // "*-implementation-custom": ASTRA-sim takes a list of exactly one ET prefix (one file covers every
+  // dimension) and throws otherwise.
+  std::string custom_prefix() const {
+    const std::string expected =
+        fmt::format("a list of exactly one Chakra ET prefix (one file set covers every dimension), e.g. "
+                    "\"{}\": [\"path/custom_allreduce\"]",
+                    key);
+    if (!value.is_array() || value.size() != 1 || !value[0].is_string() || value[0].get<std::string>().empty()) {
+      bad(expected);
+    }
+    return value[0].get<std::string>();
+  }
+};
+
+// ASTRA-sim's implementation names (generate_collective_impl_from_input). "directN" is
+// "direct" followed by a window of at most 5 digits (it reads substr(6, 5) with stoi, so it would
+// take "direct12345678" as 12345 and abort on "directX"; both are refused here).
+const std::vector<std::string_view> kImplNames = {
+    "ring", "direct", "directN", "halvingDoubling", "doubleBinaryTree",
+    "oneRing", "oneDirect", "oneDirectN", "oneHalvingDoubling"};
+
+std::optional<emu::CollectiveImpl> parse_impl(const std::string& s, std::string& why) {
+  using emu::CollectiveAlgo;
+  if (s == "ring") return emu::CollectiveImpl{CollectiveAlgo::kRing, false, -1};
+  if (s == "oneRing") return emu::CollectiveImpl{CollectiveAlgo::kRing, true, -1};
+  if (s == "doubleBinaryTree") return emu::CollectiveImpl{CollectiveAlgo::kDoubleBinaryTree, false, -1};
+  if (s == "halvingDoubling") return emu::CollectiveImpl{CollectiveAlgo::kHalvingDoubling, false, -1};
+  if (s == "oneHalvingDoubling") return emu::CollectiveImpl{CollectiveAlgo::kHalvingDoubling, true, -1};
+  for (const std::string_view prefix : {std::string_view("direct"), std::string_view("oneDirect")}) {
+    if (s.rfind(prefix, 0) != 0) continue;
+    const std::string_view window = std::string_view(s).substr(prefix.size());
+    emu::CollectiveImpl impl{CollectiveAlgo::kDirect, prefix == "oneDirect", -1};
+    if (window.empty()) return impl;
+    const bool digits = std::all_of(window.begin(), window.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const auto n = digits && window.size() <= 5 ? parse_int(window) : std::nullopt;
+    if (!n || *n < 1) {
+      why = fmt::format("\"{}\": the window after \"{}\" must be a number from 1 to 99999 (messages in flight)", s,
+                        prefix);
+      return std::nullopt;
+    }
+    impl.direct_window = *n;
+    return impl;
+  }
+  why = fmt::format("unknown implementation \"{}\"{}; ASTRA-sim knows {} (case-sensitive)", s,
+                    did_you_mean(s, kImplNames), join(kImplNames));
+  return std::nullopt;
+}
+
+std::vector<emu::CollectiveImpl> Field::implementations() const {
+  const std::string expected = fmt::format(
+      "a list of one implementation per dimension (at most {}), each one of {}, e.g. \"{}\": [\"ring\"]", dims,
+      join(kImplNames), key);
+  if (!value.is_array() || value.empty()) bad(expected);
+  // ASTRA-sim asserts at most one entry per dimension (GeneralComplexTopology); fewer entries build
+  // the collective over the first dimensions only.
+  if (value.size() > dims) {
+    fail(file, line,
+         fmt::format("key \"{}\" lists {} implementations but the network has {} dimension{}: at most one per "
+                     "dimension",
+                     key, value.size(), dims, dims == 1 ? "" : "s"));
+  }
+  std::vector<emu::CollectiveImpl> out;
+  for (size_t d = 0; d < value.size(); ++d) {
+    if (!value[d].is_string()) bad(expected);
+    std::string why;
+    const auto impl = parse_impl(value[d].get<std::string>(), why);
+    if (!impl) fail(file, line, fmt::format("key \"{}\", dimension {}: {}", key, d, why));
+    out.push_back(*impl);
+  }
+  return out;
+}
+
+using Reader = void (*)(const Field&, emu::SystemConfig&);
+struct SystemKey {
+  std::string_view name;
+  Reader read;
+};
+
+void ignore(const Field& f, emu::SystemConfig& c) { c.ignored_keys.push_back(f.key); }
+
+// Every key accepted, in the order of host/config/README.md.
+const std::vector<SystemKey>& system_keys() {
+  static const std::vector<SystemKey> keys = {
+      {"scheduling-policy",
+       [](const Field& f, emu::SystemConfig& c) { c.scheduling_policy = f.choice({"LIFO", "FIFO", "EXPLICIT"}); }},
+      {"endpoint-delay", [](const Field& f, emu::SystemConfig& c) { c.endpoint_delay = f.nanoseconds(); }},
+      {"active-chunks-per-dimension",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.active_chunks_per_dimension = f.integer(1, "an integer >= 1 (chunks in flight per dimension)");
+       }},
+      {"preferred-dataset-splits",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.preferred_dataset_splits = f.integer(1, "an integer >= 1 (chunks per collective)");
+       }},
+      {"all-reduce-implementation", [](const Field& f, emu::SystemConfig& c) { c.all_reduce = f.implementations(); }},
+      {"all-gather-implementation", [](const Field& f, emu::SystemConfig& c) { c.all_gather = f.implementations(); }},
+      {"reduce-scatter-implementation",
+       [](const Field& f, emu::SystemConfig& c) { c.reduce_scatter = f.implementations(); }},
+      {"all-to-all-implementation", [](const Field& f, emu::SystemConfig& c) { c.all_to_all = f.implementations(); }},
+      {"all-reduce-implementation-custom",
+       [](const Field& f, emu::SystemConfig& c) { c.all_reduce_custom = f.custom_prefix(); }},
+      {"all-gather-implementation-custom",
+       [](const Field& f, emu::SystemConfig& c) { c.all_gather_custom = f.custom_prefix(); }},
+      {"reduce-scatter-implementation-custom",
+       [](const Field& f, emu::SystemConfig& c) { c.reduce_scatter_custom = f.custom_prefix(); }},
+      {"all-to-all-implementation-custom",
+       [](const Field& f, emu::SystemConfig& c) { c.all_to_all_custom = f.custom_prefix(); }},
+      {"per-node-custom-implementation",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.per_node_custom_implementation = f.string("the path of a YAML file mapping node ids to ET prefixes");
+       }},
+      {"collective-optimization",
+       [](const Field& f, emu::SystemConfig& c) { c.collective_optimization = f.choice({"baseline", "localBWAware"}); }},
+      {"local-mem-bw",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.local_mem_bw_gbps = f.number(true, "a positive number of GB/s (10^9 bytes/s), e.g. \"local-mem-bw\": 1600");
+       }},
+      {"roofline-enabled", [](const Field& f, emu::SystemConfig& c) { c.roofline_enabled = f.flag(); }},
+      {"peak-perf",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.peak_perf_tflops = f.number(true, "a positive number of TFLOPS (10^12 FLOP/s), e.g. \"peak-perf\": 900");
+       }},
+      {"replay-only", [](const Field& f, emu::SystemConfig& c) { c.replay_only = f.flag(); }},
+      {"local-reduction-delay", [](const Field& f, emu::SystemConfig& c) { c.local_reduction_delay = f.nanoseconds(); }},
+      {"model-shared-bus", [](const Field& f, emu::SystemConfig& c) { c.model_shared_bus = f.flag(); }},
+      {"L", [](const Field& f, emu::SystemConfig& c) { c.loggp_L = f.number(false, "a number of ns >= 0"); }},
+      {"o", [](const Field& f, emu::SystemConfig& c) { c.loggp_o = f.number(false, "a number of ns >= 0"); }},
+      {"g", [](const Field& f, emu::SystemConfig& c) { c.loggp_g = f.number(false, "a number of ns >= 0"); }},
+      {"G", [](const Field& f, emu::SystemConfig& c) { c.loggp_G = f.number(false, "a number of ns per byte >= 0"); }},
+      // Outputs of ASTRA-sim only (logging, local-memory usage trace): validated, then ignored.
+      {"trace-enabled",
+       [](const Field& f, emu::SystemConfig& c) {
+         f.flag();
+         ignore(f, c);
+       }},
+      {"track-local-mem",
+       [](const Field& f, emu::SystemConfig& c) {
+         f.flag();
+         ignore(f, c);
+       }},
+      {"local-mem-trace-filename",
+       [](const Field& f, emu::SystemConfig& c) {
+         f.string("a file name");
+         ignore(f, c);
+       }},
+      // Keys of ASTRA-sim 1.x that 2.x no longer reads (its schedulers are fixed to FIFO within a
+      // dimension and ascending across dimensions); recorded for reports, ignored.
+      {"boost-mode",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.boost_mode = f.integer(0, "an integer >= 0");
+         ignore(f, c);
+       }},
+      {"intra-dimension-scheduling",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.intra_dimension_scheduling = f.string("a scheduler name");
+         ignore(f, c);
+       }},
+      {"inter-dimension-scheduling",
+       [](const Field& f, emu::SystemConfig& c) {
+         c.inter_dimension_scheduling = f.string("a scheduler name");
+         ignore(f, c);
+       }},
+      {"packet-routing",
+       [](const Field& f, emu::SystemConfig& c) {
+         f.string("a routing name");
+         ignore(f, c);
+       }},
+      {"injection-policy",
+       [](const Field& f, emu::SystemConfig& c) {
+         f.string("a policy name");
+         ignore(f, c);
+       }},
+  };
+  return keys;
+}
+
+}  // namespace
+
+emu::SystemConfig load_system_json(const std::string& path, size_t dims) {
+  if (dims == 0) throw std::invalid_argument("load_system_json: the network must have at least one dimension");
+  const std::string text = read_text(path);
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte counts the bytes read, the offending one included.
+    const uint64_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    const auto end = text.begin() + static_cast<std::ptrdiff_t>(std::min<uint64_t>(offset, text.size()));
+    const uint64_t line = 1 + static_cast<uint64_t>(std::count(text.begin(), end, '\n'));
+    std::string why = e.what();
+    if (const auto at = why.find("column"); at != std::string::npos) {
+      if (const auto colon = why.find(": ", at); colon != std::string::npos) why = why.substr(colon + 2);
+    }
+    throw TraceError(Location{.file = path, .line = line, .offset = offset}, "invalid JSON: " + why);
+  }
+  if (!root.is_object()) fail(path, 1, "expected a JSON object of system-layer keys, e.g. {\"endpoint-delay\": 10}");
+
+  std::vector<std::string_view> known;
+  for (const auto& k : system_keys()) known.push_back(k.name);
+
+  emu::SystemConfig config;
+  config.source = path;
+  std::map<std::string, uint64_t, std::less<>> seen;  // key -> line
+  for (const JsonKey& key : top_level_keys(text)) {
+    if (const auto it = seen.find(key.name); it != seen.end()) {
+      fail(path, key.line,
+           fmt::format("key \"{}\" appears twice (first on line {}); ASTRA-sim would silently use the last", key.name,
+                       it->second));
+    }
+    seen.emplace(key.name, key.line);
+    const auto& keys = system_keys();
+    const auto spec = std::find_if(keys.begin(), keys.end(), [&](const SystemKey& k) { return k.name == key.name; });
+    if (spec == keys.end()) {
+      fail(path, key.line,
+           fmt::format("unknown key \"{}\"{} (ASTRA-sim would silently ignore it); the known keys are {} "
+                       "(host/config/README.md)",
+                       key.name, did_you_mean(key.name, known), join(known, " and ")));
+    }
+    spec->read(Field{path, key.name, key.line, root.at(key.name), dims}, config);
+  }
+
+  // ASTRA-sim builds its roofline from both numbers and divides by them.
+  if (config.roofline_enabled && (config.peak_perf_tflops == 0 || config.local_mem_bw_gbps == 0)) {
+    fail(path, seen.find("roofline-enabled")->second,
+         "key \"roofline-enabled\": the roofline needs \"peak-perf\" (TFLOPS) and \"local-mem-bw\" (GB/s) too");
+  }
+  return config;
+}
+
+}  // namespace fabemu::host

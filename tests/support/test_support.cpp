@@ -66,6 +66,14 @@ traces::Node make_node(uint64_t id, ChakraProtoMsg::NodeType type, std::vector<u
   return n;
 }
 
+std::vector<traces::Node> read_nodes(const std::string& path) {
+  traces::TraceReader reader(path);
+  std::vector<traces::Node> nodes;
+  traces::Node n;
+  while (reader.next(n)) nodes.push_back(n);
+  return nodes;
+}
+
 void write_trace(const std::string& path, const std::vector<traces::Node>& nodes, bool gzip) {
   traces::TraceWriter w(path, {}, gzip);
   for (const auto& n : nodes) w.write(n);

@@ -39,6 +39,8 @@ void write_bytes(const std::string& path, const std::string& bytes);
 // A node with the given id, type and data deps.
 traces::Node make_node(uint64_t id, ChakraProtoMsg::NodeType type, std::vector<uint64_t> data_deps = {},
                        std::vector<uint64_t> ctrl_deps = {});
+// Every node of a trace file, in file order.
+std::vector<traces::Node> read_nodes(const std::string& path);
 // Writes a trace file with default metadata and these nodes.
 void write_trace(const std::string& path, const std::vector<traces::Node>& nodes, bool gzip = false);
 

@@ -19,14 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using test::ScratchDir;
 
-std::vector<Node> read_all_nodes(const std::string& path) {
-  TraceReader r(path);
-  std::vector<Node> nodes;
-  Node n;
-  while (r.next(n)) nodes.push_back(n);
-  return nodes;
-}
-
 // "id TYPE name [deps]" plus " t=<duration>" for COMP nodes and " c=<comm_type>/<comm_size>" for
 // collectives, checking on the way that they carry nothing else.
 std::string summary(const Node& n) {
@@ -51,7 +43,7 @@ std::string summary(const Node& n) {
 
 std::vector<std::string> summaries(const std::string& path) {
   std::vector<std::string> out;
-  for (const Node& n : read_all_nodes(path)) out.push_back(summary(n));
+  for (const Node& n : test::read_nodes(path)) out.push_back(summary(n));
   return out;
 }
 
@@ -89,7 +81,7 @@ TEST(AstraText, ResNet50N64ByteIdenticalToChakraConverter) {
     EXPECT_TRUE(got == expected) << "rank " << rank << " differs from Chakra's conversion";
   }
   // What is inside (the README's description): 161 COMP + 54 ALL_REDUCE per rank, ids running on.
-  const auto rank1 = read_all_nodes(paths[1]);
+  const auto rank1 = test::read_nodes(paths[1]);
   ASSERT_EQ(rank1.size(), 215u);
   EXPECT_EQ(rank1.front().id(), 215u);
   EXPECT_EQ(rank1.back().id(), 429u);
@@ -132,7 +124,7 @@ TEST(AstraText, ResNet50N256SpotCheck) {
     ASSERT_FALSE(expected.empty());
     EXPECT_TRUE(test::read_bytes(paths[static_cast<size_t>(rank)]) == expected) << "rank " << rank;
   }
-  EXPECT_EQ(read_all_nodes(paths[255]).front().id(), 255u * 215u);
+  EXPECT_EQ(test::read_nodes(paths[255]).front().id(), 255u * 215u);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -341,7 +333,7 @@ TEST(AstraText, ZeroLayersGiveMetadataOnlyFiles) {
   ScratchDir dir;
   const auto paths = convert_text(dir, "DATA\n0\n", 3, 1);
   ASSERT_EQ(paths.size(), 3u);
-  for (const auto& p : paths) EXPECT_TRUE(read_all_nodes(p).empty());
+  for (const auto& p : paths) EXPECT_TRUE(test::read_nodes(p).empty());
 }
 
 TEST(AstraText, CreatesOutputDirectory) {

@@ -21,14 +21,6 @@ using test::ScratchDir;
 
 constexpr uint64_t kMiB = 1u << 20;
 
-std::vector<Node> nodes_of(const std::string& path) {
-  TraceReader r(path);
-  std::vector<Node> nodes;
-  Node n;
-  while (r.next(n)) nodes.push_back(n);
-  return nodes;
-}
-
 TEST(Generate, ByteIdenticalToAstraSimMicrobenchmarks) {
   FABEMU_REQUIRE_SHARED(shared);
   const fs::path root = shared / "astra-sim" / "examples" / "workload" / "microbenchmarks";
@@ -79,8 +71,8 @@ TEST(Generate, InvolvedDimMatchesAstraSimTutorial) {
   ASSERT_EQ(paths.size(), 8u);
   EXPECT_TRUE(test::read_bytes(paths[1]) == test::read_bytes((demo / "allreduce.1.et").string()));
   for (int rank = 0; rank < 8; ++rank) {
-    auto ours = nodes_of(paths[static_cast<size_t>(rank)]);
-    const auto theirs = nodes_of((demo / fmt::format("allreduce.{}.et", rank)).string());
+    auto ours = test::read_nodes(paths[static_cast<size_t>(rank)]);
+    const auto theirs = test::read_nodes((demo / fmt::format("allreduce.{}.et", rank)).string());
     ASSERT_EQ(ours.size(), 1u);
     ASSERT_EQ(theirs.size(), 1u);
     EXPECT_EQ(ours[0].id(), static_cast<uint64_t>(rank));
@@ -162,7 +154,7 @@ TEST(Generate, ProcessGroupRanksOnly) {
   const auto paths = generate_collective(spec, prefix);
   ASSERT_EQ(paths.size(), 8u);
   for (uint64_t rank = 0; rank < 8; ++rank) {
-    const auto nodes = nodes_of(paths[rank]);
+    const auto nodes = test::read_nodes(paths[rank]);
     const bool member = rank == 1 || rank == 3 || rank == 5;
     if (!member) {
       EXPECT_TRUE(nodes.empty()) << "rank " << rank;
@@ -201,7 +193,7 @@ TEST(Generate, NoCommGroupFileWithoutProcessGroup) {
   generate_collective({.type = ChakraProtoMsg::BARRIER, .ranks = 2, .size_bytes = 0}, dir.file("b"));
   EXPECT_TRUE(fs::exists(dir.file("b.1.et")));
   EXPECT_FALSE(fs::exists(dir.file("b.comm_groups.json")));
-  const auto nodes = nodes_of(dir.file("b.1.et"));
+  const auto nodes = test::read_nodes(dir.file("b.1.et"));
   ASSERT_EQ(nodes.size(), 1u);
   EXPECT_EQ(nodes[0].name(), "barrier_2npus_0B");
   EXPECT_EQ(comm_info(nodes[0]).size, 0u);

@@ -1,0 +1,51 @@
+// The one seam between the rank walker and every backend (software model, DPDK, FPGA): send a message,
+// be told when it is delivered, and schedule everything else on the backend's engine.
+#pragma once
+
+#include <cstdint>
+
+#include "emulator/event_queue.h"
+#include "emulator/time.h"
+
+namespace fabemu::emu {
+
+// A point-to-point message. `id` is the caller's, echoed back on delivery; `flow` is the tag / ECMP key,
+// so that messages of one flow take one path where a topology has several.
+struct Message {
+  uint64_t id;
+  int32_t src;
+  int32_t dst;
+  uint64_t bytes;
+  uint64_t flow;
+};
+
+// Told when a message's last byte reaches its destination. Not owned by the fabric.
+class DeliveryListener {
+ public:
+  virtual void on_delivered(uint64_t message_id, Time at) = 0;
+
+ protected:
+  DeliveryListener() = default;
+  DeliveryListener(const DeliveryListener&) = default;
+  DeliveryListener& operator=(const DeliveryListener&) = default;
+  ~DeliveryListener() = default;
+};
+
+// A fabric backend. The walker does not know which one it drives: it sends, listens, and schedules
+// its own callbacks through engine(), whose clock is the fabric's (virtual or dilated wall clock).
+class Fabric {
+ public:
+  Fabric() = default;
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+  virtual ~Fabric() = default;
+
+  // Injects `m` at engine().now(). on_delivered may be called from within a later event, never from
+  // within send() itself, so a listener may send again from on_delivered.
+  virtual void send(const Message& m) = 0;
+  virtual Engine& engine() = 0;
+  // nullptr: deliveries are not reported.
+  virtual void set_listener(DeliveryListener* listener) = 0;
+};
+
+}  // namespace fabemu::emu

@@ -1,0 +1,175 @@
+#include "emulator/packet_fabric.h"
+
+#include <algorithm>
+#include <cassert>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace fabemu::emu {
+
+namespace {
+
+void check_endpoints(const Topology& topology, const Message& m, const char* who) {
+  if (m.src < 0 || m.src >= topology.npus() || m.dst < 0 || m.dst >= topology.npus()) {
+    throw std::invalid_argument(std::string(who) + ": message " + std::to_string(m.id) + " goes from " +
+                                std::to_string(m.src) + " to " + std::to_string(m.dst) +
+                                ", but the topology has NPUs 0.." + std::to_string(topology.npus() - 1));
+  }
+}
+
+}  // namespace
+
+// --- PacketFabric ------------------------------------------------------------------------------------
+
+PacketFabric::PacketFabric(Engine& engine, Topology topology, uint32_t mtu)
+    : engine_(engine), topology_(std::move(topology)), mtu_(mtu) {
+  if (mtu_ == 0) throw std::invalid_argument("PacketFabric: the MTU must be at least 1 byte");
+  links_.resize(topology_.links().size() + 1);
+  stats_.resize(topology_.links().size());
+}
+
+uint32_t PacketFabric::new_packet() {
+  if (free_packet_ != kNone) {
+    const uint32_t p = free_packet_;
+    free_packet_ = packets_[p].next;
+    return p;
+  }
+  if (packets_.size() >= kNone) throw std::length_error("PacketFabric: more than 2^32 packets in flight");
+  packets_.emplace_back();
+  return static_cast<uint32_t>(packets_.size() - 1);
+}
+
+uint32_t PacketFabric::new_message() {
+  if (free_msg_ != kNone) {
+    const uint32_t s = free_msg_;
+    free_msg_ = static_cast<uint32_t>(msgs_[s].packets_left);
+    return s;
+  }
+  const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
+  if (msgs_.size() >= kNone || (msgs_.size() + 1) * per_slot > kNone) {
+    throw std::length_error("PacketFabric: too many messages in flight");
+  }
+  msgs_.push_back(MessageState{0, 0, static_cast<uint32_t>(msgs_.size() * per_slot), 0});
+  routes_.resize(msgs_.size() * per_slot);
+  return static_cast<uint32_t>(msgs_.size() - 1);
+}
+
+void PacketFabric::send(const Message& m) {
+  check_endpoints(topology_, m, "PacketFabric::send");
+  const uint64_t n_packets = m.bytes == 0 ? 1 : (m.bytes + mtu_ - 1) / mtu_;
+  const uint32_t s = new_message();
+  const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
+  const auto route = topology_.route(m.src, m.dst, std::span<LinkId>(routes_).subspan(msgs_[s].route_begin, per_slot));
+  msgs_[s].id = m.id;
+  msgs_[s].packets_left = n_packets;
+  msgs_[s].hops = static_cast<uint32_t>(route.size());
+  const uint32_t first = route.empty() ? static_cast<uint32_t>(links_.size() - 1) : route[0];
+  uint64_t left = m.bytes;
+  for (uint64_t i = 0; i < n_packets; ++i) {
+    const uint32_t p = new_packet();
+    const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(left, mtu_));
+    left -= bytes;
+    packets_[p] = Packet{0, s, kNone, bytes, 0};
+    enter(first, p);
+  }
+}
+
+void PacketFabric::enter(uint32_t l, uint32_t p) {
+  LinkState& link = links_[l];
+  Packet& pkt = packets_[p];
+  const Time now = engine_.now();
+  if (l < stats_.size()) {
+    const Link& spec = topology_.link(l);
+    // The contract: depart at max(arrival, link_free); the link is busy for ser(n); then the latency.
+    const Time depart = std::max(now, link.free_at);
+    link.free_at = depart + spec.rate.ser(pkt.bytes);
+    pkt.far_end_ps = (link.free_at + spec.latency).ps();
+    stats_[l].bytes += pkt.bytes;
+    ++stats_[l].packets;
+  } else {
+    pkt.far_end_ps = now.ps();  // loopback: no link to cross
+  }
+  pkt.next = kNone;
+  // free_at never decreases and the latency is constant, so the FIFO stays sorted by far_end.
+  if (link.tail == kNone) {
+    link.head = link.tail = p;
+    engine_.at(Time::from_ps(pkt.far_end_ps), *this, l);
+  } else {
+    assert(packets_[link.tail].far_end_ps <= pkt.far_end_ps);
+    packets_[link.tail].next = p;
+    link.tail = p;
+  }
+}
+
+void PacketFabric::on_event(uint64_t link_index) {
+  const auto l = static_cast<uint32_t>(link_index);
+  LinkState& link = links_[l];
+  const uint32_t p = link.head;
+  assert(p != kNone && packets_[p].far_end_ps == engine_.now().ps());
+  link.head = packets_[p].next;
+  if (link.head == kNone) {
+    link.tail = kNone;
+  } else {
+    engine_.at(Time::from_ps(packets_[link.head].far_end_ps), *this, l);
+  }
+
+  Packet& pkt = packets_[p];
+  const uint32_t s = pkt.msg;
+  MessageState& msg = msgs_[s];
+  if (pkt.hop + 1 < msg.hops) {
+    ++pkt.hop;
+    enter(routes_[msg.route_begin + pkt.hop], p);
+    return;
+  }
+  // At dst: recycle the packet, and the message with its last packet.
+  pkt.next = free_packet_;
+  free_packet_ = p;
+  if (--msg.packets_left > 0) return;
+  const uint64_t id = msg.id;
+  msg.packets_left = free_msg_;
+  free_msg_ = s;
+  ++delivered_;
+  // Last: the listener may send, which may grow the pools and move what the references above point to.
+  if (listener_ != nullptr) listener_->on_delivered(id, engine_.now());
+}
+
+// --- AnalyticalFabric --------------------------------------------------------------------------------
+
+AnalyticalFabric::AnalyticalFabric(Engine& engine, Topology topology)
+    : engine_(engine), topology_(std::move(topology)), route_buf_(topology_.max_hops()) {}
+
+Duration AnalyticalFabric::delay(const Message& m) const {
+  check_endpoints(topology_, m, "AnalyticalFabric::delay");
+  Duration latency;
+  uint64_t slowest = 0;  // the largest ps per byte (Q32.32) of the route
+  for (const LinkId l : topology_.route(m.src, m.dst, route_buf_)) {
+    const Link& link = topology_.link(l);
+    latency += link.latency;
+    slowest = std::max(slowest, link.rate.ps_per_byte_q32());
+  }
+  return latency + Rate::from_ps_per_byte_q32(slowest).ser(m.bytes);
+}
+
+void AnalyticalFabric::send(const Message& m) {
+  const Duration d = delay(m);
+  uint64_t slot = free_slot_;
+  if (slot != ~uint64_t{0}) {
+    free_slot_ = pending_[slot];
+    pending_[slot] = m.id;
+  } else {
+    slot = pending_.size();
+    pending_.push_back(m.id);
+  }
+  engine_.after(d, *this, slot);
+}
+
+void AnalyticalFabric::on_event(uint64_t slot) {
+  const uint64_t id = pending_[slot];
+  pending_[slot] = free_slot_;
+  free_slot_ = slot;
+  ++delivered_;
+  if (listener_ != nullptr) listener_->on_delivered(id, engine_.now());
+}
+
+}  // namespace fabemu::emu

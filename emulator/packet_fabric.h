@@ -1,0 +1,127 @@
+// The software fabrics: PacketFabric, congestion-aware (every link a FIFO server, packet by packet, as
+// DESIGN.md's link contract says), and AnalyticalFabric, congestion-unaware closed form for fast sweeps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "emulator/event_queue.h"
+#include "emulator/fabric.h"
+#include "emulator/time.h"
+#include "emulator/topology.h"
+
+namespace fabemu::emu {
+
+// Per-link counters of the traffic a fabric carried, for reports and conservation checks.
+struct LinkStats {
+  uint64_t bytes = 0;
+  uint64_t packets = 0;
+};
+
+// A message is cut into packets of `mtu` bytes (the last one shorter; a 0-byte message is one 0-byte
+// packet). At each link a packet of n bytes arriving at t departs at d = max(t, link_free), frees the
+// link at link_free = d + ser(n) and reaches the far end at link_free + latency; store-and-forward at
+// every hop. The message is delivered when its last packet reaches dst.
+//
+// Because a link is FIFO with a constant latency, a packet's far-end time is known the moment it
+// reaches the link, and packets leave the far end in arrival order. So each link keeps one FIFO of
+// packets with their far-end times and only its head has a pending event (htsim's one event per
+// component): one event per packet per hop. Ties at equal times follow the engine's insertion order.
+//
+// Packets and per-message state come from free lists that grow to the peak in flight and are then
+// reused: no allocation per packet or message in steady state. All packets of a message enter its
+// first link's FIFO when it is sent, so the peak is the bytes in flight / mtu.
+class PacketFabric final : public Fabric, private EventTarget {
+ public:
+  // Preconditions: mtu >= 1 (std::invalid_argument otherwise). `engine` must outlive the fabric.
+  PacketFabric(Engine& engine, Topology topology, uint32_t mtu);
+
+  // Throws std::invalid_argument when src or dst is not an NPU of the topology.
+  void send(const Message& m) override;
+  Engine& engine() override { return engine_; }
+  void set_listener(DeliveryListener* listener) override { listener_ = listener; }
+
+  const Topology& topology() const noexcept { return topology_; }
+  uint32_t mtu() const noexcept { return mtu_; }
+  const LinkStats& link_stats(LinkId link) const noexcept { return stats_[link]; }
+  uint64_t messages_delivered() const noexcept { return delivered_; }
+  // Packets allocated so far (the pool's high-water mark): it stops growing in steady state.
+  std::size_t packet_pool_size() const noexcept { return packets_.size(); }
+
+ private:
+  static constexpr uint32_t kNone = ~uint32_t{0};
+  struct Packet {
+    uint64_t far_end_ps;  // when it reaches the far end of the link it is on
+    uint32_t msg;         // slot in msgs_
+    uint32_t next;        // next packet on the same link FIFO, or next free packet
+    uint32_t bytes;
+    uint32_t hop;         // index into the message's route of the link it is on
+  };
+  struct MessageState {
+    uint64_t id;
+    uint64_t packets_left;  // packets not yet at dst; on the free list, the next free slot
+    uint32_t route_begin;   // offset of its route in routes_ (max_hops entries per slot)
+    uint32_t hops;
+  };
+  struct LinkState {
+    Time free_at;         // link_free of the contract
+    uint32_t head = kNone;
+    uint32_t tail = kNone;
+  };
+
+  void on_event(uint64_t link) override;
+  // Packet `p` reaches link `l` at now().
+  void enter(uint32_t l, uint32_t p);
+  uint32_t new_packet();
+  uint32_t new_message();
+
+  Engine& engine_;
+  Topology topology_;
+  uint32_t mtu_;
+  DeliveryListener* listener_ = nullptr;
+  // One per link, plus a last loopback "link" (zero time) that delivers src == dst messages in an
+  // event of their own rather than inside send().
+  std::vector<LinkState> links_;
+  std::vector<LinkStats> stats_;
+  std::vector<Packet> packets_;
+  uint32_t free_packet_ = kNone;
+  std::vector<MessageState> msgs_;
+  std::vector<LinkId> routes_;  // max(1, max_hops) entries per message slot
+  uint32_t free_msg_ = kNone;
+  uint64_t delivered_ = 0;
+};
+
+// ASTRA-sim's analytical model: no queues, every message alone on the fabric. A message of B bytes sent
+// at t over links 1..H is delivered at
+//   t + sum_h latency_h + ser_min(B),  ser_min = the ser() of the slowest link of the route
+// (for one rate and latency this is DESIGN.md's hops * latency + ser(bytes)); src == dst gives t.
+// Whole message, no packets: pipelining across hops is assumed perfect, as in ASTRA-sim.
+class AnalyticalFabric final : public Fabric, private EventTarget {
+ public:
+  AnalyticalFabric(Engine& engine, Topology topology);
+
+  // Throws std::invalid_argument when src or dst is not an NPU of the topology.
+  void send(const Message& m) override;
+  Engine& engine() override { return engine_; }
+  void set_listener(DeliveryListener* listener) override { listener_ = listener; }
+
+  const Topology& topology() const noexcept { return topology_; }
+  // The closed form above, as a duration from injection.
+  Duration delay(const Message& m) const;
+  uint64_t messages_delivered() const noexcept { return delivered_; }
+
+ private:
+  void on_event(uint64_t slot) override;
+
+  Engine& engine_;
+  Topology topology_;
+  DeliveryListener* listener_ = nullptr;
+  // Message ids waiting for their delivery event, pooled; a free slot holds the next free slot.
+  std::vector<uint64_t> pending_;
+  uint64_t free_slot_ = ~uint64_t{0};
+  uint64_t delivered_ = 0;
+  mutable std::vector<LinkId> route_buf_;  // max_hops entries, reused by delay()
+};
+
+}  // namespace fabemu::emu

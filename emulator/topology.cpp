@@ -1,0 +1,178 @@
+#include "emulator/topology.h"
+
+#include <cassert>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace fabemu::emu {
+
+namespace {
+
+[[noreturn]] void bad_network(const NetworkConfig& config, const std::string& why) {
+  throw std::invalid_argument("network " + (config.source.empty() ? std::string("(in memory)") : config.source) +
+                              ": " + why);
+}
+
+int32_t coord(int32_t npu, int32_t stride, int32_t n) noexcept { return (npu / stride) % n; }
+
+}  // namespace
+
+Topology::Topology(const NetworkConfig& config) {
+  if (config.dims.empty()) bad_network(config, "has no dimension");
+  // Sizes are checked in 64 bits before anything is built, so that ids fit their 32-bit types.
+  constexpr int64_t kMaxIds = std::numeric_limits<int32_t>::max();
+  int64_t total = 1;
+  for (std::size_t i = 0; i < config.dims.size(); ++i) {
+    const int64_t n = config.dims[i].npus;
+    if (n < 1) bad_network(config, "dimension " + std::to_string(i) + " has " + std::to_string(n) + " NPUs");
+    total *= n;
+    if (total > kMaxIds) bad_network(config, "has more than 2^31 NPUs");
+  }
+  npus_ = static_cast<int32_t>(total);
+  int64_t links = 0;
+  int64_t switches = 0;
+  int64_t stride = 1;
+  for (const NetworkDim& nd : config.dims) {
+    const int64_t n = nd.npus;
+    Dim d{nd.topology, static_cast<int32_t>(n), static_cast<int32_t>(stride), static_cast<LinkId>(links),
+          static_cast<int32_t>(total + switches)};
+    if (n > 1) {
+      switch (nd.topology) {
+        case DimTopology::kRing:
+          // Two NPUs have one neighbour each way; a larger ring has a clockwise and a counter-clockwise link.
+          links += total * (n == 2 ? 1 : 2);
+          max_hops_ += static_cast<std::size_t>(n / 2);
+          break;
+        case DimTopology::kFullyConnected:
+          links += total * (n - 1);
+          max_hops_ += 1;
+          break;
+        case DimTopology::kSwitch:
+          links += total * 2;
+          switches += total / n;
+          max_hops_ += 2;
+          break;
+      }
+    }
+    if (links > std::numeric_limits<LinkId>::max() || total + switches > kMaxIds) {
+      bad_network(config, "has too many links or switches for 32-bit ids");
+    }
+    dims_.push_back(d);
+    stride *= n;
+  }
+  nodes_ = static_cast<int32_t>(total + switches);
+
+  links_.reserve(static_cast<std::size_t>(links));
+  for (std::size_t di = 0; di < dims_.size(); ++di) {
+    const Dim& d = dims_[di];
+    const NetworkDim& nd = config.dims[di];
+    const auto dim = static_cast<int32_t>(di);
+    if (d.n == 1) continue;
+    assert(links_.size() == d.link_base);
+    // The order below is the one ring_link() / route() compute indexes from.
+    for (int32_t p = 0; p < npus_; ++p) {
+      const int32_t c = coord(p, d.stride, d.n);
+      switch (d.kind) {
+        case DimTopology::kRing: {
+          const int32_t next = c + 1 == d.n ? p - (d.n - 1) * d.stride : p + d.stride;
+          const int32_t prev = c == 0 ? p + (d.n - 1) * d.stride : p - d.stride;
+          links_.push_back(Link{p, next, nd.bandwidth, nd.latency, dim});
+          if (d.n > 2) links_.push_back(Link{p, prev, nd.bandwidth, nd.latency, dim});
+          break;
+        }
+        case DimTopology::kFullyConnected:
+          for (int32_t j = 0; j < d.n; ++j) {
+            if (j != c) links_.push_back(Link{p, p + (j - c) * d.stride, nd.bandwidth, nd.latency, dim});
+          }
+          break;
+        case DimTopology::kSwitch: {
+          // The group: the NPUs that differ from p in this coordinate only.
+          const int32_t group = p % d.stride + (p / (d.stride * d.n)) * d.stride;
+          const int32_t sw = d.switch_base + group;
+          links_.push_back(Link{p, sw, nd.bandwidth, nd.latency, dim});
+          links_.push_back(Link{sw, p, nd.bandwidth, nd.latency, dim});
+          break;
+        }
+      }
+    }
+  }
+  assert(links_.size() == static_cast<std::size_t>(links));
+}
+
+LinkId Topology::ring_link(const Dim& d, int32_t npu, bool cw) const noexcept {
+  const auto p = static_cast<LinkId>(npu);
+  return d.n == 2 ? d.link_base + p : d.link_base + 2 * p + (cw ? 0 : 1);
+}
+
+std::span<LinkId> Topology::route(int32_t src, int32_t dst, std::span<LinkId> out) const noexcept {
+  assert(src >= 0 && src < npus_ && dst >= 0 && dst < npus_);
+  std::size_t h = 0;
+  int32_t cur = src;
+  for (const Dim& d : dims_) {
+    const int32_t cs = coord(cur, d.stride, d.n);
+    const int32_t cd = coord(dst, d.stride, d.n);
+    if (cs == cd) continue;
+    switch (d.kind) {
+      case DimTopology::kRing: {
+        const int32_t cw_steps = (cd - cs + d.n) % d.n;
+        const bool cw = cw_steps <= d.n - cw_steps;
+        int32_t c = cs;
+        for (int32_t s = cw ? cw_steps : d.n - cw_steps; s > 0; --s) {
+          assert(h < out.size());
+          out[h++] = ring_link(d, cur, cw);
+          const int32_t nc = cw ? (c + 1 == d.n ? 0 : c + 1) : (c == 0 ? d.n - 1 : c - 1);
+          cur += (nc - c) * d.stride;
+          c = nc;
+        }
+        break;
+      }
+      case DimTopology::kFullyConnected:
+        assert(h < out.size());
+        out[h++] = d.link_base + static_cast<LinkId>(cur) * static_cast<LinkId>(d.n - 1) +
+                   static_cast<LinkId>(cd < cs ? cd : cd - 1);
+        cur += (cd - cs) * d.stride;
+        break;
+      case DimTopology::kSwitch:
+        assert(h + 1 < out.size());
+        out[h++] = d.link_base + 2 * static_cast<LinkId>(cur);
+        cur += (cd - cs) * d.stride;
+        out[h++] = d.link_base + 2 * static_cast<LinkId>(cur) + 1;
+        break;
+    }
+  }
+  assert(cur == dst);
+  return out.first(h);
+}
+
+std::vector<LinkId> Topology::route(int32_t src, int32_t dst) const {
+  std::vector<LinkId> r(hops(src, dst));
+  route(src, dst, r);
+  return r;
+}
+
+std::size_t Topology::hops(int32_t src, int32_t dst) const noexcept {
+  assert(src >= 0 && src < npus_ && dst >= 0 && dst < npus_);
+  std::size_t h = 0;
+  for (const Dim& d : dims_) {
+    const int32_t cs = coord(src, d.stride, d.n);
+    const int32_t cd = coord(dst, d.stride, d.n);
+    if (cs == cd) continue;
+    switch (d.kind) {
+      case DimTopology::kRing: {
+        const int32_t cw_steps = (cd - cs + d.n) % d.n;
+        h += static_cast<std::size_t>(cw_steps <= d.n - cw_steps ? cw_steps : d.n - cw_steps);
+        break;
+      }
+      case DimTopology::kFullyConnected:
+        h += 1;
+        break;
+      case DimTopology::kSwitch:
+        h += 2;
+        break;
+    }
+  }
+  return h;
+}
+
+}  // namespace fabemu::emu

@@ -104,6 +104,8 @@ class EventQueue {
   }
   void sift_up(Entry e) noexcept;
   void sift_down(Entry e) noexcept;
+  // Moves `e` up from the hole at `i` past later parents, and stores it.
+  void rise(std::size_t i, Entry e) noexcept;
   uint32_t new_slot(EventTarget& target, uint64_t arg);  // when the free list is empty
   void grow_heap(std::size_t capacity);
   void renumber();
@@ -189,8 +191,7 @@ inline EventQueue::Fired EventQueue::pop() noexcept {
   return fired;
 }
 
-inline void EventQueue::sift_up(Entry e) noexcept {
-  std::size_t i = size_++;
+inline void EventQueue::rise(std::size_t i, Entry e) noexcept {
   while (i > 0) {
     const std::size_t parent = (i - 1) / 4;
     if (!before(e, heap_[parent])) break;
@@ -199,6 +200,8 @@ inline void EventQueue::sift_up(Entry e) noexcept {
   }
   heap_[i] = e;
 }
+
+inline void EventQueue::sift_up(Entry e) noexcept { rise(size_++, e); }
 
 // Refills the root hole with `e` (the former last entry). Bottom-up (Floyd): the hole walks down to a
 // leaf along the smaller children without comparing against `e`, then `e` rises from there. `e` came
@@ -235,13 +238,7 @@ inline void EventQueue::sift_down(Entry e) noexcept {
     heap_[i] = heap_[m];
     i = m;
   }
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 4;
-    if (!before(e, heap_[parent])) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = e;
+  rise(i, e);
 }
 
 inline Time Engine::run_until(Time limit) {

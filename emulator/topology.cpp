@@ -16,6 +16,16 @@ namespace {
 
 int32_t coord(int32_t npu, int32_t stride, int32_t n) noexcept { return (npu / stride) % n; }
 
+// Steps from ring position cs to cd the shorter way; a tie goes clockwise (increasing index).
+struct RingPath {
+  int32_t steps;
+  bool cw;
+};
+RingPath ring_path(int32_t cs, int32_t cd, int32_t n) noexcept {
+  const int32_t cw_steps = (cd - cs + n) % n;
+  return cw_steps <= n - cw_steps ? RingPath{cw_steps, true} : RingPath{n - cw_steps, false};
+}
+
 }  // namespace
 
 Topology::Topology(const NetworkConfig& config) {
@@ -115,10 +125,9 @@ std::span<LinkId> Topology::route(int32_t src, int32_t dst, std::span<LinkId> ou
     if (cs == cd) continue;
     switch (d.kind) {
       case DimTopology::kRing: {
-        const int32_t cw_steps = (cd - cs + d.n) % d.n;
-        const bool cw = cw_steps <= d.n - cw_steps;
+        const auto [steps, cw] = ring_path(cs, cd, d.n);
         int32_t c = cs;
-        for (int32_t s = cw ? cw_steps : d.n - cw_steps; s > 0; --s) {
+        for (int32_t s = steps; s > 0; --s) {
           assert(h < out.size());
           out[h++] = ring_link(d, cur, cw);
           const int32_t nc = cw ? (c + 1 == d.n ? 0 : c + 1) : (c == 0 ? d.n - 1 : c - 1);
@@ -160,8 +169,7 @@ std::size_t Topology::hops(int32_t src, int32_t dst) const noexcept {
     if (cs == cd) continue;
     switch (d.kind) {
       case DimTopology::kRing: {
-        const int32_t cw_steps = (cd - cs + d.n) % d.n;
-        h += static_cast<std::size_t>(cw_steps <= d.n - cw_steps ? cw_steps : d.n - cw_steps);
+        h += static_cast<std::size_t>(ring_path(cs, cd, d.n).steps);
         break;
       }
       case DimTopology::kFullyConnected:

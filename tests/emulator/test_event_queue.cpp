@@ -14,56 +14,7 @@
 #include <vector>
 
 #include "tests/emulator/print.h"
-
-// --- allocation counter ------------------------------------------------------------------------------
-// AddressSanitizer brings its own operator new; replacing it would hide ASan's checks, so the count is
-// only taken in builds without ASan (the test says so when it skips).
-#if defined(__SANITIZE_ADDRESS__)
-#define FABEMU_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FABEMU_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef FABEMU_COUNT_ALLOCATIONS
-#define FABEMU_COUNT_ALLOCATIONS 1
-#endif
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-#if FABEMU_COUNT_ALLOCATIONS
-namespace {
-void* counted_alloc(std::size_t n, std::size_t align) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  if (align <= alignof(std::max_align_t)) {
-    p = std::malloc(n == 0 ? 1 : n);
-  } else if (posix_memalign(&p, align, n == 0 ? align : n) != 0) {
-    p = nullptr;
-  }
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-// Out of line: when GCC inlines a replaced operator delete it sees free() on memory from operator new
-// and warns (-Wmismatched-new-delete) although the pair is ours and matches.
-[[gnu::noinline]] void counted_free(void* p) noexcept { std::free(p); }
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n) { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-#endif
+#include "tests/support/alloc_counter.h"
 
 namespace fabemu::emu {
 
@@ -327,7 +278,7 @@ struct Holder final : EventTarget {
 };
 
 TEST(Engine, NoAllocationPerEventInSteadyState) {
-  if (!FABEMU_COUNT_ALLOCATIONS) {
+  if (!test::counting_allocations()) {
     GTEST_SKIP() << "built with AddressSanitizer, which owns operator new: allocations are not counted";
   }
   constexpr uint64_t kPending = 4'096;
@@ -339,19 +290,19 @@ TEST(Engine, NoAllocationPerEventInSteadyState) {
   engine.run();
 
   h.remaining = kEvents;
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = test::allocations();
   const uint64_t run_before = engine.events_run();
   engine.run();
-  const uint64_t allocations = g_allocations.load() - before;
+  const uint64_t allocations = test::allocations() - before;
   EXPECT_EQ(engine.events_run() - run_before, kEvents);
   EXPECT_EQ(engine.pending(), kPending);
   EXPECT_EQ(allocations, 0u) << "allocations during " << kEvents << " steady-state events";
 
   // The counter itself works (so a zero above means something).
-  const uint64_t probe = g_allocations.load();
+  const uint64_t probe = test::allocations();
   void* p = ::operator new(64);  // a direct call, which the compiler may not elide
   ::operator delete(p);
-  EXPECT_EQ(g_allocations.load() - probe, 1u);
+  EXPECT_EQ(test::allocations() - probe, 1u);
 }
 
 }  // namespace

@@ -16,55 +16,7 @@
 
 #include "tests/emulator/fabric_test_util.h"
 #include "tests/emulator/print.h"
-
-// --- allocation counter (as in test_event_queue.cpp) -------------------------------------------------
-// AddressSanitizer brings its own operator new; replacing it would hide ASan's checks, so the count is
-// only taken in builds without ASan (the test says so when it skips).
-#if defined(__SANITIZE_ADDRESS__)
-#define FABEMU_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FABEMU_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef FABEMU_COUNT_ALLOCATIONS
-#define FABEMU_COUNT_ALLOCATIONS 1
-#endif
-
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-}  // namespace
-
-#if FABEMU_COUNT_ALLOCATIONS
-namespace {
-void* counted_alloc(std::size_t n, std::size_t align) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  void* p = nullptr;
-  if (align <= alignof(std::max_align_t)) {
-    p = std::malloc(n == 0 ? 1 : n);
-  } else if (posix_memalign(&p, align, n == 0 ? align : n) != 0) {
-    p = nullptr;
-  }
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-// Out of line: an inlined replaced operator delete makes GCC warn (-Wmismatched-new-delete).
-[[gnu::noinline]] void counted_free(void* p) noexcept { std::free(p); }
-}  // namespace
-
-void* operator new(std::size_t n) { return counted_alloc(n, 0); }
-void* operator new[](std::size_t n) { return counted_alloc(n, 0); }
-void* operator new(std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void* operator new[](std::size_t n, std::align_val_t a) { return counted_alloc(n, static_cast<std::size_t>(a)); }
-void operator delete(void* p) noexcept { counted_free(p); }
-void operator delete[](void* p) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
-#endif
+#include "tests/support/alloc_counter.h"
 
 namespace fabemu::emu {
 namespace {
@@ -346,7 +298,7 @@ TEST(PacketFabric, PoolIsReusedAndRunsShiftInTime) {
 // No allocation per packet or message in steady state: a second, identical wave of traffic (the
 // first one grew the pools and the engine's queue to their peaks) allocates nothing at all.
 TEST(PacketFabric, NoAllocationInSteadyState) {
-  if (!FABEMU_COUNT_ALLOCATIONS) GTEST_SKIP() << "allocations are not counted under AddressSanitizer";
+  if (!test::counting_allocations()) GTEST_SKIP() << "allocations are not counted under AddressSanitizer";
   const Workload w = random_workload(24, 300, 7);
   Engine engine;
   PacketFabric f(engine, Topology(mixed_network()), 1500);
@@ -356,14 +308,14 @@ TEST(PacketFabric, NoAllocationInSteadyState) {
   Injector inj(f);
   inj.reserve(2 * w.sends.size());
   for (const auto& [at, m] : w.sends) inj.add(at, m);
-  const uint64_t first_wave = g_allocations.load();
+  const uint64_t first_wave = test::allocations();
   engine.run();
-  EXPECT_GT(g_allocations.load(), first_wave) << "the counter counts (the first wave fills the pools)";
+  EXPECT_GT(test::allocations(), first_wave) << "the counter counts (the first wave fills the pools)";
   const Duration offset = engine.now().since_start() + Duration::from_ns(1);
   for (const auto& [at, m] : w.sends) inj.add(at + offset, m);
-  const uint64_t before = g_allocations.load();
+  const uint64_t before = test::allocations();
   engine.run();
-  EXPECT_EQ(g_allocations.load() - before, 0u);
+  EXPECT_EQ(test::allocations() - before, 0u);
   EXPECT_EQ(rec.log.size(), 2 * w.sends.size());
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,20 +13,55 @@
 
 namespace fabemu::emu {
 
-// The building block of one network dimension, named as in ASTRA-sim's analytical backend.
-enum class DimTopology { kRing, kFullyConnected, kSwitch };
+// The building block of one network dimension, named as in ASTRA-sim's analytical backend, plus
+// fabemu's two-level fat-tree (leaf-spine), which is only supported as the ONE dimension of a network
+// (see FatTreeConfig).
+enum class DimTopology { kRing, kFullyConnected, kSwitch, kFatTree };
 
 struct NetworkDim {
   DimTopology topology = DimTopology::kRing;
   int64_t npus = 0;  // NPUs along this dimension; ASTRA-sim requires at least 2
-  // Per link. ASTRA-sim's "GB/s" is 2^30 bytes/s (Rate::from_astra_gbps).
+  // Per link, exact Q32.32 ps/byte.
   Rate bandwidth = Rate::from_ps_per_byte_q32(0);
-  double bandwidth_gbps = 0;  // as written in the file (ASTRA-sim GB/s), for reports
+  // As written in the file, for reports; its unit is bandwidth_unit's. `bandwidth` is what counts.
+  double bandwidth_gbps = 0;
   Duration latency;           // per link, exact: 936.25 ns is 936'250 ps
+  // The unit of bandwidth_gbps. kAstraGBps: ASTRA-sim "GB/s" = 2^30 bytes/s (network.yml); kGbps:
+  // gigabits/s = 10^9 bits/s (fabemu's fabric file, Rate::from_gbps).
+  enum class BandwidthUnit { kAstraGBps, kGbps };
+  BandwidthUnit bandwidth_unit = BandwidthUnit::kAstraGBps;
+};
+
+// A two-level fat-tree (leaf-spine): `leaves` leaf switches with `hosts_per_leaf` NPUs each, every
+// leaf joined to every one of `spines` spine switches by one link each way. NPU h hangs off leaf
+// h / hosts_per_leaf. Cross-leaf traffic picks its spine by ECMP on (src, dst, flow).
+// Supported as the ONLY dimension of a network: NetworkConfig::dims then holds exactly one NetworkDim
+// with topology kFatTree and npus = hosts_per_leaf * leaves (its bandwidth / latency, if set, are the
+// host links'; the Topology reads the rates and latencies from here).
+struct FatTreeConfig {
+  int32_t hosts_per_leaf = 0;
+  int32_t leaves = 0;
+  int32_t spines = 0;
+  Rate host_link_rate = Rate::from_ps_per_byte_q32(0);  // NPU <-> leaf, each way
+  Duration host_link_latency;
+  Rate spine_link_rate = Rate::from_ps_per_byte_q32(0);  // leaf <-> spine, each way
+  Duration spine_link_latency;
+  double host_gbps = 0;   // as written (gigabits/s), for reports
+  double spine_gbps = 0;  // as written (gigabits/s), for reports
+  // Leaf down-link capacity over up-link capacity: (hosts_per_leaf * host rate) / (spines * spine rate);
+  // 1 = non-blocking, 2 = 2:1 oversubscribed. Computed from the exact Q32.32 rates.
+  double oversubscription() const {
+    const auto host = static_cast<double>(host_link_rate.ps_per_byte_q32());
+    const auto spine = static_cast<double>(spine_link_rate.ps_per_byte_q32());
+    if (host == 0 || spines == 0) return 0;
+    return static_cast<double>(hosts_per_leaf) * spine / (static_cast<double>(spines) * host);
+  }
 };
 
 struct NetworkConfig {
   std::vector<NetworkDim> dims;  // dimension 0 first, as listed in the file
+  // Set exactly when dims is the single kFatTree dimension.
+  std::optional<FatTreeConfig> fat_tree;
   // Product of the per-dimension NPU counts: the number of ranks the network holds.
   int64_t total_npus() const {
     int64_t n = dims.empty() ? 0 : 1;

@@ -60,7 +60,9 @@ void PacketFabric::send(const Message& m) {
   const uint64_t n_packets = m.bytes == 0 ? 1 : (m.bytes + mtu_ - 1) / mtu_;
   const uint32_t s = new_message();
   const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
-  const auto route = topology_.route(m.src, m.dst, std::span<LinkId>(routes_).subspan(msgs_[s].route_begin, per_slot));
+  // m.flow is the ECMP key: the messages of one flow take one path where the topology has several.
+  const auto route =
+      topology_.route(m.src, m.dst, m.flow, std::span<LinkId>(routes_).subspan(msgs_[s].route_begin, per_slot));
   msgs_[s].id = m.id;
   msgs_[s].packets_left = n_packets;
   msgs_[s].hops = static_cast<uint32_t>(route.size());
@@ -143,7 +145,7 @@ Duration AnalyticalFabric::delay(const Message& m) const {
   check_endpoints(topology_, m, "AnalyticalFabric::delay");
   Duration latency;
   uint64_t slowest = 0;  // the largest ps per byte (Q32.32) of the route
-  for (const LinkId l : topology_.route(m.src, m.dst, route_buf_)) {
+  for (const LinkId l : topology_.route(m.src, m.dst, m.flow, route_buf_)) {
     const Link& link = topology_.link(l);
     latency += link.latency;
     slowest = std::max(slowest, link.rate.ps_per_byte_q32());

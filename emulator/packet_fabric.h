@@ -22,7 +22,8 @@ struct LinkStats {
 // A message is cut into packets of `mtu` bytes (the last one shorter; a 0-byte message is one 0-byte
 // packet). At each link a packet of n bytes arriving at t departs at d = max(t, link_free), frees the
 // link at link_free = d + ser(n) and reaches the far end at link_free + latency; store-and-forward at
-// every hop. The message is delivered when its last packet reaches dst.
+// every hop. The message is delivered when its last packet reaches dst. Its route is Topology::route of
+// (src, dst, Message::flow): on a fat-tree the flow picks the spine (ECMP), one path per flow.
 //
 // Because a link is FIFO with a constant latency, a packet's far-end time is known the moment it
 // reaches the link, and packets leave the far end in arrival order. So each link keeps one FIFO of
@@ -96,6 +97,7 @@ class PacketFabric final : public Fabric, private EventTarget {
 // at t over links 1..H is delivered at
 //   t + sum_h latency_h + ser_min(B),  ser_min = the ser() of the slowest link of the route
 // (for one rate and latency this is DESIGN.md's hops * latency + ser(bytes)); src == dst gives t.
+// The route is the one of Message::flow (the ECMP key), as in PacketFabric.
 // Whole message, no packets: pipelining across hops is assumed perfect, as in ASTRA-sim.
 class AnalyticalFabric final : public Fabric, private EventTarget {
  public:

@@ -26,10 +26,75 @@ RingPath ring_path(int32_t cs, int32_t cd, int32_t n) noexcept {
   return cw_steps <= n - cw_steps ? RingPath{cw_steps, true} : RingPath{n - cw_steps, false};
 }
 
+// splitmix64's finalizer: every input bit flips about half of the output bits.
+constexpr uint64_t mix64(uint64_t z) noexcept {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 }  // namespace
+
+void Topology::build_fat_tree(const NetworkConfig& config) {
+  const std::string only =
+      "a fat-tree is supported only as the ONLY dimension of a network (one dimension of topology "
+      "FatTree, npus = hosts_per_leaf * leaves, with NetworkConfig::fat_tree set)";
+  if (!config.fat_tree) bad_network(config, "has a FatTree dimension but no fat-tree description; " + only);
+  if (config.dims.size() != 1 || config.dims[0].topology != DimTopology::kFatTree) {
+    bad_network(config, "has " + std::to_string(config.dims.size()) + " dimensions with a fat-tree; " + only);
+  }
+  const FatTreeConfig& ft = *config.fat_tree;
+  if (ft.hosts_per_leaf < 1 || ft.leaves < 1 || ft.spines < 1) {
+    bad_network(config, "fat-tree needs hosts_per_leaf, leaves and spines >= 1 (has " +
+                            std::to_string(ft.hosts_per_leaf) + ", " + std::to_string(ft.leaves) + ", " +
+                            std::to_string(ft.spines) + ")");
+  }
+  constexpr int64_t kMaxIds = std::numeric_limits<int32_t>::max();
+  const int64_t n = int64_t{ft.hosts_per_leaf} * ft.leaves;
+  if (config.dims[0].npus != n) {
+    bad_network(config, "fat-tree dimension has " + std::to_string(config.dims[0].npus) +
+                            " NPUs but hosts_per_leaf * leaves = " + std::to_string(n));
+  }
+  const int64_t links = 2 * n + 2 * int64_t{ft.leaves} * ft.spines;
+  if (n + ft.leaves + ft.spines > kMaxIds || links > std::numeric_limits<LinkId>::max()) {
+    bad_network(config, "fat-tree has too many NPUs, switches or links for 32-bit ids");
+  }
+  npus_ = static_cast<int32_t>(n);
+  nodes_ = static_cast<int32_t>(n + ft.leaves + ft.spines);
+  fat_tree_ = FatTree{ft.hosts_per_leaf, ft.leaves, ft.spines, static_cast<LinkId>(2 * n)};
+  max_hops_ = ft.leaves > 1 ? 4 : (n > 1 ? 2 : 0);
+  links_.reserve(static_cast<std::size_t>(links));
+  for (int32_t h = 0; h < npus_; ++h) {
+    const int32_t leaf = npus_ + h / ft.hosts_per_leaf;
+    links_.push_back(Link{h, leaf, ft.host_link_rate, ft.host_link_latency, 0});
+    links_.push_back(Link{leaf, h, ft.host_link_rate, ft.host_link_latency, 0});
+  }
+  for (int32_t l = 0; l < ft.leaves; ++l) {
+    for (int32_t sp = 0; sp < ft.spines; ++sp) {
+      const int32_t leaf = npus_ + l;
+      const int32_t spine = npus_ + ft.leaves + sp;
+      links_.push_back(Link{leaf, spine, ft.spine_link_rate, ft.spine_link_latency, 0});
+      links_.push_back(Link{spine, leaf, ft.spine_link_rate, ft.spine_link_latency, 0});
+    }
+  }
+  assert(links_.size() == static_cast<std::size_t>(links));
+}
+
+int32_t Topology::ecmp_spine(int32_t src, int32_t dst, uint64_t flow) const noexcept {
+  assert(is_fat_tree());
+  const uint64_t pair = (uint64_t{static_cast<uint32_t>(src)} << 32) | static_cast<uint32_t>(dst);
+  return static_cast<int32_t>(mix64(mix64(pair) ^ flow) % static_cast<uint64_t>(fat_tree_.spines));
+}
 
 Topology::Topology(const NetworkConfig& config) {
   if (config.dims.empty()) bad_network(config, "has no dimension");
+  for (const NetworkDim& d : config.dims) {
+    if (d.topology == DimTopology::kFatTree || config.fat_tree) {
+      build_fat_tree(config);
+      return;
+    }
+  }
   // Sizes are checked in 64 bits before anything is built, so that ids fit their 32-bit types.
   constexpr int64_t kMaxIds = std::numeric_limits<int32_t>::max();
   int64_t total = 1;
@@ -62,6 +127,8 @@ Topology::Topology(const NetworkConfig& config) {
           links += total * 2;
           switches += total / n;
           max_hops_ += 2;
+          break;
+        case DimTopology::kFatTree:  // handled by build_fat_tree
           break;
       }
     }
@@ -104,6 +171,8 @@ Topology::Topology(const NetworkConfig& config) {
           links_.push_back(Link{sw, p, nd.bandwidth, nd.latency, dim});
           break;
         }
+        case DimTopology::kFatTree:
+          break;
       }
     }
   }
@@ -115,8 +184,28 @@ LinkId Topology::ring_link(const Dim& d, int32_t npu, bool cw) const noexcept {
   return d.n == 2 ? d.link_base + p : d.link_base + 2 * p + (cw ? 0 : 1);
 }
 
-std::span<LinkId> Topology::route(int32_t src, int32_t dst, std::span<LinkId> out) const noexcept {
+std::span<LinkId> Topology::route(int32_t src, int32_t dst, uint64_t flow, std::span<LinkId> out) const noexcept {
   assert(src >= 0 && src < npus_ && dst >= 0 && dst < npus_);
+  if (is_fat_tree()) {
+    if (src == dst) return out.first(0);
+    const FatTree& ft = fat_tree_;
+    const int32_t ls = src / ft.hosts_per_leaf;
+    const int32_t ld = dst / ft.hosts_per_leaf;
+    if (ls == ld) {
+      assert(out.size() >= 2);
+      out[0] = 2 * static_cast<LinkId>(src);
+      out[1] = 2 * static_cast<LinkId>(dst) + 1;
+      return out.first(2);
+    }
+    assert(out.size() >= 4);
+    const auto sp = static_cast<LinkId>(ecmp_spine(src, dst, flow));
+    const auto spines = static_cast<LinkId>(ft.spines);
+    out[0] = 2 * static_cast<LinkId>(src);
+    out[1] = ft.spine_link_base + 2 * (static_cast<LinkId>(ls) * spines + sp);
+    out[2] = ft.spine_link_base + 2 * (static_cast<LinkId>(ld) * spines + sp) + 1;
+    out[3] = 2 * static_cast<LinkId>(dst) + 1;
+    return out.first(4);
+  }
   std::size_t h = 0;
   int32_t cur = src;
   for (const Dim& d : dims_) {
@@ -148,20 +237,26 @@ std::span<LinkId> Topology::route(int32_t src, int32_t dst, std::span<LinkId> ou
         cur += (cd - cs) * d.stride;
         out[h++] = d.link_base + 2 * static_cast<LinkId>(cur) + 1;
         break;
+      case DimTopology::kFatTree:
+        break;
     }
   }
   assert(cur == dst);
   return out.first(h);
 }
 
-std::vector<LinkId> Topology::route(int32_t src, int32_t dst) const {
+std::vector<LinkId> Topology::route(int32_t src, int32_t dst, uint64_t flow) const {
   std::vector<LinkId> r(hops(src, dst));
-  route(src, dst, r);
+  route(src, dst, flow, r);
   return r;
 }
 
 std::size_t Topology::hops(int32_t src, int32_t dst) const noexcept {
   assert(src >= 0 && src < npus_ && dst >= 0 && dst < npus_);
+  if (is_fat_tree()) {
+    if (src == dst) return 0;
+    return src / fat_tree_.hosts_per_leaf == dst / fat_tree_.hosts_per_leaf ? 2 : 4;
+  }
   std::size_t h = 0;
   for (const Dim& d : dims_) {
     const int32_t cs = coord(src, d.stride, d.n);
@@ -177,6 +272,8 @@ std::size_t Topology::hops(int32_t src, int32_t dst) const noexcept {
         break;
       case DimTopology::kSwitch:
         h += 2;
+        break;
+      case DimTopology::kFatTree:
         break;
     }
   }

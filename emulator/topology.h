@@ -35,10 +35,18 @@ struct Link {
 //   Switch:         up to the group's switch, down to the peer (2 hops).
 // Routes are computed on the fly from index arithmetic (links are laid out so that a link's index is a
 // formula of its endpoints), so a route costs no memory per pair and no allocation per call.
+//
+// Or a two-level fat-tree (NetworkConfig::fat_tree, the network's only dimension): NPUs 0..N-1, then
+// the leaf switches N..N+L-1, then the spines N+L..N+L+S-1. Links (all dim 0):
+//   2h, 2h+1                    NPU h -> its leaf, its leaf -> NPU h  (host rate / latency)
+//   2N + 2(l*S + s), ... + 1    leaf l -> spine s, spine s -> leaf l  (spine rate / latency)
+// so 2N + 2LS links. Same leaf: 2 hops (up, down). Across leaves: 4 hops, through the spine
+// ecmp_spine(src, dst, flow), a fixed hash: one flow always takes one spine, many flows spread.
 class Topology {
  public:
-  // Throws std::invalid_argument for an empty network, a dimension with fewer than 1 NPU, or a network
-  // too large for 32-bit node and link ids.
+  // Throws std::invalid_argument for an empty network, a dimension with fewer than 1 NPU, a network
+  // too large for 32-bit node and link ids, or a fat-tree that is not the network's only dimension
+  // (or whose dimension and FatTreeConfig disagree).
   explicit Topology(const NetworkConfig& config);
 
   int32_t npus() const noexcept { return npus_; }
@@ -52,11 +60,25 @@ class Topology {
   // Writes the route from NPU `src` to NPU `dst` into `out` (first link first) and returns the filled
   // prefix; src == dst gives an empty route. Preconditions (asserted): 0 <= src, dst < npus(),
   // out.size() >= hops(src, dst) (max_hops() always suffices).
-  std::span<LinkId> route(int32_t src, int32_t dst, std::span<LinkId> out) const noexcept;
+  // The route of flow 0.
+  std::span<LinkId> route(int32_t src, int32_t dst, std::span<LinkId> out) const noexcept {
+    return route(src, dst, 0, out);
+  }
+  // The route of flow `flow` (the ECMP key, Message::flow). Only a fat-tree has several paths; every
+  // other topology ignores `flow`. Same preconditions, no allocation.
+  std::span<LinkId> route(int32_t src, int32_t dst, uint64_t flow, std::span<LinkId> out) const noexcept;
   // The same in a new vector, for cold paths and tests.
-  std::vector<LinkId> route(int32_t src, int32_t dst) const;
-  // Number of links on route(src, dst), without walking it.
+  std::vector<LinkId> route(int32_t src, int32_t dst) const { return route(src, dst, uint64_t{0}); }
+  std::vector<LinkId> route(int32_t src, int32_t dst, uint64_t flow) const;
+  // Number of links on route(src, dst) (the same for every flow), without walking it.
   std::size_t hops(int32_t src, int32_t dst) const noexcept;
+
+  // True for a fat-tree network (NetworkConfig::fat_tree).
+  bool is_fat_tree() const noexcept { return fat_tree_.spines > 0; }
+  // Fat-tree only: the spine (0-based, not a node id) that flow `flow` from src to dst crosses, when
+  // they are on different leaves: a splitmix64 finalizer of (src, dst, flow), mod the spine count.
+  // Deterministic across runs and platforms.
+  int32_t ecmp_spine(int32_t src, int32_t dst, uint64_t flow) const noexcept;
 
  private:
   struct Dim {
@@ -66,11 +88,21 @@ class Topology {
     LinkId link_base;    // index of the dimension's first link
     int32_t switch_base; // node id of the dimension's first switch (Switch only)
   };
+  // The fat-tree constructor's body (config.fat_tree or a kFatTree dimension present).
+  void build_fat_tree(const NetworkConfig& config);
   // The ring link leaving `npu` along `d`, clockwise (towards coordinate + 1) or counter-clockwise.
   LinkId ring_link(const Dim& d, int32_t npu, bool cw) const noexcept;
 
+  struct FatTree {
+    int32_t hosts_per_leaf = 0;
+    int32_t leaves = 0;
+    int32_t spines = 0;  // 0: not a fat-tree
+    LinkId spine_link_base = 0;
+  };
+
   int32_t npus_ = 0;
   int32_t nodes_ = 0;
+  FatTree fat_tree_;
   std::size_t max_hops_ = 0;
   std::vector<Dim> dims_;
   std::vector<Link> links_;

@@ -13,4 +13,11 @@ inline constexpr int kExitError = 2;
 // `fabemu trace ...`; `status` receives the command's exit status.
 void add_trace_commands(CLI::App& app, int& status);
 
+// `fabemu run`: replay a workload over a target fabric (host/cli/run_command.cpp).
+void add_run_command(CLI::App& app, int& status);
+
+// `fabemu compare A.json B.json [--max-regression PCT] [--per-rank] [--json]`: exit 1 when B's total
+// time is more than PCT% above A's, 2 when a report cannot be read.
+void add_compare_command(CLI::App& app, int& status);
+
 }  // namespace fabemu::cli

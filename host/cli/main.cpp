@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int status = fabemu::cli::kExitOk;
   fabemu::cli::add_trace_commands(app, status);
+  fabemu::cli::add_run_command(app, status);
+  fabemu::cli::add_compare_command(app, status);
   try {
     app.parse(argc, argv);  // runs the selected command's callback
   } catch (const CLI::ParseError& e) {

@@ -4,170 +4,26 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "host/config/config_util.h"
 #include "traces/error.h"
 
 namespace fabemu::host {
 namespace {
 
+using namespace config;  // NOLINT(google-build-using-namespace): the shared helpers of host/config
 using traces::Location;
 using traces::TraceError;
 using json = nlohmann::json;
-
-[[noreturn]] void fail(const std::string& file, std::optional<uint64_t> line, const std::string& detail) {
-  throw TraceError(Location{.file = file, .line = line}, detail);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::nullopt, fmt::format("cannot open: {}", std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) fail(path, std::nullopt, "read error");
-  return ss.str();
-}
-
-// --- "did you mean" ---------------------------------------------------------------------------------
-
-// Lower case, '_' read as '-': "Endpoint_Delay" is one edit-free step from "endpoint-delay".
-std::string fold(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// " (did you mean "x"?)" when a known word is close to `word`, else "".
-std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& known) {
-  const std::string w = fold(word);
-  std::string_view best;
-  size_t best_d = std::numeric_limits<size_t>::max();
-  for (const auto k : known) {
-    const size_t d = edit_distance(w, fold(k));
-    if (d < best_d) {
-      best_d = d;
-      best = k;
-    }
-  }
-  if (best.empty() || best_d > std::max<size_t>(2, w.size() / 3)) return "";
-  return fmt::format(" (did you mean \"{}\"?)", best);
-}
-
-// "a, b or c" (or "a, b and c").
-std::string join(const std::vector<std::string_view>& words, std::string_view last = " or ") {
-  std::string out;
-  for (size_t i = 0; i < words.size(); ++i) {
-    if (i != 0) out += i + 1 == words.size() ? last : ", ";
-    out += words[i];
-  }
-  return out;
-}
-
-// --- numbers ------------------------------------------------------------------------------------------
-
-// A decimal number of nanoseconds ("500", "936.25", "+1.5e3") converted to picoseconds exactly,
-// without floating point: the decimal digits are scaled by a power of ten.
-enum class PsParse { kOk, kNotNumber, kNegative, kNotWholePs, kTooLarge };
-
-PsParse decimal_ns_to_ps(std::string_view s, uint64_t& ps) {
-  size_t i = 0;
-  bool negative = false;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
-  std::string digits;
-  int64_t fraction_digits = 0;
-  bool any = false;
-  for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i, any = true) digits += s[i];
-  if (i < s.size() && s[i] == '.') {
-    for (++i; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i, any = true) {
-      digits += s[i];
-      ++fraction_digits;
-    }
-  }
-  if (!any) return PsParse::kNotNumber;
-  int64_t exponent = 0;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    bool exp_negative = false;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) exp_negative = s[i++] == '-';
-    if (i == s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) return PsParse::kNotNumber;
-    for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
-      exponent = std::min<int64_t>(exponent * 10 + (s[i] - '0'), 1'000'000);  // saturate: far past any range
-    }
-    if (exp_negative) exponent = -exponent;
-  }
-  if (i != s.size()) return PsParse::kNotNumber;
-  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
-  if (digits.empty()) {
-    ps = 0;  // "0", "-0.0"
-    return PsParse::kOk;
-  }
-  if (negative) return PsParse::kNegative;
-  int64_t shift = exponent - fraction_digits + 3;  // ns -> ps is 10^3
-  if (shift < 0) {
-    const auto dropped = static_cast<size_t>(-shift);
-    if (dropped >= digits.size() || digits.find_first_not_of('0', digits.size() - dropped) != std::string::npos) {
-      return PsParse::kNotWholePs;
-    }
-    digits.resize(digits.size() - dropped);
-    shift = 0;
-  }
-  if (static_cast<int64_t>(digits.size()) + shift > 20) return PsParse::kTooLarge;
-  __extension__ using u128 = unsigned __int128;
-  u128 v = 0;
-  for (const char c : digits) v = v * 10 + static_cast<unsigned>(c - '0');
-  for (int64_t k = 0; k < shift; ++k) v *= 10;
-  if (v > std::numeric_limits<uint64_t>::max()) return PsParse::kTooLarge;
-  ps = static_cast<uint64_t>(v);
-  return PsParse::kOk;
-}
-
-// The whole of `s` as a number, or nullopt. No "inf"/"nan"/hex (std::from_chars, correctly rounded).
-std::optional<double> parse_double(std::string_view s) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
-
-std::optional<int64_t> parse_int(std::string_view s) {
-  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 // --- network.yml ----------------------------------------------------------------------------------------
 // Read as ASTRA-sim's analytical backend reads it (astra-network-analytical,
@@ -192,11 +48,6 @@ std::string network_key_form(std::string_view key) {
          "e.g. latency: [ 500.0 ]";
 }
 
-uint64_t yaml_line(const YAML::Node& node) {
-  const YAML::Mark m = node.Mark();
-  return m.line >= 0 ? static_cast<uint64_t>(m.line) + 1 : 1;
-}
-
 emu::DimTopology parse_topology(const std::string& path, const YAML::Node& entry, size_t dim) {
   static const std::vector<std::string_view> names = {"Ring", "FullyConnected", "Switch"};
   const std::string& name = entry.Scalar();
@@ -211,14 +62,7 @@ emu::DimTopology parse_topology(const std::string& path, const YAML::Node& entry
 }  // namespace
 
 emu::NetworkConfig load_network_yml(const std::string& path) {
-  const std::string text = read_text(path);
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(path, e.mark.is_null() ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(e.mark.line) + 1),
-         fmt::format("invalid YAML: {}", e.msg));
-  }
+  const YAML::Node root = load_yaml(path);
   if (!root || root.IsNull()) {
     fail(path, std::nullopt, fmt::format("empty file: expected the keys {}", join(kNetworkKeys, " and ")));
   }
@@ -227,28 +71,17 @@ emu::NetworkConfig load_network_yml(const std::string& path) {
   }
 
   // Every key once, known, holding a sequence of scalars.
-  std::map<std::string, std::pair<YAML::Node, uint64_t>, std::less<>> found;  // key -> (value, line)
-  for (const auto& kv : root) {
-    const uint64_t line = yaml_line(kv.first);
-    if (!kv.first.IsScalar()) fail(path, line, "a key must be a plain name");
+  const YamlKeys found = yaml_keys(path, root, kNetworkKeys, "", "a network file");
+  for (const auto& kv : root) {  // in file order
     const std::string& key = kv.first.Scalar();
-    if (std::find(kNetworkKeys.begin(), kNetworkKeys.end(), key) == kNetworkKeys.end()) {
-      fail(path, line,
-           fmt::format("unknown key \"{}\"{}; a network file has the keys {}", key, did_you_mean(key, kNetworkKeys),
-                       join(kNetworkKeys, " and ")));
-    }
-    if (const auto it = found.find(key); it != found.end()) {
-      fail(path, line, fmt::format("key \"{}\" appears twice (first on line {})", key, it->second.second));
-    }
     if (!kv.second.IsSequence()) {
-      fail(path, line, fmt::format("key \"{}\": expected {}", key, network_key_form(key)));
+      fail(path, yaml_line(kv.first), fmt::format("key \"{}\": expected {}", key, network_key_form(key)));
     }
-    for (const auto& entry : kv.second) {
-      if (!entry.IsScalar()) {
-        fail(path, yaml_line(entry), fmt::format("key \"{}\": expected {}", key, network_key_form(key)));
+    for (const auto& item : kv.second) {
+      if (!item.IsScalar()) {
+        fail(path, yaml_line(item), fmt::format("key \"{}\": expected {}", key, network_key_form(key)));
       }
     }
-    found.emplace(key, std::make_pair(kv.second, line));
   }
   for (const auto key : kNetworkKeys) {
     if (found.find(key) == found.end()) {
@@ -271,9 +104,9 @@ emu::NetworkConfig load_network_yml(const std::string& path) {
   emu::NetworkConfig config;
   config.source = path;
   config.dims.resize(dims);
-  const YAML::Node& npus = found.find(kNpusCount)->second.first;
-  const YAML::Node& bandwidths = found.find(kBandwidth)->second.first;
-  const YAML::Node& latencies = found.find(kLatency)->second.first;
+  const YAML::Node& npus = found.find(kNpusCount)->second.value;
+  const YAML::Node& bandwidths = found.find(kBandwidth)->second.value;
+  const YAML::Node& latencies = found.find(kLatency)->second.value;
   int64_t total_npus = 1;
   for (size_t d = 0; d < dims; ++d) {
     emu::NetworkDim& dim = config.dims[d];
@@ -308,29 +141,8 @@ emu::NetworkConfig load_network_yml(const std::string& path) {
     dim.bandwidth_gbps = *gbps;
 
     const YAML::Node l = latencies[d];
-    uint64_t ps = 0;
-    switch (decimal_ns_to_ps(l.Scalar(), ps)) {
-      case PsParse::kOk:
-        break;
-      case PsParse::kNotNumber:
-        fail(path, yaml_line(l),
-             fmt::format("key \"latency\", dimension {}: \"{}\" is not a decimal number; expected {}", d, l.Scalar(),
-                         network_key_form(kLatency)));
-      case PsParse::kNegative:
-        fail(path, yaml_line(l),
-             fmt::format("key \"latency\", dimension {}: {} is negative; expected {}", d, l.Scalar(),
-                         network_key_form(kLatency)));
-      case PsParse::kNotWholePs:
-        fail(path, yaml_line(l),
-             fmt::format("key \"latency\", dimension {}: {} ns is not a whole number of picoseconds (fabemu keeps "
-                         "time in integer ps); round it to at most 3 decimals",
-                         d, l.Scalar()));
-      case PsParse::kTooLarge:
-        fail(path, yaml_line(l),
-             fmt::format("key \"latency\", dimension {}: {} ns is too large (at most 2^64-1 ps, 213 days)", d,
-                         l.Scalar()));
-    }
-    dim.latency = emu::Duration::from_ps(ps);
+    dim.latency = ns_to_duration(path, yaml_line(l), fmt::format("key \"latency\", dimension {}", d), l.Scalar(),
+                                 network_key_form(kLatency));
   }
   return config;
 }
@@ -472,44 +284,11 @@ struct Field {
   }
 };
 
-// ASTRA-sim's implementation names (generate_collective_impl_from_input). "directN" is
-// "direct" followed by a window of at most 5 digits (it reads substr(6, 5) with stoi, so it would
-// take "direct12345678" as 12345 and abort on "directX"; both are refused here).
-const std::vector<std::string_view> kImplNames = {
-    "ring", "direct", "directN", "halvingDoubling", "doubleBinaryTree",
-    "oneRing", "oneDirect", "oneDirectN", "oneHalvingDoubling"};
-
-std::optional<emu::CollectiveImpl> parse_impl(const std::string& s, std::string& why) {
-  using emu::CollectiveAlgo;
-  if (s == "ring") return emu::CollectiveImpl{CollectiveAlgo::kRing, false, -1};
-  if (s == "oneRing") return emu::CollectiveImpl{CollectiveAlgo::kRing, true, -1};
-  if (s == "doubleBinaryTree") return emu::CollectiveImpl{CollectiveAlgo::kDoubleBinaryTree, false, -1};
-  if (s == "halvingDoubling") return emu::CollectiveImpl{CollectiveAlgo::kHalvingDoubling, false, -1};
-  if (s == "oneHalvingDoubling") return emu::CollectiveImpl{CollectiveAlgo::kHalvingDoubling, true, -1};
-  for (const std::string_view prefix : {std::string_view("direct"), std::string_view("oneDirect")}) {
-    if (s.rfind(prefix, 0) != 0) continue;
-    const std::string_view window = std::string_view(s).substr(prefix.size());
-    emu::CollectiveImpl impl{CollectiveAlgo::kDirect, prefix == "oneDirect", -1};
-    if (window.empty()) return impl;
-    const bool digits = std::all_of(window.begin(), window.end(), [](char c) { return c >= '0' && c <= '9'; });
-    const auto n = digits && window.size() <= 5 ? parse_int(window) : std::nullopt;
-    if (!n || *n < 1) {
-      why = fmt::format("\"{}\": the window after \"{}\" must be a number from 1 to 99999 (messages in flight)", s,
-                        prefix);
-      return std::nullopt;
-    }
-    impl.direct_window = *n;
-    return impl;
-  }
-  why = fmt::format("unknown implementation \"{}\"{}; ASTRA-sim knows {} (case-sensitive)", s,
-                    did_you_mean(s, kImplNames), join(kImplNames));
-  return std::nullopt;
-}
 
 std::vector<emu::CollectiveImpl> Field::implementations() const {
   const std::string expected = fmt::format(
       "a list of one implementation per dimension (at most {}), each one of {}, e.g. \"{}\": [\"ring\"]", dims,
-      join(kImplNames), key);
+      join(kCollectiveImplNames), key);
   if (!value.is_array() || value.empty()) bad(expected);
   // ASTRA-sim asserts at most one entry per dimension (GeneralComplexTopology); fewer entries build
   // the collective over the first dimensions only.
@@ -523,7 +302,7 @@ std::vector<emu::CollectiveImpl> Field::implementations() const {
   for (size_t d = 0; d < value.size(); ++d) {
     if (!value[d].is_string()) bad(expected);
     std::string why;
-    const auto impl = parse_impl(value[d].get<std::string>(), why);
+    const auto impl = parse_collective_impl(value[d].get<std::string>(), why);
     if (!impl) fail(file, line, fmt::format("key \"{}\", dimension {}: {}", key, d, why));
     out.push_back(*impl);
   }

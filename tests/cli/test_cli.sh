@@ -59,6 +59,34 @@ expect_status 0 "$fabemu" trace validate "$tmp/anon.0.et.gz"
 expect_status 2 "$fabemu" trace generate collective --type allreduce --ranks 4 --size 1MB
 expect_text "$tmp/err" "unknown collective 'allreduce'"
 
+# compare: delta of two reports, the regression gate (exit 1), unreadable reports (exit 2)
+cat > "$tmp/ra.json" <<'EOF'
+{"schema": "fabemu.report/1", "workload": "w", "fabric": "software", "model": "analytical", "topology": "Ring(2)",
+ "npus": 2, "total_time_ps": 1000000,
+ "ranks": [{"rank": 0, "finish_time_ps": 1000000, "compute_ps": 0, "comm_busy_ps": 1000000, "exposed_comm_ps": 1000000,
+            "idle_ps": 0, "nodes": 1, "comp_nodes": 0, "comm_nodes": 1, "compute_scale": 1}],
+ "collectives": [{"index": 0, "type": "ALL_REDUCE", "group": "", "name": "ar", "node_id": 0, "bytes": 1048576,
+                  "members": 2, "algorithm": "ring", "chunks": 1, "messages": 2, "message_bytes": 1048576,
+                  "issued_first_ps": 0, "issued_last_ps": 0, "finished_ps": 1000000}],
+ "p2p": {"sends": 0, "bytes": 0}, "links": [],
+ "totals": {"messages": 2, "message_bytes": 1048576, "events": 4, "collectives_closed_form": 1}, "warnings": []}
+EOF
+sed 's/"total_time_ps": 1000000/"total_time_ps": 1100000/' "$tmp/ra.json" > "$tmp/rb.json"
+expect_status 0 "$fabemu" compare "$tmp/ra.json" "$tmp/rb.json"
+expect_text "$tmp/out" "Delta (B - A)  +100.000 ns (100000 ps, +10.00%)"
+expect_text "$tmp/out" "ALL_REDUCE"
+expect_status 1 "$fabemu" compare --max-regression 5 "$tmp/ra.json" "$tmp/rb.json"
+expect_text "$tmp/out" "REGRESSION: B is +10.00% slower than A (limit 5.00%)"
+expect_status 0 "$fabemu" compare --max-regression 10 "$tmp/ra.json" "$tmp/rb.json"
+expect_status 0 "$fabemu" compare --max-regression 0 "$tmp/rb.json" "$tmp/ra.json"  # faster: never a regression
+expect_status 0 "$fabemu" compare --json --per-rank "$tmp/rb.json" "$tmp/ra.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["delta_ps"]==-100000 and len(d["ranks"])==1 and not d["regression"], d' "$tmp/out"
+expect_status 2 "$fabemu" compare "$tmp/ra.json" "$tmp/absent.json"
+expect_text "$tmp/err" "absent.json: cannot open the report"
+echo '{"schema": "fabemu.report/1", "workload": 3}' > "$tmp/bad.json"
+expect_status 2 "$fabemu" compare "$tmp/ra.json" "$tmp/bad.json"
+expect_text "$tmp/err" "bad.json: /workload: expected a string"
+
 if [ -d "$shared" ]; then
   chakra="$shared/mlcommons-chakra/chakra.0.et"
   expect_status 0 "$fabemu" trace validate "$chakra"

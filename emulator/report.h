@@ -1,0 +1,106 @@
+// What a run of the emulator produces: per-rank, per-collective and per-link results (RunResult), and
+// the slices of the timeline (TimelineSink), independent of how they are written out (report_json.h,
+// timeline.h). All times are emulated picoseconds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emulator/time.h"
+
+namespace fabemu::emu {
+
+struct RankResult {
+  int32_t rank = 0;
+  Time finish;                // when the rank's last node finished
+  uint64_t nodes = 0;         // nodes walked (every type, METADATA included)
+  uint64_t comp_nodes = 0;
+  uint64_t comm_nodes = 0;    // COMM_COLL + SEND + RECV
+  Duration compute_busy;      // time the compute stream was busy
+  Duration comm_busy;         // time at least one communication node was in flight
+  // Time at least one communication node was in flight while the compute stream was idle: what
+  // communication adds to the run (ASTRA-sim's "exposed communication").
+  Duration exposed_comm;
+  // Time neither computing nor communicating (waiting for peers or dependencies): finish - compute_busy
+  // - exposed_comm.
+  Duration idle;
+  double compute_scale = 1.0;  // the --compute-scale factor applied to its COMP nodes
+};
+
+// One collective instance: the matched nodes of all members of its group.
+struct CollectiveResult {
+  uint64_t index = 0;           // order in which instances were first issued (0, 1, ...)
+  std::string type;             // "ALL_REDUCE", ...
+  std::string group;            // normalized pg_name, "" = all ranks
+  std::string name;             // node name on its lowest member rank
+  uint64_t node_id = 0;         // node id on its lowest member rank
+  uint64_t bytes = 0;           // comm_size (per rank, as the trace gives it)
+  int32_t members = 0;
+  std::string algorithm;        // e.g. "ring", "ring+ring" (per phase / dimension)
+  uint64_t chunks = 0;
+  uint64_t messages = 0;        // point-to-point messages it sent
+  uint64_t message_bytes = 0;   // bytes those messages carried
+  Time issued_first;            // first member issued it
+  Time issued_last;             // last member issued it (it cannot end before every member joined)
+  Time finished;                // last member finished it
+  // finished - issued_last: the time the collective itself took once everyone was there.
+  Duration duration() const { return finished - issued_last; }
+  // nccl-tests conventions: algbw = size / duration; busbw = algbw x factor (2(n-1)/n for all-reduce,
+  // (n-1)/n for all-gather / reduce-scatter / all-to-all, 1 otherwise). size = bytes, except all-gather
+  // where it is bytes x members (comm_size is each rank's input). Bytes per second; 0 if duration is 0.
+  double algbw_bytes_per_s = 0;
+  double busbw_bytes_per_s = 0;
+};
+
+struct P2pResult {
+  uint64_t sends = 0;          // SEND nodes matched with their RECV
+  uint64_t bytes = 0;
+};
+
+struct LinkResult {
+  uint32_t id = 0;
+  int32_t from = 0;            // node ids: NPUs 0..N-1, then switches
+  int32_t to = 0;
+  int32_t dim = 0;
+  uint64_t bytes = 0;
+  uint64_t packets = 0;
+  Duration busy;               // serialization time spent (bytes x rate)
+  double utilization = 0;      // busy / total time
+};
+
+struct RunResult {
+  std::string workload;        // the trace prefix
+  std::string fabric;          // "software"
+  std::string model;           // "analytical" | "packet"
+  std::string topology;        // human summary, e.g. "Ring(8) 50 GB/s 500 ns"
+  int32_t npus = 0;
+  Time total;                  // the latest rank finish
+  std::vector<RankResult> ranks;
+  std::vector<CollectiveResult> collectives;
+  P2pResult p2p;
+  std::vector<LinkResult> links;  // only links that carried traffic (packet model); empty otherwise
+  uint64_t messages = 0;          // point-to-point messages handed to the fabric
+  uint64_t message_bytes = 0;
+  uint64_t events = 0;            // engine events run
+  uint64_t collectives_closed_form = 0;  // instances evaluated by the closed-form fast path
+  std::vector<std::string> warnings;     // e.g. dangling dependencies dropped, per rank
+  // Empty when every rank finished. Otherwise the run deadlocked: one line per waiting rank or
+  // collective saying what it waits on (RECV without SEND, members that never issued a collective).
+  std::vector<std::string> stuck;
+};
+
+// Receives the timeline as the run goes (only when a timeline was asked for). Tracks per rank:
+// 0 = compute stream, 1.. = communication streams. Times are emulated ps.
+class TimelineSink {
+ public:
+  virtual ~TimelineSink() = default;
+  // A finished node on a rank's stream.
+  virtual void node_slice(int32_t rank, int32_t track, const std::string& name, const char* kind, uint64_t node_id,
+                          Time start, Time end, uint64_t bytes) = 0;
+  // One point-to-point message of a collective or a SEND, on its source rank.
+  virtual void message_slice(int32_t src, int32_t dst, uint64_t bytes, Time sent, Time delivered,
+                             uint64_t collective_index) = 0;
+};
+
+}  // namespace fabemu::emu

@@ -1,0 +1,296 @@
+// JSON report writer and reader (schema "fabemu.report/1"). The writer formats every value itself so
+// that the text is byte-stable: integers as integers, derived doubles with 6 fixed decimals.
+#include "emulator/report_json.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "emulator/summary.h"
+#include "traces/error.h"
+
+namespace fabemu::emu {
+
+double busbw_factor(const std::string& type, int32_t members) {
+  if (members <= 0) return 1.0;
+  const double n = members;
+  if (type == "ALL_REDUCE") return 2.0 * (n - 1.0) / n;
+  if (type == "ALL_GATHER" || type == "REDUCE_SCATTER" || type == "REDUCE_SCATTER_BLOCK" || type == "ALL_TO_ALL") {
+    return (n - 1.0) / n;
+  }
+  return 1.0;
+}
+
+void compute_bandwidths(CollectiveResult& c) {
+  c.algbw_bytes_per_s = 0;
+  c.busbw_bytes_per_s = 0;
+  if (c.finished <= c.issued_last) return;
+  const uint64_t dur_ps = (c.finished - c.issued_last).ps();
+  double size = static_cast<double>(c.bytes);
+  if (c.type == "ALL_GATHER" && c.members > 0) size *= c.members;
+  c.algbw_bytes_per_s = size * 1e12 / static_cast<double>(dur_ps);
+  c.busbw_bytes_per_s = c.algbw_bytes_per_s * busbw_factor(c.type, c.members);
+}
+
+namespace {
+
+using nlohmann::json;
+
+std::string jstr(const std::string& s) {
+  // Invalid UTF-8 (a trace's node name) is replaced by U+FFFD rather than failing the report.
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string fixed6(double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : "null"; }
+
+std::string shortest(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
+
+double gbps(double bytes_per_s) { return bytes_per_s / 1e9; }
+
+// ---- reader ----------------------------------------------------------------------------------------
+
+class Reader {
+ public:
+  explicit Reader(const std::string& source) : source_(source) {}
+
+  [[noreturn]] void fail(const std::string& pointer, const std::string& what) const {
+    throw traces::TraceError({.file = source_}, fmt::format("{}: {}", pointer.empty() ? "/" : pointer, what));
+  }
+
+  const json& member(const json& obj, const std::string& ptr, const char* key) const {
+    if (!obj.is_object()) fail(ptr, "expected an object");
+    const auto it = obj.find(key);
+    if (it == obj.end()) fail(ptr + "/" + key, "missing");
+    return *it;
+  }
+  const json& array(const json& obj, const std::string& ptr, const char* key) const {
+    const json& v = member(obj, ptr, key);
+    if (!v.is_array()) fail(ptr + "/" + key, "expected an array");
+    return v;
+  }
+  uint64_t u64(const json& obj, const std::string& ptr, const char* key) const {
+    const json& v = member(obj, ptr, key);
+    if (!v.is_number_unsigned()) fail(ptr + "/" + key, "expected a non-negative integer");
+    return v.get<uint64_t>();
+  }
+  int32_t i32(const json& obj, const std::string& ptr, const char* key) const {
+    const json& v = member(obj, ptr, key);
+    if (!v.is_number_integer()) fail(ptr + "/" + key, "expected an integer");
+    const auto x = v.get<int64_t>();
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{std::numeric_limits<int32_t>::max()}) {
+      fail(ptr + "/" + key, "out of range (32-bit integer)");
+    }
+    if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
+      fail(ptr + "/" + key, "out of range (32-bit integer)");
+    }
+    return static_cast<int32_t>(x);
+  }
+  uint32_t u32(const json& obj, const std::string& ptr, const char* key) const {
+    const uint64_t x = u64(obj, ptr, key);
+    if (x > std::numeric_limits<uint32_t>::max()) fail(ptr + "/" + key, "out of range (32-bit unsigned integer)");
+    return static_cast<uint32_t>(x);
+  }
+  double number(const json& obj, const std::string& ptr, const char* key) const {
+    const json& v = member(obj, ptr, key);
+    if (!v.is_number()) fail(ptr + "/" + key, "expected a number");
+    return v.get<double>();
+  }
+  std::string str(const json& obj, const std::string& ptr, const char* key) const {
+    const json& v = member(obj, ptr, key);
+    if (!v.is_string()) fail(ptr + "/" + key, "expected a string");
+    return v.get<std::string>();
+  }
+
+ private:
+  const std::string& source_;
+};
+
+}  // namespace
+
+std::string report_to_json(const RunResult& r) {
+  std::string out;
+  out.reserve(1024 + 256 * (r.ranks.size() + r.collectives.size() + r.links.size()));
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{{\n  \"schema\": {},\n", jstr(kReportSchema));
+  fmt::format_to(it, "  \"workload\": {},\n  \"fabric\": {},\n  \"model\": {},\n  \"topology\": {},\n", jstr(r.workload),
+                 jstr(r.fabric), jstr(r.model), jstr(r.topology));
+  fmt::format_to(it, "  \"npus\": {},\n  \"total_time_ps\": {},\n  \"total_time\": {},\n", r.npus, r.total.ps(),
+                 jstr(format_ps(r.total.ps())));
+
+  out += "  \"ranks\": [";
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankResult& k = r.ranks[i];
+    fmt::format_to(it,
+                   "{}\n    {{\"rank\": {}, \"finish_time_ps\": {}, \"compute_ps\": {}, \"comm_busy_ps\": {}, "
+                   "\"exposed_comm_ps\": {}, \"idle_ps\": {}, \"nodes\": {}, \"comp_nodes\": {}, \"comm_nodes\": {}, "
+                   "\"compute_scale\": {}}}",
+                   i == 0 ? "" : ",", k.rank, k.finish.ps(), k.compute_busy.ps(), k.comm_busy.ps(),
+                   k.exposed_comm.ps(), k.idle.ps(), k.nodes, k.comp_nodes, k.comm_nodes, shortest(k.compute_scale));
+  }
+  out += r.ranks.empty() ? "],\n" : "\n  ],\n";
+
+  out += "  \"collectives\": [";
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const CollectiveResult& c = r.collectives[i];
+    const uint64_t dur = c.finished > c.issued_last ? (c.finished - c.issued_last).ps() : 0;
+    fmt::format_to(it,
+                   "{}\n    {{\"index\": {}, \"type\": {}, \"group\": {}, \"name\": {}, \"node_id\": {}, \"bytes\": {}, "
+                   "\"members\": {}, \"algorithm\": {}, \"chunks\": {}, \"messages\": {}, \"message_bytes\": {}, "
+                   "\"issued_first_ps\": {}, \"issued_last_ps\": {}, \"finished_ps\": {}, \"duration_ps\": {}, "
+                   "\"algbw_gbps\": {}, \"busbw_gbps\": {}}}",
+                   i == 0 ? "" : ",", c.index, jstr(c.type), jstr(c.group), jstr(c.name), c.node_id, c.bytes,
+                   c.members, jstr(c.algorithm), c.chunks, c.messages, c.message_bytes, c.issued_first.ps(),
+                   c.issued_last.ps(), c.finished.ps(), dur, fixed6(gbps(c.algbw_bytes_per_s)),
+                   fixed6(gbps(c.busbw_bytes_per_s)));
+  }
+  out += r.collectives.empty() ? "],\n" : "\n  ],\n";
+
+  fmt::format_to(it, "  \"p2p\": {{\"sends\": {}, \"bytes\": {}}},\n", r.p2p.sends, r.p2p.bytes);
+
+  out += "  \"links\": [";
+  for (size_t i = 0; i < r.links.size(); ++i) {
+    const LinkResult& l = r.links[i];
+    fmt::format_to(it,
+                   "{}\n    {{\"id\": {}, \"from\": {}, \"to\": {}, \"dim\": {}, \"bytes\": {}, \"packets\": {}, "
+                   "\"busy_ps\": {}, \"utilization\": {}}}",
+                   i == 0 ? "" : ",", l.id, l.from, l.to, l.dim, l.bytes, l.packets, l.busy.ps(),
+                   fixed6(l.utilization));
+  }
+  out += r.links.empty() ? "],\n" : "\n  ],\n";
+
+  fmt::format_to(it,
+                 "  \"totals\": {{\"messages\": {}, \"message_bytes\": {}, \"events\": {}, "
+                 "\"collectives_closed_form\": {}}},\n",
+                 r.messages, r.message_bytes, r.events, r.collectives_closed_form);
+
+  out += "  \"warnings\": [";
+  for (size_t i = 0; i < r.warnings.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", jstr(r.warnings[i]));
+  out += r.warnings.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+RunResult report_from_json(const std::string& text, const std::string& source_name) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    const size_t upto = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    traces::Location where{.file = source_name};
+    where.line = 1 + static_cast<uint64_t>(std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(upto), '\n'));
+    std::string msg = e.what();
+    // nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> keep the reason.
+    if (const auto p = msg.find(": "); p != std::string::npos && msg.compare(0, 15, "[json.exception") == 0) {
+      msg = msg.substr(p + 2);
+    }
+    throw traces::TraceError(where, "not a JSON report: " + msg);
+  }
+  const Reader rd(source_name);
+  if (!doc.is_object()) rd.fail("", "expected a JSON object (a fabemu report)");
+  const std::string schema = rd.str(doc, "", "schema");
+  if (schema != kReportSchema) {
+    rd.fail("/schema", fmt::format("unsupported report schema \"{}\" (expected \"{}\")", schema, kReportSchema));
+  }
+  RunResult r;
+  r.workload = rd.str(doc, "", "workload");
+  r.fabric = rd.str(doc, "", "fabric");
+  r.model = rd.str(doc, "", "model");
+  r.topology = rd.str(doc, "", "topology");
+  r.npus = rd.i32(doc, "", "npus");
+  r.total = Time::from_ps(rd.u64(doc, "", "total_time_ps"));
+
+  const json& ranks = rd.array(doc, "", "ranks");
+  r.ranks.reserve(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const std::string p = fmt::format("/ranks/{}", i);
+    const json& o = ranks[i];
+    RankResult k;
+    k.rank = rd.i32(o, p, "rank");
+    k.finish = Time::from_ps(rd.u64(o, p, "finish_time_ps"));
+    k.compute_busy = Duration::from_ps(rd.u64(o, p, "compute_ps"));
+    k.comm_busy = Duration::from_ps(rd.u64(o, p, "comm_busy_ps"));
+    k.exposed_comm = Duration::from_ps(rd.u64(o, p, "exposed_comm_ps"));
+    k.idle = Duration::from_ps(rd.u64(o, p, "idle_ps"));
+    k.nodes = rd.u64(o, p, "nodes");
+    k.comp_nodes = rd.u64(o, p, "comp_nodes");
+    k.comm_nodes = rd.u64(o, p, "comm_nodes");
+    k.compute_scale = rd.number(o, p, "compute_scale");
+    r.ranks.push_back(k);
+  }
+
+  const json& colls = rd.array(doc, "", "collectives");
+  r.collectives.reserve(colls.size());
+  for (size_t i = 0; i < colls.size(); ++i) {
+    const std::string p = fmt::format("/collectives/{}", i);
+    const json& o = colls[i];
+    CollectiveResult c;
+    c.index = rd.u64(o, p, "index");
+    c.type = rd.str(o, p, "type");
+    c.group = rd.str(o, p, "group");
+    c.name = rd.str(o, p, "name");
+    c.node_id = rd.u64(o, p, "node_id");
+    c.bytes = rd.u64(o, p, "bytes");
+    c.members = rd.i32(o, p, "members");
+    c.algorithm = rd.str(o, p, "algorithm");
+    c.chunks = rd.u64(o, p, "chunks");
+    c.messages = rd.u64(o, p, "messages");
+    c.message_bytes = rd.u64(o, p, "message_bytes");
+    c.issued_first = Time::from_ps(rd.u64(o, p, "issued_first_ps"));
+    c.issued_last = Time::from_ps(rd.u64(o, p, "issued_last_ps"));
+    c.finished = Time::from_ps(rd.u64(o, p, "finished_ps"));
+    if (c.issued_last < c.issued_first) rd.fail(p + "/issued_last_ps", "is before issued_first_ps");
+    if (c.finished < c.issued_last) rd.fail(p + "/finished_ps", "is before issued_last_ps");
+    compute_bandwidths(c);
+    r.collectives.push_back(std::move(c));
+  }
+
+  const json& p2p = rd.member(doc, "", "p2p");
+  r.p2p.sends = rd.u64(p2p, "/p2p", "sends");
+  r.p2p.bytes = rd.u64(p2p, "/p2p", "bytes");
+
+  const json& links = rd.array(doc, "", "links");
+  r.links.reserve(links.size());
+  for (size_t i = 0; i < links.size(); ++i) {
+    const std::string p = fmt::format("/links/{}", i);
+    const json& o = links[i];
+    LinkResult l;
+    l.id = rd.u32(o, p, "id");
+    l.from = rd.i32(o, p, "from");
+    l.to = rd.i32(o, p, "to");
+    l.dim = rd.i32(o, p, "dim");
+    l.bytes = rd.u64(o, p, "bytes");
+    l.packets = rd.u64(o, p, "packets");
+    l.busy = Duration::from_ps(rd.u64(o, p, "busy_ps"));
+    l.utilization = rd.number(o, p, "utilization");
+    r.links.push_back(l);
+  }
+
+  const json& totals = rd.member(doc, "", "totals");
+  r.messages = rd.u64(totals, "/totals", "messages");
+  r.message_bytes = rd.u64(totals, "/totals", "message_bytes");
+  r.events = rd.u64(totals, "/totals", "events");
+  r.collectives_closed_form = rd.u64(totals, "/totals", "collectives_closed_form");
+
+  const json& warnings = rd.array(doc, "", "warnings");
+  for (size_t i = 0; i < warnings.size(); ++i) {
+    if (!warnings[i].is_string()) rd.fail(fmt::format("/warnings/{}", i), "expected a string");
+    r.warnings.push_back(warnings[i].get<std::string>());
+  }
+  return r;
+}
+
+RunResult read_report_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw traces::TraceError({.file = path}, "cannot open the report");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw traces::TraceError({.file = path}, "cannot read the report");
+  return report_from_json(ss.str(), path);
+}
+
+}  // namespace fabemu::emu

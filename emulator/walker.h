@@ -1,0 +1,72 @@
+// The rank walker: replays a multi-rank Chakra workload over a Fabric. Per rank it streams the trace
+// through the dependency resolver, runs COMP nodes on the rank's compute stream, matches SEND/RECV by
+// (src, dst, tag) and collectives by (process group, issue order), turns collectives into the point-
+// to-point schedules of collective.h and hands their messages to the fabric. The walker does not
+// know which fabric it drives; with the congestion-unaware AnalyticalFabric it may evaluate a
+// collective in closed form instead (a max-plus recurrence over the members' start times), with
+// exactly the times the message-by-message walk gives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulator/config.h"
+#include "emulator/fabric.h"
+#include "emulator/report.h"
+
+namespace fabemu::traces {
+class ProcessGroups;
+}
+
+namespace fabemu::emu {
+
+class AnalyticalFabric;
+
+// How COMP nodes are timed.
+enum class ComputeModel {
+  kAuto,      // duration_micros when > 0, else the roofline when a device is given, else 0
+  kDuration,  // duration_micros only
+  kRoofline,  // the roofline for every COMP node that has num_ops or tensor_size
+};
+
+struct WalkerOptions {
+  // Collective algorithms per dimension, chunking (preferred-dataset-splits), active chunks per
+  // dimension, endpoint delay, local memory bandwidth (reductions), scheduling policy.
+  SystemConfig system;
+  // Chunks in flight at once per rank and dimension; 0 = system.active_chunks_per_dimension.
+  int64_t comm_streams = 0;
+  ComputeModel compute_model = ComputeModel::kAuto;
+  double peak_tflops = 0;    // roofline: 10^12 ops/s; 0 = system.peak_perf_tflops
+  double mem_bw_gbps = 0;    // roofline: 10^9 bytes/s; 0 = system.local_mem_bw_gbps
+  std::vector<double> compute_scale;  // per rank (missing ranks: 1.0); COMP times are multiplied by it
+  bool closed_form = true;   // with an AnalyticalFabric, evaluate regular collectives in closed form
+  bool strict = false;       // dependency problems in traces are errors (see traces/resolver.h)
+  TimelineSink* timeline = nullptr;
+};
+
+class Walker {
+ public:
+  // `rank_files[r]` is rank r's trace. `network` gives the dimensions of hierarchical collectives;
+  // `analytical` is the same object as `fabric` when it is an AnalyticalFabric (enables the closed
+  // form), else nullptr. `groups` holds comm groups known up front (a --comm-group-configuration
+  // file); METADATA_NODEs add to them as they are walked. Throws std::invalid_argument for more
+  // ranks than the network has NPUs.
+  Walker(Fabric& fabric, const NetworkConfig& network, std::vector<std::string> rank_files,
+         const traces::ProcessGroups& groups, WalkerOptions options, AnalyticalFabric* analytical = nullptr);
+  ~Walker();
+  Walker(const Walker&) = delete;
+  Walker& operator=(const Walker&) = delete;
+
+  // Walks every rank to the end. Throws traces::TraceError for bad input (naming file, rank and node).
+  // A workload that cannot finish (a RECV without SEND, a collective some members never issue, a
+  // dependency cycle across ranks) returns with `stuck` describing which rank waits on what.
+  RunResult run();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fabemu::emu

@@ -1,0 +1,285 @@
+// `fabemu run`: replay a workload over a target fabric and report how long it takes and why.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "emulator/packet_fabric.h"
+#include "emulator/report_json.h"
+#include "emulator/summary.h"
+#include "emulator/timeline.h"
+#include "emulator/topology.h"
+#include "emulator/walker.h"
+#include "host/cli/commands.h"
+#include "host/config/astra_config.h"
+#include "host/config/fabric_config.h"
+#include "traces/process_groups.h"
+#include "traces/trace_set.h"
+
+namespace fabemu::cli {
+namespace {
+
+struct RunArgs {
+  std::string workload;
+  std::string fabric_config;
+  std::string network;
+  std::string system;
+  std::string fabric = "software";
+  std::string model;
+  uint32_t mtu = 0;
+  std::string comm_groups;
+  int64_t comm_streams = 0;
+  std::string compute_model = "auto";
+  double peak_tflops = 0;
+  double mem_bw_gbps = 0;
+  std::vector<std::string> compute_scale;
+  bool no_closed_form = false;
+  bool strict = false;
+  std::string report;
+  std::string timeline;
+  size_t top = 5;
+  bool quiet = false;
+};
+
+std::string dim_name(emu::DimTopology t) {
+  switch (t) {
+    case emu::DimTopology::kRing: return "Ring";
+    case emu::DimTopology::kFullyConnected: return "FullyConnected";
+    case emu::DimTopology::kSwitch: return "Switch";
+    default: return "FatTree";
+  }
+}
+
+std::string describe_latency(emu::Duration d) {
+  const uint64_t ps = d.ps();
+  return ps % 1000 == 0 ? fmt::format("{} ns", ps / 1000) : fmt::format("{} ps", ps);
+}
+
+std::string describe_network(const emu::NetworkConfig& net) {
+  if (net.fat_tree) {
+    const auto& f = *net.fat_tree;
+    return fmt::format("FatTree({} leaves x {} hosts, {} spines, {:g}:1 oversubscribed) hosts {:g} Gb/s {}, spines {:g} "
+                       "Gb/s {}",
+                       f.leaves, f.hosts_per_leaf, f.spines, f.oversubscription(), f.host_gbps,
+                       describe_latency(f.host_link_latency), f.spine_gbps, describe_latency(f.spine_link_latency));
+  }
+  std::string out;
+  for (const auto& d : net.dims) {
+    if (!out.empty()) out += " x ";
+    const bool gbit = d.bandwidth_unit == emu::NetworkDim::BandwidthUnit::kGbps;
+    out += fmt::format("{}({}) {:g} {} {}", dim_name(d.topology), d.npus, d.bandwidth_gbps, gbit ? "Gb/s" : "GB/s",
+                       describe_latency(d.latency));
+  }
+  return out;
+}
+
+// "3=1.5" or "all=1.2" -> per-rank factors.
+std::vector<double> parse_compute_scale(const std::vector<std::string>& items, size_t ranks) {
+  std::vector<double> scale(ranks, 1.0);
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) {
+      throw std::invalid_argument(fmt::format("--compute-scale {}: expected RANK=FACTOR or all=FACTOR", item));
+    }
+    const std::string who = item.substr(0, eq);
+    double factor = 0;
+    try {
+      size_t used = 0;
+      factor = std::stod(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1) throw std::invalid_argument("trailing text");
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format("--compute-scale {}: the factor is not a number", item));
+    }
+    if (!(factor >= 0) || factor > 1e6) {
+      throw std::invalid_argument(fmt::format("--compute-scale {}: the factor must be between 0 and 1e6", item));
+    }
+    if (who == "all") {
+      std::fill(scale.begin(), scale.end(), factor);
+      continue;
+    }
+    size_t used = 0;
+    long rank = -1;
+    try {
+      rank = std::stol(who, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != who.size() || rank < 0 || static_cast<size_t>(rank) >= ranks) {
+      throw std::invalid_argument(
+          fmt::format("--compute-scale {}: \"{}\" is not a rank of the workload (0..{}) or \"all\"", item, who, ranks - 1));
+    }
+    scale[static_cast<size_t>(rank)] = factor;
+  }
+  return scale;
+}
+
+// ASTRA-sim needs a system.json; without one fabemu uses ring everywhere (and otherwise the defaults
+// of SystemConfig), so a network file alone is enough to run.
+void default_algorithms(emu::SystemConfig& s, size_t dims) {
+  for (auto* list : {&s.all_reduce, &s.all_gather, &s.reduce_scatter, &s.all_to_all}) {
+    if (list->empty()) list->assign(dims, emu::CollectiveImpl{});
+  }
+}
+
+int run(const RunArgs& a) {
+  emu::NetworkConfig network;
+  emu::SystemConfig system;
+  std::string model = a.model;
+  uint32_t mtu = a.mtu;
+  if (!a.fabric_config.empty()) {
+    host::FabricFile f = host::load_fabric_yaml(a.fabric_config);
+    network = std::move(f.network);
+    system = std::move(f.system);
+    if (model.empty()) model = f.model;
+    if (mtu == 0) mtu = f.mtu;
+  } else {
+    network = host::load_network_yml(a.network);
+    if (!a.system.empty()) {
+      system = host::load_system_json(a.system, network.dims.size());
+    } else {
+      default_algorithms(system, network.dims.size());
+    }
+  }
+  if (model.empty()) model = "analytical";
+  if (model != "analytical" && model != "packet") {
+    throw std::invalid_argument(fmt::format("--model {}: expected analytical or packet", model));
+  }
+
+  const auto files = traces::find_rank_files(a.workload);
+  std::vector<std::string> paths;
+  for (const auto& f : files) paths.push_back(f.path);
+  traces::ProcessGroups groups(static_cast<int64_t>(paths.size()));
+  if (!a.comm_groups.empty()) groups.load_file(a.comm_groups);
+
+  emu::WalkerOptions opt;
+  opt.system = system;
+  opt.comm_streams = a.comm_streams;
+  if (a.compute_model == "duration") {
+    opt.compute_model = emu::ComputeModel::kDuration;
+  } else if (a.compute_model == "roofline") {
+    opt.compute_model = emu::ComputeModel::kRoofline;
+  } else if (a.compute_model != "auto") {
+    throw std::invalid_argument(fmt::format("--compute-model {}: expected auto, duration or roofline", a.compute_model));
+  }
+  opt.peak_tflops = a.peak_tflops;
+  opt.mem_bw_gbps = a.mem_bw_gbps;
+  opt.compute_scale = parse_compute_scale(a.compute_scale, paths.size());
+  opt.closed_form = !a.no_closed_form;
+  opt.strict = a.strict;
+  std::unique_ptr<emu::ChromeTimeline> timeline;
+  if (!a.timeline.empty()) {
+    timeline = std::make_unique<emu::ChromeTimeline>(a.timeline);
+    opt.timeline = timeline.get();
+  }
+
+  emu::Engine engine(1 << 16);
+  emu::Topology topology(network);
+  std::unique_ptr<emu::Fabric> fabric;
+  emu::AnalyticalFabric* analytical = nullptr;
+  emu::PacketFabric* packet = nullptr;
+  if (model == "packet") {
+    auto p = std::make_unique<emu::PacketFabric>(engine, topology, mtu == 0 ? ~uint32_t{0} : mtu);
+    packet = p.get();
+    fabric = std::move(p);
+  } else {
+    auto f = std::make_unique<emu::AnalyticalFabric>(engine, topology);
+    analytical = f.get();
+    fabric = std::move(f);
+  }
+  emu::Walker walker(*fabric, network, paths, groups, opt, analytical);
+  emu::RunResult result = walker.run();
+  if (timeline) timeline->finish();
+  result.workload = a.workload;
+  result.fabric = a.fabric;
+  result.model = model == "packet" ? fmt::format("packet (mtu {})", mtu == 0 ? std::string("whole messages")
+                                                                             : std::to_string(mtu))
+                                   : model;
+  result.topology = describe_network(network);
+  if (packet != nullptr) {
+    const auto& links = packet->topology().links();
+    for (uint32_t id = 0; id < links.size(); ++id) {
+      const auto& st = packet->link_stats(id);
+      if (st.bytes == 0 && st.packets == 0) continue;
+      emu::LinkResult lr;
+      lr.id = id;
+      lr.from = links[id].from;
+      lr.to = links[id].to;
+      lr.dim = links[id].dim;
+      lr.bytes = st.bytes;
+      lr.packets = st.packets;
+      lr.busy = links[id].rate.ser(st.bytes);
+      lr.utilization = result.total.ps() == 0 ? 0.0
+                                              : static_cast<double>(lr.busy.ps()) / static_cast<double>(result.total.ps());
+      result.links.push_back(lr);
+    }
+  }
+  if (!a.report.empty()) {
+    std::ofstream out(a.report, std::ios::binary);
+    out << emu::report_to_json(result);
+    out.close();
+    if (!out) throw std::runtime_error(fmt::format("cannot write the report {}", a.report));
+  }
+  if (!a.quiet) std::cout << emu::format_summary(result, a.top);
+  if (!result.stuck.empty()) {
+    fmt::print(stderr, "fabemu: the workload deadlocked; {} thing(s) wait forever:\n", result.stuck.size());
+    for (const auto& s : result.stuck) fmt::print(stderr, "  {}\n", s);
+    return kExitFindings;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& status) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run_cmd = app.add_subcommand("run", "Replay a Chakra workload over a target fabric and report its time");
+  run_cmd->add_option("--workload,-w", args->workload,
+                      "Trace prefix (PREFIX.<rank>.et), a single .et file, or a folder holding one workload")
+      ->required();
+  auto* fc = run_cmd->add_option("--fabric-config,-f", args->fabric_config,
+                                 "fabemu fabric file (YAML): topology, model, collectives, chunking");
+  auto* net = run_cmd->add_option("--network,-n", args->network, "ASTRA-sim network.yml");
+  run_cmd->add_option("--system,-s", args->system, "ASTRA-sim system.json (with --network)")->needs(net);
+  fc->excludes(net);
+  run_cmd->add_option("--fabric", args->fabric, "Fabric backend: software (the model)")
+      ->check(CLI::IsMember({"software"}));
+  run_cmd->add_option("--model,-m", args->model, "analytical (congestion-unaware, default) or packet (FIFO links)")
+      ->check(CLI::IsMember({"analytical", "packet"}));
+  run_cmd->add_option("--mtu", args->mtu, "Packet model: bytes per packet (default: whole messages, as ASTRA-sim)")
+      ->check(CLI::Range(1u, ~0u));
+  run_cmd->add_option("--comm-group-configuration,--comm-groups", args->comm_groups,
+                      "JSON file {\"<pg_name>\": [ranks...]} naming process groups");
+  run_cmd->add_option("--comm-streams", args->comm_streams,
+                      "Chunks in flight per rank and dimension (default: active-chunks-per-dimension)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  run_cmd->add_option("--compute-model", args->compute_model, "auto | duration | roofline")
+      ->check(CLI::IsMember({"auto", "duration", "roofline"}));
+  run_cmd->add_option("--peak-tflops", args->peak_tflops, "Roofline: device peak, 10^12 ops/s (default: peak-perf)")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--mem-bw-gbps", args->mem_bw_gbps,
+                      "Roofline and reductions: memory bandwidth, 10^9 bytes/s (default: local-mem-bw)")
+      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--compute-scale", args->compute_scale,
+                      "RANK=FACTOR or all=FACTOR: multiply that rank's compute times (stragglers); repeatable")
+      ->take_all();
+  run_cmd->add_flag("--no-closed-form", args->no_closed_form,
+                    "Analytical model: walk every collective message by message (same result, slower)");
+  run_cmd->add_flag("--strict", args->strict, "Dependency problems in the traces are errors, not warnings");
+  run_cmd->add_option("--report,-r", args->report, "Write the JSON report (docs/report.md) to this file");
+  run_cmd->add_option("--timeline,-t", args->timeline, "Write a Chrome/Perfetto trace timeline to this file");
+  run_cmd->add_option("--top", args->top, "Slowest collectives listed in the summary")->check(CLI::Range(0, 1000));
+  run_cmd->add_flag("--quiet,-q", args->quiet, "Print nothing but errors (use with --report)");
+  run_cmd->callback([args, run_cmd, &status]() {
+    if (args->fabric_config.empty() && args->network.empty()) {
+      throw CLI::RequiredError("--fabric-config or --network");
+    }
+    (void)run_cmd;
+    status = run(*args);
+  });
+}
+
+}  // namespace fabemu::cli

@@ -83,7 +83,8 @@ struct RunResult {
   uint64_t messages = 0;          // point-to-point messages handed to the fabric
   uint64_t message_bytes = 0;
   uint64_t events = 0;            // engine events run
-  uint64_t collectives_closed_form = 0;  // instances evaluated by the closed-form fast path
+  // Collective phases evaluated in closed form: one per chunk, phase (dimension) and subgroup.
+  uint64_t collectives_closed_form = 0;
   std::vector<std::string> warnings;     // e.g. dangling dependencies dropped, per rank
   // Empty when every rank finished. Otherwise the run deadlocked: one line per waiting rank or
   // collective saying what it waits on (RECV without SEND, members that never issued a collective).

@@ -86,12 +86,26 @@ struct Instance {
   uint32_t members_issued = 0;
   uint32_t members_done = 0;
   std::vector<uint32_t> chunk_state;
+  std::vector<uint8_t> queued_phase;  // per chunk: phases queued so far
   uint32_t result = 0;
   uint64_t key = 0;
   int32_t first_rank = 0;
   uint64_t first_node_id = 0;
   std::string first_file;
   uint32_t next_free = kNone;
+};
+
+// A chunk's phase waiting for (or holding) the communication streams of one dimension.
+struct Entry {
+  uint32_t inst;
+  uint32_t chunk;
+  uint8_t phase;
+};
+
+struct DimQueue {
+  std::vector<Entry> started;     // phases some rank has started, in order of first start
+  size_t base = 0;                // index of started[0] in that order (a prefix is dropped now and then)
+  std::deque<Entry> unstarted;    // phases no rank has started yet, in scheduling-policy order
 };
 
 struct ChunkState {
@@ -183,12 +197,26 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       options_.compute_model = ComputeModel::kRoofline;
     }
     ep_ = options_.system.endpoint_delay;
+    dimq_.resize(std::max<size_t>(1, network_.dims.size()));
+    const auto& sys = options_.system;
+    for (const auto& [name, prefix] : {std::pair{"all-reduce", &sys.all_reduce_custom}, std::pair{"all-gather", &sys.all_gather_custom},
+                                       std::pair{"reduce-scatter", &sys.reduce_scatter_custom},
+                                       std::pair{"all-to-all", &sys.all_to_all_custom}}) {
+      if (!prefix->empty()) {
+        algo_warnings_.insert(fmt::format("{}-implementation-custom ({}) is not run: the native algorithm is used",
+                                          name, *prefix));
+      }
+    }
+    if (!sys.per_node_custom_implementation.empty()) {
+      algo_warnings_.insert(fmt::format("per-node-custom-implementation ({}) is not run: the native algorithms are used",
+                                        sys.per_node_custom_implementation));
+    }
     ranks_.resize(files.size());
     for (size_t r = 0; r < files.size(); ++r) {
       ranks_[r].path = std::move(files[r]);
       ranks_[r].scale = r < options_.compute_scale.size() ? options_.compute_scale[r] : 1.0;
       ranks_[r].free_slots.assign(std::max<size_t>(1, network_.dims.size()), static_cast<int32_t>(streams_));
-      ranks_[r].queues.resize(std::max<size_t>(1, network_.dims.size()));
+      ranks_[r].cursor.assign(std::max<size_t>(1, network_.dims.size()), 0);
     }
   }
 
@@ -298,7 +326,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     uint64_t nodes = 0, comp_nodes = 0, comm_nodes = 0;
     std::vector<uint64_t> group_seq;
     std::vector<int32_t> free_slots;
-    std::vector<std::deque<std::pair<uint32_t, uint32_t>>> queues;  // (instance, chunk) per dimension
+    std::vector<size_t> cursor;  // per dimension: entries of DimQueue::started before it are done with
     std::vector<uint8_t> comm_tracks;  // timeline: busy communication tracks
     double scale = 1.0;
     bool pumping = false;
@@ -772,26 +800,92 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     result_.collectives[I.result].issued_last = engine_.now();
     account(R);
     ++R.comm_active;
-    // Queue its chunks on the first phase's dimension.
-    auto& q = R.queues[static_cast<size_t>(I.phases.front().dim)];
+    if (I.members_issued < static_cast<uint32_t>(I.n)) return;
+    // Every member has issued it: its chunks join the first phase's dimension queue, newest collective
+    // first under LIFO, and every member is offered them.
+    const auto d = static_cast<size_t>(I.phases.front().dim);
+    I.queued_phase.assign(I.chunks, 1);
+    auto& q = dimq_[d].unstarted;
     if (options_.system.scheduling_policy == "LIFO") {
-      for (uint32_t c = I.chunks; c-- > 0;) q.emplace_front(slot, c);
+      for (uint32_t c = I.chunks; c-- > 0;) q.push_front(Entry{slot, c, 0});
     } else {
-      for (uint32_t c = 0; c < I.chunks; ++c) q.emplace_back(slot, c);
+      for (uint32_t c = 0; c < I.chunks; ++c) q.push_back(Entry{slot, c, 0});
     }
-    dispatch_slots(r, I.phases.front().dim);
+    for (int32_t mm = 0; mm < I.n; ++mm) dispatch_slots(member_rank(I, mm), static_cast<int32_t>(d));
+  }
+
+  // Chunk phases start on every rank in ONE order per dimension, so ranks never wait on each other in
+  // a cycle (each holding a stream for a chunk the other has not started): a phase some rank has
+  // started ("started", in the order of first start) must be started next by every other member; only
+  // then may a rank take a phase nobody has started ("unstarted", in scheduling-policy order). This is
+  // ASTRA-sim's rule too: it schedules streams on all NPUs at once.
+  bool ready_for(int32_t r, const Entry& e) {
+    Instance& I = instances_[e.inst];
+    const int32_t m = member_of(I, r);
+    if (m < 0) return false;
+    const uint32_t cs = I.chunk_state[e.chunk];
+    const uint8_t at = cs == kNone ? 0 : chunks_[cs].phase[static_cast<size_t>(m)];
+    return at == e.phase;
   }
 
   void dispatch_slots(int32_t r, int32_t dim) {
     RankState& R = ranks_[static_cast<size_t>(r)];
-    auto& q = R.queues[static_cast<size_t>(dim)];
+    auto& Q = dimq_[static_cast<size_t>(dim)];
     auto& free = R.free_slots[static_cast<size_t>(dim)];
-    while (free > 0 && !q.empty()) {
-      const auto [inst, chunk] = q.front();
-      q.pop_front();
+    size_t& cur = R.cursor[static_cast<size_t>(dim)];
+    while (free > 0) {
+      // Phases others have started, in order: this rank's next one must be the first it takes part in.
+      bool waiting = false, took = false;
+      while (cur < Q.base + Q.started.size()) {
+        const Entry e = Q.started[cur - Q.base];
+        if (member_of(instances_[e.inst], r) < 0) {
+          ++cur;
+          continue;
+        }
+        if (!ready_for(r, e)) {
+          waiting = true;  // its previous phase (on another dimension) is not done here yet
+          break;
+        }
+        ++cur;
+        --free;
+        start_phase(r, e.inst, e.chunk);
+        took = true;
+        break;
+      }
+      if (waiting) return;
+      if (took || cur < Q.base + Q.started.size()) continue;
+      // Nothing started is pending here: take the first unstarted phase this rank can start now.
+      auto it = std::find_if(Q.unstarted.begin(), Q.unstarted.end(), [&](const Entry& e) { return ready_for(r, e); });
+      if (it == Q.unstarted.end()) return;
+      const Entry e = *it;
+      Q.unstarted.erase(it);
+      Q.started.push_back(e);
+      ++cur;
       --free;
-      start_phase(r, inst, chunk);
+      compact(Q, dim);
+      start_phase(r, e.inst, e.chunk);
+      // The other members find it in `started`.
+      Instance& I = instances_[e.inst];
+      for (int32_t mm = 0; mm < I.n; ++mm) {
+        const int32_t other = member_rank(I, mm);
+        if (other != r) dispatch_slots(other, dim);
+      }
+      return;
     }
+  }
+
+  // Drops the prefix of `started` that every rank has passed, now and then.
+  void compact(DimQueue& Q, int32_t dim) {
+    if (Q.started.size() < 4096) return;
+    size_t low = Q.base + Q.started.size();
+    for (auto& R : ranks_) {
+      size_t& cur = R.cursor[static_cast<size_t>(dim)];
+      cur = std::max(cur, Q.base);
+      low = std::min(low, cur);
+    }
+    if (low - Q.base < Q.started.size() / 2) return;
+    Q.started.erase(Q.started.begin(), Q.started.begin() + static_cast<std::ptrdiff_t>(low - Q.base));
+    Q.base = low;
   }
 
   ChunkState& chunk_state(Instance& I, uint32_t c) {
@@ -1015,8 +1109,12 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     ++R.free_slots[static_cast<size_t>(dim)];
     ++C.phase[mi];
     if (C.phase[mi] < I.phases.size()) {
-      const int32_t next_dim = I.phases[C.phase[mi]].dim;
-      R.queues[static_cast<size_t>(next_dim)].emplace_back(inst, chunk);
+      const uint8_t next = C.phase[mi];
+      const int32_t next_dim = I.phases[next].dim;
+      if (I.queued_phase[chunk] <= next) {  // the first member to get here queues the next phase
+        I.queued_phase[chunk] = static_cast<uint8_t>(next + 1);
+        dimq_[static_cast<size_t>(next_dim)].unstarted.push_back(Entry{inst, chunk, next});
+      }
       dispatch_slots(r, next_dim);
       if (next_dim != dim) dispatch_slots(r, dim);
       return;
@@ -1141,6 +1239,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   std::map<std::string, uint32_t> group_ids_;
   std::vector<ChunkState> chunks_;
   uint32_t free_chunk_ = kNone;
+  std::vector<DimQueue> dimq_;
   std::vector<Msg> msgs_;
   uint32_t free_msg_ = kNone;
   std::vector<Action> actions_;

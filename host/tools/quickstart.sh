@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Quick start: installs what is missing, builds fabemu, and runs it on a sample workload it generates
-# (an 8-rank all-reduce microbenchmark, the layout ASTRA-sim uses): `trace info` and `trace validate`.
+# Quick start: installs what is missing, builds fabemu, and emulates a bundled sample: an 8-rank
+# data-parallel MLP training step (traces/samples/mlp8_data_parallel.txt, ASTRA-sim 1.0 text format,
+# converted to Chakra traces) on a two-level target fabric (traces/samples/fabric_2d.yaml).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -10,13 +11,14 @@ cmake --build build --target fabemu
 
 sample=build/samples
 rm -rf "$sample"
+mkdir -p "$sample"
 echo
-echo "== fabemu trace generate collective --type all_reduce --ranks 8 --size 1MiB --out-dir $sample"
-build/host/fabemu trace generate collective --type all_reduce --ranks 8 --size 1MiB --out-dir "$sample"
-prefix="$sample/all_reduce/8npus_1MB/all_reduce"
+echo "== fabemu trace convert --from astra-text --ranks 8 traces/samples/mlp8_data_parallel.txt $sample/mlp"
+build/host/fabemu trace convert --from astra-text --ranks 8 traces/samples/mlp8_data_parallel.txt "$sample/mlp"
 echo
-echo "== fabemu trace info $prefix"
-build/host/fabemu trace info "$prefix"
+echo "== fabemu run --workload $sample/mlp --fabric-config traces/samples/fabric_2d.yaml --report $sample/report.json --timeline $sample/timeline.json"
+build/host/fabemu run --workload "$sample/mlp" --fabric-config traces/samples/fabric_2d.yaml \
+  --report "$sample/report.json" --timeline "$sample/timeline.json"
 echo
-echo "== fabemu trace validate $prefix"
-build/host/fabemu trace validate "$prefix"
+echo "Report: $sample/report.json (schema: docs/report.md)."
+echo "Timeline: $sample/timeline.json (open it in https://ui.perfetto.dev or chrome://tracing)."

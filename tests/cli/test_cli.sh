@@ -87,6 +87,68 @@ echo '{"schema": "fabemu.report/1", "workload": 3}' > "$tmp/bad.json"
 expect_status 2 "$fabemu" compare "$tmp/ra.json" "$tmp/bad.json"
 expect_text "$tmp/err" "bad.json: /workload: expected a string"
 
+# run: the bundled sample of the quick start, with a fabemu fabric file, report and timeline
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+expect_status 0 "$fabemu" trace convert --from astra-text --ranks 8 "$src/traces/samples/mlp8_data_parallel.txt" "$tmp/mlp/mlp"
+expect_status 0 "$fabemu" run -w "$tmp/mlp/mlp" -f "$src/traces/samples/fabric_2d.yaml" -r "$tmp/mlp.json" -t "$tmp/mlp_timeline.json"
+expect_text "$tmp/out" "Total time    11.287 ms (11287188640 ps)"
+expect_text "$tmp/out" "Topology      Ring(4) 800 Gb/s 250 ns x Switch(2) 200 Gb/s 1500 ns"
+python3 - "$tmp/mlp.json" "$tmp/mlp_timeline.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema"] == "fabemu.report/1" and r["total_time_ps"] == 11287188640, r["total_time_ps"]
+assert len(r["ranks"]) == 8 and all(x["finish_time_ps"] == 11287188640 for x in r["ranks"])
+assert all(x["compute_ps"] == 11000000000 and x["exposed_comm_ps"] == 287188640 for x in r["ranks"])
+assert all(x["compute_ps"] + x["exposed_comm_ps"] + x["idle_ps"] == x["finish_time_ps"] for x in r["ranks"])
+assert len(r["collectives"]) == 8 and all(c["members"] == 8 and c["algorithm"] == "ring+ring+ring" for c in r["collectives"])
+assert len(r["links"]) == 24
+t = json.load(open(sys.argv[2]))
+names = {e["args"]["name"] for e in t["traceEvents"] if e.get("ph") == "M" and e["name"] == "process_name"}
+assert names == {f"rank {i}" for i in range(8)}, names
+assert sum(1 for e in t["traceEvents"] if e.get("ph") == "X") > 8 * 31
+PY
+# run: ASTRA-sim inputs; the analytical and packet models agree on a ring; runs are byte-identical
+expect_status 0 "$fabemu" trace generate collective --type all_reduce --ranks 4 --size 1MiB --out-dir "$tmp/ar"
+ar="$tmp/ar/all_reduce/4npus_1MB/all_reduce"
+printf 'topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' > "$tmp/ring4.yml"
+cat > "$tmp/sys.json" <<'EOF2'
+{"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1, "preferred-dataset-splits": 4,
+ "all-reduce-implementation": ["ring"], "all-gather-implementation": ["ring"], "reduce-scatter-implementation": ["ring"],
+ "all-to-all-implementation": ["ring"], "collective-optimization": "localBWAware", "local-mem-bw": 1600}
+EOF2
+for model in analytical packet; do
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m $model -q -r "$tmp/$model.json"
+  [ ! -s "$tmp/out" ] || fail "--quiet printed something"
+  python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["total_time_ps"]; assert t == 43051456, t' "$tmp/$model.json"
+done
+expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q -r "$tmp/packet2.json"
+cmp "$tmp/packet.json" "$tmp/packet2.json" || fail "two runs gave different reports"
+# a straggler makes it slower: the compare gate fails
+printf 'topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' > "$tmp/ring8.yml"
+expect_status 0 "$fabemu" run -w "$tmp/mlp/mlp" -n "$tmp/ring8.yml" -s "$tmp/sys.json" -q -r "$tmp/base.json"
+expect_status 0 "$fabemu" run -w "$tmp/mlp/mlp" -n "$tmp/ring8.yml" -s "$tmp/sys.json" -q -r "$tmp/slow.json" --compute-scale 3=1.1
+expect_status 1 "$fabemu" compare "$tmp/base.json" "$tmp/slow.json" --max-regression 5
+expect_status 0 "$fabemu" compare "$tmp/base.json" "$tmp/slow.json" --max-regression 15
+# run: bad usage and bad input exit 2 with a message naming what is wrong
+expect_status 2 "$fabemu" run -w "$ar"
+expect_text "$tmp/err" "--fabric-config or --network"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" --compute-scale 9=2
+expect_text "$tmp/err" "--compute-scale 9=2: \"9\" is not a rank of the workload (0..3)"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -f "$src/traces/samples/fabric_2d.yaml"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/absent.yml"
+expect_text "$tmp/err" "absent.yml"
+expect_status 2 "$fabemu" run -w "$tmp/mlp/mlp" -n "$tmp/ring4.yml"
+expect_text "$tmp/err" "the workload has 8 ranks but the network"
+# run: a deadlock (rank 3 never issues the all-reduce) ends with exit 1 and says who waits on what
+expect_status 0 "$fabemu" trace convert "$ar.3.et" "$tmp/r3.json"
+sed 's/"COMM_COLL_NODE"/"COMP_NODE"/' "$tmp/r3.json" > "$tmp/r3b.json"
+grep -q COMP_NODE "$tmp/r3b.json" || fail "could not rewrite the node type"
+expect_status 0 "$fabemu" trace convert "$tmp/r3b.json" "$ar.3.et"
+expect_status 1 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -r "$tmp/dead.json"
+expect_text "$tmp/err" "the workload deadlocked"
+expect_text "$tmp/err" "3 of 4 members issued it; never issued by ranks 3"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["total_time_ps"] >= 0' "$tmp/dead.json"
+
 if [ -d "$shared" ]; then
   chakra="$shared/mlcommons-chakra/chakra.0.et"
   expect_status 0 "$fabemu" trace validate "$chakra"

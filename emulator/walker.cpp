@@ -28,6 +28,7 @@ using traces::NodeType;
 namespace {
 
 constexpr uint32_t kNone = ~uint32_t{0};
+__extension__ using i128 = __int128;  // quiet under -Wpedantic, as detail::u128
 
 enum class ActionKind : uint8_t { kCompDone, kStepBegin, kPhaseEnd };
 
@@ -1061,6 +1062,12 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     uint64_t* b = begin_ps_.data();
     const uint64_t* d = edge_ps_.data();
     const uint64_t ep = ep_.ps();
+    messages = static_cast<uint64_t>(P.steps) * n;
+    bytes = messages * msg;
+    if (std::all_of(edge_ps_.begin(), edge_ps_.end(), [&](uint64_t v) { return v == edge_ps_[0]; })) {
+      ring_uniform_closed_form(S, P.steps);
+      return;
+    }
     for (uint32_t s = 0; s < P.steps; ++s) {
       const uint64_t after = ep + reduce_time(S.reduce_bytes(0, s)).ps();
       // new b[x] = max(b[x], b[x-1] + d[x-1]) + after, from the old b[x-1]: walk downwards.
@@ -1069,8 +1076,42 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       b[0] = std::max(b[0], last_arrival) + after;
     }
     for (size_t x = 0; x < n; ++x) begin_[x] = Time::from_ps(b[x]);
-    messages = static_cast<uint64_t>(P.steps) * n;
-    bytes = messages * msg;
+  }
+
+  // The same recurrence when every ring edge has the same delay d, in O(n) instead of O(n x steps).
+  // Unrolling b_x(s+1) = max(b_x(s), b_{x-1}(s) + d) + a_s (a_s added to every position alike) gives
+  //   b_x(S) = sum_{s<S} a_s + max_{0 <= j <= S} (b_{x-j}(0) + j d)    (positions mod n);
+  // j and j + n name the same start, the larger j adding a whole lap (n d >= 0), so only the last n
+  // values of j count: j in [max(0, S-n+1), S]. With y = x - j (not reduced mod n) the term is
+  // x d + f(y), f(y) = b_{y mod n}(0) - y d, and as x goes 0..n-1 the window of y slides by one: a
+  // sliding-window maximum (monotonic deque). Exact integer arithmetic, so the result equals the
+  // step-by-step loop to the picosecond.
+  void ring_uniform_closed_form(const PhaseSchedule& S, uint32_t steps) {
+    const auto n = static_cast<int64_t>(begin_ps_.size());
+    const auto d = static_cast<i128>(edge_ps_[0]);
+    uint64_t total_after = 0;
+    for (uint32_t s = 0; s < steps; ++s) total_after += ep_.ps() + reduce_time(S.reduce_bytes(0, s)).ps();
+    const auto st = static_cast<int64_t>(steps);
+    const int64_t lo = std::max<int64_t>(0, st - n + 1);
+    auto f = [&](int64_t y) {
+      const int64_t k = ((y % n) + n) % n;
+      return static_cast<i128>(begin_ps_[static_cast<size_t>(k)]) - static_cast<i128>(y) * d;
+    };
+    // window for x: y in [x - st, x - lo]
+    window_.clear();
+    window_head_ = 0;
+    auto push = [&](int64_t y) {
+      const i128 v = f(y);
+      while (window_.size() > window_head_ && window_.back().second <= v) window_.pop_back();
+      window_.emplace_back(y, v);
+    };
+    for (int64_t y = -st; y <= -lo; ++y) push(y);
+    for (int64_t x = 0; x < n; ++x) {
+      if (x > 0) push(x - lo);
+      while (window_[window_head_].first < x - st) ++window_head_;
+      const i128 best = window_[window_head_].second + static_cast<i128>(x) * d;
+      begin_[static_cast<size_t>(x)] = Time::from_ps(static_cast<uint64_t>(best) + total_after);
+    }
   }
 
   void general_closed_form(const Instance& I, const PhaseSchedule& S, const Phase& P, uint64_t flow, uint64_t& messages,
@@ -1254,6 +1295,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   std::vector<Time> begin_, arrive_;
   std::vector<int32_t> rank_of_, member_at_;
   std::vector<uint64_t> begin_ps_, edge_ps_;
+  std::vector<std::pair<int64_t, i128>> window_;
+  size_t window_head_ = 0;
 
  public:
   uint64_t closed_form_phases() const { return closed_form_phases_; }

@@ -40,9 +40,13 @@ class Fabric {
   Fabric& operator=(const Fabric&) = delete;
   virtual ~Fabric() = default;
 
-  // Injects `m` at engine().now(). on_delivered may be called from within a later event, never from
-  // within send() itself, so a listener may send again from on_delivered.
-  virtual void send(const Message& m) = 0;
+  // Injects `m` at `ready` (>= engine().now(); std::invalid_argument otherwise): a sender that knows
+  // when its next message leaves hands it over early and needs no event of its own to send it.
+  // on_delivered may be called from within a later event, never from within send() itself, so a
+  // listener may send again from on_delivered.
+  virtual void send(const Message& m, Time ready) = 0;
+  // Injects `m` now.
+  void send(const Message& m) { send(m, engine().now()); }
   virtual Engine& engine() = 0;
   // nullptr: deliveries are not reported.
   virtual void set_listener(DeliveryListener* listener) = 0;

@@ -55,8 +55,25 @@ uint32_t PacketFabric::new_message() {
   return static_cast<uint32_t>(msgs_.size() - 1);
 }
 
-void PacketFabric::send(const Message& m) {
+void PacketFabric::send(const Message& m, Time ready) {
   check_endpoints(topology_, m, "PacketFabric::send");
+  if (ready < engine_.now()) throw std::invalid_argument("PacketFabric::send: ready time in the past");
+  if (ready > engine_.now()) {
+    uint64_t slot = free_waiting_;
+    if (slot != ~uint64_t{0}) {
+      free_waiting_ = waiting_[slot].id;
+      waiting_[slot] = m;
+    } else {
+      slot = waiting_.size();
+      waiting_.push_back(m);
+    }
+    engine_.at(ready, *this, kInjectBit | slot);
+    return;
+  }
+  inject(m);
+}
+
+void PacketFabric::inject(const Message& m) {
   const uint64_t n_packets = m.bytes == 0 ? 1 : (m.bytes + mtu_ - 1) / mtu_;
   const uint32_t s = new_message();
   const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
@@ -104,8 +121,16 @@ void PacketFabric::enter(uint32_t l, uint32_t p) {
   }
 }
 
-void PacketFabric::on_event(uint64_t link_index) {
-  const auto l = static_cast<uint32_t>(link_index);
+void PacketFabric::on_event(uint64_t arg) {
+  if ((arg & kInjectBit) != 0) {
+    const uint64_t slot = arg & ~kInjectBit;
+    const Message m = waiting_[slot];
+    waiting_[slot].id = free_waiting_;
+    free_waiting_ = slot;
+    inject(m);
+    return;
+  }
+  const auto l = static_cast<uint32_t>(arg);
   LinkState& link = links_[l];
   const uint32_t p = link.head;
   assert(p != kNone && packets_[p].far_end_ps == engine_.now().ps());
@@ -139,10 +164,20 @@ void PacketFabric::on_event(uint64_t link_index) {
 // --- AnalyticalFabric --------------------------------------------------------------------------------
 
 AnalyticalFabric::AnalyticalFabric(Engine& engine, Topology topology)
-    : engine_(engine), topology_(std::move(topology)), route_buf_(topology_.max_hops()) {}
+    : engine_(engine), topology_(std::move(topology)), route_buf_(topology_.max_hops()) {
+  const auto& links = topology_.links();
+  uniform_ = !links.empty() && std::all_of(links.begin(), links.end(), [&](const Link& l) {
+    return l.rate == links.front().rate && l.latency == links.front().latency;
+  });
+}
 
 Duration AnalyticalFabric::delay(const Message& m) const {
   check_endpoints(topology_, m, "AnalyticalFabric::delay");
+  if (uniform_) {  // every link alike: no need to walk the route
+    const Link& any = topology_.links().front();
+    const uint64_t hops = topology_.hops(m.src, m.dst);
+    return hops == 0 ? Duration::zero() : any.latency * hops + any.rate.ser(m.bytes);
+  }
   Duration latency;
   uint64_t slowest = 0;  // the largest ps per byte (Q32.32) of the route
   for (const LinkId l : topology_.route(m.src, m.dst, m.flow, route_buf_)) {
@@ -153,7 +188,8 @@ Duration AnalyticalFabric::delay(const Message& m) const {
   return latency + Rate::from_ps_per_byte_q32(slowest).ser(m.bytes);
 }
 
-void AnalyticalFabric::send(const Message& m) {
+void AnalyticalFabric::send(const Message& m, Time ready) {
+  if (ready < engine_.now()) throw std::invalid_argument("AnalyticalFabric::send: ready time in the past");
   const Duration d = delay(m);
   uint64_t slot = free_slot_;
   if (slot != ~uint64_t{0}) {
@@ -163,7 +199,7 @@ void AnalyticalFabric::send(const Message& m) {
     slot = pending_.size();
     pending_.push_back(m.id);
   }
-  engine_.after(d, *this, slot);
+  engine_.at(ready + d, *this, slot);
 }
 
 void AnalyticalFabric::on_event(uint64_t slot) {

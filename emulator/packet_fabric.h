@@ -38,8 +38,10 @@ class PacketFabric final : public Fabric, private EventTarget {
   // Preconditions: mtu >= 1 (std::invalid_argument otherwise). `engine` must outlive the fabric.
   PacketFabric(Engine& engine, Topology topology, uint32_t mtu);
 
-  // Throws std::invalid_argument when src or dst is not an NPU of the topology.
-  void send(const Message& m) override;
+  // Throws std::invalid_argument when src or dst is not an NPU of the topology or ready < now.
+  // A message ready later waits in a pooled slot for an injection event at `ready`.
+  void send(const Message& m, Time ready) override;
+  using Fabric::send;
   Engine& engine() override { return engine_; }
   void set_listener(DeliveryListener* listener) override { listener_ = listener; }
 
@@ -71,7 +73,9 @@ class PacketFabric final : public Fabric, private EventTarget {
     uint32_t tail = kNone;
   };
 
-  void on_event(uint64_t link) override;
+  // arg: a link index, or kInjectBit | a slot of waiting_ (a message whose ready time has come).
+  void on_event(uint64_t arg) override;
+  void inject(const Message& m);
   // Packet `p` reaches link `l` at now().
   void enter(uint32_t l, uint32_t p);
   uint32_t new_packet();
@@ -91,6 +95,9 @@ class PacketFabric final : public Fabric, private EventTarget {
   std::vector<LinkId> routes_;  // max(1, max_hops) entries per message slot
   uint32_t free_msg_ = kNone;
   uint64_t delivered_ = 0;
+  static constexpr uint64_t kInjectBit = uint64_t{1} << 63;
+  std::vector<Message> waiting_;  // messages sent with a later ready time; a free slot's id = next free
+  uint64_t free_waiting_ = ~uint64_t{0};
 };
 
 // ASTRA-sim's analytical model: no queues, every message alone on the fabric. A message of B bytes sent
@@ -103,8 +110,9 @@ class AnalyticalFabric final : public Fabric, private EventTarget {
  public:
   AnalyticalFabric(Engine& engine, Topology topology);
 
-  // Throws std::invalid_argument when src or dst is not an NPU of the topology.
-  void send(const Message& m) override;
+  // Throws std::invalid_argument when src or dst is not an NPU of the topology or ready < now.
+  void send(const Message& m, Time ready) override;
+  using Fabric::send;
   Engine& engine() override { return engine_; }
   void set_listener(DeliveryListener* listener) override { listener_ = listener; }
 
@@ -124,6 +132,7 @@ class AnalyticalFabric final : public Fabric, private EventTarget {
   uint64_t free_slot_ = ~uint64_t{0};
   uint64_t delivered_ = 0;
   mutable std::vector<LinkId> route_buf_;  // max_hops entries, reused by delay()
+  bool uniform_ = false;                   // every link has the same rate and latency
 };
 
 }  // namespace fabemu::emu

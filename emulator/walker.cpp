@@ -30,7 +30,7 @@ namespace {
 constexpr uint32_t kNone = ~uint32_t{0};
 __extension__ using i128 = __int128;  // quiet under -Wpedantic, as detail::u128
 
-enum class ActionKind : uint8_t { kCompDone, kStepBegin, kPhaseEnd };
+enum class ActionKind : uint8_t { kCompDone, kPhaseEnd };
 
 struct Action {
   ActionKind kind;
@@ -115,6 +115,7 @@ struct ChunkState {
   std::vector<uint8_t> phase;
   std::vector<uint8_t> waiting;
   std::vector<Time> start;
+  std::vector<Time> begin;  // message-by-message: when the step a member waits in began
   std::vector<uint32_t> sub_started;  // [phase * n + subgroup]
   uint32_t members_done = 0;
   uint32_t next_free = kNone;
@@ -908,6 +909,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       C.phase.assign(n, 0);
       C.waiting.assign(n, 0);
       C.start.assign(n, Time{});
+      C.begin.assign(n, Time{});
       C.sub_started.assign(I.phases.size() * n, 0);
       C.members_done = 0;
     }
@@ -932,14 +934,17 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       phase_end(r, inst, chunk, m);
       return;
     }
-    schedule(engine_.now() + ep_, Action{ActionKind::kStepBegin, r, inst, chunk, m, kNone});
+    step_begin(r, inst, chunk, m, engine_.now() + ep_);
   }
 
   Duration reduce_time(uint64_t bytes) const { return mem_rate_.ser(3 * bytes); }
 
   uint64_t flow_of(const Instance& I, uint32_t chunk) const { return (static_cast<uint64_t>(I.result) << 20) ^ chunk; }
 
-  void step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t m) {
+  // Member m begins its current step at `t` (>= now): its sends are handed to the fabric with ready
+  // time t, so a step needs no event of its own; steps whose receives are all in are taken at once.
+  // The member then waits for a delivery, or its phase ends at the last step's end (an event if later).
+  void step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t m, Time t) {
     Instance& I = instances_[inst];
     ChunkState& C = chunks_[I.chunk_state[chunk]];
     const auto mi = static_cast<size_t>(m);
@@ -950,7 +955,11 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     for (;;) {
       const uint32_t s = C.step[mi];
       if (s == P.steps) {
-        phase_end(r, inst, chunk, m);
+        if (t == engine_.now()) {
+          phase_end(r, inst, chunk, m);
+        } else {
+          schedule(t, Action{ActionKind::kPhaseEnd, r, inst, chunk, m, kNone});
+        }
         return;
       }
       const uint32_t ns = S.num_sends(x, s);
@@ -967,26 +976,27 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
         M.src = r;
         M.dst = member_rank(I, peer);
         M.bytes = sd.bytes;
-        M.sent = engine_.now();
+        M.sent = t;
         M.result = I.result;
         ++cr.messages;
         cr.message_bytes += sd.bytes;
         ++result_.messages;
         result_.message_bytes += sd.bytes;
-        fabric_.send(Message{id, M.src, M.dst, M.bytes, flow_of(I, chunk)});
+        fabric_.send(Message{id, M.src, M.dst, M.bytes, flow_of(I, chunk)}, t);
       }
       const uint32_t nr = S.num_recvs(x, s);
       if (nr == 0) {
         ++C.step[mi];
         continue;
       }
+      // Receives counted so far arrived at or before now <= t, so the step ends at t + ep + reduction.
       if (C.arrivals[mi * I.total_steps + P.step_offset + s] >= nr) {
         ++C.step[mi];
-        schedule(engine_.now() + ep_ + reduce_time(S.reduce_bytes(x, s)),
-                 Action{ActionKind::kStepBegin, r, inst, chunk, m, kNone});
-      } else {
-        C.waiting[mi] = 1;
+        t = t + ep_ + reduce_time(S.reduce_bytes(x, s));
+        continue;
       }
+      C.waiting[mi] = 1;
+      C.begin[mi] = t;
       return;
     }
   }
@@ -1008,8 +1018,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     if (got < S.num_recvs(x, s)) return;
     C.waiting[mi] = 0;
     ++C.step[mi];
-    schedule(engine_.now() + ep_ + reduce_time(S.reduce_bytes(x, s)),
-             Action{ActionKind::kStepBegin, M.dst, M.inst, M.chunk, M.member, kNone});
+    const Time end = std::max(C.begin[mi], engine_.now()) + ep_ + reduce_time(S.reduce_bytes(x, s));
+    step_begin(M.dst, M.inst, M.chunk, M.member, end);
   }
 
   // All members of a subgroup have started phase P of a chunk: their whole schedule in one pass.
@@ -1236,7 +1246,6 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     free_action_ = s;
     switch (a.kind) {
       case ActionKind::kCompDone: compute_done(a.rank, a.member); break;
-      case ActionKind::kStepBegin: step_begin(a.rank, a.inst, a.chunk, a.member); break;
       case ActionKind::kPhaseEnd: phase_end(a.rank, a.inst, a.chunk, a.member); break;
     }
   }

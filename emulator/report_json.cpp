@@ -171,7 +171,10 @@ std::string report_to_json(const RunResult& r) {
 
   out += "  \"warnings\": [";
   for (size_t i = 0; i < r.warnings.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", jstr(r.warnings[i]));
-  out += r.warnings.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  out += r.warnings.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"stuck\": [";
+  for (size_t i = 0; i < r.stuck.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", jstr(r.stuck[i]));
+  out += r.stuck.empty() ? "]\n}\n" : "\n  ]\n}\n";
   return out;
 }
 
@@ -280,6 +283,13 @@ RunResult report_from_json(const std::string& text, const std::string& source_na
   for (size_t i = 0; i < warnings.size(); ++i) {
     if (!warnings[i].is_string()) rd.fail(fmt::format("/warnings/{}", i), "expected a string");
     r.warnings.push_back(warnings[i].get<std::string>());
+  }
+  if (doc.contains("stuck")) {
+    const json& stuck = rd.array(doc, "", "stuck");
+    for (size_t i = 0; i < stuck.size(); ++i) {
+      if (!stuck[i].is_string()) rd.fail(fmt::format("/stuck/{}", i), "expected a string");
+      r.stuck.push_back(stuck[i].get<std::string>());
+    }
   }
   return r;
 }

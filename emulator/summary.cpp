@@ -184,6 +184,14 @@ std::string format_summary(const RunResult& r, size_t top_collectives) {
       fmt::format_to(it, "  ... and {} more (all in the JSON report)\n", r.warnings.size() - kMaxShown);
     }
   }
+  if (!r.stuck.empty()) {
+    fmt::format_to(it, "\nDEADLOCK: the workload cannot finish ({} waiting)\n", r.stuck.size());
+    constexpr size_t kMaxShown = 20;
+    for (size_t i = 0; i < std::min(kMaxShown, r.stuck.size()); ++i) fmt::format_to(it, "  {}\n", r.stuck[i]);
+    if (r.stuck.size() > kMaxShown) {
+      fmt::format_to(it, "  ... and {} more (all in the JSON report)\n", r.stuck.size() - kMaxShown);
+    }
+  }
   return out;
 }
 

@@ -186,7 +186,8 @@ constexpr const char* kGolden = R"json({
   "totals": {"messages": 6, "message_bytes": 1052672, "events": 1234, "collectives_closed_form": 1},
   "warnings": [
     "rank 1: 3 dangling dependencies dropped"
-  ]
+  ],
+  "stuck": []
 }
 )json";
 

@@ -88,6 +88,7 @@ struct Instance {
   uint32_t members_done = 0;
   std::vector<uint32_t> chunk_state;
   std::vector<uint8_t> queued_phase;  // per chunk: phases queued so far
+  int64_t priority = 0;               // comm_priority (scheduling-policy EXPLICIT)
   uint32_t result = 0;
   uint64_t key = 0;
   int32_t first_rank = 0;
@@ -722,7 +723,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
                                                            info.pg));
     }
     const bool all = pg->ranks.empty() || pg->ranks.size() == ranks_.size();
-    const uint32_t g = group_index(all ? std::string() : pg->name);
+    // Issue order is counted per process group (name), also for a named group of all ranks.
+    const uint32_t g = group_index(pg->name);
     if (R.group_seq.size() <= g) R.group_seq.resize(g + 1, 0);
     const uint64_t seq = R.group_seq[g]++;
     const uint64_t key = (static_cast<uint64_t>(g) << 40) | seq;
@@ -761,7 +763,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       CollectiveResult cr;
       cr.index = I.result;
       cr.type = traces::collective_name(type);
-      cr.group = all ? std::string() : pg->name;
+      cr.group = pg->name;
       cr.name = node.name();
       cr.node_id = node.id();
       cr.bytes = bytes;
@@ -784,7 +786,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
             where(r, node),
             fmt::format("collective #{} of group \"{}\" on this rank is {} of {} bytes, but rank {} issued it as "
                         "{} of {} bytes (node {} in {}): members must issue the same collectives in the same order",
-                        seq, all ? "" : pg->name, traces::collective_name(type), bytes, I.first_rank,
+                        seq, pg->name, traces::collective_name(type), bytes, I.first_rank,
                         traces::collective_name(I.type), I.bytes, I.first_node_id, I.first_file));
       }
     }
@@ -808,8 +810,16 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     const auto d = static_cast<size_t>(I.phases.front().dim);
     I.queued_phase.assign(I.chunks, 1);
     auto& q = dimq_[d].unstarted;
-    if (options_.system.scheduling_policy == "LIFO") {
+    const std::string& policy = options_.system.scheduling_policy;
+    if (policy == "LIFO") {
       for (uint32_t c = I.chunks; c-- > 0;) q.push_front(Entry{slot, c, 0});
+    } else if (policy == "EXPLICIT") {
+      // Higher comm_priority first; equal priorities in issue order.
+      I.priority = info.priority.value_or(0);
+      auto at = std::find_if(q.begin(), q.end(), [&](const Entry& e) {
+        return e.phase == 0 && instances_[e.inst].priority < I.priority;
+      });
+      for (uint32_t c = 0; c < I.chunks; ++c) at = std::next(q.insert(at, Entry{slot, c, 0}));
     } else {
       for (uint32_t c = 0; c < I.chunks; ++c) q.push_back(Entry{slot, c, 0});
     }

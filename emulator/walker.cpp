@@ -274,6 +274,11 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
           missing_compute_));
     }
     for (const auto& w : algo_warnings_) out.warnings.push_back(w);
+    if (message_slices_dropped_ > 0) {
+      out.warnings.push_back(fmt::format("the timeline holds the first {} messages; {} more were left out "
+                                         "(--timeline-messages)",
+                                         message_slices_, message_slices_dropped_));
+    }
     for (size_t i = 0; i < instances_.size(); ++i) {
       const Instance& I = instances_[i];
       if (!I.live) continue;
@@ -539,7 +544,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     account(S);
     --S.comm_active;
     if (options_.timeline != nullptr) {
-      options_.timeline->message_slice(M.src, M.dst, M.bytes, M.sent, engine_.now(), ~uint64_t{0});
+      if (take_message_slice()) options_.timeline->message_slice(M.src, M.dst, M.bytes, M.sent, engine_.now(), ~uint64_t{0});
       release_track(S, M.member);
     }
     const P2pKey key{M.src, M.dst, M.tag};
@@ -949,6 +954,24 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
 
   Duration reduce_time(uint64_t bytes) const { return mem_rate_.ser(3 * bytes); }
 
+  // Message slices in the timeline stop at options_.timeline_message_limit (a 1024-rank run has
+  // hundreds of millions of messages); the report then says how many were left out.
+  bool take_message_slice() {
+    if (message_slices_ < options_.timeline_message_limit) {
+      ++message_slices_;
+      return true;
+    }
+    ++message_slices_dropped_;
+    return false;
+  }
+  bool message_slices_wanted(const Phase& P, const PhaseSchedule& S) {
+    if (options_.timeline == nullptr) return false;
+    const uint64_t want = static_cast<uint64_t>(P.n) * S.steps();
+    if (message_slices_ + want <= options_.timeline_message_limit) return true;
+    message_slices_dropped_ += want;
+    return false;
+  }
+
   uint64_t flow_of(const Instance& I, uint32_t chunk) const { return (static_cast<uint64_t>(I.result) << 20) ^ chunk; }
 
   // Member m begins its current step at `t` (>= now): its sends are handed to the fabric with ready
@@ -1014,7 +1037,9 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   void coll_delivered(uint32_t id) {
     const Msg M = msgs_[id];
     free_msg(id);
-    if (options_.timeline != nullptr) options_.timeline->message_slice(M.src, M.dst, M.bytes, M.sent, engine_.now(), M.result);
+    if (options_.timeline != nullptr && take_message_slice()) {
+      options_.timeline->message_slice(M.src, M.dst, M.bytes, M.sent, engine_.now(), M.result);
+    }
     Instance& I = instances_[M.inst];
     ChunkState& C = chunks_[I.chunk_state[M.chunk]];
     const auto mi = static_cast<size_t>(M.member);
@@ -1053,7 +1078,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     CollectiveResult& cr = result_.collectives[I.result];
     const uint64_t flow = flow_of(I, chunk);
     uint64_t messages = 0, bytes = 0;
-    if (P.algo == CollectiveAlgo::kRing && options_.timeline == nullptr) {
+    if (P.algo == CollectiveAlgo::kRing && !message_slices_wanted(P, S)) {
       ring_closed_form(S, P, flow, messages, bytes);
     } else {
       general_closed_form(I, S, P, flow, messages, bytes);
@@ -1146,7 +1171,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
           const ScheduledSend sd = S.send(xi, s, k);
           const auto peer = static_cast<size_t>(sd.peer);
           const Time at = begin_[x] + analytical_->delay(Message{0, rank_of_[x], rank_of_[peer], sd.bytes, flow});
-          if (options_.timeline != nullptr) {
+          if (options_.timeline != nullptr && take_message_slice()) {
             options_.timeline->message_slice(rank_of_[x], rank_of_[peer], sd.bytes, begin_[x], at, I.result);
           }
           arrive_[peer] = std::max(arrive_[peer], at);
@@ -1310,6 +1335,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   uint64_t cpu_colls_ = 0;
   uint64_t missing_compute_ = 0;
   uint64_t closed_form_phases_ = 0;
+  uint64_t message_slices_ = 0, message_slices_dropped_ = 0;
   // closed-form scratch
   std::vector<Time> begin_, arrive_;
   std::vector<int32_t> rank_of_, member_at_;

@@ -44,6 +44,8 @@ struct WalkerOptions {
   bool closed_form = true;   // with an AnalyticalFabric, evaluate regular collectives in closed form
   bool strict = false;       // dependency problems in traces are errors (see traces/resolver.h)
   TimelineSink* timeline = nullptr;
+  // Point-to-point message slices written to the timeline at most (node slices are always written).
+  uint64_t timeline_message_limit = 1'000'000;
 };
 
 class Walker {

@@ -41,6 +41,7 @@ struct RunArgs {
   bool strict = false;
   std::string report;
   std::string timeline;
+  uint64_t timeline_messages = 1'000'000;
   size_t top = 5;
   bool quiet = false;
 };
@@ -174,6 +175,7 @@ int run(const RunArgs& a) {
   if (!a.timeline.empty()) {
     timeline = std::make_unique<emu::ChromeTimeline>(a.timeline);
     opt.timeline = timeline.get();
+    opt.timeline_message_limit = a.timeline_messages;
   }
 
   emu::Engine engine(1 << 16);
@@ -271,6 +273,8 @@ void add_run_command(CLI::App& app, int& status) {
   run_cmd->add_flag("--strict", args->strict, "Dependency problems in the traces are errors, not warnings");
   run_cmd->add_option("--report,-r", args->report, "Write the JSON report (docs/report.md) to this file");
   run_cmd->add_option("--timeline,-t", args->timeline, "Write a Chrome/Perfetto trace timeline to this file");
+  run_cmd->add_option("--timeline-messages", args->timeline_messages,
+                      "Timeline: message slices written at most (default 1000000; collectives are always there)");
   run_cmd->add_option("--top", args->top, "Slowest collectives listed in the summary")->check(CLI::Range(0, 1000));
   run_cmd->add_flag("--quiet,-q", args->quiet, "Print nothing but errors (use with --report)");
   run_cmd->callback([args, run_cmd, &status]() {

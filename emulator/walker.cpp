@@ -227,6 +227,9 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     fabric_.set_listener(this);
     traces::ResolverOptions ropt;
     ropt.strict = options_.strict;
+    ropt.window = options_.resolver_window != 0
+                      ? options_.resolver_window
+                      : std::clamp<size_t>((size_t{1} << 20) / std::max<size_t>(1, ranks_.size()), 64, size_t{1} << 14);
     for (size_t r = 0; r < ranks_.size(); ++r) {
       auto& R = ranks_[r];
       R.reader = std::make_unique<traces::TraceReader>(R.path, static_cast<int64_t>(r));

@@ -43,6 +43,9 @@ struct WalkerOptions {
   std::vector<double> compute_scale;  // per rank (missing ranks: 1.0); COMP times are multiplied by it
   bool closed_form = true;   // with an AnalyticalFabric, evaluate regular collectives in closed form
   bool strict = false;       // dependency problems in traces are errors (see traces/resolver.h)
+  // Nodes each rank's resolver holds at most (traces/resolver.h); 0 = automatic: 2^20 / ranks, between
+  // 64 and 16384, so that thousands of ranks do not each hold a whole trace.
+  size_t resolver_window = 0;
   TimelineSink* timeline = nullptr;
   // Point-to-point message slices written to the timeline at most (node slices are always written).
   uint64_t timeline_message_limit = 1'000'000;

@@ -1,5 +1,8 @@
 #include "traces/byte_source.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <zlib.h>
 
 #include <cerrno>
@@ -37,17 +40,21 @@ ByteSource::ByteSource(std::string path, std::optional<int64_t> rank) : path_(st
     size_ = std::filesystem::file_size(path_, ec);
     if (ec) throw TraceError(at(), "cannot read the file size: " + ec.message());
   }
-  gz_ = gzopen(path_.c_str(), "rb");
-  if (gz_ == nullptr) {
-    throw TraceError(at(), std::string("cannot open: ") + std::strerror(errno));
-  }
   const size_t buffer = compressed_ ? kGzipBufferBytes : kPlainBufferBytes;
-  gzbuffer(as_gz(gz_), static_cast<unsigned>(buffer));
+  if (compressed_) {
+    gz_ = gzopen(path_.c_str(), "rb");
+    if (gz_ == nullptr) throw TraceError(at(), std::string("cannot open: ") + std::strerror(errno));
+    gzbuffer(as_gz(gz_), static_cast<unsigned>(buffer));
+  } else {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw TraceError(at(), std::string("cannot open: ") + std::strerror(errno));
+  }
   buf_.resize(buffer);
 }
 
 ByteSource::~ByteSource() {
   if (gz_ != nullptr) gzclose(as_gz(gz_));
+  if (fd_ >= 0) ::close(fd_);
 }
 
 bool ByteSource::fill(size_t want) {
@@ -63,6 +70,19 @@ bool ByteSource::fill(size_t want) {
   while (tail_ < want || tail_ < buf_.size() / 2) {
     const size_t room = std::min<size_t>(buf_.size() - tail_, size_t{1} << 30);
     if (room == 0) break;
+    if (fd_ >= 0) {
+      const ssize_t got = ::read(fd_, buf_.data() + tail_, room);
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        throw TraceError(at(consumed_ + available()), std::string("read failed: ") + std::strerror(errno));
+      }
+      if (got == 0) {
+        eof_ = true;
+        break;
+      }
+      tail_ += static_cast<size_t>(got);
+      continue;
+    }
     const int got = gzread(as_gz(gz_), buf_.data() + tail_, static_cast<unsigned>(room));
     if (got < 0) {
       throw TraceError(at(consumed_ + available()),

@@ -51,7 +51,8 @@ class ByteSource {
 
   std::string path_;
   std::optional<int64_t> rank_;
-  void* gz_ = nullptr;  // gzFile; zlib passes uncompressed files through unchanged
+  void* gz_ = nullptr;  // gzFile, for gzip files
+  int fd_ = -1;         // plain files are read directly (no zlib buffers: thousands of ranks stay small)
   bool compressed_ = false;
   bool eof_ = false;
   std::optional<uint64_t> size_;

@@ -12,7 +12,7 @@ PACKAGES=(
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
   # DPDK backend (and its tools: dpdk-testpmd) and packet captures
-  libdpdk-dev dpdk-dev libpcap-dev iproute2
+  libdpdk-dev dpdk-dev libpcap-dev iproute2 tcpdump
   # FPGA backend: Xilinx XRT host library, Verilator hw-emu, Yosys resource reports
   libxrt-dev verilator yosys
 )

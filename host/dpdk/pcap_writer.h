@@ -1,0 +1,44 @@
+// Optional capture of every frame the DPDK fabric sends or receives (`--pcap FILE`): classic pcap with
+// nanosecond timestamps (magic 0xa1b23c4d) and link type Ethernet, readable by tcpdump and Wireshark.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+
+#include "emulator/time.h"
+
+namespace fabemu::host::dpdk {
+
+inline constexpr uint32_t kPcapNanoMagic = 0xa1b23c4d;
+inline constexpr uint32_t kPcapLinkEthernet = 1;
+
+class PcapWriter {
+ public:
+  // Creates (truncates) `path` and writes the file header; std::runtime_error naming the path.
+  explicit PcapWriter(const std::string& path, uint32_t snaplen = 65535);
+  // Closes without reporting errors; call close() to see them.
+  ~PcapWriter();
+  PcapWriter(const PcapWriter&) = delete;
+  PcapWriter& operator=(const PcapWriter&) = delete;
+
+  // One frame (without FCS) seen at `timestamp_ns` (the caller's clock: emulated or wall time). Frames
+  // longer than snaplen are cut, their original length kept. std::runtime_error naming the path.
+  void write(std::span<const uint8_t> frame, uint64_t timestamp_ns);
+  // At emulated time `t` (picoseconds truncated to nanoseconds).
+  void write(std::span<const uint8_t> frame, emu::Time t) { write(frame, t.ps() / 1000); }
+  // Flushes and closes; std::runtime_error naming the path. Further writes are errors.
+  void close();
+  uint64_t frames() const noexcept { return frames_; }
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  [[noreturn]] void fail(const char* what);
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  uint32_t snaplen_;
+  uint64_t frames_ = 0;
+};
+
+}  // namespace fabemu::host::dpdk

@@ -1,0 +1,406 @@
+// Receiver reassembly, sender selective repeat, and the seeded fault filter.
+#include "host/dpdk/reassembly.h"
+
+#include <bit>
+#include <cmath>
+#include <string>
+
+namespace fabemu::host::dpdk {
+
+namespace {
+
+size_t words_for(uint32_t bits) noexcept { return (size_t{bits} + 63) / 64; }
+void set_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] |= uint64_t{1} << (i & 63); }
+void clear_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] &= ~(uint64_t{1} << (i & 63)); }
+bool get_bit(const std::vector<uint64_t>& v, uint64_t i) noexcept { return (v[i >> 6] >> (i & 63)) & 1; }
+
+void check_window(uint32_t window, const char* who) {
+  if (window == 0 || !std::has_single_bit(window)) {
+    throw std::invalid_argument(std::string(who) + ": window " + std::to_string(window) +
+                                " must be a power of two");
+  }
+}
+
+}  // namespace
+
+// --- Receiver ---------------------------------------------------------------------------------------
+
+Receiver::Receiver(const ReceiverConfig& config) : config_(config) {
+  check_window(config.window, "Receiver");
+  if (config.sources == 0) throw std::invalid_argument("Receiver: zero sources");
+  if (config.max_missing_per_nack == 0) throw std::invalid_argument("Receiver: max_missing_per_nack is 0");
+  sources_.resize(config.sources);
+}
+
+uint32_t Receiver::alloc_slot() {
+  if (free_slots_.empty()) {
+    slots_.emplace_back();
+    return static_cast<uint32_t>(slots_.size() - 1);
+  }
+  const uint32_t s = free_slots_.back();
+  free_slots_.pop_back();
+  return s;
+}
+
+void Receiver::release_slot(uint32_t s) {
+  // Swap-remove from the active list; the bitmap keeps its capacity for the next message.
+  const uint32_t pos = slots_[s].active_pos;
+  active_[pos] = active_.back();
+  slots_[active_[pos]].active_pos = pos;
+  active_.pop_back();
+  free_slots_.push_back(s);
+}
+
+RxEvent Receiver::on_packet(const RxPacket& p, Time now) {
+  ++stats_.packets;
+  if (p.src >= sources_.size() || p.count == 0 || p.seq >= p.count) {
+    ++stats_.invalid;
+    return RxEvent::kInvalid;
+  }
+  Source& src = sources_[p.src];
+  if (p.message_id < src.base) {
+    ++stats_.stale;
+    return RxEvent::kStale;
+  }
+  if (p.message_id - src.base >= config_.window) {
+    ++stats_.out_of_window;
+    return RxEvent::kOutOfWindow;
+  }
+  if (src.slot_of.empty()) {  // first packet from this source: its window, once
+    src.slot_of.assign(config_.window, kNone);
+    src.done.assign(words_for(config_.window), 0);
+  }
+  const uint64_t ring = p.message_id & (config_.window - 1);
+  if (get_bit(src.done, ring)) {
+    ++stats_.stale;
+    return RxEvent::kStale;
+  }
+  uint32_t si = src.slot_of[ring];
+  if (si == kNone) {
+    si = alloc_slot();
+    Slot& s = slots_[si];
+    s.src = p.src;
+    s.id = p.message_id;
+    s.count = p.count;
+    s.received = s.highest = s.cumulative = 0;
+    s.length = p.message_length;
+    s.bytes = 0;
+    s.last_activity = s.last_nack = now;
+    s.nacked = false;
+    s.bits.assign(words_for(p.count), 0);
+    s.active_pos = static_cast<uint32_t>(active_.size());
+    active_.push_back(si);
+    src.slot_of[ring] = si;
+  }
+  Slot& s = slots_[si];
+  if (p.count != s.count || p.message_length != s.length) {
+    ++stats_.invalid;
+    return RxEvent::kInvalid;
+  }
+  if (has(s, p.seq)) {
+    ++stats_.duplicates;
+    return RxEvent::kDuplicate;
+  }
+  set_bit(s.bits, p.seq);
+  ++stats_.accepted;
+  if (p.seq < s.highest && !p.retransmit) ++stats_.reordered;
+  if (p.seq + 1 > s.highest) s.highest = p.seq + 1;
+  while (s.cumulative < s.count && has(s, s.cumulative)) ++s.cumulative;
+  s.bytes += p.bytes;
+  s.last_activity = now;
+  if (++s.received < s.count) return RxEvent::kAccepted;
+
+  // Complete: exactly once, since the done bit now turns every later copy into kStale.
+  ++stats_.completed;
+  stats_.bytes_completed += s.bytes;
+  set_bit(src.done, ring);
+  src.slot_of[ring] = kNone;
+  release_slot(si);
+  while (get_bit(src.done, src.base & (config_.window - 1))) {
+    clear_bit(src.done, src.base & (config_.window - 1));
+    ++src.base;
+  }
+  return RxEvent::kCompleted;
+}
+
+size_t Receiver::collect_missing(const Slot& s, uint32_t limit, uint32_t* out) const noexcept {
+  size_t n = 0;
+  for (uint32_t w = s.cumulative >> 6; n < limit && uint64_t{w} * 64 < s.highest; ++w) {
+    uint64_t holes = ~s.bits[w];
+    while (holes != 0 && n < limit) {
+      const uint32_t seq = w * 64 + static_cast<uint32_t>(std::countr_zero(holes));
+      if (seq >= s.highest) break;
+      out[n++] = seq;
+      holes &= holes - 1;
+    }
+  }
+  return n;
+}
+
+void Receiver::poll_nacks(Time now, NackBatch& out) {
+  for (const uint32_t si : active_) {
+    Slot& s = slots_[si];
+    if (now - s.last_activity < config_.nack_delay) continue;
+    if (s.nacked && now - s.last_nack < config_.nack_delay) continue;
+    Nack n;
+    n.src = s.src;
+    n.message_id = s.id;
+    n.count = s.count;
+    n.cumulative = s.cumulative;
+    n.first = static_cast<uint32_t>(out.seqs.size());
+    out.seqs.resize(out.seqs.size() + config_.max_missing_per_nack);
+    n.missing = static_cast<uint32_t>(collect_missing(s, config_.max_missing_per_nack, out.seqs.data() + n.first));
+    out.seqs.resize(n.first + n.missing);
+    // A truncated list covers only up to its last entry, so nothing it leaves out reads as received.
+    n.covered = n.missing == config_.max_missing_per_nack ? out.seqs.back() + 1 : s.highest;
+    out.nacks.push_back(n);
+    s.nacked = true;
+    s.last_nack = now;
+    ++stats_.nacks;
+  }
+}
+
+size_t Receiver::missing(uint32_t src, uint64_t message_id, std::span<uint32_t> out) const noexcept {
+  if (src >= sources_.size()) return 0;
+  const Source& so = sources_[src];
+  if (so.slot_of.empty() || message_id < so.base || message_id - so.base >= config_.window) return 0;
+  const uint32_t si = so.slot_of[message_id & (config_.window - 1)];
+  if (si == kNone) return 0;
+  return collect_missing(slots_[si], static_cast<uint32_t>(std::min<size_t>(out.size(), UINT32_MAX)), out.data());
+}
+
+uint64_t Receiver::completed_below(uint32_t src) const noexcept {
+  return src < sources_.size() ? sources_[src].base : 0;
+}
+
+// --- Sender -----------------------------------------------------------------------------------------
+
+Sender::Sender(const SenderConfig& config) : config_(config) {
+  check_window(config.window, "Sender");
+  if (config.destinations == 0) throw std::invalid_argument("Sender: zero destinations");
+  if (config.payload_per_packet == 0) throw std::invalid_argument("Sender: payload_per_packet is 0");
+  dests_.resize(config.destinations);
+}
+
+bool Sender::can_submit(uint32_t dst) const noexcept {
+  return dst < dests_.size() && dests_[dst].next_id - dests_[dst].base < config_.window;
+}
+
+uint64_t Sender::submit(uint32_t dst, uint64_t bytes) {
+  if (!can_submit(dst)) {
+    throw std::out_of_range("Sender::submit: destination " + std::to_string(dst) +
+                            (dst < dests_.size() ? " has a full window" : " is out of range"));
+  }
+  const uint64_t count64 = bytes == 0 ? 1 : (bytes + config_.payload_per_packet - 1) / config_.payload_per_packet;
+  if (count64 > UINT32_MAX) throw std::out_of_range("Sender::submit: message needs more than 2^32 packets");
+  Dest& d = dests_[dst];
+  if (d.slot_of.empty()) {
+    d.slot_of.assign(config_.window, kNone);
+    d.done.assign(words_for(config_.window), 0);
+  }
+  uint32_t si;
+  if (free_slots_.empty()) {
+    slots_.emplace_back();
+    si = static_cast<uint32_t>(slots_.size() - 1);
+  } else {
+    si = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  Slot& s = slots_[si];
+  s.dst = dst;
+  s.id = d.next_id++;
+  s.count = static_cast<uint32_t>(count64);
+  s.length = bytes;
+  s.next_new = 0;
+  s.unacked = s.count;
+  s.live = true;
+  ++s.gen;
+  s.acked.assign(words_for(s.count), 0);
+  s.pending.assign(words_for(s.count), 0);
+  s.sent_at.assign(s.count, Time::zero());
+  d.slot_of[s.id & (config_.window - 1)] = si;
+  fresh_.push(si);
+  ++live_;
+  ++stats_.messages;
+  return s.id;
+}
+
+void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out) {
+  out.dst = s.dst;
+  out.message_id = s.id;
+  out.seq = seq;
+  out.count = s.count;
+  out.message_length = s.length;
+  out.offset = uint64_t{seq} * config_.payload_per_packet;
+  out.bytes = static_cast<uint32_t>(std::min<uint64_t>(config_.payload_per_packet, s.length - out.offset));
+  out.retransmit = retransmit;
+  s.sent_at[seq] = now;
+  timers_.push(Ref{slot, seq, s.gen, now});
+}
+
+bool Sender::next(Time now, TxPacket& out) {
+  while (!nacked_.empty()) {
+    const Ref r = nacked_.front();
+    nacked_.pop();
+    if (!valid(r)) continue;
+    Slot& s = slots_[r.slot];
+    if (!get_bit(s.pending, r.seq)) continue;
+    clear_bit(s.pending, r.seq);
+    if (get_bit(s.acked, r.seq)) continue;
+    ++stats_.retransmissions;
+    ++stats_.nack_retransmissions;
+    emit(s, r.slot, r.seq, now, true, out);
+    return true;
+  }
+  while (!timers_.empty()) {
+    const Ref r = timers_.front();
+    // Stale timers (acknowledged, or sent again since) are dropped on the way.
+    if (!valid(r) || get_bit(slots_[r.slot].acked, r.seq) || slots_[r.slot].sent_at[r.seq] != r.sent) {
+      timers_.pop();
+      continue;
+    }
+    if (r.sent + config_.rto > now) break;
+    timers_.pop();
+    Slot& s = slots_[r.slot];
+    clear_bit(s.pending, r.seq);  // this retransmission serves a pending NACK too
+    ++stats_.retransmissions;
+    ++stats_.timeout_retransmissions;
+    emit(s, r.slot, r.seq, now, true, out);
+    return true;
+  }
+  while (!fresh_.empty()) {
+    const uint32_t si = fresh_.front();
+    Slot& s = slots_[si];
+    if (!s.live || s.next_new >= s.count) {
+      fresh_.pop();
+      continue;
+    }
+    const uint32_t seq = s.next_new++;
+    if (s.next_new == s.count) fresh_.pop();
+    ++stats_.packets;
+    emit(s, si, seq, now, false, out);
+    return true;
+  }
+  return false;
+}
+
+Time Sender::next_timeout() noexcept {
+  while (!timers_.empty()) {
+    const Ref r = timers_.front();
+    if (valid(r) && !get_bit(slots_[r.slot].acked, r.seq) && slots_[r.slot].sent_at[r.seq] == r.sent) {
+      return r.sent + config_.rto;
+    }
+    timers_.pop();
+  }
+  return Time::max();
+}
+
+Sender::Slot* Sender::find(uint32_t dst, uint64_t id) noexcept {
+  if (dst >= dests_.size()) return nullptr;
+  const Dest& d = dests_[dst];
+  if (d.slot_of.empty() || id < d.base || id >= d.next_id) return nullptr;
+  const uint32_t si = d.slot_of[id & (config_.window - 1)];
+  if (si == kNone || !slots_[si].live || slots_[si].id != id) return nullptr;
+  return &slots_[si];
+}
+
+bool Sender::ack_packet(Slot& s, uint32_t seq) noexcept {
+  // Only packets already sent can have arrived; anything else is a confused peer.
+  if (seq >= s.next_new || get_bit(s.acked, seq)) return false;
+  set_bit(s.acked, seq);
+  --s.unacked;
+  return true;
+}
+
+bool Sender::finish_if_done(uint32_t si) {
+  Slot& s = slots_[si];
+  if (s.unacked != 0) return false;
+  Dest& d = dests_[s.dst];
+  const uint64_t ring = s.id & (config_.window - 1);
+  d.slot_of[ring] = kNone;
+  set_bit(d.done, ring);
+  while (d.base < d.next_id && get_bit(d.done, d.base & (config_.window - 1))) {
+    clear_bit(d.done, d.base & (config_.window - 1));
+    ++d.base;
+  }
+  s.live = false;
+  free_slots_.push_back(si);
+  --live_;
+  ++stats_.messages_acked;
+  return true;
+}
+
+bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
+  Slot* s = find(dst, message_id);
+  if (s == nullptr) return false;  // already complete: a repeated ACK
+  const uint32_t upto = std::min(cumulative, s->count);
+  for (uint32_t seq = 0; seq < upto; ++seq) ack_packet(*s, seq);
+  return finish_if_done(static_cast<uint32_t>(s - slots_.data()));
+}
+
+bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
+                     std::span<const uint32_t> missing) {
+  Slot* s = find(dst, message_id);
+  if (s == nullptr) return false;
+  const uint32_t si = static_cast<uint32_t>(s - slots_.data());
+  covered = std::min(covered, s->count);
+  // Everything in [0, covered) arrived except the listed seqs (sorted ascending by the receiver).
+  size_t m = 0;
+  for (uint32_t seq = 0; seq < covered; ++seq) {
+    while (m < missing.size() && missing[m] < seq) ++m;
+    if (seq >= cumulative && m < missing.size() && missing[m] == seq) continue;
+    ack_packet(*s, seq);
+  }
+  for (const uint32_t seq : missing) {
+    if (seq >= s->next_new || get_bit(s->acked, seq) || get_bit(s->pending, seq)) continue;
+    set_bit(s->pending, seq);
+    nacked_.push(Ref{si, seq, s->gen, Time::zero()});
+  }
+  return finish_if_done(si);
+}
+
+// --- FaultFilter ------------------------------------------------------------------------------------
+
+namespace {
+uint64_t to_q32(double p, const char* name) {
+  if (!(p >= 0.0 && p <= 1.0)) {
+    throw std::invalid_argument(std::string("fault injection: ") + name + " " + std::to_string(p) +
+                                " must be between 0 and 1");
+  }
+  return static_cast<uint64_t>(std::llround(p * 4294967296.0));
+}
+}  // namespace
+
+FaultFilter::FaultFilter(const FaultConfig& config)
+    : state_(config.seed),
+      drop_q32_(to_q32(config.drop_rate, "drop rate")),
+      dup_q32_(to_q32(config.duplicate_rate, "duplicate rate")),
+      reorder_q32_(to_q32(config.reorder_rate, "reorder rate")) {}
+
+uint64_t FaultFilter::draw() noexcept {  // splitmix64
+  uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t FaultFilter::uniform(uint64_t n) noexcept {
+  __extension__ using u128 = unsigned __int128;
+  return n == 0 ? 0 : static_cast<uint64_t>((u128{draw()} * n) >> 64);
+}
+
+FaultDecision FaultFilter::next() noexcept {
+  ++seen_;
+  FaultDecision d;
+  // Three draws per packet whatever the outcome, so one rate does not shift the others' sequence.
+  const uint64_t a = draw() >> 32, b = draw() >> 32, c = draw() >> 32;
+  d.drop = a < drop_q32_;
+  d.duplicate = !d.drop && b < dup_q32_;
+  d.reorder = !d.drop && c < reorder_q32_;
+  dropped_ += d.drop;
+  duplicated_ += d.duplicate;
+  reordered_ += d.reorder;
+  return d;
+}
+
+}  // namespace fabemu::host::dpdk

@@ -1,0 +1,304 @@
+// Reliability of the DPDK fabric, independent of the I/O: the receiver reassembles messages from
+// packets (duplicates dropped, reordering counted, each message completed exactly once, gaps NACKed),
+// the sender keeps what is unacknowledged and retransmits it on NACK (selective repeat) or timeout.
+// Deterministic: time is injected (emu::Time), there are no threads. A seeded fault filter drops,
+// duplicates and reorders packets for tests and for `--drop-rate` / `--reorder-rate`.
+//
+// Message ids on the wire are per (sender, receiver) pair and consecutive from 0: the sender assigns
+// them, so both sides track a window of ids with a ring instead of a hash table. Feedback semantics
+// (wire form in README.md): an ACK says packets [0, cumulative) arrived (cumulative == count: the
+// message is complete); a NACK says packets [0, cumulative) arrived and so did every packet of
+// [cumulative, covered) that it does not list as missing.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "emulator/time.h"
+
+namespace fabemu::host::dpdk {
+
+using emu::Duration;
+using emu::Time;
+
+namespace detail {
+// A FIFO on a vector that only grows: no allocation once it has reached its largest size.
+template <class T>
+class Ring {
+ public:
+  bool empty() const noexcept { return size_ == 0; }
+  size_t size() const noexcept { return size_; }
+  T& front() noexcept { return buf_[head_]; }
+  void pop() noexcept {
+    head_ = (head_ + 1) & (buf_.size() - 1);
+    --size_;
+  }
+  void push(const T& v) {
+    if (size_ == buf_.size()) grow();
+    buf_[(head_ + size_) & (buf_.size() - 1)] = v;
+    ++size_;
+  }
+
+ private:
+  void grow() {
+    std::vector<T> next(buf_.empty() ? 16 : buf_.size() * 2);
+    for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    buf_.swap(next);
+    head_ = 0;
+  }
+  std::vector<T> buf_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+}  // namespace detail
+
+// --- receiver ---
+
+// A decoded data packet, as the receiver needs it.
+struct RxPacket {
+  uint32_t src = 0;
+  uint64_t message_id = 0;
+  uint32_t seq = 0;
+  uint32_t count = 0;
+  uint64_t message_length = 0;
+  uint32_t bytes = 0;
+  bool retransmit = false;  // the header's kFlagRetransmit: not counted as reordering
+};
+
+enum class RxEvent : uint8_t {
+  kAccepted,     // new packet, message still incomplete
+  kCompleted,    // new packet that completed its message (happens once per message): send an ACK
+  kDuplicate,    // packet already held: dropped
+  kStale,        // packet of an already completed message: dropped; re-ACK (the ACK may have been lost)
+  kOutOfWindow,  // message id beyond the receive window: dropped (the sender will retransmit)
+  kInvalid,      // inconsistent with the message's other packets or the configuration: dropped
+};
+
+struct ReceiverConfig {
+  uint32_t sources = 1;        // ranks that may send to this receiver: 0 .. sources-1
+  uint32_t window = 1024;      // messages in flight per source; a power of two
+  // A message idle this long with packets missing is NACKed (at most once per nack_delay). Must exceed
+  // the path's reordering, or packets merely late are retransmitted.
+  Duration nack_delay = Duration::from_us(100);
+  uint32_t max_missing_per_nack = 256;
+};
+
+struct ReceiverStats {
+  uint64_t packets = 0;
+  uint64_t accepted = 0;      // kAccepted + kCompleted
+  uint64_t duplicates = 0;
+  uint64_t stale = 0;
+  uint64_t reordered = 0;     // new packets below the highest seq seen of their message
+  uint64_t out_of_window = 0;
+  uint64_t invalid = 0;
+  uint64_t completed = 0;     // messages
+  uint64_t bytes_completed = 0;
+  uint64_t nacks = 0;
+};
+
+struct Nack {
+  uint32_t src = 0;  // the sender the NACK goes back to
+  uint64_t message_id = 0;
+  uint32_t count = 0;
+  uint32_t cumulative = 0;
+  uint32_t covered = 0;
+  uint32_t first = 0;  // missing seqs are NackBatch::seqs[first, first + missing)
+  uint32_t missing = 0;
+};
+// Output of Receiver::poll_nacks; reuse one across calls (clear() keeps the capacity).
+struct NackBatch {
+  std::vector<Nack> nacks;
+  std::vector<uint32_t> seqs;
+  void clear() noexcept {
+    nacks.clear();
+    seqs.clear();
+  }
+};
+
+class Receiver {
+ public:
+  // std::invalid_argument on a window that is not a power of two, or zero sources.
+  explicit Receiver(const ReceiverConfig& config);
+
+  RxEvent on_packet(const RxPacket& p, Time now);
+  // NACKs for incomplete messages idle for nack_delay since their last new packet and their last NACK,
+  // appended to `out`. An incomplete message with no gap below its highest packet still gets one (an
+  // empty list acknowledges what arrived, so the sender's timeout resends only the tail).
+  void poll_nacks(Time now, NackBatch& out);
+  // The missing seqs below the highest received of message (src, id), up to out.size(); returns how many.
+  // 0 for an unknown or completed message.
+  size_t missing(uint32_t src, uint64_t message_id, std::span<uint32_t> out) const noexcept;
+  // Every message below this id from `src` is complete.
+  uint64_t completed_below(uint32_t src) const noexcept;
+  size_t active_messages() const noexcept { return active_.size(); }
+  const ReceiverStats& stats() const noexcept { return stats_; }
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFF;
+  struct Slot {
+    uint32_t src = 0;
+    uint64_t id = 0;
+    uint32_t count = 0;
+    uint32_t received = 0;
+    uint32_t highest = 0;     // 1 + the highest seq received
+    uint32_t cumulative = 0;  // first seq not received
+    uint64_t length = 0;
+    uint64_t bytes = 0;
+    Time last_activity;
+    Time last_nack;
+    bool nacked = false;
+    uint32_t active_pos = 0;
+    std::vector<uint64_t> bits;  // kept across reuse: the pool's storage
+  };
+  struct Source {
+    uint64_t base = 0;                 // every id below is complete
+    std::vector<uint32_t> slot_of;     // window ring: slot index or kNone
+    std::vector<uint64_t> done;        // window ring: completed-id bits
+  };
+  uint32_t alloc_slot();
+  void release_slot(uint32_t s);
+  bool has(const Slot& s, uint32_t seq) const noexcept { return (s.bits[seq >> 6] >> (seq & 63)) & 1; }
+  size_t collect_missing(const Slot& s, uint32_t limit, uint32_t* out) const noexcept;
+
+  ReceiverConfig config_;
+  std::vector<Source> sources_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> active_;
+  ReceiverStats stats_;
+};
+
+// --- sender ---
+
+struct SenderConfig {
+  uint32_t destinations = 1;        // ranks this sender may send to: 0 .. destinations-1
+  uint32_t payload_per_packet = 1024;  // message bytes per packet (max_payload_for_mtu)
+  uint32_t window = 1024;           // unacknowledged messages per destination; the receiver's window
+  Duration rto = Duration::from_us(1000);  // a packet unacknowledged this long is sent again
+};
+
+struct SenderStats {
+  uint64_t messages = 0;
+  uint64_t messages_acked = 0;
+  uint64_t packets = 0;              // first transmissions
+  uint64_t retransmissions = 0;      // nack_retransmissions + timeout_retransmissions
+  uint64_t nack_retransmissions = 0;
+  uint64_t timeout_retransmissions = 0;
+};
+
+// One packet to put on the wire.
+struct TxPacket {
+  uint32_t dst = 0;
+  uint64_t message_id = 0;
+  uint32_t seq = 0;
+  uint32_t count = 0;
+  uint64_t message_length = 0;
+  uint64_t offset = 0;
+  uint32_t bytes = 0;
+  bool retransmit = false;
+};
+
+class Sender {
+ public:
+  // std::invalid_argument on zero payload_per_packet or destinations, or a window not a power of two.
+  explicit Sender(const SenderConfig& config);
+
+  // Queues a message of `bytes` to `dst` and returns its wire id; std::out_of_range when `dst`'s
+  // window is full (check can_submit) or dst is out of range.
+  uint64_t submit(uint32_t dst, uint64_t bytes);
+  bool can_submit(uint32_t dst) const noexcept;
+  // The next packet to send at `now`: NACKed packets first, then timed-out ones, then new ones.
+  // False when there is nothing to send now (see next_timeout()).
+  bool next(Time now, TxPacket& out);
+  // The earliest time a packet already sent times out (Time::max() when none).
+  Time next_timeout() noexcept;
+  // Feedback from `dst` about `message_id`. Returns true when this completed the message (freed).
+  bool on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative);
+  bool on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
+               std::span<const uint32_t> missing);
+  size_t unacked_messages() const noexcept { return live_; }
+  const SenderStats& stats() const noexcept { return stats_; }
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFF;
+  struct Slot {
+    uint32_t dst = 0;
+    uint64_t id = 0;
+    uint32_t count = 0;
+    uint64_t length = 0;
+    uint32_t next_new = 0;      // first seq never sent
+    uint32_t unacked = 0;       // packets not acknowledged (sent or not)
+    bool live = false;
+    uint64_t gen = 0;           // bumped on every reuse, so references to an earlier message go stale
+    std::vector<uint64_t> acked;    // per packet
+    std::vector<uint64_t> pending;  // per packet: queued for a NACK retransmission
+    std::vector<Time> sent_at;      // per packet: last transmission
+  };
+  struct Dest {
+    uint64_t next_id = 0;
+    uint64_t base = 0;              // every id below is acknowledged
+    std::vector<uint32_t> slot_of;  // window ring
+    std::vector<uint64_t> done;     // window ring: acknowledged-id bits
+  };
+  struct Ref {
+    uint32_t slot;
+    uint32_t seq;
+    uint64_t gen;
+    Time sent;  // timers only: the transmission this timer belongs to
+  };
+  Slot* find(uint32_t dst, uint64_t id) noexcept;
+  bool ack_packet(Slot& s, uint32_t seq) noexcept;
+  bool finish_if_done(uint32_t slot);
+  bool valid(const Ref& r) const noexcept { return slots_[r.slot].live && slots_[r.slot].gen == r.gen; }
+  void emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out);
+
+  SenderConfig config_;
+  std::vector<Dest> dests_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  detail::Ring<uint32_t> fresh_;   // slots with packets never sent, in submission order
+  detail::Ring<Ref> nacked_;
+  detail::Ring<Ref> timers_;       // in send order == expiry order (one rto for all)
+  size_t live_ = 0;
+  SenderStats stats_;
+};
+
+// --- fault injection ---
+
+struct FaultConfig {
+  double drop_rate = 0;       // probability a packet is lost
+  double duplicate_rate = 0;  // probability a packet that is not lost is delivered twice
+  double reorder_rate = 0;    // probability a delivered packet is held back behind later ones
+  uint64_t seed = 1;
+};
+
+struct FaultDecision {
+  bool drop = false;
+  bool duplicate = false;
+  bool reorder = false;
+};
+
+// Decides, packet by packet, from a seeded generator: the same seed gives the same decisions on every
+// platform. How far a reordered packet is held back is the caller's (its I/O knows what "later" is).
+class FaultFilter {
+ public:
+  // std::invalid_argument for a rate outside [0, 1] (or NaN).
+  explicit FaultFilter(const FaultConfig& config);
+  FaultDecision next() noexcept;
+  // A deterministic draw in [0, n), for callers that choose a reorder distance.
+  uint64_t uniform(uint64_t n) noexcept;
+  uint64_t seen() const noexcept { return seen_; }
+  uint64_t dropped() const noexcept { return dropped_; }
+  uint64_t duplicated() const noexcept { return duplicated_; }
+  uint64_t reordered() const noexcept { return reordered_; }
+
+ private:
+  uint64_t draw() noexcept;
+  uint64_t state_;
+  uint64_t drop_q32_, dup_q32_, reorder_q32_;  // probability * 2^32
+  uint64_t seen_ = 0, dropped_ = 0, duplicated_ = 0, reordered_ = 0;
+};
+
+}  // namespace fabemu::host::dpdk

@@ -1,0 +1,433 @@
+// Frame encode/decode. Layout and the reasons for each choice: host/dpdk/README.md.
+#include "host/dpdk/wire.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace fabemu::host::dpdk {
+
+namespace {
+
+// --- big-endian field access ---
+inline void put8(uint8_t* p, uint8_t v) noexcept { p[0] = v; }
+inline void put16(uint8_t* p, uint16_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+inline void put24(uint8_t* p, uint32_t v) noexcept {
+  p[0] = static_cast<uint8_t>(v >> 16);
+  p[1] = static_cast<uint8_t>(v >> 8);
+  p[2] = static_cast<uint8_t>(v);
+}
+inline void put32(uint8_t* p, uint32_t v) noexcept {
+  put16(p, static_cast<uint16_t>(v >> 16));
+  put16(p + 2, static_cast<uint16_t>(v));
+}
+inline void put64(uint8_t* p, uint64_t v) noexcept {
+  put32(p, static_cast<uint32_t>(v >> 32));
+  put32(p + 4, static_cast<uint32_t>(v));
+}
+inline uint16_t get16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+inline uint32_t get24(const uint8_t* p) noexcept { return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]; }
+inline uint32_t get32(const uint8_t* p) noexcept { return uint32_t{get16(p)} << 16 | get16(p + 2); }
+inline uint64_t get64(const uint8_t* p) noexcept { return uint64_t{get32(p)} << 32 | get32(p + 4); }
+
+// --- CRC-32 (reflected 0xEDB88320), slicing-by-8 tables built at compile time ---
+constexpr uint32_t kPoly = 0xEDB88320u;
+
+struct CrcTables {
+  uint32_t t[8][256];
+};
+constexpr CrcTables make_tables() {
+  CrcTables c{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t r = i;
+    for (int k = 0; k < 8; ++k) r = (r & 1) ? (r >> 1) ^ kPoly : r >> 1;
+    c.t[0][i] = r;
+  }
+  for (uint32_t i = 0; i < 256; ++i) {
+    for (int s = 1; s < 8; ++s) c.t[s][i] = (c.t[s - 1][i] >> 8) ^ c.t[0][c.t[s - 1][i] & 0xFF];
+  }
+  return c;
+}
+constexpr CrcTables kCrc = make_tables();
+
+// The raw register (no pre/post inversion) advanced over `n` bytes.
+uint32_t crc_raw(uint32_t s, const uint8_t* p, size_t n) noexcept {
+  while (n >= 8) {
+    const uint32_t lo = s ^ (uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24);
+    s = kCrc.t[7][lo & 0xFF] ^ kCrc.t[6][(lo >> 8) & 0xFF] ^ kCrc.t[5][(lo >> 16) & 0xFF] ^ kCrc.t[4][lo >> 24] ^
+        kCrc.t[3][p[4]] ^ kCrc.t[2][p[5]] ^ kCrc.t[1][p[6]] ^ kCrc.t[0][p[7]];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- > 0) s = kCrc.t[0][(s ^ *p++) & 0xFF] ^ (s >> 8);
+  return s;
+}
+
+// Multiplication modulo the CRC polynomial in the reflected representation (bit 31 is x^0), so a run
+// of zero bytes advances the register by one multiplication by x^(8n) instead of n table steps.
+constexpr uint32_t mulmodp(uint32_t a, uint32_t b) noexcept {
+  uint32_t m = 1u << 31;
+  uint32_t p = 0;
+  for (;;) {
+    if (a & m) {
+      p ^= b;
+      if ((a & (m - 1)) == 0) break;
+    }
+    m >>= 1;
+    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
+  }
+  return p;
+}
+struct X2n {
+  uint32_t t[64];
+};
+constexpr X2n make_x2n() {
+  X2n x{};
+  uint32_t p = 1u << 30;  // x^1
+  x.t[0] = p;
+  for (int k = 1; k < 64; ++k) x.t[k] = p = mulmodp(p, p);  // x^(2^k)
+  return x;
+}
+constexpr X2n kX2n = make_x2n();
+
+// x^(8b) and x^(8 * 256 b) for every byte value b: two lookups and one multiplication give the operator
+// for any run shorter than 64 KiB (every frame), instead of one multiplication per bit of the length.
+struct ZeroOps {
+  uint32_t lo[256];
+  uint32_t hi[256];
+};
+constexpr ZeroOps make_zero_ops() {
+  ZeroOps z{};
+  z.lo[0] = z.hi[0] = 1u << 31;  // x^0
+  for (int b = 1; b < 256; ++b) {
+    z.lo[b] = mulmodp(z.lo[b - 1], kX2n.t[3]);   // * x^8
+    z.hi[b] = mulmodp(z.hi[b - 1], kX2n.t[11]);  // * x^2048
+  }
+  return z;
+}
+constexpr ZeroOps kZeroOps = make_zero_ops();
+
+uint32_t crc_raw_zeros(uint32_t s, uint64_t n) noexcept {
+  if (n < 65536) return mulmodp(mulmodp(kZeroOps.lo[n & 0xFF], kZeroOps.hi[n >> 8]), s);
+  uint64_t bits = n * 8;
+  for (int k = 0; bits != 0 && s != 0; ++k, bits >>= 1) {
+    if (bits & 1) s = mulmodp(kX2n.t[k], s);
+  }
+  return s;
+}
+
+// RFC 1071 sum of 16-bit big-endian words, unfolded. Every caller passes a segment that starts at an
+// even offset of the checksummed data, so segments add up.
+uint64_t sum16(const uint8_t* p, size_t n) noexcept {
+  // Big-endian 32-bit words add up to the same folded sum as their 16-bit halves (2^16 == 1 modulo
+  // 0xFFFF), at half the additions; a 64-bit accumulator cannot overflow below 2^32 words.
+  uint64_t s = 0;
+  while (n >= 8) {
+    s += uint64_t{get32(p)} + get32(p + 4);
+    p += 8;
+    n -= 8;
+  }
+  while (n >= 4) {
+    s += get32(p);
+    p += 4;
+    n -= 4;
+  }
+  if (n >= 2) {
+    s += get16(p);
+    p += 2;
+    n -= 2;
+  }
+  if (n) s += uint64_t{p[0]} << 8;
+  return s;
+}
+uint16_t fold(uint64_t s) noexcept {
+  while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+  return static_cast<uint16_t>(s);
+}
+
+uint64_t pseudo_header_sum(uint32_t src_ip, uint32_t dst_ip, uint16_t udp_len) noexcept {
+  return (src_ip >> 16) + (src_ip & 0xFFFF) + (dst_ip >> 16) + (dst_ip & 0xFFFF) + kIpProtoUdp + udp_len;
+}
+
+constexpr size_t kUdpOff = kEthHeaderBytes + kIpv4HeaderBytes;
+constexpr size_t kL4Off = kUdpOff + kUdpHeaderBytes;
+
+size_t roce_pad(size_t payload_bytes) noexcept { return (4 - payload_bytes % 4) % 4; }
+
+size_t udp_payload_bytes(WireMode mode, size_t payload_bytes) noexcept {
+  return mode == WireMode::kFabemu
+             ? kFabemuHeaderBytes + payload_bytes
+             : kBthBytes + kFabemuHeaderBytes + payload_bytes + roce_pad(payload_bytes) + kIcrcBytes;
+}
+
+void write_header(uint8_t* h, const FabemuHeader& f) noexcept {
+  put32(h + 0, kFabemuMagic);
+  put8(h + 4, kFabemuVersion);
+  put8(h + 5, static_cast<uint8_t>(f.kind));
+  put16(h + 6, f.flags);
+  put32(h + 8, f.src_rank);
+  put32(h + 12, f.dst_rank);
+  put64(h + 16, f.message_id);
+  put32(h + 24, f.seq);
+  put32(h + 28, f.count);
+  put64(h + 32, f.message_length);
+  put64(h + 40, f.offset);
+  put64(h + 48, f.tx_time_ps);
+  put32(h + 56, crc32_update(0, {h, 56}));
+}
+
+void write_bth(uint8_t* b, const Bth& t, size_t pad) noexcept {
+  put8(b + 0, t.opcode);
+  put8(b + 1, static_cast<uint8_t>((t.solicited ? 0x80 : 0) | (t.mig_req ? 0x40 : 0) | (pad << 4) | (t.tver & 0x0F)));
+  put16(b + 2, t.pkey);
+  put8(b + 4, 0);
+  put24(b + 5, t.dest_qp & 0xFFFFFF);
+  put8(b + 8, t.ack_req ? 0x80 : 0);
+  put24(b + 9, t.psn & 0xFFFFFF);
+}
+
+bool known_opcode(uint8_t op) noexcept {
+  return op == kRcSendFirst || op == kRcSendMiddle || op == kRcSendLast || op == kRcSendOnly;
+}
+
+}  // namespace
+
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) noexcept {
+  return ~crc_raw(~crc, data.data(), data.size());
+}
+
+uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial) noexcept {
+  return fold(initial + sum16(data.data(), data.size()));
+}
+
+uint32_t roce_icrc(std::span<const uint8_t> f) noexcept {
+  if (f.size() < kL4Off + kBthBytes) return 0;
+  uint8_t masked[kIpv4HeaderBytes + kUdpHeaderBytes + kBthBytes];
+  std::memcpy(masked, f.data() + kEthHeaderBytes, sizeof masked);
+  masked[1] = 0xFF;                // TOS (DSCP and ECN)
+  masked[8] = 0xFF;                // TTL
+  masked[10] = masked[11] = 0xFF;  // IP header checksum
+  masked[kIpv4HeaderBytes + 6] = masked[kIpv4HeaderBytes + 7] = 0xFF;  // UDP checksum
+  masked[kIpv4HeaderBytes + kUdpHeaderBytes + 4] = 0xFF;               // BTH reserved byte
+  static constexpr uint8_t kMaskedLrh[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  uint32_t s = crc_raw(0xFFFFFFFFu, kMaskedLrh, 8);
+  s = crc_raw(s, masked, sizeof masked);
+  s = crc_raw(s, f.data() + kL4Off + kBthBytes, f.size() - kL4Off - kBthBytes);
+  return ~s;
+}
+
+size_t frame_bytes(WireMode mode, size_t payload_bytes) noexcept {
+  return std::max(kMinFrameBytes, kL4Off + udp_payload_bytes(mode, payload_bytes));
+}
+
+size_t max_payload_for_mtu(WireMode mode, size_t mtu) noexcept {
+  const size_t overhead = kIpv4HeaderBytes + udp_payload_bytes(mode, 0) + kUdpHeaderBytes;
+  if (mtu > 65535) mtu = 65535;
+  if (mtu <= overhead) return 0;
+  const size_t room = mtu - overhead;
+  return mode == WireMode::kFabemu ? room : room & ~size_t{3};
+}
+
+size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept {
+  const FabemuHeader& h = spec.hdr;
+  const size_t payload = h.kind == PacketKind::kData   ? spec.payload_bytes
+                         : h.kind == PacketKind::kNack ? spec.missing.size() * 4
+                                                       : 0;
+  const size_t pad = spec.mode == WireMode::kRoceV2 ? roce_pad(payload) : 0;
+  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(spec.mode, payload);
+  if (kIpv4HeaderBytes + udp_len > 65535) return 0;
+  const size_t ip_end = kUdpOff + udp_len;
+  const size_t total = std::max(kMinFrameBytes, ip_end);
+  if (out.size() < total) return 0;
+  uint8_t* f = out.data();
+
+  // Ethernet II
+  std::memcpy(f, spec.dst.mac.data(), 6);
+  std::memcpy(f + 6, spec.src.mac.data(), 6);
+  put16(f + 12, kEtherTypeIpv4);
+
+  // IPv4: no options, DF, TTL 64
+  uint8_t* ip = f + kEthHeaderBytes;
+  put8(ip + 0, 0x45);
+  put8(ip + 1, static_cast<uint8_t>((spec.dscp & 0x3F) << 2));
+  put16(ip + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udp_len));
+  put16(ip + 4, spec.ip_id);
+  put16(ip + 6, 0x4000);
+  put8(ip + 8, 64);
+  put8(ip + 9, kIpProtoUdp);
+  put16(ip + 10, 0);
+  put32(ip + 12, spec.src.ip);
+  put32(ip + 16, spec.dst.ip);
+  put16(ip + 10, static_cast<uint16_t>(~fold(sum16(ip, kIpv4HeaderBytes))));
+
+  // UDP (checksum last: it covers the ICRC)
+  uint8_t* udp = f + kUdpOff;
+  put16(udp + 0, spec.src.port);
+  put16(udp + 2, spec.mode == WireMode::kRoceV2 ? kRoceV2Port : spec.dst.port);
+  put16(udp + 4, static_cast<uint16_t>(udp_len));
+  put16(udp + 6, 0);
+
+  uint8_t* l4 = f + kL4Off;
+  if (spec.mode == WireMode::kRoceV2) {
+    write_bth(l4, spec.bth, pad);
+    l4 += kBthBytes;
+  }
+  write_header(l4, h);
+  uint8_t* body = l4 + kFabemuHeaderBytes;
+  // The checksum sums only the bytes that may be non-zero: zero padding adds nothing.
+  uint64_t sum = pseudo_header_sum(spec.src.ip, spec.dst.ip, static_cast<uint16_t>(udp_len)) + sum16(udp, body - udp);
+  if (h.kind == PacketKind::kNack) {
+    for (size_t i = 0; i < spec.missing.size(); ++i) put32(body + 4 * i, spec.missing[i]);
+    sum += sum16(body, payload);
+  } else {
+    std::memset(body, 0, payload);
+  }
+  std::memset(body + payload, 0, pad);
+  if (spec.mode == WireMode::kRoceV2) {
+    uint8_t* icrc_at = body + payload + pad;
+    // ICRC: the headers through the fabemu header, then payload+pad (zeros unless a NACK list).
+    uint32_t s = ~roce_icrc({f, static_cast<size_t>(body - f)});
+    s = h.kind == PacketKind::kNack ? crc_raw(s, body, payload + pad) : crc_raw_zeros(s, payload + pad);
+    const uint32_t icrc = ~s;
+    // Little-endian on the wire, like the Ethernet FCS (Linux rxe, Wireshark's check).
+    for (int i = 0; i < 4; ++i) icrc_at[i] = static_cast<uint8_t>(icrc >> (8 * i));
+    sum += sum16(icrc_at, kIcrcBytes);  // at an even offset: payload + pad is a multiple of 4
+  }
+  uint16_t csum = static_cast<uint16_t>(~fold(sum));
+  put16(udp + 6, csum == 0 ? 0xFFFF : csum);
+  std::memset(f + ip_end, 0, total - ip_end);
+  return total;
+}
+
+uint32_t DecodedFrame::missing(size_t i) const noexcept { return get32(payload.data() + 4 * i); }
+
+Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, DecodedFrame& out) noexcept {
+  const uint8_t* f = frame.data();
+  const size_t n = frame.size();
+  if (n < kEthHeaderBytes) return Verdict::kTruncated;
+  if (get16(f + 12) != kEtherTypeIpv4) return Verdict::kNotIpv4;
+  if (n < kUdpOff) return Verdict::kTruncated;
+  const uint8_t* ip = f + kEthHeaderBytes;
+  if (ip[0] != 0x45 || (get16(ip + 6) & 0x3FFF) != 0) return Verdict::kBadIpHeader;
+  const size_t ip_len = get16(ip + 2);
+  if (ip_len < kIpv4HeaderBytes || kEthHeaderBytes + ip_len > n) return Verdict::kTruncated;
+  if (fold(sum16(ip, kIpv4HeaderBytes)) != 0xFFFF) return Verdict::kBadIpChecksum;
+  if (ip[9] != kIpProtoUdp) return Verdict::kNotUdp;
+  if (ip_len < kIpv4HeaderBytes + kUdpHeaderBytes) return Verdict::kTruncated;
+  const uint8_t* udp = f + kUdpOff;
+  const size_t udp_len = get16(udp + 4);
+  if (udp_len != ip_len - kIpv4HeaderBytes) return Verdict::kTruncated;
+  const uint32_t src_ip = get32(ip + 12);
+  const uint32_t dst_ip = get32(ip + 16);
+  // A zero UDP checksum ("none") is accepted only in RoCEv2 mode, where the ICRC protects the packet
+  // (the RoCEv2 annex lets senders leave it zero).
+  const uint16_t udp_csum = get16(udp + 6);
+  if (rules.verify_udp_checksum && (udp_csum != 0 || rules.mode != WireMode::kRoceV2)) {
+    if (fold(pseudo_header_sum(src_ip, dst_ip, static_cast<uint16_t>(udp_len)) + sum16(udp, udp_len)) != 0xFFFF) {
+      return Verdict::kBadUdpChecksum;
+    }
+  }
+  const uint16_t dport = get16(udp + 2);
+  if (rules.mode == WireMode::kRoceV2 ? dport != kRoceV2Port : (dport < rules.port_lo || dport > rules.port_hi)) {
+    return Verdict::kWrongPort;
+  }
+
+  const uint8_t* l4 = f + kL4Off;
+  size_t l4_len = udp_len - kUdpHeaderBytes;
+  Bth bth;
+  uint8_t pad = 0;
+  if (rules.mode == WireMode::kRoceV2) {
+    if (l4_len < kBthBytes) return Verdict::kTruncated;
+    bth.opcode = l4[0];
+    bth.solicited = (l4[1] & 0x80) != 0;
+    bth.mig_req = (l4[1] & 0x40) != 0;
+    pad = static_cast<uint8_t>((l4[1] >> 4) & 0x3);
+    bth.tver = l4[1] & 0x0F;
+    bth.pkey = get16(l4 + 2);
+    bth.dest_qp = get24(l4 + 5);
+    bth.ack_req = (l4[8] & 0x80) != 0;
+    bth.psn = get24(l4 + 9);
+    // Real RDMA traffic (CNPs, ACKs, READs...) stops here, before any length that only fabemu implies.
+    if (bth.tver != 0 || !known_opcode(bth.opcode)) return Verdict::kBadBth;
+    if (l4_len < kBthBytes + kFabemuHeaderBytes + kIcrcBytes) return Verdict::kTruncated;
+    if (l4_len < kBthBytes + kFabemuHeaderBytes + kIcrcBytes + pad) return Verdict::kBadBth;
+    const size_t icrc_off = kUdpOff + udp_len - kIcrcBytes;
+    const uint8_t* ic = f + icrc_off;
+    const uint32_t want = uint32_t{ic[0]} | uint32_t{ic[1]} << 8 | uint32_t{ic[2]} << 16 | uint32_t{ic[3]} << 24;
+    if (rules.verify_icrc && roce_icrc(frame.first(icrc_off)) != want) return Verdict::kBadIcrc;
+    l4 += kBthBytes;
+    l4_len -= kBthBytes + kIcrcBytes + pad;
+  }
+  if (l4_len >= 4 && get32(l4) != kFabemuMagic) return Verdict::kBadMagic;
+  if (l4_len < kFabemuHeaderBytes) return Verdict::kTruncated;
+  if (l4[4] != kFabemuVersion) return Verdict::kBadVersion;
+  if (crc32_update(0, {l4, 56}) != get32(l4 + 56)) return Verdict::kBadHeaderCrc;
+
+  FabemuHeader h;
+  const uint8_t kind = l4[5];
+  h.kind = static_cast<PacketKind>(kind);
+  h.flags = get16(l4 + 6);
+  h.src_rank = get32(l4 + 8);
+  h.dst_rank = get32(l4 + 12);
+  h.message_id = get64(l4 + 16);
+  h.seq = get32(l4 + 24);
+  h.count = get32(l4 + 28);
+  h.message_length = get64(l4 + 32);
+  h.offset = get64(l4 + 40);
+  h.tx_time_ps = get64(l4 + 48);
+  const size_t payload = l4_len - kFabemuHeaderBytes;
+  switch (h.kind) {
+    case PacketKind::kData:
+      if (h.seq >= h.count || payload > h.message_length || h.offset > h.message_length - payload) {
+        return Verdict::kBadFields;
+      }
+      break;
+    case PacketKind::kAck:
+      if (payload != 0 || h.seq > h.count) return Verdict::kBadFields;
+      break;
+    case PacketKind::kNack:
+      if (payload % 4 != 0 || h.seq > h.count || h.offset > h.count) return Verdict::kBadFields;
+      break;
+    default:
+      return Verdict::kBadFields;
+  }
+
+  std::memcpy(out.dst.mac.data(), f, 6);
+  std::memcpy(out.src.mac.data(), f + 6, 6);
+  out.src.ip = src_ip;
+  out.dst.ip = dst_ip;
+  out.src.port = get16(udp);
+  out.dst.port = dport;
+  out.ip_id = get16(ip + 4);
+  out.dscp = static_cast<uint8_t>(ip[1] >> 2);
+  out.hdr = h;
+  out.bth = bth;
+  out.pad_count = pad;
+  out.payload_bytes = static_cast<uint32_t>(payload);
+  out.payload = {l4 + kFabemuHeaderBytes, payload};
+  return Verdict::kOurs;
+}
+
+std::string_view to_string(Verdict v) noexcept {
+  switch (v) {
+    case Verdict::kOurs: return "ours";
+    case Verdict::kTruncated: return "truncated";
+    case Verdict::kNotIpv4: return "not IPv4 (EtherType)";
+    case Verdict::kBadIpHeader: return "bad IPv4 header (version, options or fragment)";
+    case Verdict::kBadIpChecksum: return "bad IPv4 header checksum";
+    case Verdict::kNotUdp: return "not UDP";
+    case Verdict::kBadUdpChecksum: return "bad UDP checksum";
+    case Verdict::kWrongPort: return "not our UDP port";
+    case Verdict::kBadBth: return "bad InfiniBand BTH";
+    case Verdict::kBadIcrc: return "bad RoCEv2 ICRC";
+    case Verdict::kBadMagic: return "bad fabemu magic";
+    case Verdict::kBadVersion: return "unsupported fabemu version";
+    case Verdict::kBadHeaderCrc: return "bad fabemu header CRC";
+    case Verdict::kBadFields: return "inconsistent fabemu header fields";
+  }
+  return "unknown";
+}
+
+}  // namespace fabemu::host::dpdk

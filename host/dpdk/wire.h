@@ -1,0 +1,187 @@
+// The DPDK fabric's frames, encoded into and decoded from caller buffers (no allocation per frame):
+// Ethernet II / IPv4 / UDP / fabemu header, or Ethernet II / IPv4 / UDP 4791 / InfiniBand BTH / fabemu
+// header / ICRC (RoCEv2). The byte layout is in host/dpdk/README.md. A frame that is not ours is
+// classified with the reason, never mistaken for ours.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace fabemu::host::dpdk {
+
+// --- constants of the format (README.md, "Wire format") ---
+inline constexpr uint32_t kFabemuMagic = 0x46454D55;  // "FEMU"
+inline constexpr uint8_t kFabemuVersion = 1;
+inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
+inline constexpr uint8_t kIpProtoUdp = 17;
+inline constexpr uint16_t kRoceV2Port = 4791;
+inline constexpr size_t kEthHeaderBytes = 14;
+inline constexpr size_t kIpv4HeaderBytes = 20;
+inline constexpr size_t kUdpHeaderBytes = 8;
+inline constexpr size_t kBthBytes = 12;
+inline constexpr size_t kIcrcBytes = 4;
+inline constexpr size_t kFabemuHeaderBytes = 60;
+inline constexpr size_t kMinFrameBytes = 60;  // Ethernet minimum without the FCS (the NIC appends it)
+inline constexpr uint16_t kDefaultPkey = 0xFFFF;
+
+// RC SEND opcodes of the BTH, as a RoCE-aware switch or capture tool reads them.
+inline constexpr uint8_t kRcSendFirst = 0x00;
+inline constexpr uint8_t kRcSendMiddle = 0x01;
+inline constexpr uint8_t kRcSendLast = 0x02;
+inline constexpr uint8_t kRcSendOnly = 0x04;
+
+using MacAddr = std::array<uint8_t, 6>;
+
+// IPv4 addresses are host-order integers (198.18.0.1 == 0xC6120001) everywhere in the API.
+struct Endpoint {
+  MacAddr mac{};
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+enum class WireMode : uint8_t { kFabemu, kRoceV2 };
+
+enum class PacketKind : uint8_t { kData = 1, kAck = 2, kNack = 3 };
+
+// Flags of the fabemu header.
+inline constexpr uint16_t kFlagRetransmit = 0x0001;  // this copy is a retransmission
+
+// The fabemu header (60 bytes on the wire, network byte order, its own CRC). For kAck/kNack the
+// fields carry feedback about message `message_id` of the sender `dst_rank`: `seq` is the cumulative
+// ack (all packets below it arrived), `offset` is the end of the range a NACK covers (packets in
+// [seq, offset) not listed as missing arrived), and a NACK's payload lists missing seqs (u32 each).
+struct FabemuHeader {
+  PacketKind kind = PacketKind::kData;
+  uint16_t flags = 0;
+  uint32_t src_rank = 0;
+  uint32_t dst_rank = 0;
+  uint64_t message_id = 0;
+  uint32_t seq = 0;
+  uint32_t count = 0;
+  uint64_t message_length = 0;
+  uint64_t offset = 0;
+  uint64_t tx_time_ps = 0;  // emulated transmit time
+  friend bool operator==(const FabemuHeader&, const FabemuHeader&) = default;
+};
+
+// The fields of the InfiniBand Base Transport Header a sender chooses (RoCEv2 mode). The pad count is
+// not here: encode() derives it from the payload length.
+struct Bth {
+  uint8_t opcode = kRcSendOnly;
+  bool solicited = false;   // SE
+  bool mig_req = true;      // M (1: no migration in progress, as RDMA NICs send it)
+  uint8_t tver = 0;         // transport header version, 4 bits
+  uint16_t pkey = kDefaultPkey;
+  uint32_t dest_qp = 0;     // 24 bits
+  bool ack_req = false;     // A
+  uint32_t psn = 0;         // 24 bits
+  friend bool operator==(const Bth&, const Bth&) = default;
+};
+
+// The RC SEND opcode of packet `seq` of `count`: Only, First, Middle or Last.
+constexpr uint8_t rc_send_opcode(uint32_t seq, uint32_t count) noexcept {
+  if (count <= 1) return kRcSendOnly;
+  if (seq == 0) return kRcSendFirst;
+  return seq + 1 == count ? kRcSendLast : kRcSendMiddle;
+}
+
+// A UDP source port in the dynamic range derived from a flow key, so ECMP hashes spread flows.
+constexpr uint16_t flow_source_port(uint64_t flow) noexcept {
+  flow ^= flow >> 33;
+  flow *= 0xff51afd7ed558ccdULL;
+  flow ^= flow >> 33;
+  return static_cast<uint16_t>(0xC000 | (flow & 0x3FFF));
+}
+
+// Everything encode() needs for one frame.
+struct FrameSpec {
+  WireMode mode = WireMode::kFabemu;
+  Endpoint src;                 // src.port is the UDP source port (see flow_source_port)
+  Endpoint dst;                 // dst.port is ignored in RoCEv2 mode (always 4791)
+  uint16_t ip_id = 0;
+  uint8_t dscp = 0;             // 6 bits
+  FabemuHeader hdr;
+  Bth bth;                      // RoCEv2 mode only
+  // kData: message bytes this packet carries, sent as zero padding after the header.
+  // kNack: ignored; the payload is `missing` (4 bytes per seq). kAck: ignored (no payload).
+  uint32_t payload_bytes = 0;
+  std::span<const uint32_t> missing;
+};
+
+// Bytes of the frame (no FCS) for `payload_bytes` after the fabemu header, at least kMinFrameBytes.
+size_t frame_bytes(WireMode mode, size_t payload_bytes) noexcept;
+// The largest payload_bytes whose frame fits `mtu` (the IPv4 total length limit, e.g. 1500 or 9000).
+size_t max_payload_for_mtu(WireMode mode, size_t mtu) noexcept;
+
+// Writes the frame into `out` with every checksum (IPv4, UDP, fabemu header CRC, RoCEv2 ICRC) filled
+// in. Returns the frame's length, or 0 when `out` is too small or the IP datagram would exceed 65535.
+size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept;
+
+// Why a frame is not ours. Checked in this order, so a frame gets the first reason that applies.
+enum class Verdict : uint8_t {
+  kOurs,
+  kTruncated,         // shorter than its headers or its stated lengths
+  kNotIpv4,           // EtherType is not 0x0800
+  kBadIpHeader,       // IP version != 4, options present, or a fragment
+  kBadIpChecksum,
+  kNotUdp,            // IP protocol != 17
+  kBadUdpChecksum,
+  kWrongPort,         // UDP destination port is not one of ours
+  kBadBth,            // RoCEv2: TVer != 0, an opcode we never send (real RDMA traffic), or a bad pad count
+  kBadIcrc,           // RoCEv2: invariant CRC mismatch
+  kBadMagic,
+  kBadVersion,
+  kBadHeaderCrc,
+  kBadFields,         // unknown kind, seq >= count, offset+bytes > length, NACK list not whole u32s
+};
+inline constexpr size_t kVerdictCount = 15;
+std::string_view to_string(Verdict v) noexcept;
+
+// What decode() accepts: the mode and the receiving side's UDP destination ports [port_lo, port_hi]
+// (fabemu mode; RoCEv2 always 4791).
+struct DecodeRules {
+  WireMode mode = WireMode::kFabemu;
+  uint16_t port_lo = 0;
+  uint16_t port_hi = 0;
+  // Off only when the NIC has already verified the UDP checksum (DPDK's RX L4 checksum offload): the
+  // payload sum is most of a fabemu-mode decode. The IPv4 checksum and the header CRC are always checked.
+  bool verify_udp_checksum = true;
+  // Off only when the UDP checksum is verified (here or by the NIC), which then covers the same bytes:
+  // a software ICRC costs about a cycle per byte.
+  bool verify_icrc = true;
+};
+
+struct DecodedFrame {
+  Endpoint src;
+  Endpoint dst;
+  uint16_t ip_id = 0;
+  uint8_t dscp = 0;
+  FabemuHeader hdr;
+  Bth bth;                              // RoCEv2 mode only
+  uint8_t pad_count = 0;                // RoCEv2 mode only
+  uint32_t payload_bytes = 0;           // bytes after the fabemu header (without RoCE pad and ICRC)
+  std::span<const uint8_t> payload;     // points into the decoded frame
+  // A NACK's missing seqs (payload_bytes / 4 of them), without copying.
+  size_t missing_count() const noexcept { return hdr.kind == PacketKind::kNack ? payload_bytes / 4 : 0; }
+  uint32_t missing(size_t i) const noexcept;
+};
+
+// Classifies `frame`; fills `out` only when the verdict is kOurs. Never reads past frame.size().
+Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, DecodedFrame& out) noexcept;
+
+// --- checksums, public so that tests and tools can check frames independently ---
+
+// CRC-32 (IEEE 802.3, reflected, as zlib's crc32): crc32(data) == crc32_update(0, data).
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) noexcept;
+// The RoCEv2 ICRC of a full frame (Ethernet header included, ICRC bytes at its end excluded), as IBTA
+// annex A17 defines it: CRC-32 over 8 bytes of 0xFF, the IPv4 header with TOS, TTL and checksum set to
+// all ones, the UDP header with checksum all ones, the BTH with its reserved byte all ones, and the rest.
+uint32_t roce_icrc(std::span<const uint8_t> frame_without_icrc) noexcept;
+// RFC 1071 ones'-complement sum folded to 16 bits (not inverted), of big-endian 16-bit words.
+uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial = 0) noexcept;
+
+}  // namespace fabemu::host::dpdk

@@ -1,0 +1,616 @@
+// The DPDK fabric's wire format, address plan and pcap capture: golden frames (built independently by a
+// Python struct + zlib script, see README.md) with every checksum recomputed here by reference routines,
+// round trips of random fields, each reason a frame is not ours, the address plan's edges and YAML
+// errors, and a pcap file read back.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "host/dpdk/address_plan.h"
+#include "host/dpdk/pcap_writer.h"
+#include "host/dpdk/wire.h"
+#include "tests/support/test_support.h"
+#include "traces/error.h"
+
+namespace fabemu::host::dpdk {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+// --- reference routines, deliberately naive and separate from wire.cpp ---
+
+uint32_t ref_crc32(const Bytes& data) {
+  uint32_t c = 0xFFFFFFFF;
+  for (uint8_t b : data) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1)));
+  }
+  return ~c;
+}
+
+// RFC 1071: the 16-bit ones'-complement sum of `data` (odd byte padded), folded.
+uint32_t ref_sum(const Bytes& data) {
+  uint32_t s = 0;
+  for (size_t i = 0; i < data.size(); i += 2) {
+    s += static_cast<uint32_t>(data[i] << 8) + (i + 1 < data.size() ? data[i + 1] : 0);
+    s = (s & 0xFFFF) + (s >> 16);
+  }
+  return s;
+}
+
+uint16_t be16(const Bytes& f, size_t at) { return static_cast<uint16_t>(f[at] << 8 | f[at + 1]); }
+Bytes slice(const Bytes& f, size_t from, size_t n) { return Bytes(f.begin() + from, f.begin() + from + n); }
+
+Bytes from_hex(const std::string& hex) {
+  Bytes out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+// True when the IPv4 header checksum of frame f verifies.
+bool ip_ok(const Bytes& f) { return ref_sum(slice(f, 14, 20)) == 0xFFFF; }
+// The UDP checksum of frame f recomputed from scratch over the pseudo-header.
+uint16_t ref_udp_checksum(Bytes f) {
+  const size_t udp_len = be16(f, 38);
+  f[40] = f[41] = 0;
+  Bytes pseudo = slice(f, 26, 8);  // source and destination IP
+  pseudo.insert(pseudo.end(), {0, 17, static_cast<uint8_t>(udp_len >> 8), static_cast<uint8_t>(udp_len)});
+  const Bytes udp = slice(f, 34, udp_len);
+  pseudo.insert(pseudo.end(), udp.begin(), udp.end());
+  const auto c = static_cast<uint16_t>(~ref_sum(pseudo));
+  return c == 0 ? 0xFFFF : c;
+}
+void fix_udp(Bytes& f) {
+  const uint16_t c = ref_udp_checksum(f);
+  f[40] = static_cast<uint8_t>(c >> 8);
+  f[41] = static_cast<uint8_t>(c);
+}
+void fix_ip(Bytes& f) {
+  f[24] = f[25] = 0;
+  const auto c = static_cast<uint16_t>(~ref_sum(slice(f, 14, 20)));
+  f[24] = static_cast<uint8_t>(c >> 8);
+  f[25] = static_cast<uint8_t>(c);
+}
+// ICRC per IBTA A17 from scratch: 8 x 0xFF, masked IP/UDP/BTH, the rest, little-endian on the wire.
+uint32_t ref_icrc(const Bytes& f) {
+  Bytes m(8, 0xFF);
+  Bytes rest = slice(f, 14, f.size() - 14 - 4);
+  rest[1] = 0xFF;
+  rest[8] = 0xFF;
+  rest[10] = rest[11] = 0xFF;
+  rest[26] = rest[27] = 0xFF;
+  rest[32] = 0xFF;
+  m.insert(m.end(), rest.begin(), rest.end());
+  return ref_crc32(m);
+}
+void fix_icrc(Bytes& f) {
+  const uint32_t c = ref_icrc(f);
+  for (int i = 0; i < 4; ++i) f[f.size() - 4 + i] = static_cast<uint8_t>(c >> (8 * i));
+}
+
+FrameSpec golden_spec(WireMode mode) {
+  FrameSpec s;
+  s.mode = mode;
+  s.src = Endpoint{{0x02, 0xfe, 0, 0, 0, 1}, 0xC6120002, mode == WireMode::kRoceV2 ? uint16_t{0xC123} : uint16_t{47000}};
+  s.dst = Endpoint{{0x02, 0xfe, 0, 0, 0, 2}, 0xC6120003, 47000};
+  s.ip_id = 0x1234;
+  s.hdr = FabemuHeader{PacketKind::kData, 0, 1, 2, 0x0102030405060708, 3, 10, 10000, 3000, 123456789000};
+  s.bth = Bth{rc_send_opcode(3, 10), false, true, 0, 0xFFFF, 0x12345, true, 0xABCDEF};
+  s.payload_bytes = 7;
+  return s;
+}
+
+// tools: python3 (struct, zlib) in README.md "Golden frames".
+const char* kGoldenFabemu =
+    "02fe0000000202fe0000000108004500005f1234400040119c30c6120002c612"
+    "0003b798b798004bcc5846454d55010100000000000100000002010203040506"
+    "0708000000030000000a00000000000027100000000000000bb80000001cbe99"
+    "1a08457641e800000000000000";
+const char* kGoldenRoce =
+    "02fe0000000202fe000000010800450000701234400040119c1fc6120002c612"
+    "0003c12312b7005c1f700150ffff0001234580abcdef46454d55010100000000"
+    "0001000000020102030405060708000000030000000a00000000000027100000"
+    "000000000bb80000001cbe991a08457641e800000000000000007ba75944";
+
+Bytes encode_bytes(const FrameSpec& s) {
+  Bytes buf(70000);
+  const size_t n = encode(s, buf);
+  buf.resize(n);
+  return buf;
+}
+
+const DecodeRules kFabemuRules{WireMode::kFabemu, 47000, 47000};
+const DecodeRules kRoceRules{WireMode::kRoceV2, 0, 0};
+
+TEST(Crc32, KnownCheckValues) {
+  const std::string s = "123456789";
+  const Bytes b(s.begin(), s.end());
+  EXPECT_EQ(crc32_update(0, b), 0xCBF43926u);
+  EXPECT_EQ(ref_crc32(b), 0xCBF43926u);
+  Bytes big(10007);
+  std::mt19937_64 rng(7);
+  for (auto& x : big) x = static_cast<uint8_t>(rng());
+  EXPECT_EQ(crc32_update(0, big), ref_crc32(big));
+  EXPECT_EQ(crc32_update(crc32_update(0, slice(big, 0, 5000)), slice(big, 5000, 5007)), ref_crc32(big));
+}
+
+TEST(Wire, GoldenFabemuFrame) {
+  const Bytes f = encode_bytes(golden_spec(WireMode::kFabemu));
+  ASSERT_EQ(f, from_hex(kGoldenFabemu));
+  EXPECT_EQ(f.size(), 109u);
+  EXPECT_EQ(f.size(), frame_bytes(WireMode::kFabemu, 7));
+  EXPECT_TRUE(ip_ok(f));
+  EXPECT_EQ(be16(f, 24), 0x9c30);
+  EXPECT_EQ(be16(f, 40), ref_udp_checksum(f));
+  EXPECT_EQ(be16(f, 40), 0xcc58);
+  // Header CRC over bytes 0..55 of the fabemu header (frame offset 42).
+  const uint32_t hcrc = uint32_t{be16(f, 98)} << 16 | be16(f, 100);
+  EXPECT_EQ(hcrc, ref_crc32(slice(f, 42, 56)));
+  DecodedFrame d;
+  ASSERT_EQ(decode(f, kFabemuRules, d), Verdict::kOurs);
+  EXPECT_EQ(d.hdr, golden_spec(WireMode::kFabemu).hdr);
+  EXPECT_EQ(d.payload_bytes, 7u);
+}
+
+TEST(Wire, GoldenRoceV2Frame) {
+  const Bytes f = encode_bytes(golden_spec(WireMode::kRoceV2));
+  ASSERT_EQ(f, from_hex(kGoldenRoce));
+  EXPECT_EQ(f.size(), 126u);
+  EXPECT_EQ(be16(f, 36), 4791);
+  EXPECT_EQ(f[42], kRcSendMiddle);
+  EXPECT_EQ(f[43], 0x50);  // M, pad count 1 (7 payload bytes + 1), TVer 0
+  EXPECT_TRUE(ip_ok(f));
+  EXPECT_EQ(be16(f, 40), ref_udp_checksum(f));
+  const uint32_t icrc = f[122] | f[123] << 8 | f[124] << 16 | uint32_t{f[125]} << 24;
+  EXPECT_EQ(icrc, ref_icrc(f));
+  EXPECT_EQ(icrc, 0x4459a77bu);
+  EXPECT_EQ(roce_icrc(std::span<const uint8_t>(f).first(f.size() - 4)), icrc);
+  DecodedFrame d;
+  ASSERT_EQ(decode(f, kRoceRules, d), Verdict::kOurs);
+  EXPECT_EQ(d.bth, golden_spec(WireMode::kRoceV2).bth);
+  EXPECT_EQ(d.pad_count, 1);
+  EXPECT_EQ(d.payload_bytes, 7u);
+}
+
+// A RoCEv2 CNP captured on a ConnectX-4 Lx (published with scapy's RoCE tests, test/contrib/roce.uts):
+// the ICRC the NIC computed must be the one roce_icrc() computes. The frame is RDMA but not ours.
+TEST(Wire, IcrcMatchesAConnectX4Capture) {
+  const Bytes f = from_hex(
+      "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a00"
+      "1201000012b7002800008100ffff400001180000000000000000000000000000"
+      "00000000000082fd002a");
+  ASSERT_EQ(f.size(), 74u);
+  EXPECT_EQ(roce_icrc(std::span<const uint8_t>(f).first(70)), 0x2a00fd82u);  // bytes 82 fd 00 2a
+  EXPECT_EQ(ref_icrc(f), 0x2a00fd82u);
+  DecodedFrame d;
+  EXPECT_EQ(decode(f, kRoceRules, d), Verdict::kBadBth);  // opcode 0x81 (CNP) is not one we send
+}
+
+TEST(Wire, SizesAndMtu) {
+  EXPECT_EQ(max_payload_for_mtu(WireMode::kFabemu, 1500), 1412u);
+  EXPECT_EQ(max_payload_for_mtu(WireMode::kRoceV2, 1500), 1396u);
+  EXPECT_EQ(max_payload_for_mtu(WireMode::kFabemu, 80), 0u);
+  EXPECT_EQ(frame_bytes(WireMode::kFabemu, 1412), 1514u);
+  EXPECT_EQ(frame_bytes(WireMode::kRoceV2, 1396), 1514u);
+  EXPECT_EQ(frame_bytes(WireMode::kFabemu, 0), 102u);
+  FrameSpec s = golden_spec(WireMode::kFabemu);
+  Bytes small(108);
+  EXPECT_EQ(encode(s, small), 0u);  // one byte short
+  s.payload_bytes = 65535;
+  Bytes huge(70000);
+  EXPECT_EQ(encode(s, huge), 0u);  // IP datagram > 65535
+  s.payload_bytes = static_cast<uint32_t>(max_payload_for_mtu(WireMode::kFabemu, 65535));
+  EXPECT_EQ(encode(s, huge), 65535u + 14);
+}
+
+TEST(Wire, RoceOpcodes) {
+  EXPECT_EQ(rc_send_opcode(0, 1), kRcSendOnly);
+  EXPECT_EQ(rc_send_opcode(0, 3), kRcSendFirst);
+  EXPECT_EQ(rc_send_opcode(1, 3), kRcSendMiddle);
+  EXPECT_EQ(rc_send_opcode(2, 3), kRcSendLast);
+  EXPECT_GE(flow_source_port(1), 0xC000);
+  EXPECT_NE(flow_source_port(1), flow_source_port(2));
+}
+
+TEST(Wire, RandomRoundTrip) {
+  std::mt19937_64 rng(12345);
+  Bytes buf(9100);
+  std::vector<uint32_t> missing;
+  for (int i = 0; i < 4000; ++i) {
+    FrameSpec s;
+    s.mode = (i & 1) ? WireMode::kRoceV2 : WireMode::kFabemu;
+    for (auto& b : s.src.mac) b = static_cast<uint8_t>(rng());
+    for (auto& b : s.dst.mac) b = static_cast<uint8_t>(rng());
+    s.src.ip = static_cast<uint32_t>(rng());
+    s.dst.ip = static_cast<uint32_t>(rng());
+    s.src.port = static_cast<uint16_t>(rng());
+    s.dst.port = s.mode == WireMode::kRoceV2 ? kRoceV2Port : static_cast<uint16_t>(47000 + rng() % 8);
+    s.ip_id = static_cast<uint16_t>(rng());
+    s.dscp = static_cast<uint8_t>(rng() & 0x3F);
+    const int kind = static_cast<int>(rng() % 3);
+    s.hdr.kind = kind == 0 ? PacketKind::kData : kind == 1 ? PacketKind::kAck : PacketKind::kNack;
+    s.hdr.flags = static_cast<uint16_t>(rng());
+    s.hdr.src_rank = static_cast<uint32_t>(rng());
+    s.hdr.dst_rank = static_cast<uint32_t>(rng());
+    s.hdr.message_id = rng();
+    s.hdr.count = static_cast<uint32_t>(rng() % 100000) + 1;
+    s.hdr.seq = static_cast<uint32_t>(rng() % s.hdr.count);
+    s.hdr.tx_time_ps = rng();
+    s.payload_bytes = 0;
+    missing.clear();
+    if (s.hdr.kind == PacketKind::kData) {
+      s.payload_bytes = static_cast<uint32_t>(rng() % 9001);
+      s.hdr.message_length = s.payload_bytes + rng() % (uint64_t{1} << 40);
+      s.hdr.offset = rng() % (s.hdr.message_length - s.payload_bytes + 1);
+    } else {
+      s.hdr.message_length = rng();
+      s.hdr.offset = rng() % (s.hdr.count + 1);
+      if (s.hdr.kind == PacketKind::kNack) missing.resize(rng() % 300);
+      for (auto& m : missing) m = static_cast<uint32_t>(rng());
+    }
+    s.missing = missing;
+    s.bth = Bth{rc_send_opcode(s.hdr.seq, s.hdr.count), (rng() & 1) != 0, (rng() & 1) != 0, 0,
+                static_cast<uint16_t>(rng()), static_cast<uint32_t>(rng() & 0xFFFFFF), (rng() & 1) != 0,
+                static_cast<uint32_t>(rng() & 0xFFFFFF)};
+    const size_t n = encode(s, buf);
+    const size_t payload = s.hdr.kind == PacketKind::kNack ? missing.size() * 4 : s.payload_bytes;
+    ASSERT_EQ(n, frame_bytes(s.mode, payload)) << "iteration " << i;
+    const Bytes f(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(n));
+    ASSERT_TRUE(ip_ok(f));
+    ASSERT_EQ(be16(f, 40), ref_udp_checksum(f)) << "iteration " << i;
+    if (s.mode == WireMode::kRoceV2) {
+      ASSERT_EQ(f[n - 4] | f[n - 3] << 8 | f[n - 2] << 16 | uint32_t{f[n - 1]} << 24, ref_icrc(f)) << "iteration " << i;
+    }
+    DecodedFrame d;
+    const DecodeRules rules = s.mode == WireMode::kRoceV2 ? kRoceRules : DecodeRules{WireMode::kFabemu, 47000, 47007};
+    ASSERT_EQ(decode(f, rules, d), Verdict::kOurs) << "iteration " << i;
+    EXPECT_EQ(d.src, s.src);
+    EXPECT_EQ(d.dst, s.dst);
+    EXPECT_EQ(d.ip_id, s.ip_id);
+    EXPECT_EQ(d.dscp, s.dscp);
+    EXPECT_EQ(d.hdr, s.hdr);
+    EXPECT_EQ(d.payload_bytes, payload);
+    if (s.mode == WireMode::kRoceV2) {
+      EXPECT_EQ(d.bth, s.bth);
+    }
+    ASSERT_EQ(d.missing_count(), missing.size());
+    for (size_t k = 0; k < missing.size(); ++k) ASSERT_EQ(d.missing(k), missing[k]);
+  }
+}
+
+// Every reason a frame is not ours, each from one mutation of a valid frame (checksums that precede
+// the checked field repaired, so the verdict is the intended one).
+TEST(Wire, NotOursReasons) {
+  const Bytes good = encode_bytes(golden_spec(WireMode::kFabemu));
+  const Bytes good_roce = encode_bytes(golden_spec(WireMode::kRoceV2));
+  DecodedFrame d;
+  const auto verdict = [&](const Bytes& f, const DecodeRules& r = kFabemuRules) { return decode(f, r, d); };
+
+  EXPECT_EQ(verdict(slice(good, 0, 10)), Verdict::kTruncated);
+  EXPECT_EQ(verdict(slice(good, 0, 30)), Verdict::kTruncated);
+  EXPECT_EQ(verdict(slice(good, 0, good.size() - 1)), Verdict::kTruncated);
+  Bytes f = good;
+  f[12] = 0x86, f[13] = 0xDD;
+  EXPECT_EQ(verdict(f), Verdict::kNotIpv4);
+  f = good;
+  f[14] = 0x46;
+  EXPECT_EQ(verdict(f), Verdict::kBadIpHeader);
+  f = good;
+  f[20] |= 0x20;  // more fragments
+  EXPECT_EQ(verdict(f), Verdict::kBadIpHeader);
+  f = good;
+  f[22] = 63;  // TTL without fixing the checksum
+  EXPECT_EQ(verdict(f), Verdict::kBadIpChecksum);
+  f = good;
+  f[23] = 6;  // TCP
+  fix_ip(f);
+  EXPECT_EQ(verdict(f), Verdict::kNotUdp);
+  f = good;
+  f[f.size() - 1] ^= 1;
+  EXPECT_EQ(verdict(f), Verdict::kBadUdpChecksum);
+  f = good;
+  f[40] = f[41] = 0;  // "no checksum" is not accepted in fabemu mode
+  EXPECT_EQ(verdict(f), Verdict::kBadUdpChecksum);
+  EXPECT_EQ(verdict(good, DecodeRules{WireMode::kFabemu, 47001, 47010}), Verdict::kWrongPort);
+  EXPECT_EQ(verdict(good, kRoceRules), Verdict::kWrongPort);  // a fabemu frame is not RoCEv2
+  f = good_roce;
+  f[43] |= 0x01;  // TVer 1
+  fix_udp(f);
+  EXPECT_EQ(verdict(f, kRoceRules), Verdict::kBadBth);
+  f = good_roce;
+  f[42] = 0x64;  // UD SEND Only: not an opcode we send
+  fix_udp(f);
+  EXPECT_EQ(verdict(f, kRoceRules), Verdict::kBadBth);
+  f = good_roce;
+  f[100] ^= 0x40;  // a header byte: the ICRC catches it first
+  fix_udp(f);
+  EXPECT_EQ(verdict(f, kRoceRules), Verdict::kBadIcrc);
+  f = good_roce;
+  f[40] = f[41] = 0;  // RoCEv2 may leave the UDP checksum zero: the ICRC protects the frame
+  EXPECT_EQ(verdict(f, kRoceRules), Verdict::kOurs);
+  f = good;
+  f[42] = 'X';
+  fix_udp(f);
+  EXPECT_EQ(verdict(f), Verdict::kBadMagic);
+  f = good;
+  f[46] = 2;
+  fix_udp(f);
+  EXPECT_EQ(verdict(f), Verdict::kBadVersion);
+  f = good;
+  f[53] ^= 1;  // src rank
+  fix_udp(f);
+  EXPECT_EQ(verdict(f), Verdict::kBadHeaderCrc);
+  f = good_roce;
+  f[70] ^= 1;  // src rank, behind the BTH; ICRC and UDP repaired
+  fix_icrc(f);
+  fix_udp(f);
+  EXPECT_EQ(verdict(f, kRoceRules), Verdict::kBadHeaderCrc);
+  FrameSpec s = golden_spec(WireMode::kFabemu);
+  s.hdr.seq = s.hdr.count;
+  EXPECT_EQ(verdict(encode_bytes(s)), Verdict::kBadFields);
+  s = golden_spec(WireMode::kFabemu);
+  s.hdr.offset = s.hdr.message_length - 6;  // 7 bytes past the end
+  EXPECT_EQ(verdict(encode_bytes(s)), Verdict::kBadFields);
+  f = good;
+  f[47] = 9;  // kind
+  {  // repair the header CRC so that the field check is what fails
+    const Bytes h = slice(f, 42, 56);
+    const uint32_t c = ref_crc32(h);
+    for (int i = 0; i < 4; ++i) f[98 + i] = static_cast<uint8_t>(c >> (24 - 8 * i));
+  }
+  fix_udp(f);
+  EXPECT_EQ(verdict(f), Verdict::kBadFields);
+
+  // With the NIC's checksum offload trusted, what is left unverified is only what the NIC verified.
+  DecodeRules trust_nic = kFabemuRules;
+  trust_nic.verify_udp_checksum = false;
+  f = good;
+  f[f.size() - 1] ^= 1;  // payload
+  EXPECT_EQ(verdict(f, trust_nic), Verdict::kOurs);
+  f[53] ^= 1;  // src rank: the header CRC still guards the header
+  EXPECT_EQ(verdict(f, trust_nic), Verdict::kBadHeaderCrc);
+  DecodeRules no_icrc = kRoceRules;
+  no_icrc.verify_icrc = false;
+  f = good_roce;
+  f[115] ^= 1;  // payload
+  EXPECT_EQ(verdict(f, no_icrc), Verdict::kBadUdpChecksum);
+  fix_udp(f);
+  EXPECT_EQ(verdict(f, no_icrc), Verdict::kOurs);
+  EXPECT_EQ(verdict(f, kRoceRules), Verdict::kBadIcrc);
+
+  // A foreign UDP datagram to our port with valid checksums: bad magic, never ours.
+  f = good;
+  for (size_t i = 42; i < f.size(); ++i) f[i] = static_cast<uint8_t>(i * 7);
+  fix_udp(f);
+  EXPECT_EQ(verdict(f), Verdict::kBadMagic);
+  for (int v = 0; v < static_cast<int>(kVerdictCount); ++v) EXPECT_FALSE(to_string(static_cast<Verdict>(v)).empty());
+}
+
+// No single corrupted byte past the MAC addresses yields a frame that decodes as ours.
+TEST(Wire, EverySingleByteCorruptionIsCaught) {
+  for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {
+    const Bytes good = encode_bytes(golden_spec(mode));
+    const DecodeRules rules = mode == WireMode::kRoceV2 ? kRoceRules : kFabemuRules;
+    DecodedFrame d;
+    for (size_t i = 12; i < good.size(); ++i) {
+      for (const int x : {0x01, 0x80, 0xFF, 0x5A}) {
+        Bytes f = good;
+        f[i] = static_cast<uint8_t>(f[i] ^ x);
+        const Verdict v = decode(f, rules, d);
+        const bool zero_udp_csum_roce = mode == WireMode::kRoceV2 && (i == 40 || i == 41) && be16(f, 40) == 0;
+        if (!zero_udp_csum_roce) {
+          EXPECT_NE(v, Verdict::kOurs) << "byte " << i << " ^ " << x;
+        }
+      }
+    }
+  }
+}
+
+// --- address plan ---
+
+TEST(AddressPlan, DefaultEdges) {
+  const Endpoint r0 = default_endpoint(0);
+  EXPECT_EQ(format_ip(r0.ip), "198.18.0.1");
+  EXPECT_EQ(format_mac(r0.mac), "02:fe:00:00:00:00");
+  EXPECT_EQ(r0.port, 47000);
+  const Endpoint r65535 = default_endpoint(65535, 50000);
+  EXPECT_EQ(format_ip(r65535.ip), "198.19.0.0");
+  EXPECT_EQ(format_mac(r65535.mac), "02:fe:00:00:ff:ff");
+  EXPECT_EQ(r65535.port, 50000);
+  EXPECT_EQ(format_ip(default_endpoint(65534).ip), "198.18.255.255");
+  EXPECT_EQ(format_ip(default_endpoint(kMaxDefaultRanks - 1).ip), "198.19.255.254");
+  EXPECT_EQ(format_mac(default_endpoint(kMaxDefaultRanks - 1).mac), "02:fe:00:01:ff:fd");
+  EXPECT_THROW(default_endpoint(kMaxDefaultRanks), std::out_of_range);
+  EXPECT_THROW(AddressPlan::make_default(kMaxDefaultRanks + 1), std::out_of_range);
+
+  const AddressPlan plan = AddressPlan::make_default(kMaxDefaultRanks);
+  EXPECT_EQ(plan.size(), 131070u);
+  EXPECT_EQ(plan.rank_of_ip(*parse_ip("198.18.0.1")), 0u);
+  EXPECT_EQ(plan.rank_of_ip(*parse_ip("198.19.0.0")), 65535u);
+  EXPECT_EQ(plan.rank_of_ip(*parse_ip("198.19.255.254")), 131069u);
+  EXPECT_EQ(plan.rank_of_ip(*parse_ip("198.18.0.0")), std::nullopt);
+  EXPECT_EQ(plan.rank_of_ip(*parse_ip("198.19.255.255")), std::nullopt);
+  EXPECT_EQ(plan.rank_of_ip(*parse_ip("10.0.0.1")), std::nullopt);
+  const AddressPlan small = AddressPlan::make_default(8);
+  EXPECT_EQ(small.rank_of_ip(*parse_ip("198.18.0.8")), 7u);
+  EXPECT_EQ(small.rank_of_ip(*parse_ip("198.18.0.9")), std::nullopt);
+  const DecodeRules r = small.decode_rules(WireMode::kFabemu);
+  EXPECT_EQ(r.port_lo, 47000);
+  EXPECT_EQ(r.port_hi, 47000);
+}
+
+TEST(AddressPlan, ParseAndFormat) {
+  EXPECT_EQ(parse_ip("198.18.0.1"), 0xC6120001u);
+  EXPECT_EQ(parse_ip("198.18.0"), std::nullopt);
+  EXPECT_EQ(parse_ip("198.18.0.256"), std::nullopt);
+  EXPECT_EQ(parse_ip("198.18..1"), std::nullopt);
+  EXPECT_EQ(parse_ip("198.18.0.1.2"), std::nullopt);
+  EXPECT_EQ(parse_mac("02:FE:00:0a:00:01"), (MacAddr{2, 0xfe, 0, 0x0a, 0, 1}));
+  EXPECT_EQ(parse_mac("02:fe:00:0a:00"), std::nullopt);
+  EXPECT_EQ(parse_mac("02-fe-00-0a-00-01"), std::nullopt);
+}
+
+TEST(AddressPlan, FromEndpoints) {
+  std::vector<Endpoint> e = {default_endpoint(0), default_endpoint(1)};
+  e[1].port = 47010;
+  const AddressPlan p = AddressPlan::from_endpoints(e);
+  EXPECT_EQ(p.rank_of_ip(default_endpoint(1).ip), 1u);
+  EXPECT_EQ(p.decode_rules(WireMode::kFabemu).port_hi, 47010);
+  e[1].ip = e[0].ip;
+  EXPECT_THROW(AddressPlan::from_endpoints(e), std::invalid_argument);
+  e[1].ip = *parse_ip("10.1.2.3");
+  EXPECT_THROW(AddressPlan::from_endpoints(e), std::invalid_argument);
+  EXPECT_EQ(AddressPlan::from_endpoints(e, true).rank_of_ip(*parse_ip("10.1.2.3")), 1u);
+}
+
+class PlanYaml : public ::testing::Test {
+ protected:
+  AddressPlan load(const std::string& text) {
+    test::write_bytes(dir_.file("plan.yaml"), text);
+    return AddressPlan::load_yaml(dir_.file("plan.yaml"));
+  }
+  // The TraceError message for `text`, or "" when it loads.
+  std::string error(const std::string& text) {
+    try {
+      load(text);
+    } catch (const traces::TraceError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string path() const { return dir_.file("plan.yaml"); }
+  test::ScratchDir dir_;
+};
+
+TEST_F(PlanYaml, Loads) {
+  const AddressPlan p = load(
+      "base_port: 48000\n"
+      "ranks:\n"
+      "  - {rank: 1, mac: \"02:fe:00:00:00:11\", ip: 198.19.1.1, port: 48005}\n"
+      "  - rank: 0\n"
+      "    mac: 02:fe:00:00:00:10\n"
+      "    ip: 198.18.3.4\n");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(format_ip(p.at(0).ip), "198.18.3.4");
+  EXPECT_EQ(format_mac(p.at(0).mac), "02:fe:00:00:00:10");
+  EXPECT_EQ(p.at(0).port, 48000);
+  EXPECT_EQ(p.at(1).port, 48005);
+  EXPECT_EQ(p.rank_of_ip(*parse_ip("198.19.1.1")), 1u);
+  EXPECT_EQ(p.rank_of_ip(*parse_ip("198.18.0.1")), std::nullopt);
+  EXPECT_EQ(p.decode_rules(WireMode::kFabemu).port_lo, 48000);
+  EXPECT_EQ(p.decode_rules(WireMode::kFabemu).port_hi, 48005);
+}
+
+TEST_F(PlanYaml, AddressOutsideTheBenchmarkNet) {
+  const std::string text =
+      "ranks:\n"
+      "  - {rank: 0, mac: \"02:fe:00:00:00:10\", ip: 198.18.0.1}\n"
+      "  - {rank: 1, mac: \"02:fe:00:00:00:11\", ip: 10.0.0.2}\n";
+  EXPECT_EQ(error(text), path() +
+                             ": line 3: key \"ranks[1].ip\": 10.0.0.2 is outside 198.18.0.0/15; set "
+                             "\"allow_any_address: true\" to use it");
+  const AddressPlan p = load("allow_any_address: true\n" + text);
+  EXPECT_EQ(p.rank_of_ip(*parse_ip("10.0.0.2")), 1u);
+}
+
+TEST_F(PlanYaml, Errors) {
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"02:fe:00:00:00:10\", ip: 198.18.0.1, prot: 1}\n"),
+            path() + ": line 2: unknown key \"prot\" in ranks[0]; the keys are rank, mac, ip, port");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"02:fe:00:00:00:10\"}\n"),
+            path() + ": line 2: ranks[0]: missing key \"ip\"");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"02:fe:00:00:00:10\", ip: 198.18.0.1}\n"
+                  "  - {rank: 0, mac: \"02:fe:00:00:00:11\", ip: 198.18.0.2}\n"),
+            path() + ": line 3: key \"ranks[1].rank\": rank 0 is already defined on line 2");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"02:fe:00:00:00:10\", ip: 198.18.0.1}\n"
+                  "  - {rank: 1, mac: \"02:fe:00:00:00:11\", ip: 198.18.0.1}\n"),
+            path() + ": line 3: key \"ranks[1].ip\": 198.18.0.1 is already used on line 2");
+  EXPECT_EQ(error("ranks:\n  - {rank: 2, mac: \"02:fe:00:00:00:10\", ip: 198.18.0.1}\n"),
+            path() + ": line 2: key \"ranks[0].rank\" must be 0 to 0 (one entry per rank), not \"2\"");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"02:fe:00:00:10\", ip: 198.18.0.1}\n"),
+            path() + ": line 2: key \"ranks[0].mac\" must look like 02:fe:00:00:00:01, not \"02:fe:00:00:10\"");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"03:fe:00:00:00:10\", ip: 198.18.0.1}\n"),
+            path() + ": line 2: key \"ranks[0].mac\": 03:fe:00:00:00:10 is a multicast address");
+  EXPECT_EQ(error("base_port: 70000\nranks: []\n"),
+            path() + ": line 1: key \"base_port\" must be a UDP port 1 to 65535, not \"70000\"");
+  EXPECT_EQ(error("allow_any_address: yes\n"),
+            path() + ": line 1: key \"allow_any_address\" must be true or false, not \"yes\"");
+  EXPECT_EQ(error("base_port: 1\n"), path() + ": missing key \"ranks\" (a list of {rank, mac, ip[, port]})");
+  EXPECT_EQ(error("ranks: [\n"), error("ranks: [\n"));  // stable
+  EXPECT_NE(error("ranks: [\n").find("invalid YAML"), std::string::npos);
+  EXPECT_THROW(AddressPlan::load_yaml(dir_.file("absent.yaml")), traces::TraceError);
+}
+
+// --- pcap ---
+
+Bytes read_file(const std::string& path) {
+  const std::string s = test::read_bytes(path);
+  return Bytes(s.begin(), s.end());
+}
+uint32_t le32(const Bytes& b, size_t at) {
+  return b[at] | b[at + 1] << 8 | b[at + 2] << 16 | uint32_t{b[at + 3]} << 24;
+}
+
+TEST(Pcap, WritesReadableFile) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("frames.pcap");
+  const Bytes a = encode_bytes(golden_spec(WireMode::kFabemu));
+  const Bytes b = encode_bytes(golden_spec(WireMode::kRoceV2));
+  {
+    PcapWriter w(path, 100);
+    w.write(a, uint64_t{1'500'000'123});
+    w.write(b, emu::Time::from_ps(2'000'000'000'456'789));
+    w.close();
+    EXPECT_EQ(w.frames(), 2u);
+    EXPECT_THROW(w.write(a, uint64_t{0}), std::runtime_error);
+  }
+  const Bytes f = read_file(path);
+  ASSERT_EQ(f.size(), 24u + 16 + 100 + 16 + 100);  // both cut at snaplen 100
+  EXPECT_EQ(le32(f, 0), kPcapNanoMagic);  // written little-endian on this (x86/arm64) host
+  EXPECT_EQ(le32(f, 4), 0x00040002u);     // version 2.4
+  EXPECT_EQ(le32(f, 16), 100u);           // snaplen
+  EXPECT_EQ(le32(f, 20), 1u);             // Ethernet
+  EXPECT_EQ(le32(f, 24), 1u);             // 1.500000123 s
+  EXPECT_EQ(le32(f, 28), 500'000'123u);
+  EXPECT_EQ(le32(f, 32), 100u);
+  EXPECT_EQ(le32(f, 36), a.size());
+  EXPECT_EQ(slice(f, 40, 100), slice(a, 0, 100));
+  EXPECT_EQ(le32(f, 140), 2000u);  // 2000.000000456 s (ps truncated)
+  EXPECT_EQ(le32(f, 144), 456u);
+  EXPECT_EQ(le32(f, 152), b.size());
+}
+
+TEST(Pcap, ErrorNamesThePath) {
+  try {
+    PcapWriter w("/nonexistent-dir/x.pcap");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "pcap /nonexistent-dir/x.pcap: cannot create: No such file or directory");
+  }
+}
+
+TEST(Pcap, TcpdumpReadsIt) {
+  if (std::system("command -v tcpdump >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "tcpdump is not installed: pcap checked by the reader above only";
+  }
+  test::ScratchDir dir;
+  const std::string path = dir.file("frames.pcap");
+  {
+    PcapWriter w(path);
+    w.write(encode_bytes(golden_spec(WireMode::kFabemu)), uint64_t{1});
+    w.write(encode_bytes(golden_spec(WireMode::kRoceV2)), uint64_t{2});
+    w.close();
+  }
+  const std::string out = dir.file("tcpdump.txt");
+  ASSERT_EQ(std::system(("tcpdump -nn -vv -r " + path + " > " + out + " 2>&1").c_str()), 0);
+  const std::string text = test::read_bytes(out);
+  EXPECT_NE(text.find("198.18.0.2.47000 > 198.18.0.3.47000: [udp sum ok] UDP, length 67"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("4791"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace fabemu::host::dpdk

@@ -1,0 +1,361 @@
+#include "host/dpdk/dpdk_env.h"
+
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ring.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+namespace fabemu::host::dpdk {
+
+std::atomic<bool> Eal::stop_flag_{false};
+
+namespace {
+
+std::mutex g_eal_mutex;
+Eal* g_eal = nullptr;                      // the instance after a successful start
+std::optional<std::string> g_eal_failure;  // the first start's error, rethrown by later calls
+bool g_eal_shut_down = false;
+struct sigaction g_old_int {};
+struct sigaction g_old_term {};
+bool g_handlers_installed = false;
+
+extern "C" void fabemu_eal_on_signal(int /*sig*/) { Eal::request_stop(); }
+
+void install_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = fabemu_eal_on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, &g_old_int);
+  sigaction(SIGTERM, &sa, &g_old_term);
+  g_handlers_installed = true;
+}
+
+void restore_handlers() {
+  if (!g_handlers_installed) return;
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+  g_handlers_installed = false;
+}
+
+std::string errstr(int err) { return rte_strerror(err < 0 ? -err : err); }
+
+}  // namespace
+
+std::string join_args(const std::vector<std::string>& args) {
+  std::string s;
+  for (const auto& a : args) {
+    if (!s.empty()) s += ' ';
+    s += a;
+  }
+  return s;
+}
+
+Eal& Eal::start(const std::vector<std::string>& args) {
+  std::lock_guard lock(g_eal_mutex);
+  if (g_eal != nullptr) return *g_eal;
+  if (g_eal_shut_down) throw std::runtime_error("EAL: already shut down in this process (DPDK cannot restart it)");
+  if (g_eal_failure) throw std::runtime_error(*g_eal_failure);
+
+  // rte_eal_init parses with getopt and may permute argv: give it its own copies.
+  std::vector<std::string> storage;
+  storage.reserve(args.size() + 1);
+  storage.emplace_back("fabemu");
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  argv.reserve(storage.size() + 1);
+  for (auto& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const int saved_optind = optind;
+  optind = 1;
+  const int rc = rte_eal_init(static_cast<int>(storage.size()), argv.data());
+  optind = saved_optind;
+  if (rc < 0) {
+    g_eal_failure = "EAL: rte_eal_init failed: " + errstr(rte_errno) + " (EAL arguments: " + join_args(args) + ")";
+    throw std::runtime_error(*g_eal_failure);
+  }
+  static Eal instance;
+  instance.args_ = args;
+  g_eal = &instance;
+  clear_stop();
+  install_handlers();
+  return instance;
+}
+
+bool Eal::running() noexcept {
+  std::lock_guard lock(g_eal_mutex);
+  return g_eal != nullptr;
+}
+
+void Eal::shutdown() noexcept {
+  std::lock_guard lock(g_eal_mutex);
+  if (g_eal == nullptr) return;
+  rte_eal_cleanup();
+  restore_handlers();
+  g_eal = nullptr;
+  g_eal_shut_down = true;
+}
+
+std::vector<std::string> Eal::no_huge_args(unsigned lcore, unsigned memory_mb) {
+  static std::atomic<unsigned> counter{0};
+  const std::string prefix =
+      "fabemu-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
+  return {"--no-huge",    "-m", std::to_string(memory_mb), "--no-pci",          "--no-shconf",
+          "--file-prefix", prefix, "--no-telemetry",       "-l", std::to_string(lcore)};
+}
+
+// --- PortConfig ---
+
+uint32_t PortConfig::mbufs_for(uint32_t in_flight, uint16_t rx_queues, uint16_t rx_desc, uint16_t tx_queues,
+                               uint16_t tx_desc, uint16_t burst, uint32_t cache, uint32_t lcores) {
+  uint64_t n = uint64_t{in_flight} + uint64_t{rx_queues} * rx_desc + uint64_t{tx_queues} * tx_desc +
+               uint64_t{lcores} * (uint64_t{burst} + cache);
+  uint64_t p = 1;
+  while (p - 1 < n) p <<= 1;
+  if (p - 1 > UINT32_MAX) throw std::invalid_argument("PortConfig::mbufs_for: more than 2^32 mbufs");
+  return static_cast<uint32_t>(p - 1);
+}
+
+uint16_t PortConfig::data_room_for_mtu(uint32_t mtu) {
+  const uint32_t room = RTE_PKTMBUF_HEADROOM + mtu + RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN;
+  if (room > UINT16_MAX)
+    throw std::invalid_argument("PortConfig::data_room_for_mtu: MTU " + std::to_string(mtu) +
+                                " needs more than 65535 bytes per mbuf");
+  return static_cast<uint16_t>(room);
+}
+
+// --- Port ---
+
+Port::Port(uint16_t port_id, const PortConfig& cfg) : Port(port_id, cfg, std::string{}) {}
+
+Port::Port(uint16_t port_id, const PortConfig& cfg, std::string probed_devargs)
+    : id_(port_id), cfg_(cfg), probed_(std::move(probed_devargs)) {
+  try {
+    setup();
+  } catch (...) {
+    close();
+    throw;
+  }
+}
+
+Port Port::open(const std::string& devargs, const PortConfig& cfg) {
+  if (!Eal::running()) throw std::runtime_error("Port::open(\"" + devargs + "\"): EAL is not running");
+  const std::string name = devargs.substr(0, devargs.find(','));
+  uint16_t id = 0;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0)
+    throw std::runtime_error("Port::open(\"" + devargs + "\"): a port named " + name + " already exists");
+  const int rc = rte_dev_probe(devargs.c_str());
+  if (rc < 0) throw std::runtime_error("Port::open(\"" + devargs + "\"): rte_dev_probe failed: " + errstr(rc));
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &id) != 0) {
+    rte_eal_hotplug_remove("vdev", name.c_str());
+    throw std::runtime_error("Port::open(\"" + devargs + "\"): probed, but no ethdev named " + name);
+  }
+  return Port(id, cfg, devargs);
+}
+
+void Port::setup() {
+  if (!rte_eth_dev_is_valid_port(id_)) throw std::runtime_error("port " + std::to_string(id_) + ": no such port");
+  open_ = true;
+  char name[RTE_ETH_NAME_MAX_LEN] = {};
+  rte_eth_dev_get_name_by_port(id_, name);
+  name_ = name;
+  const std::string what = "port " + std::to_string(id_) + " (" + name_ + ")";
+
+  rte_eth_dev_info info{};
+  int rc = rte_eth_dev_info_get(id_, &info);
+  if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_info_get: " + errstr(rc));
+  device_ = info.device;
+  if (cfg_.rx_queues > info.max_rx_queues || cfg_.tx_queues > info.max_tx_queues)
+    throw std::runtime_error(what + ": asked for " + std::to_string(cfg_.rx_queues) + " RX / " +
+                             std::to_string(cfg_.tx_queues) + " TX queues, the device has at most " +
+                             std::to_string(info.max_rx_queues) + " / " + std::to_string(info.max_tx_queues));
+
+  // One pool per port, named uniquely (mempool names are global and at most 25 characters).
+  static std::atomic<unsigned> pool_counter{0};
+  const std::string pool_name = "fe_p" + std::to_string(id_) + "_" + std::to_string(pool_counter.fetch_add(1));
+  const int socket = cfg_.socket == SOCKET_ID_ANY ? rte_eth_dev_socket_id(id_) : cfg_.socket;
+  const unsigned cache = std::min<unsigned>(cfg_.mbuf_cache, RTE_MEMPOOL_CACHE_MAX_SIZE);
+  pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), cfg_.mbufs, std::min(cache, cfg_.mbufs / 2), 0,
+                                  cfg_.data_room, socket < 0 ? SOCKET_ID_ANY : socket);
+  if (pool_ == nullptr)
+    throw std::runtime_error(what + ": rte_pktmbuf_pool_create(" + std::to_string(cfg_.mbufs) + " mbufs of " +
+                             std::to_string(cfg_.data_room) + " bytes): " + errstr(rte_errno));
+
+  rte_eth_conf conf{};
+  rc = rte_eth_dev_configure(id_, cfg_.rx_queues, cfg_.tx_queues, &conf);
+  if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_configure: " + errstr(rc));
+  uint16_t rx_desc = cfg_.rx_desc, tx_desc = cfg_.tx_desc;
+  rc = rte_eth_dev_adjust_nb_rx_tx_desc(id_, &rx_desc, &tx_desc);
+  if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_adjust_nb_rx_tx_desc: " + errstr(rc));
+  if (cfg_.mtu != RTE_ETHER_MTU) {
+    rc = rte_eth_dev_set_mtu(id_, cfg_.mtu);
+    if (rc != 0 && rc != -ENOTSUP)
+      throw std::runtime_error(what + ": rte_eth_dev_set_mtu(" + std::to_string(cfg_.mtu) + "): " + errstr(rc));
+  }
+  const unsigned q_socket = socket < 0 ? static_cast<unsigned>(SOCKET_ID_ANY) : static_cast<unsigned>(socket);
+  for (uint16_t q = 0; q < cfg_.rx_queues; ++q) {
+    rc = rte_eth_rx_queue_setup(id_, q, rx_desc, q_socket, nullptr, pool_);
+    if (rc != 0) throw std::runtime_error(what + ": rte_eth_rx_queue_setup(" + std::to_string(q) + "): " + errstr(rc));
+  }
+  for (uint16_t q = 0; q < cfg_.tx_queues; ++q) {
+    rc = rte_eth_tx_queue_setup(id_, q, tx_desc, q_socket, nullptr);
+    if (rc != 0) throw std::runtime_error(what + ": rte_eth_tx_queue_setup(" + std::to_string(q) + "): " + errstr(rc));
+  }
+  rc = rte_eth_dev_start(id_);
+  if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_start: " + errstr(rc));
+  started_ = true;
+  if (cfg_.promiscuous) {
+    rc = rte_eth_promiscuous_enable(id_);
+    if (rc != 0 && rc != -ENOTSUP)
+      throw std::runtime_error(what + ": rte_eth_promiscuous_enable: " + errstr(rc));
+  }
+  rte_eth_stats_reset(id_);
+}
+
+Port::Port(Port&& o) noexcept
+    : id_(o.id_), cfg_(o.cfg_), name_(std::move(o.name_)), probed_(std::move(o.probed_)), pool_(o.pool_),
+      device_(o.device_), started_(o.started_), open_(o.open_) {
+  o.pool_ = nullptr;
+  o.started_ = false;
+  o.open_ = false;
+  o.probed_.clear();
+}
+
+Port::~Port() { close(); }
+
+void Port::close() noexcept {
+  if (open_) {
+    if (started_) rte_eth_dev_stop(id_);
+    rte_eth_dev_close(id_);
+    if (!probed_.empty() && device_ != nullptr) rte_dev_remove(device_);
+  }
+  started_ = false;
+  open_ = false;
+  // After close: the driver has given back every mbuf it held.
+  if (pool_ != nullptr) rte_mempool_free(pool_);
+  pool_ = nullptr;
+}
+
+rte_ether_addr Port::mac() const {
+  rte_ether_addr a{};
+  const int rc = rte_eth_macaddr_get(id_, &a);
+  if (rc != 0) throw std::runtime_error("port " + name_ + ": rte_eth_macaddr_get: " + errstr(rc));
+  return a;
+}
+
+uint32_t Port::tx_all(rte_mbuf** pkts, uint32_t n, uint16_t queue) noexcept {
+  uint32_t sent = 0;
+  while (sent < n && !Eal::stop_requested()) {
+    const uint16_t chunk = static_cast<uint16_t>(std::min<uint32_t>(n - sent, UINT16_MAX));
+    sent += rte_eth_tx_burst(id_, queue, pkts + sent, chunk);
+  }
+  for (uint32_t i = sent; i < n; ++i) rte_pktmbuf_free(pkts[i]);
+  return sent;
+}
+
+bool Port::link_up() const noexcept {
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(id_, &link) != 0) return false;
+  return link.link_status == RTE_ETH_LINK_UP;
+}
+
+uint32_t Port::link_speed_mbps() const noexcept {
+  rte_eth_link link{};
+  if (rte_eth_link_get_nowait(id_, &link) != 0) return 0;
+  return link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
+}
+
+PortStats Port::stats() const {
+  rte_eth_stats s{};
+  const int rc = rte_eth_stats_get(id_, &s);
+  if (rc != 0) throw std::runtime_error("port " + name_ + ": rte_eth_stats_get: " + errstr(rc));
+  PortStats p;
+  p.ipackets = s.ipackets;
+  p.opackets = s.opackets;
+  p.ibytes = s.ibytes;
+  p.obytes = s.obytes;
+  p.imissed = s.imissed;
+  p.ierrors = s.ierrors;
+  p.oerrors = s.oerrors;
+  p.rx_nombuf = s.rx_nombuf;
+  return p;
+}
+
+void Port::reset_stats() noexcept { rte_eth_stats_reset(id_); }
+
+// --- RingPair ---
+
+RingPair::RingPair(const std::string& name, unsigned ring_size, int socket) {
+  if (!Eal::running()) throw std::runtime_error("RingPair(\"" + name + "\"): EAL is not running");
+  // rte_eth_from_rings names the vdev (and the ethdev) "net_ring_<name>", at most 31 characters.
+  if (name.empty() || name.size() > 20)
+    throw std::invalid_argument("RingPair(\"" + name + "\"): the name must have 1 to 20 characters");
+  name_a_ = name + "_a";
+  name_b_ = name + "_b";
+  const std::string rab = "fe_" + name + "_ab", rba = "fe_" + name + "_ba";
+  const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ;
+  ab_ = rte_ring_create(rab.c_str(), ring_size, socket, flags);
+  ba_ = ab_ == nullptr ? nullptr : rte_ring_create(rba.c_str(), ring_size, socket, flags);
+  if (ab_ == nullptr || ba_ == nullptr) {
+    const std::string err = errstr(rte_errno);
+    rte_ring_free(ab_);
+    throw std::runtime_error("RingPair(\"" + name + "\"): rte_ring_create: " + err);
+  }
+  const unsigned numa = socket < 0 ? 0 : static_cast<unsigned>(socket);
+  const int a = rte_eth_from_rings(name_a_.c_str(), &ba_, 1, &ab_, 1, numa);
+  const int b = a < 0 ? -1 : rte_eth_from_rings(name_b_.c_str(), &ab_, 1, &ba_, 1, numa);
+  if (a < 0 || b < 0) {
+    const std::string err = errstr(rte_errno);
+    if (a >= 0) rte_eal_hotplug_remove("vdev", ("net_ring_" + name_a_).c_str());
+    rte_ring_free(ab_);
+    rte_ring_free(ba_);
+    throw std::runtime_error("RingPair(\"" + name + "\"): rte_eth_from_rings: " + err);
+  }
+  a_ = static_cast<uint16_t>(a);
+  b_ = static_cast<uint16_t>(b);
+}
+
+RingPair::~RingPair() {
+  rte_eal_hotplug_remove("vdev", ("net_ring_" + name_a_).c_str());
+  rte_eal_hotplug_remove("vdev", ("net_ring_" + name_b_).c_str());
+  // Frames still in the rings go back to their pools.
+  void* obj = nullptr;
+  for (rte_ring* r : {ab_, ba_})
+    while (rte_ring_dequeue(r, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
+  rte_ring_free(ab_);
+  rte_ring_free(ba_);
+}
+
+// --- frames ---
+
+uint16_t fill_mbuf(rte_mbuf* m, const FrameSpec& spec) noexcept {
+  const size_t room = rte_pktmbuf_tailroom(m) + m->data_len;
+  auto* data = rte_pktmbuf_mtod(m, uint8_t*);
+  const size_t n = encode(spec, std::span<uint8_t>(data, room));
+  if (n == 0 || n > UINT16_MAX) return 0;
+  m->data_len = static_cast<uint16_t>(n);
+  m->pkt_len = static_cast<uint32_t>(n);
+  return static_cast<uint16_t>(n);
+}
+
+Verdict decode_mbuf(const rte_mbuf* m, const DecodeRules& rules, DecodedFrame& out,
+                    std::span<uint8_t> scratch) noexcept {
+  if (m->nb_segs == 1 && m->data_len == m->pkt_len) return decode(mbuf_bytes(m), rules, out);
+  if (m->pkt_len > scratch.size()) return Verdict::kTruncated;
+  const void* p = rte_pktmbuf_read(m, 0, m->pkt_len, scratch.data());
+  if (p == nullptr) return Verdict::kTruncated;
+  return decode(std::span<const uint8_t>(static_cast<const uint8_t*>(p), m->pkt_len), rules, out);
+}
+
+}  // namespace fabemu::host::dpdk

@@ -1,0 +1,182 @@
+// The DPDK environment of the DPDK fabric: EAL start-up (once per process, errors as exceptions, never
+// exit()), SIGINT/SIGTERM as a stop flag, ports (physical or virtual devices, ring pairs) with their
+// mempools, and frames of wire.h in mbufs. README.md, "DPDK environment".
+#pragma once
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "host/dpdk/wire.h"
+
+struct rte_ring;
+
+namespace fabemu::host::dpdk {
+
+// The Environment Abstraction Layer. DPDK allows one rte_eal_init() per process, so this is a
+// process-wide singleton: the first start() initializes EAL, later calls return the same instance (their
+// arguments are ignored) or rethrow the first failure. start() installs SIGINT/SIGTERM handlers that
+// only set the stop flag; shutdown() restores the previous handlers and calls rte_eal_cleanup(), after
+// which EAL cannot be started again in this process.
+class Eal {
+ public:
+  // `args` are EAL arguments exactly as a user gives them (without a program name), e.g.
+  // {"-l", "0-1", "--vdev", "net_null0"}. std::runtime_error with rte_strerror(rte_errno) and the
+  // arguments when rte_eal_init fails.
+  static Eal& start(const std::vector<std::string>& args);
+  // True after a successful start() and before shutdown().
+  static bool running() noexcept;
+  // Stops EAL (rte_eal_cleanup) and restores the signal handlers. Ports must be closed first.
+  static void shutdown() noexcept;
+
+  // Arguments for tests and CI: no hugepages, no PCI, no shared config, no telemetry, lcore `lcore`,
+  // 512 MB of memory and a --file-prefix unique to this process and call (pid + counter).
+  static std::vector<std::string> no_huge_args(unsigned lcore = 0, unsigned memory_mb = 512);
+
+  // Set by SIGINT/SIGTERM (and request_stop()); polled by run loops. clear_stop() resets it.
+  static bool stop_requested() noexcept { return stop_flag_.load(std::memory_order_relaxed); }
+  static void request_stop() noexcept { stop_flag_.store(true, std::memory_order_relaxed); }
+  static void clear_stop() noexcept { stop_flag_.store(false, std::memory_order_relaxed); }
+
+  const std::vector<std::string>& args() const noexcept { return args_; }
+
+  Eal(const Eal&) = delete;
+  Eal& operator=(const Eal&) = delete;
+
+ private:
+  Eal() = default;
+  std::vector<std::string> args_;
+  static std::atomic<bool> stop_flag_;
+};
+
+// Joins arguments with spaces, for messages.
+std::string join_args(const std::vector<std::string>& args);
+
+// Queue, descriptor and mempool sizes of a port.
+struct PortConfig {
+  uint16_t rx_queues = 1;
+  uint16_t tx_queues = 1;
+  uint16_t rx_desc = 1024;
+  uint16_t tx_desc = 1024;
+  uint32_t mbufs = 8191;          // in the port's mempool (2^n - 1 is the mempool's optimum)
+  uint32_t mbuf_cache = 256;      // per-lcore cache of the mempool
+  uint16_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE;  // bytes per mbuf, headroom included
+  uint16_t mtu = 1500;            // set when the device supports it (ENOTSUP ignored)
+  bool promiscuous = true;        // receive frames for the address plan's MACs, not only the port's
+  int socket = SOCKET_ID_ANY;     // NUMA node of the mempool and rings
+
+  // Mbufs for `in_flight` packets held by the application (delay lines, retransmit buffers) on top of
+  // every RX/TX descriptor, one burst per lcore in flight and the lcores' mempool caches; rounded up
+  // to 2^n - 1.
+  static uint32_t mbufs_for(uint32_t in_flight, uint16_t rx_queues, uint16_t rx_desc, uint16_t tx_queues,
+                            uint16_t tx_desc, uint16_t burst, uint32_t cache, uint32_t lcores = 1);
+  uint32_t mbufs_for(uint32_t in_flight, uint16_t burst, uint32_t lcores = 1) const {
+    return mbufs_for(in_flight, rx_queues, rx_desc, tx_queues, tx_desc, burst, mbuf_cache, lcores);
+  }
+  // Mbuf data room (headroom included) for a whole frame of `mtu` in one segment: headroom + MTU +
+  // Ethernet header + two VLAN tags + FCS. std::invalid_argument beyond 65535.
+  static uint16_t data_room_for_mtu(uint32_t mtu);
+};
+
+struct PortStats {
+  uint64_t ipackets = 0, opackets = 0, ibytes = 0, obytes = 0;
+  uint64_t imissed = 0, ierrors = 0, oerrors = 0, rx_nombuf = 0;
+};
+
+// A configured and started ethdev with its own mempool. Not copyable; movable. The destructor stops and
+// closes the port, and removes the device when this Port probed it (open()).
+class Port {
+ public:
+  // An existing port (PCI device, --vdev, make_ring_pair). std::runtime_error naming the port.
+  Port(uint16_t port_id, const PortConfig& cfg);
+  // Probes `devargs` (e.g. "net_null0", "net_memif0,role=server,socket=/tmp/x.sock",
+  // "net_pcap0,tx_pcap=/tmp/y.pcap" or a PCI address) with rte_dev_probe, then configures and starts it.
+  static Port open(const std::string& devargs, const PortConfig& cfg);
+  ~Port();
+  Port(Port&& other) noexcept;
+  Port& operator=(Port&&) = delete;
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  uint16_t id() const noexcept { return id_; }
+  const std::string& name() const noexcept { return name_; }
+  rte_mempool* pool() const noexcept { return pool_; }
+  const PortConfig& config() const noexcept { return cfg_; }
+  rte_ether_addr mac() const;
+
+  // Thin wrappers: no allocation, no checks. tx_burst returns how many were taken (the caller still owns
+  // the rest); rx_burst how many were written to `pkts`.
+  uint16_t tx_burst(rte_mbuf** pkts, uint16_t n, uint16_t queue = 0) noexcept {
+    return rte_eth_tx_burst(id_, queue, pkts, n);
+  }
+  uint16_t rx_burst(rte_mbuf** pkts, uint16_t n, uint16_t queue = 0) noexcept {
+    return rte_eth_rx_burst(id_, queue, pkts, n);
+  }
+  // Sends all `n` (retrying while the queue is full, until the stop flag); frees what it could not send.
+  // Returns how many were sent.
+  uint32_t tx_all(rte_mbuf** pkts, uint32_t n, uint16_t queue = 0) noexcept;
+
+  bool link_up() const noexcept;
+  uint32_t link_speed_mbps() const noexcept;  // 0 when unknown
+  PortStats stats() const;                    // rte_eth_stats_get; std::runtime_error on failure
+  void reset_stats() noexcept;
+
+ private:
+  Port(uint16_t port_id, const PortConfig& cfg, std::string probed_devargs);
+  void setup();
+  void close() noexcept;
+
+  uint16_t id_ = 0;
+  PortConfig cfg_;
+  std::string name_;
+  std::string probed_;        // devargs we probed (non-empty: remove the device on close)
+  rte_mempool* pool_ = nullptr;
+  rte_device* device_ = nullptr;
+  bool started_ = false;
+  bool open_ = false;
+};
+
+// Two ring-based ethdevs cross-connected with rte_eth_from_rings: what `a` transmits `b` receives and
+// vice versa. The ethdevs are named "net_ring_<name>_a" and "net_ring_<name>_b" (name: 1..20 characters,
+// unique among live pairs). Owns the rings and the vdevs; destroy the Ports built on a and b first.
+class RingPair {
+ public:
+  explicit RingPair(const std::string& name, unsigned ring_size = 4096, int socket = SOCKET_ID_ANY);
+  ~RingPair();
+  RingPair(const RingPair&) = delete;
+  RingPair& operator=(const RingPair&) = delete;
+  uint16_t a() const noexcept { return a_; }
+  uint16_t b() const noexcept { return b_; }
+
+ private:
+  std::string name_a_, name_b_;
+  rte_ring* ab_ = nullptr;  // a's TX, b's RX
+  rte_ring* ba_ = nullptr;  // b's TX, a's RX
+  uint16_t a_ = 0, b_ = 0;
+};
+inline RingPair make_ring_pair(const std::string& name) { return RingPair(name); }
+
+// --- frames of wire.h in mbufs ---
+
+// Encodes `spec` into the (empty, single-segment) `m`: data_len = pkt_len = frame length. Returns the
+// length, or 0 (m unchanged) when the frame does not fit the mbuf's tailroom.
+uint16_t fill_mbuf(rte_mbuf* m, const FrameSpec& spec) noexcept;
+
+// Decodes the frame in `m`. A contiguous frame (one segment) is decoded in place, so `out.payload`
+// points into the mbuf; a chained one is first copied into `scratch` (kTruncated when it does not fit).
+Verdict decode_mbuf(const rte_mbuf* m, const DecodeRules& rules, DecodedFrame& out,
+                    std::span<uint8_t> scratch = {}) noexcept;
+
+// The frame bytes of a single-segment mbuf.
+inline std::span<const uint8_t> mbuf_bytes(const rte_mbuf* m) noexcept {
+  return {rte_pktmbuf_mtod(m, const uint8_t*), m->data_len};
+}
+
+}  // namespace fabemu::host::dpdk

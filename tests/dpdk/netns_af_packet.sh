@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs AfPacket.* of test_dpdk_env inside a network namespace this script creates (fabemu-t<pid>), with
+# both ends of a veth pair in it (198.18.0.1/24, 198.18.0.2/24), captures the receiving end with tcpdump
+# and checks the frames are well-formed UDP; always deletes the namespace. Exit 77 (skip) when network
+# namespaces cannot be created here. Usage: netns_af_packet.sh <test_dpdk_env binary>
+set -u
+bin=${1:?usage: netns_af_packet.sh <test_dpdk_env binary>}
+frames=2000   # AfPacket.VethPairInOurNamespace sends this many
+ns=fabemu-t$$
+a=fe-veth-a
+b=fe-veth-b
+
+if ! command -v ip >/dev/null || ! ip netns add "$ns" 2>/dev/null; then
+  echo "SKIP: cannot create a network namespace (ip netns add) on this machine"
+  exit 77
+fi
+tmp=$(mktemp -d)
+tcpdump_pid=
+cleanup() {
+  if [ -n "$tcpdump_pid" ]; then kill "$tcpdump_pid" 2>/dev/null; wait "$tcpdump_pid" 2>/dev/null; fi
+  ip netns del "$ns" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() { echo "FAIL: $*"; exit 1; }
+# Both ends are created inside the namespace: nothing touches the host's interfaces.
+ip -n "$ns" link add "$a" type veth peer name "$b" || fail "veth pair"
+ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
+  >/dev/null 2>&1 || true
+ip -n "$ns" addr add 198.18.0.1/24 dev "$a" || fail "address on $a"
+ip -n "$ns" addr add 198.18.0.2/24 dev "$b" || fail "address on $b"
+ip -n "$ns" link set lo up && ip -n "$ns" link set "$a" up && ip -n "$ns" link set "$b" up || fail "link up"
+
+if command -v tcpdump >/dev/null; then
+  ip netns exec "$ns" tcpdump -i "$b" -U -s 0 -w "$tmp/cap.pcap" udp >"$tmp/tcpdump.log" 2>&1 &
+  tcpdump_pid=$!
+  for _ in $(seq 50); do grep -q "listening on" "$tmp/tcpdump.log" && break; sleep 0.1; done
+fi
+
+FABEMU_AF_PACKET_IFACES="$a,$b" ip netns exec "$ns" "$bin" --gtest_filter='AfPacket.*' >"$tmp/test.log" 2>&1
+rc=$?
+cat "$tmp/test.log"
+[ $rc -eq 0 ] || fail "test binary exited with $rc"
+grep -q '\[  SKIPPED \]' "$tmp/test.log" && fail "AfPacket test skipped inside the namespace"
+grep -q '\[  PASSED  \] 1 test' "$tmp/test.log" || fail "AfPacket test did not pass"
+
+if [ -n "$tcpdump_pid" ]; then
+  sleep 0.3
+  kill "$tcpdump_pid"; wait "$tcpdump_pid" 2>/dev/null; tcpdump_pid=
+  # -vv makes tcpdump verify the IPv4 and UDP checksums.
+  tcpdump -nn -vv -r "$tmp/cap.pcap" 2>/dev/null >"$tmp/cap.txt"
+  total=$(grep -c '198\.18\.0\.1\.47000 > 198\.18\.0\.2\.47000: \[udp sum ok\] UDP' "$tmp/cap.txt")
+  bad=$(grep -c 'bad cksum\|bad udp cksum' "$tmp/cap.txt")
+  echo "tcpdump: $total well-formed fabemu UDP frames on $b, $bad with bad checksums"
+  [ "$total" -eq "$frames" ] || { head -4 "$tmp/cap.txt"; fail "tcpdump saw $total of $frames frames"; }
+  [ "$bad" -eq 0 ] || fail "bad checksums in the capture"
+else
+  echo "note: tcpdump not installed, capture check skipped"
+fi
+echo "PASS"

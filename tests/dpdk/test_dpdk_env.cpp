@@ -1,0 +1,403 @@
+// The DPDK environment on virtual devices (no NIC needed): ring pair, net_null, net_pcap, net_memif.
+// One EAL per test process, started by a gtest Environment without hugepages; every test skips with the
+// reason when EAL cannot start. Traffic goes only to rings, files and memif sockets in a temp dir.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/wire.h"
+
+namespace fd = fabemu::host::dpdk;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string g_eal_error;  // why EAL did not start ("" when it did)
+
+class EalEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    // FABEMU_DPDK_TEST_EAL_ARGS (space separated) replaces the default no-hugepage arguments.
+    std::vector<std::string> args = fd::Eal::no_huge_args();
+    if (const char* env = std::getenv("FABEMU_DPDK_TEST_EAL_ARGS"); env != nullptr) {
+      args.clear();
+      std::istringstream words(env);
+      for (std::string w; words >> w;) args.push_back(w);
+    }
+    try {
+      fd::Eal::start(args);
+    } catch (const std::exception& e) {
+      g_eal_error = e.what();
+    }
+  }
+  void TearDown() override { fd::Eal::shutdown(); }
+};
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+
+#define REQUIRE_EAL()                                                                        \
+  do {                                                                                       \
+    if (!fd::Eal::running()) GTEST_SKIP() << "DPDK EAL could not start here: " << g_eal_error; \
+  } while (0)
+
+// Frames from rank 0 (198.18.0.1) to rank 1 (198.18.0.2), the default address plan's first two ranks.
+fd::FrameSpec spec_for(uint32_t seq, uint32_t payload) {
+  fd::FrameSpec s;
+  s.src = {{0x02, 0xfe, 0, 0, 0, 0}, 0xC6120001, 47000};
+  s.dst = {{0x02, 0xfe, 0, 0, 0, 1}, 0xC6120002, 47000};
+  s.ip_id = static_cast<uint16_t>(seq);
+  s.hdr.src_rank = 0;
+  s.hdr.dst_rank = 1;
+  s.hdr.message_id = 7;
+  s.hdr.seq = seq;
+  s.hdr.count = UINT32_MAX;
+  s.hdr.message_length = uint64_t{UINT32_MAX} * 2000;
+  s.hdr.offset = uint64_t{seq} * 2000;
+  s.payload_bytes = payload;
+  return s;
+}
+
+fd::DecodeRules rules() {
+  fd::DecodeRules r;
+  r.port_lo = r.port_hi = 47000;
+  return r;
+}
+
+// Random payload so that frames are 102 (the smallest fabemu frame) .. 1514 bytes.
+uint32_t random_payload(std::mt19937& rng) {
+  const size_t lo = fd::frame_bytes(fd::WireMode::kFabemu, 0);
+  std::uniform_int_distribution<size_t> d(0, 1514 - lo);
+  return static_cast<uint32_t>(d(rng));
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "fabemu-dpdk-XXXXXX").string();
+    if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// Sends `total` frames A -> B with random sizes and checks that B decodes all of them, in order, as ours.
+// Stops early after `timeout` without progress. Returns the number received.
+struct Transfer {
+  uint32_t sent = 0, received = 0, not_ours = 0, out_of_order = 0, bad_length = 0;
+};
+Transfer transfer(fd::Port& a, fd::Port& b, uint32_t total, std::chrono::milliseconds timeout) {
+  Transfer t;
+  std::mt19937 tx_rng(42), rx_rng(42);  // the receiver replays the sizes to check lengths
+  constexpr uint16_t kBurst = 32;
+  rte_mbuf* tx[kBurst];
+  rte_mbuf* rx[kBurst];
+  const auto r = rules();
+  auto last_progress = std::chrono::steady_clock::now();
+  while (t.received < total) {
+    if (t.sent < total) {
+      const auto n = static_cast<uint16_t>(std::min<uint32_t>(kBurst, total - t.sent));
+      if (rte_pktmbuf_alloc_bulk(a.pool(), tx, n) == 0) {
+        std::mt19937 save = tx_rng;
+        for (uint16_t i = 0; i < n; ++i) {
+          if (fd::fill_mbuf(tx[i], spec_for(t.sent + i, random_payload(tx_rng))) == 0) std::abort();
+        }
+        const uint16_t ok = a.tx_burst(tx, n);
+        // Unsent frames are dropped here and sent again (same seqs and sizes) next time round.
+        for (uint16_t i = ok; i < n; ++i) rte_pktmbuf_free(tx[i]);
+        tx_rng = save;
+        for (uint16_t i = 0; i < ok; ++i) random_payload(tx_rng);
+        t.sent += ok;
+      }
+    }
+    const uint16_t got = b.rx_burst(rx, kBurst);
+    for (uint16_t i = 0; i < got; ++i) {
+      fd::DecodedFrame f;
+      if (fd::decode_mbuf(rx[i], r, f) != fd::Verdict::kOurs) {
+        ++t.not_ours;
+      } else {
+        if (f.hdr.seq != t.received) ++t.out_of_order;
+        if (f.payload_bytes != random_payload(rx_rng)) ++t.bad_length;
+        // Decoded in place: the payload points into the mbuf.
+        if (f.payload.data() != rte_pktmbuf_mtod(rx[i], const uint8_t*) + (rx[i]->data_len - f.payload_bytes))
+          ++t.bad_length;
+        ++t.received;
+      }
+      rte_pktmbuf_free(rx[i]);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (got > 0) last_progress = now;
+    if (now - last_progress > timeout) break;
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST(Eal, StartsOnceAndArgsAreUnique) {
+  REQUIRE_EAL();
+  auto& e1 = fd::Eal::start({"--this-is-ignored-after-the-first-start"});
+  auto& e2 = fd::Eal::start({});
+  EXPECT_EQ(&e1, &e2);
+  EXPECT_NE(fd::join_args(fd::Eal::no_huge_args()), fd::join_args(fd::Eal::no_huge_args()));
+  EXPECT_NE(fd::join_args(e1.args()).find("--file-prefix fabemu-" + std::to_string(::getpid())), std::string::npos);
+}
+
+TEST(Eal, SignalsOnlySetTheStopFlag) {
+  REQUIRE_EAL();
+  fd::Eal::clear_stop();
+  ASSERT_FALSE(fd::Eal::stop_requested());
+  std::raise(SIGTERM);  // would kill the process without our handler
+  EXPECT_TRUE(fd::Eal::stop_requested());
+  fd::Eal::clear_stop();
+  std::raise(SIGINT);
+  EXPECT_TRUE(fd::Eal::stop_requested());
+  fd::Eal::clear_stop();
+}
+
+TEST(PortConfig, MbufsAndDataRoom) {
+  // 1000 in flight + 1024 RX + 1024 TX + (32 + 256) per lcore = 3336 -> 4095.
+  EXPECT_EQ(fd::PortConfig::mbufs_for(1000, 1, 1024, 1, 1024, 32, 256, 1), 4095u);
+  EXPECT_EQ(fd::PortConfig::mbufs_for(0, 1, 1024, 1, 1024, 32, 256, 2), 4095u);   // 2624
+  EXPECT_EQ(fd::PortConfig::mbufs_for(5000, 1, 1024, 1, 1024, 32, 256, 1), 8191u);
+  EXPECT_EQ(fd::PortConfig::mbufs_for(0, 0, 0, 0, 0, 0, 0, 0), 0u);
+  EXPECT_GE(fd::PortConfig::data_room_for_mtu(1500), RTE_PKTMBUF_HEADROOM + 1518);
+  EXPECT_GE(fd::PortConfig::data_room_for_mtu(9000), RTE_PKTMBUF_HEADROOM + 9018);
+  EXPECT_THROW(fd::PortConfig::data_room_for_mtu(65500), std::invalid_argument);
+}
+
+TEST(RingPair, HundredThousandRandomFramesArriveInOrder) {
+  REQUIRE_EAL();
+  fd::RingPair pair("t100k");
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(2 * 4096, 32);
+  fd::Port a(pair.a(), cfg);
+  fd::Port b(pair.b(), cfg);
+  EXPECT_TRUE(a.link_up());
+  const uint32_t kFrames = 100'000;
+  const Transfer t = transfer(a, b, kFrames, std::chrono::milliseconds(2000));
+  EXPECT_EQ(t.sent, kFrames);
+  EXPECT_EQ(t.received, kFrames);
+  EXPECT_EQ(t.not_ours, 0u);
+  EXPECT_EQ(t.out_of_order, 0u);
+  EXPECT_EQ(t.bad_length, 0u);
+  EXPECT_EQ(a.stats().opackets, kFrames);
+  EXPECT_EQ(b.stats().ipackets, kFrames);
+  // Every mbuf went back to its pool.
+  EXPECT_EQ(rte_mempool_avail_count(a.pool()), cfg.mbufs);
+}
+
+TEST(RingPair, ForeignFramesAreNotOurs) {
+  REQUIRE_EAL();
+  fd::RingPair pair("foreign");
+  fd::PortConfig cfg;
+  fd::Port a(pair.a(), cfg);
+  fd::Port b(pair.b(), cfg);
+  rte_mbuf* m = rte_pktmbuf_alloc(a.pool());
+  ASSERT_NE(m, nullptr);
+  ASSERT_GT(fd::fill_mbuf(m, spec_for(3, 100)), 0);
+  rte_pktmbuf_mtod(m, uint8_t*)[60] ^= 1;  // one byte of the fabemu header
+  ASSERT_EQ(a.tx_burst(&m, 1), 1);
+  rte_mbuf* r = nullptr;
+  uint16_t got = 0;
+  for (int i = 0; i < 1000 && got == 0; ++i) got = b.rx_burst(&r, 1);
+  ASSERT_EQ(got, 1);
+  fd::DecodedFrame f;
+  EXPECT_NE(fd::decode_mbuf(r, rules(), f), fd::Verdict::kOurs);
+  rte_pktmbuf_free(r);
+}
+
+TEST(Frames, ChainedMbufIsDecodedThroughScratch) {
+  REQUIRE_EAL();
+  fd::PortConfig cfg;
+  cfg.mbufs = 63;
+  cfg.mbuf_cache = 0;
+  rte_mempool* pool = rte_pktmbuf_pool_create("fe_chain", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr);
+  rte_mbuf* whole = rte_pktmbuf_alloc(pool);
+  const uint16_t len = fd::fill_mbuf(whole, spec_for(5, 900));
+  ASSERT_GT(len, 0);
+  // Split the frame over two segments.
+  rte_mbuf* head = rte_pktmbuf_alloc(pool);
+  rte_mbuf* tail = rte_pktmbuf_alloc(pool);
+  const uint16_t cut = 300;
+  std::memcpy(rte_pktmbuf_append(head, cut), rte_pktmbuf_mtod(whole, uint8_t*), cut);
+  std::memcpy(rte_pktmbuf_append(tail, static_cast<uint16_t>(len - cut)), rte_pktmbuf_mtod(whole, uint8_t*) + cut,
+              len - cut);
+  ASSERT_EQ(rte_pktmbuf_chain(head, tail), 0);
+  fd::DecodedFrame f;
+  EXPECT_EQ(fd::decode_mbuf(head, rules(), f), fd::Verdict::kTruncated);  // no scratch given
+  std::vector<uint8_t> scratch(2048);
+  ASSERT_EQ(fd::decode_mbuf(head, rules(), f, scratch), fd::Verdict::kOurs);
+  EXPECT_EQ(f.hdr.seq, 5u);
+  EXPECT_EQ(f.payload_bytes, 900u);
+  rte_pktmbuf_free(head);
+  rte_pktmbuf_free(whole);
+  rte_mempool_free(pool);
+}
+
+TEST(NetNull, MillionFramesCountedByTheDevice) {
+  REQUIRE_EAL();
+  fd::PortConfig cfg;
+  fd::Port p = fd::Port::open("net_null_fe0", cfg);
+  constexpr uint16_t kBurst = 32;
+  // FABEMU_NET_NULL_FRAMES raises the count for the README's rate measurement.
+  const char* env = std::getenv("FABEMU_NET_NULL_FRAMES");
+  const uint64_t kFrames = env != nullptr ? std::strtoull(env, nullptr, 10) / kBurst * kBurst : 1'000'000;
+  // FABEMU_NET_NULL_PAYLOAD=n: every frame carries n payload bytes (default: 0..1412 in turn).
+  const char* penv = std::getenv("FABEMU_NET_NULL_PAYLOAD");
+  const long fixed_payload = penv != nullptr ? std::strtol(penv, nullptr, 10) : -1;
+  rte_mbuf* tx[kBurst];
+  uint64_t sent = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (sent < kFrames) {
+    ASSERT_EQ(rte_pktmbuf_alloc_bulk(p.pool(), tx, kBurst), 0);
+    for (uint16_t i = 0; i < kBurst; ++i)
+      fd::fill_mbuf(tx[i], spec_for(static_cast<uint32_t>(sent + i),
+                                    fixed_payload >= 0 ? static_cast<uint32_t>(fixed_payload)
+                                                       : static_cast<uint32_t>((sent + i) % 1413)));
+    sent += p.tx_all(tx, kBurst);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("net_null: %llu encoded frames (payload %s) in %.3f s = %.2f Mpps\n",
+              static_cast<unsigned long long>(sent), penv != nullptr ? penv : "0..1412", s,
+              static_cast<double>(sent) / s / 1e6);
+  EXPECT_EQ(sent, kFrames);
+  EXPECT_EQ(p.stats().opackets, kFrames);
+  EXPECT_EQ(p.stats().oerrors, 0u);
+}
+
+TEST(NetPcap, TxPcapFileReadsBack) {
+  REQUIRE_EAL();
+  TempDir dir;
+  const fs::path file = dir.path / "tx.pcap";
+  const uint32_t kFrames = 2000;
+  std::mt19937 rng(7);
+  std::vector<uint32_t> sizes;
+  {
+    fd::PortConfig cfg;
+    cfg.promiscuous = false;
+    fd::Port p = fd::Port::open("net_pcap_fe0,tx_pcap=" + file.string(), cfg);
+    for (uint32_t seq = 0; seq < kFrames; ++seq) {
+      rte_mbuf* m = rte_pktmbuf_alloc(p.pool());
+      ASSERT_NE(m, nullptr);
+      sizes.push_back(random_payload(rng));
+      ASSERT_GT(fd::fill_mbuf(m, spec_for(seq, sizes.back())), 0);
+      ASSERT_EQ(p.tx_all(&m, 1), 1u);
+    }
+    EXPECT_EQ(p.stats().opackets, kFrames);
+  }  // closing the port closes the file
+
+  std::ifstream in(file, std::ios::binary);
+  ASSERT_TRUE(in) << file;
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), 24u);
+  auto u32 = [&](size_t off) {
+    uint32_t v;
+    std::memcpy(&v, bytes.data() + off, 4);
+    return v;
+  };
+  const uint32_t magic = u32(0);
+  ASSERT_TRUE(magic == 0xa1b2c3d4 || magic == 0xa1b23c4d) << std::hex << magic;  // native byte order
+  EXPECT_EQ(u32(20), 1u);  // link type Ethernet
+  size_t off = 24;
+  uint32_t seq = 0;
+  while (off + 16 <= bytes.size()) {
+    const uint32_t incl = u32(off + 8), orig = u32(off + 12);
+    ASSERT_EQ(incl, orig);
+    ASSERT_LE(off + 16 + incl, bytes.size());
+    fd::DecodedFrame f;
+    ASSERT_EQ(fd::decode(std::span<const uint8_t>(bytes.data() + off + 16, incl), rules(), f), fd::Verdict::kOurs)
+        << "record " << seq;
+    ASSERT_LT(seq, kFrames);
+    EXPECT_EQ(f.hdr.seq, seq);
+    EXPECT_EQ(f.payload_bytes, sizes[seq]);
+    ++seq;
+    off += 16 + incl;
+  }
+  EXPECT_EQ(off, bytes.size());
+  EXPECT_EQ(seq, kFrames);
+}
+
+TEST(Memif, ServerAndClientInOneProcess) {
+  REQUIRE_EAL();
+  TempDir dir;
+  const std::string sock = (dir.path / "memif.sock").string();
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(4096, 32);
+  fd::Port server = fd::Port::open("net_memif_fe0,role=server,id=0,socket=" + sock, cfg);
+  fd::Port client = fd::Port::open("net_memif_fe1,role=client,id=0,socket=" + sock, cfg);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!(server.link_up() && client.link_up()) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!(server.link_up() && client.link_up()))
+    GTEST_SKIP() << "net_memif server and client on one socket did not connect within 2 s in one process "
+                 << "(server link " << server.link_up() << ", client link " << client.link_up() << ")";
+  const uint32_t kFrames = 10'000;
+  const Transfer t = transfer(client, server, kFrames, std::chrono::milliseconds(2000));
+  EXPECT_EQ(t.sent, kFrames);
+  EXPECT_EQ(t.received, kFrames);
+  EXPECT_EQ(t.not_ours, 0u);
+  EXPECT_EQ(t.out_of_order, 0u);
+  EXPECT_EQ(t.bad_length, 0u);
+  // And back.
+  const Transfer back = transfer(server, client, kFrames, std::chrono::milliseconds(2000));
+  EXPECT_EQ(back.received, kFrames);
+  EXPECT_EQ(back.out_of_order, 0u);
+}
+
+TEST(Port, DevicesCanBeReopenedAfterClose) {
+  REQUIRE_EAL();
+  fd::PortConfig cfg;
+  cfg.mbufs = 1023;
+  for (int round = 0; round < 3; ++round) {
+    fd::RingPair pair("again");
+    fd::Port a(pair.a(), cfg);
+    fd::Port b(pair.b(), cfg);
+    fd::Port n = fd::Port::open("net_null_again", cfg);
+    EXPECT_EQ(n.name(), "net_null_again");
+    fd::Port moved(std::move(n));
+    EXPECT_EQ(moved.name(), "net_null_again");
+  }
+  EXPECT_THROW(fd::Port::open("net_no_such_driver0", cfg), std::runtime_error);
+}
+
+// Real frames through the kernel: net_af_packet on both ends of a veth pair. Runs only inside the network
+// namespace that tests/dpdk/netns_af_packet.sh creates, which names the two ends in
+// FABEMU_AF_PACKET_IFACES ("vethA,vethB"); the script then checks its tcpdump capture of vethB.
+TEST(AfPacket, VethPairInOurNamespace) {
+  REQUIRE_EAL();
+  const char* env = std::getenv("FABEMU_AF_PACKET_IFACES");
+  if (env == nullptr)
+    GTEST_SKIP() << "FABEMU_AF_PACKET_IFACES is not set: run through tests/dpdk/netns_af_packet.sh, which "
+                    "creates the namespace and veth pair";
+  const std::string ifaces = env;
+  const size_t comma = ifaces.find(',');
+  ASSERT_NE(comma, std::string::npos) << "FABEMU_AF_PACKET_IFACES must be \"ifaceA,ifaceB\"";
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(4096, 32);
+  fd::Port a = fd::Port::open("net_af_packet_fe0,iface=" + ifaces.substr(0, comma), cfg);
+  fd::Port b = fd::Port::open("net_af_packet_fe1,iface=" + ifaces.substr(comma + 1), cfg);
+  const uint32_t kFrames = 2000;
+  const Transfer t = transfer(a, b, kFrames, std::chrono::milliseconds(2000));
+  std::printf("af_packet: sent %u, received %u of ours, %u not ours (kernel traffic)\n", t.sent, t.received,
+              t.not_ours);
+  EXPECT_EQ(t.sent, kFrames);
+  EXPECT_EQ(t.received, kFrames);
+  EXPECT_EQ(t.out_of_order, 0u);
+  EXPECT_EQ(t.bad_length, 0u);
+}

@@ -2,8 +2,6 @@
 // TraceReader + DependencyResolver, on plain and gzip files of 10M and 1M nodes. README.md says how
 // to run it and what each counter means.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
-#include <sys/resource.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -15,12 +13,15 @@
 #include <string>
 #include <string_view>
 
+#include "bench/bench_util.h"
 #include "traces/reader.h"
 #include "traces/resolver.h"
 #include "traces/writer.h"
 
 namespace fabemu::bench {
 namespace {
+using fabemu::bench::peak_rss_mib;
+using fabemu::bench::reset_peak_rss;
 namespace fs = std::filesystem;
 using traces::Node;
 
@@ -129,20 +130,6 @@ std::optional<std::string> ensure_trace(benchmark::State& state, const TraceSpec
     return std::nullopt;
   }
   return path;
-}
-
-// Peak RSS is per benchmark: free heap goes back to the kernel and its high-water mark is reset to
-// the current RSS before each one (Linux >= 4.0); where that is refused, ru_maxrss is the process's
-// peak so far.
-void reset_peak_rss() {
-  malloc_trim(0);
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-}
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
 void report(benchmark::State& state, uint64_t nodes, uint64_t bytes) {

@@ -10,8 +10,6 @@
 // message-by-message time of one all-reduce), vs_astra_pct (deviation from ASTRA-sim's emulated time,
 // REFERENCE.md), peak_RSS_MiB as in bench_traces.
 #include <benchmark/benchmark.h>
-#include <malloc.h>
-#include <sys/resource.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "emulator/config.h"
 #include "emulator/event_queue.h"
 #include "emulator/packet_fabric.h"
@@ -34,6 +33,8 @@
 
 namespace fabemu::bench {
 namespace {
+using fabemu::bench::peak_rss_mib;
+using fabemu::bench::reset_peak_rss;
 namespace fs = std::filesystem;
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
@@ -99,17 +100,6 @@ std::optional<std::vector<std::string>> ensure_workload(benchmark::State& state,
   std::vector<std::string> paths;
   for (int64_t r = 0; r < ranks; ++r) paths.push_back(prefix + "." + std::to_string(r) + ".et");
   return paths;
-}
-
-void reset_peak_rss() {
-  malloc_trim(0);
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-}
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
 enum class Model { kAnalytical, kPacket };

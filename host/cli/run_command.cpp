@@ -20,6 +20,16 @@
 #include "traces/process_groups.h"
 #include "traces/trace_set.h"
 
+#ifdef FABEMU_HAVE_DPDK
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "host/dpdk/address_plan.h"
+#include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/dpdk_fabric.h"
+#endif
+
 namespace fabemu::cli {
 namespace {
 
@@ -44,7 +54,31 @@ struct RunArgs {
   uint64_t timeline_messages = 1'000'000;
   size_t top = 5;
   bool quiet = false;
+  // --fabric dpdk
+  std::string dpdk_port = "ring";
+  std::vector<std::string> dpdk_devargs;
+  double dilation = 1;
+  bool as_fast_as_possible = false;
+  bool roce = false;
+  uint32_t wire_mtu = 1500;
+  std::string address_plan;
+  double drop_rate = 0;
+  double reorder_rate = 0;
+  double duplicate_rate = 0;
+  uint64_t fault_seed = 1;
+  std::string pcap;
+  std::vector<std::string> eal_args;  // after `--`
 };
+
+#ifdef FABEMU_HAVE_DPDK
+// Stops EAL when the run is over (after the fabric and the ports, which are destroyed first).
+struct EalSession {
+  bool started = false;
+  ~EalSession() {
+    if (started) host::dpdk::Eal::shutdown();
+  }
+};
+#endif
 
 std::string dim_name(emu::DimTopology t) {
   switch (t) {
@@ -145,6 +179,13 @@ int run(const RunArgs& a) {
       default_algorithms(system, network.dims.size());
     }
   }
+  if (a.fabric == "dpdk") {
+    // The DPDK fabric delivers at the times of the packet model (FIFO links); it has no analytical mode.
+    if (!a.model.empty() && a.model != "packet") {
+      throw std::invalid_argument("--fabric dpdk runs the packet model (FIFO links); --model analytical does not apply");
+    }
+    model = "packet";
+  }
   if (model.empty()) model = "analytical";
   if (model != "analytical" && model != "packet") {
     throw std::invalid_argument(fmt::format("--model {}: expected analytical or packet", model));
@@ -180,10 +221,56 @@ int run(const RunArgs& a) {
 
   emu::Engine engine(1 << 16);
   emu::Topology topology(network);
+#ifdef FABEMU_HAVE_DPDK
+  EalSession eal_session;
+  std::unique_ptr<host::dpdk::DpdkPorts> dpdk_ports;
+  std::string memif_socket;
+#endif
   std::unique_ptr<emu::Fabric> fabric;
   emu::AnalyticalFabric* analytical = nullptr;
-  emu::PacketFabric* packet = nullptr;
-  if (model == "packet") {
+  const emu::PacketFabric* packet = nullptr;
+#ifdef FABEMU_HAVE_DPDK
+  host::dpdk::DpdkFabric* dpdk = nullptr;
+#endif
+  if (a.fabric == "dpdk") {
+#ifdef FABEMU_HAVE_DPDK
+    namespace hd = host::dpdk;
+    hd::Eal::start(a.eal_args.empty() ? hd::Eal::no_huge_args() : a.eal_args);
+    eal_session.started = true;
+    hd::PortConfig cfg;
+    cfg.mbufs = cfg.mbufs_for(4096, 32);
+    cfg.mtu = static_cast<uint16_t>(std::min<uint32_t>(a.wire_mtu, 65535));
+    if (a.wire_mtu > 1500) cfg.data_room = hd::PortConfig::data_room_for_mtu(a.wire_mtu);
+    if (!a.dpdk_devargs.empty()) {
+      if (a.dpdk_devargs.size() > 2) throw std::invalid_argument("--dpdk-devargs: at most two devices (A, then B)");
+      dpdk_ports = std::make_unique<hd::DpdkPorts>(
+          hd::DpdkPorts::devargs(a.dpdk_devargs[0], a.dpdk_devargs.size() > 1 ? a.dpdk_devargs[1] : "", cfg));
+    } else if (a.dpdk_port == "memif") {
+      memif_socket = (std::filesystem::temp_directory_path() / fmt::format("fabemu-memif-{}.sock", ::getpid())).string();
+      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::memif(memif_socket, cfg));
+    } else {
+      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg));
+    }
+    hd::DpdkFabricOptions o;
+    o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
+    o.mode = a.roce ? hd::WireMode::kRoceV2 : hd::WireMode::kFabemu;
+    o.wire_mtu = a.wire_mtu;
+    o.dilation = a.as_fast_as_possible ? 0.0 : a.dilation;
+    o.faults.drop_rate = a.drop_rate;
+    o.faults.reorder_rate = a.reorder_rate;
+    o.faults.duplicate_rate = a.duplicate_rate;
+    o.faults.seed = a.fault_seed;
+    o.pcap = a.pcap;
+    auto plan = a.address_plan.empty() ? hd::AddressPlan::make_default(static_cast<uint32_t>(topology.npus()))
+                                       : hd::AddressPlan::load_yaml(a.address_plan);
+    auto f = std::make_unique<hd::DpdkFabric>(topology, std::move(plan), *dpdk_ports, o);
+    dpdk = f.get();
+    packet = &f->model();
+    fabric = std::move(f);
+#else
+    throw std::invalid_argument("--fabric dpdk: this fabemu was built without DPDK");
+#endif
+  } else if (model == "packet") {
     auto p = std::make_unique<emu::PacketFabric>(engine, topology, mtu == 0 ? ~uint32_t{0} : mtu);
     packet = p.get();
     fabric = std::move(p);
@@ -195,6 +282,22 @@ int run(const RunArgs& a) {
   emu::Walker walker(*fabric, network, paths, groups, opt, analytical);
   emu::RunResult result = walker.run();
   if (timeline) timeline->finish();
+#ifdef FABEMU_HAVE_DPDK
+  std::string dpdk_section;
+  bool interrupted = false;
+  if (dpdk != nullptr) {
+    interrupted = dpdk->interrupted();
+    if (interrupted) {
+      // Not a deadlock: what was still running when SIGINT/SIGTERM came is reported as warnings.
+      result.warnings.push_back(
+          fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", dpdk->engine().now().ps()));
+      for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
+      result.stuck.clear();
+    }
+    if (!dpdk->drain()) result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
+    dpdk_section = host::dpdk::format_dpdk_stats(dpdk->stats());
+  }
+#endif
   result.workload = a.workload;
   result.fabric = a.fabric;
   result.model = model == "packet" ? fmt::format("packet (mtu {})", mtu == 0 ? std::string("whole messages")
@@ -226,6 +329,18 @@ int run(const RunArgs& a) {
     if (!out) throw std::runtime_error(fmt::format("cannot write the report {}", a.report));
   }
   if (!a.quiet) std::cout << emu::format_summary(result, a.top);
+#ifdef FABEMU_HAVE_DPDK
+  if (!a.quiet && !dpdk_section.empty()) std::cout << "\n" << dpdk_section << "  ports               "
+                                                     << dpdk_ports->describe() << "\n";
+  if (!memif_socket.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(memif_socket, ec);
+  }
+  if (interrupted) {
+    fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
+    return kExitFindings;
+  }
+#endif
   if (!result.stuck.empty()) {
     fmt::print(stderr, "fabemu: the workload deadlocked; {} thing(s) wait forever:\n", result.stuck.size());
     for (const auto& s : result.stuck) fmt::print(stderr, "  {}\n", s);
@@ -247,8 +362,35 @@ void add_run_command(CLI::App& app, int& status) {
   auto* net = run_cmd->add_option("--network,-n", args->network, "ASTRA-sim network.yml");
   run_cmd->add_option("--system,-s", args->system, "ASTRA-sim system.json (with --network)")->needs(net);
   fc->excludes(net);
-  run_cmd->add_option("--fabric", args->fabric, "Fabric backend: software (the model)")
-      ->check(CLI::IsMember({"software"}));
+  run_cmd->add_option("--fabric", args->fabric,
+                      "Fabric backend: software (the model) or dpdk (real frames, delivered at the packet model's "
+                      "times; EAL arguments after --)")
+      ->check(CLI::IsMember({"software", "dpdk"}));
+  run_cmd->add_option("--dpdk-port", args->dpdk_port,
+                      "DPDK: ring (in-process ring pair, default) or memif (in-process memif server and client)")
+      ->check(CLI::IsMember({"ring", "memif"}));
+  run_cmd->add_option("--dpdk-devargs", args->dpdk_devargs,
+                      "DPDK: a device to use instead of --dpdk-port (rte_dev_probe devargs); once: A loops frames back, "
+                      "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");
+  run_cmd->add_option("--dilation", args->dilation,
+                      "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")
+      ->check(CLI::Range(0.0, 1e6));
+  run_cmd->add_flag("--as-fast-as-possible", args->as_fast_as_possible,
+                    "DPDK: do not follow the wall clock (the same as --dilation 0)");
+  run_cmd->add_flag("--roce", args->roce, "DPDK: RoCEv2 frames (UDP 4791, BTH) instead of fabemu UDP frames");
+  run_cmd->add_option("--wire-mtu", args->wire_mtu, "DPDK: IP MTU of the frames (default 1500)")
+      ->check(CLI::Range(256u, 9000u));
+  run_cmd->add_option("--address-plan", args->address_plan,
+                      "DPDK: YAML rank -> MAC/IP/port plan (default: 198.18.0.1 + rank)");
+  run_cmd->add_option("--drop-rate", args->drop_rate, "DPDK: drop this fraction of data frames on receive")
+      ->check(CLI::Range(0.0, 1.0));
+  run_cmd->add_option("--reorder-rate", args->reorder_rate, "DPDK: hold back this fraction of data frames on receive")
+      ->check(CLI::Range(0.0, 1.0));
+  run_cmd->add_option("--duplicate-rate", args->duplicate_rate, "DPDK: duplicate this fraction of data frames on receive")
+      ->check(CLI::Range(0.0, 1.0));
+  run_cmd->add_option("--fault-seed", args->fault_seed, "DPDK: seed of the fault injection (default 1)");
+  run_cmd->add_option("--pcap", args->pcap, "DPDK: capture every frame sent to this pcap file");
+  run_cmd->add_option("eal-args", args->eal_args, "DPDK: EAL arguments, after -- (default: no hugepages, lcore 0)");
   run_cmd->add_option("--model,-m", args->model, "analytical (congestion-unaware, default) or packet (FIFO links)")
       ->check(CLI::IsMember({"analytical", "packet"}));
   run_cmd->add_option("--mtu", args->mtu, "Packet model: bytes per packet (default: whole messages, as ASTRA-sim)")

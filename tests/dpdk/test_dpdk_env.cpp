@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -340,7 +341,19 @@ TEST(Memif, ServerAndClientInOneProcess) {
   fd::PortConfig cfg;
   cfg.mbufs = cfg.mbufs_for(4096, 32);
   fd::Port server = fd::Port::open("net_memif_fe0,role=server,id=0,socket=" + sock, cfg);
-  fd::Port client = fd::Port::open("net_memif_fe1,role=client,id=0,socket=" + sock, cfg);
+  // DPDK 22.11's memif crashes now and then in the EAL interrupt thread when the client is probed while
+  // that thread still sets up the server's socket, or when both are torn down at once: let each settle
+  // (DpdkPorts::memif does the same).
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::optional<fd::Port> client_holder(fd::Port::open("net_memif_fe1,role=client,id=0,socket=" + sock, cfg));
+  fd::Port& client = *client_holder;
+  struct CloseClientFirst {
+    std::optional<fd::Port>& c;
+    ~CloseClientFirst() {
+      c.reset();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } close_first{client_holder};
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (!(server.link_up() && client.link_up()) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -1,0 +1,600 @@
+#include "host/dpdk/dpdk_fabric.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+namespace fabemu::host::dpdk {
+
+namespace {
+
+constexpr uint16_t kBurst = 32;
+constexpr size_t kTxQueueLimit = 256;     // frames built and not yet taken: stop building more
+constexpr uint32_t kFramesPerSender = 64; // per poll, so that one sender cannot starve the others
+constexpr int kRxBursts = 8;              // rx bursts per port per poll
+
+double rate_gbps(emu::Rate r) {
+  const uint64_t raw = r.ps_per_byte_q32();
+  return raw == 0 ? 0.0 : 8000.0 * 4294967296.0 / static_cast<double>(raw);
+}
+
+}  // namespace
+
+// --- ports ---------------------------------------------------------------------------------------------
+
+DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg) {
+  DpdkPorts p;
+  p.ring_ = std::make_unique<RingPair>(name);
+  p.a_ = std::make_unique<Port>(p.ring_->a(), cfg);
+  p.b_ = std::make_unique<Port>(p.ring_->b(), cfg);
+  p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b", name);
+  return p;
+}
+
+DpdkPorts DpdkPorts::memif(const std::string& socket, const PortConfig& cfg) {
+  static int counter = 0;
+  const int n = counter++;
+  DpdkPorts p;
+  p.b_ = std::make_unique<Port>(Port::open(fmt::format("net_memif_fs{},role=server,id=0,socket={}", n, socket), cfg));
+  // DPDK 22.11's memif crashes now and then in the EAL interrupt thread when the client is probed while
+  // that thread is still setting up the server's listening socket (seen in test_dpdk_env's memif test
+  // too): let it settle first.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  p.a_ = std::make_unique<Port>(Port::open(fmt::format("net_memif_fc{},role=client,id=0,socket={}", n, socket), cfg));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!(p.a_->link_up() && p.b_->link_up()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (!(p.a_->link_up() && p.b_->link_up())) {
+    throw std::runtime_error(fmt::format("memif client and server on {} did not connect within 2 s", socket));
+  }
+  p.what_ = fmt::format("memif client -> server on {}", socket);
+  p.memif_ = true;
+  return p;
+}
+
+DpdkPorts DpdkPorts::devargs(const std::string& a, const std::string& b, const PortConfig& cfg) {
+  DpdkPorts p;
+  p.a_ = std::make_unique<Port>(Port::open(a, cfg));
+  if (!b.empty()) p.b_ = std::make_unique<Port>(Port::open(b, cfg));
+  p.what_ = b.empty() ? a + " (loopback)" : a + " -> " + b;
+  return p;
+}
+
+DpdkPorts::~DpdkPorts() {
+  if (memif_ && a_ && b_) {
+    a_.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    b_.reset();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::string DpdkPorts::describe() const { return what_; }
+
+// --- the fabric ----------------------------------------------------------------------------------------
+
+DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& ports, DpdkFabricOptions options)
+    : engine_(1 << 16),
+      model_(engine_, std::move(topology), options.model_mtu),
+      plan_(std::move(plan)),
+      ports_(ports),
+      opt_(std::move(options)),
+      clock_(opt_.dilation),
+      rules_(plan_.decode_rules(opt_.mode)),
+      npus_(static_cast<uint32_t>(model_.topology().npus())),
+      payload_(static_cast<uint32_t>(max_payload_for_mtu(opt_.mode, opt_.wire_mtu))),
+      faults_(opt_.faults) {
+  if (!Eal::running()) throw std::logic_error("DpdkFabric: EAL is not running");
+  if (plan_.size() < npus_) {
+    throw std::invalid_argument(
+        fmt::format("the address plan has {} ranks, the topology {} NPUs", plan_.size(), npus_));
+  }
+  if (payload_ == 0) throw std::invalid_argument(fmt::format("--wire-mtu {}: too small for a frame", opt_.wire_mtu));
+  for (Port* p : {&ports_.a(), &ports_.b()}) {
+    const size_t room = rte_pktmbuf_data_room_size(p->pool()) - RTE_PKTMBUF_HEADROOM;
+    if (frame_bytes(opt_.mode, payload_) > room) {
+      throw std::invalid_argument(fmt::format("--wire-mtu {}: frames of {} bytes do not fit the mbufs of {} ({} bytes)",
+                                              opt_.wire_mtu, frame_bytes(opt_.mode, payload_), p->name(), room));
+    }
+  }
+  model_.set_listener(this);
+  senders_.resize(npus_);
+  receivers_.resize(npus_);
+  held_.resize(npus_);
+  route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
+  link_free_.resize(model_.topology().links().size());
+  link_tx_.resize(model_.topology().links().size());
+  if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap);
+  scratch_.resize(16384);
+  stats_.dilation = opt_.dilation;
+}
+
+DpdkFabric::~DpdkFabric() {
+  for (auto* q : {&tx_data_, &tx_feedback_}) {
+    for (rte_mbuf* m : *q) rte_pktmbuf_free(m);
+  }
+  for (const Held& h : reorder_) rte_pktmbuf_free(h.m);
+}
+
+Sender& DpdkFabric::sender(uint32_t src) {
+  if (!senders_[src]) {
+    SenderConfig c;
+    c.destinations = npus_;
+    c.payload_per_packet = payload_;
+    c.window = opt_.window;
+    c.rto = opt_.rto;
+    senders_[src] = std::make_unique<Sender>(c);
+    active_senders_.push_back(src);
+  }
+  return *senders_[src];
+}
+
+Receiver& DpdkFabric::receiver(uint32_t dst) {
+  if (!receivers_[dst]) {
+    ReceiverConfig c;
+    c.sources = npus_;
+    c.window = opt_.window;
+    c.nack_delay = opt_.nack_delay;
+    receivers_[dst] = std::make_unique<Receiver>(c);
+    active_receivers_.push_back(dst);
+  }
+  return *receivers_[dst];
+}
+
+void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
+  model_.send(m, ready);  // validates, and schedules the modelled delivery
+  Record r;
+  r.src = static_cast<uint32_t>(m.src);
+  r.dst = static_cast<uint32_t>(m.dst);
+  r.bytes = m.bytes;
+  r.local = m.src == m.dst;
+  r.arrived = r.local;
+  r.flow = m.flow;
+  if (!records_.emplace(m.id, r).second) {
+    throw std::logic_error(fmt::format("DpdkFabric::send: message id {} is already in flight", m.id));
+  }
+  if (r.local) {
+    ++stats_.local_messages;
+    return;
+  }
+  if (ready == engine_.now()) {
+    submit(m.id);
+  } else {
+    engine_.at(ready, *this, m.id);  // does not touch the walker: the model's events keep their order
+  }
+}
+
+void DpdkFabric::on_event(uint64_t id) { submit(id); }
+
+void DpdkFabric::submit(uint64_t id) {
+  Record& r = records_.at(id);
+  const emu::Topology& topo = model_.topology();
+  const auto route = topo.route(static_cast<int32_t>(r.src), static_cast<int32_t>(r.dst), r.flow, route_);
+  r.first_link = route[0];
+  const emu::Link& link = topo.link(r.first_link);
+  // The first hop's FIFO for the wire's pacing (the model's own queues decide deliveries).
+  r.depart = std::max(engine_.now(), link_free_[r.first_link]);
+  link_free_[r.first_link] = r.depart + link.rate.ser(r.bytes);
+  r.rate = link.rate;
+  ++stats_.messages;
+  stats_.message_bytes += r.bytes;
+  if (!clock_.as_fast_as_possible()) {
+    pacing_.push_back(Waiting{r.depart.ps(), pacing_seq_++, id});
+    std::push_heap(pacing_.begin(), pacing_.end(), std::greater<>());
+    return;
+  }
+  if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);
+}
+
+bool DpdkFabric::try_submit(uint64_t id, Record& r) {
+  Sender& s = sender(r.src);
+  if (!s.can_submit(r.dst)) return false;
+  r.wire_id = s.submit(r.dst, r.bytes);
+  r.submitted = true;
+  by_wire_[pair_key(r.src, r.dst, r.wire_id, npus_)] = id;
+  return true;
+}
+
+void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
+  const auto it = records_.find(id);
+  if (it == records_.end()) throw std::logic_error(fmt::format("DpdkFabric: unknown message {} delivered", id));
+  Record& r = it->second;
+  // The delay line: the wire must have brought every packet, and (dilated) the wall clock must have
+  // reached the modelled time.
+  emu::Time last_progress = clock_.wall();
+  while (!r.arrived || (!clock_.as_fast_as_possible() && clock_.emulated() < at)) {
+    if (Eal::stop_requested()) {
+      interrupted_ = true;
+      engine_.stop();
+      return;
+    }
+    const bool got = poll();
+    const emu::Time now = clock_.wall();
+    if (got || r.arrived) {
+      last_progress = now;
+    } else if (now - last_progress > opt_.stall_timeout) {
+      throw std::runtime_error(fmt::format(
+          "DPDK fabric: message {} ({} bytes, rank {} -> {}) was due at {} ps but nothing arrived on {} for {} ms",
+          id, r.bytes, r.src, r.dst, at.ps(), ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000));
+    }
+  }
+  if (!r.local && !clock_.as_fast_as_possible() && r.arrived_emulated > at) ++stats_.late;
+  records_.erase(it);
+  ++stats_.deliveries;
+  if (listener_ != nullptr) listener_->on_delivered(id, at);
+}
+
+// --- I/O -----------------------------------------------------------------------------------------------
+
+bool DpdkFabric::poll() {
+  if (!pacing_.empty()) {
+    const emu::Time emulated = clock_.emulated();
+    while (!pacing_.empty() && pacing_.front().depart_ps <= emulated.ps()) {
+      const uint64_t id = pacing_.front().id;
+      std::pop_heap(pacing_.begin(), pacing_.end(), std::greater<>());
+      pacing_.pop_back();
+      if (!backlog_.empty() || !try_submit(id, records_.at(id))) backlog_.push_back(id);
+    }
+  }
+  if (!backlog_.empty()) {
+    size_t kept = 0;
+    for (size_t i = 0; i < backlog_.size(); ++i) {
+      const uint64_t id = backlog_[i];
+      Record& r = records_.at(id);
+      // Keep the order per pair: once one waits, later ones wait too (a pair's ids are consecutive).
+      if (kept > 0 || !try_submit(id, r)) backlog_[kept++] = id;
+    }
+    backlog_.resize(kept);
+  }
+  transmit();
+  rx_any_ = false;
+  data_seen_ = false;
+  receive(ports_.b());
+  if (&ports_.a() != &ports_.b()) receive(ports_.a());
+  if (!data_seen_ && !reorder_.empty()) {
+    // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
+    std::vector<Held> release;
+    release.swap(reorder_);
+    for (const Held& h : release) process_held(h.m);
+  }
+  const emu::Time now = clock_.wall();
+  for (const uint32_t dst : active_receivers_) {
+    Receiver& rx = *receivers_[dst];
+    if (rx.active_messages() == 0) continue;
+    nacks_.clear();
+    rx.poll_nacks(now, nacks_);
+    for (const Nack& n : nacks_.nacks) {
+      feedback(dst, n.src, n.message_id, PacketKind::kNack, n.count, n.cumulative, n.covered,
+               std::span<const uint32_t>(nacks_.seqs).subspan(n.first, n.missing));
+    }
+  }
+  flush(ports_.b(), tx_feedback_);
+  return rx_any_;
+}
+
+rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
+  rte_mbuf* m = rte_pktmbuf_alloc(port.pool());
+  if (m == nullptr) return nullptr;
+  const uint16_t len = fill_mbuf(m, spec);
+  if (len == 0) {
+    rte_pktmbuf_free(m);
+    throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
+  }
+  if (pcap_) pcap_->write(mbuf_bytes(m), clock_.wall().ps() / 1000);
+  ++stats_.frames_tx;
+  stats_.frame_bytes_tx += len;
+  return m;
+}
+
+void DpdkFabric::transmit() {
+  const emu::Time wall = clock_.wall();
+  const emu::Time emulated = clock_.emulated();
+  const emu::Time stamp = clock_.as_fast_as_possible() ? engine_.now() : emulated;
+  for (const uint32_t src : active_senders_) {
+    Sender& s = *senders_[src];
+    for (uint32_t k = 0; k < kFramesPerSender && tx_data_.size() < kTxQueueLimit; ++k) {
+      TxPacket p;
+      if (held_[src]) {
+        p = *held_[src];
+      } else if (!s.next(wall, p)) {
+        break;
+      }
+      Record* rec = nullptr;
+      if (!p.retransmit) {
+        const auto w = by_wire_.find(pair_key(src, p.dst, p.message_id, npus_));
+        if (w != by_wire_.end()) rec = &records_.at(w->second);
+      }
+      // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes.
+      if (rec != nullptr && !clock_.as_fast_as_possible() && rec->depart + rec->rate.ser(p.offset) > emulated) {
+        held_[src] = p;
+        break;
+      }
+      FrameSpec spec;
+      spec.mode = opt_.mode;
+      spec.src = plan_.at(src);
+      spec.dst = plan_.at(p.dst);
+      if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | p.dst);
+      spec.ip_id = static_cast<uint16_t>(ip_id_++);
+      spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, p.dst,
+                              p.message_id, p.seq, p.count, p.message_length, p.offset, stamp.ps()};
+      spec.bth.opcode = rc_send_opcode(p.seq, p.count);
+      spec.bth.dest_qp = p.dst + 1;
+      spec.bth.psn = p.seq & 0xFFFFFF;
+      spec.bth.ack_req = p.seq + 1 == p.count;
+      spec.payload_bytes = p.bytes;
+      rte_mbuf* m = frame(ports_.a(), spec);
+      if (m == nullptr) {  // pool empty: try again next poll
+        held_[src] = p;
+        break;
+      }
+      held_[src].reset();
+      tx_data_.push_back(m);
+      if (rec != nullptr) {
+        ++stats_.data_frames;
+        if (p.seq == 0) rec->tx_ticks = clock_.ticks();
+        LinkTx& lt = link_tx_[rec->first_link];
+        if (lt.bytes == 0) lt.first = wall;
+        lt.last = wall;
+        lt.bytes += p.bytes;
+      }
+    }
+  }
+  flush(ports_.a(), tx_data_);
+}
+
+void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue) {
+  size_t sent = 0;
+  while (sent < queue.size()) {
+    const auto n = static_cast<uint16_t>(std::min<size_t>(kBurst, queue.size() - sent));
+    const uint16_t took = port.tx_burst(queue.data() + sent, n);
+    sent += took;
+    if (took < n) break;  // the device is full: the rest waits for the next poll
+  }
+  queue.erase(queue.begin(), queue.begin() + static_cast<ptrdiff_t>(sent));
+}
+
+void DpdkFabric::receive(Port& port) {
+  rte_mbuf* pkts[kBurst];
+  for (int b = 0; b < kRxBursts; ++b) {
+    const uint16_t n = port.rx_burst(pkts, kBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = pkts[i];
+      rx_any_ = true;
+      ++stats_.frames_rx;
+      stats_.frame_bytes_rx += m->pkt_len;
+      DecodedFrame f;
+      const Verdict v = decode_mbuf(m, rules_, f, scratch_);
+      if (v != Verdict::kOurs) {
+        ++stats_.not_ours;
+        ++stats_.not_ours_by_verdict[static_cast<size_t>(v)];
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      if (f.hdr.kind != PacketKind::kData) {
+        handle(f);
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      data_seen_ = true;
+      const FaultDecision d = faults_.next();
+      if (d.drop) {
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      if (d.reorder) {
+        reorder_.push_back(Held{m, 1 + static_cast<uint32_t>(faults_.uniform(8))});
+        continue;
+      }
+      handle(f);
+      if (d.duplicate) handle(f);
+      rte_pktmbuf_free(m);
+      // Frames held back are released behind `after` later data frames.
+      for (size_t j = 0; j < reorder_.size();) {
+        if (--reorder_[j].after == 0) {
+          rte_mbuf* h = reorder_[j].m;
+          reorder_.erase(reorder_.begin() + static_cast<ptrdiff_t>(j));
+          process_held(h);
+        } else {
+          ++j;
+        }
+      }
+    }
+    if (n < kBurst) break;
+  }
+}
+
+void DpdkFabric::process_held(rte_mbuf* m) {
+  DecodedFrame f;
+  if (decode_mbuf(m, rules_, f, scratch_) == Verdict::kOurs) handle(f);
+  rte_pktmbuf_free(m);
+}
+
+void DpdkFabric::handle(const DecodedFrame& f) {
+  const FabemuHeader& h = f.hdr;
+  if (h.src_rank >= npus_ || h.dst_rank >= npus_) {
+    ++stats_.rx_invalid;
+    return;
+  }
+  if (h.kind == PacketKind::kData) {
+    const RxPacket p{h.src_rank, h.message_id, h.seq, h.count, h.message_length, f.payload_bytes,
+                     (h.flags & kFlagRetransmit) != 0};
+    const RxEvent e = receiver(h.dst_rank).on_packet(p, clock_.wall());
+    if (e == RxEvent::kCompleted) {
+      const auto w = by_wire_.find(pair_key(h.src_rank, h.dst_rank, h.message_id, npus_));
+      if (w != by_wire_.end()) {
+        Record& r = records_.at(w->second);
+        r.arrived = true;
+        r.rx_ticks = clock_.ticks();
+        r.arrived_emulated = clock_.emulated();
+        stats_.latency_ns.push_back(clock_.ticks_to_ns(r.rx_ticks - r.tx_ticks));
+        by_wire_.erase(w);
+      }
+    }
+    if (e == RxEvent::kCompleted || e == RxEvent::kStale) {
+      feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, h.count, h.count, {});
+    }
+    return;
+  }
+  // Feedback from receiver h.src_rank to sender h.dst_rank.
+  if (!senders_[h.dst_rank]) {
+    ++stats_.rx_invalid;
+    return;
+  }
+  Sender& s = *senders_[h.dst_rank];
+  if (h.kind == PacketKind::kAck) {
+    s.on_ack(h.src_rank, h.message_id, h.seq);
+  } else {
+    missing_.resize(f.missing_count());
+    for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = f.missing(i);
+    s.on_nack(h.src_rank, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
+  }
+}
+
+void DpdkFabric::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, uint32_t count,
+                          uint32_t cumulative, uint32_t covered, std::span<const uint32_t> missing) {
+  FrameSpec spec;
+  spec.mode = opt_.mode;
+  spec.src = plan_.at(from);
+  spec.dst = plan_.at(to);
+  if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{from} << 32 | to);
+  spec.ip_id = static_cast<uint16_t>(ip_id_++);
+  spec.hdr = FabemuHeader{kind, 0, from, to, id, cumulative, count, 0, covered, engine_.now().ps()};
+  spec.bth.opcode = kRcSendOnly;
+  spec.bth.dest_qp = to + 1;
+  spec.missing = missing;
+  rte_mbuf* m = frame(ports_.b(), spec);
+  if (m == nullptr) return;  // pool empty: the sender's timeout covers a lost ACK / NACK
+  if (kind == PacketKind::kAck) {
+    ++stats_.acks;
+  } else {
+    ++stats_.nacks;
+  }
+  tx_feedback_.push_back(m);
+}
+
+bool DpdkFabric::drain(emu::Duration limit) {
+  const emu::Time start = clock_.wall();
+  const auto busy = [&] {
+    if (!tx_data_.empty() || !tx_feedback_.empty() || !backlog_.empty() || !pacing_.empty()) return true;
+    for (const uint32_t s : active_senders_) {
+      if (senders_[s]->unacked_messages() > 0) return true;
+    }
+    return false;
+  };
+  bool done = true;
+  while (busy()) {
+    if (clock_.wall() - start > limit || Eal::stop_requested()) {
+      done = false;
+      break;
+    }
+    poll();
+  }
+  // Then until the ports are quiet (late re-ACKs), so that no frame of this run is left for another.
+  emu::Time quiet_since = clock_.wall();
+  while (clock_.wall() - quiet_since < emu::Duration::from_ms(2) && clock_.wall() - start <= limit) {
+    if (poll()) quiet_since = clock_.wall();
+  }
+  if (pcap_) {
+    pcap_->close();
+    pcap_.reset();
+  }
+  return done;
+}
+
+const DpdkStats& DpdkFabric::stats() {
+  DpdkStats& s = stats_;
+  s.wall = clock_.wall().since_start();
+  s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = 0;
+  for (const uint32_t r : active_senders_) {
+    const SenderStats& st = senders_[r]->stats();
+    s.retransmissions += st.retransmissions;
+    s.nack_retransmissions += st.nack_retransmissions;
+    s.timeout_retransmissions += st.timeout_retransmissions;
+  }
+  s.rx_duplicates = s.rx_reordered = s.rx_stale = 0;
+  s.bytes_completed = s.messages_completed = 0;
+  uint64_t invalid = 0;
+  for (const uint32_t r : active_receivers_) {
+    const ReceiverStats& st = receivers_[r]->stats();
+    s.rx_duplicates += st.duplicates;
+    s.rx_reordered += st.reordered;
+    s.rx_stale += st.stale;
+    invalid += st.invalid + st.out_of_window;
+    s.bytes_completed += st.bytes_completed;
+    s.messages_completed += st.completed;
+  }
+  s.rx_receiver_invalid = invalid;
+  s.injected_drops = faults_.dropped();
+  s.injected_duplicates = faults_.duplicated();
+  s.injected_reorders = faults_.reordered();
+  s.busiest_link = -1;
+  s.busiest_link_bytes = 0;
+  for (size_t l = 0; l < link_tx_.size(); ++l) {
+    if (link_tx_[l].bytes > s.busiest_link_bytes) {
+      s.busiest_link_bytes = link_tx_[l].bytes;
+      s.busiest_link = static_cast<int64_t>(l);
+    }
+  }
+  if (s.busiest_link >= 0) {
+    const LinkTx& lt = link_tx_[static_cast<size_t>(s.busiest_link)];
+    s.busiest_target_gbps = rate_gbps(model_.topology().link(static_cast<emu::LinkId>(s.busiest_link)).rate);
+    const uint64_t span = (lt.last - lt.first).ps();
+    const double wire_gbps = span == 0 ? 0.0 : static_cast<double>(lt.bytes) * 8.0 * 1000.0 / static_cast<double>(span);
+    s.busiest_achieved_gbps = clock_.as_fast_as_possible() ? wire_gbps : wire_gbps * opt_.dilation;
+  }
+  return s;
+}
+
+std::string format_dpdk_stats(const DpdkStats& s) {
+  std::string out = "DPDK\n";
+  out += fmt::format("  time                {}, wall {:.3f} ms\n",
+                     s.dilation == 0 ? std::string("as fast as possible (deliveries at modelled times)")
+                                     : fmt::format("dilation {:g} (emulated = wall / {:g})", s.dilation, s.dilation),
+                     static_cast<double>(s.wall.ps()) / 1e9);
+  out += fmt::format("  messages            {} on the wire ({} bytes), {} local; {} reassembled ({} bytes), {} delivered\n",
+                     s.messages, s.message_bytes, s.local_messages, s.messages_completed, s.bytes_completed,
+                     s.deliveries);
+  out += fmt::format("  frames sent         {} ({} bytes): {} data, {} retransmitted ({} on NACK, {} on timeout), "
+                     "{} ACK, {} NACK\n",
+                     s.frames_tx, s.frame_bytes_tx, s.data_frames, s.retransmissions, s.nack_retransmissions,
+                     s.timeout_retransmissions, s.acks, s.nacks);
+  out += fmt::format("  frames received     {} ({} bytes); not ours {}\n", s.frames_rx, s.frame_bytes_rx, s.not_ours);
+  for (size_t v = 1; v < kVerdictCount; ++v) {
+    if (s.not_ours_by_verdict[v] > 0) {
+      out += fmt::format("    {:<18}{}\n", to_string(static_cast<Verdict>(v)), s.not_ours_by_verdict[v]);
+    }
+  }
+  out += fmt::format("  detected            {} duplicates, {} reordered, {} stale copies, {} invalid\n", s.rx_duplicates,
+                     s.rx_reordered, s.rx_stale, s.rx_invalid + s.rx_receiver_invalid);
+  if (s.injected_drops + s.injected_duplicates + s.injected_reorders > 0) {
+    out += fmt::format("  injected faults     {} drops, {} duplicates, {} reorders\n", s.injected_drops,
+                       s.injected_duplicates, s.injected_reorders);
+  }
+  if (s.dilation > 0) out += fmt::format("  late deliveries     {} (wire slower than the target)\n", s.late);
+  if (s.busiest_link >= 0) {
+    out += fmt::format("  busiest link        #{}: {} bytes, target {:.3f} Gb/s, achieved {:.3f} Gb/s{}, "
+                       "averaged from its first to its last frame\n",
+                       s.busiest_link,
+                       s.busiest_link_bytes, s.busiest_target_gbps, s.busiest_achieved_gbps,
+                       s.dilation == 0 ? " on the wire (not paced)" : " (emulated)");
+  }
+  if (!s.latency_ns.empty()) {
+    std::vector<uint64_t> v = s.latency_ns;
+    std::sort(v.begin(), v.end());
+    const auto at = [&](double q) {
+      return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+    };
+    out += fmt::format("  wire latency (ns)   min {}, median {}, p99 {}, max {} over {} messages (TSC, first frame "
+                       "sent to message reassembled)\n",
+                       v.front(), at(0.5), at(0.99), v.back(), v.size());
+  }
+  return out;
+}
+
+}  // namespace fabemu::host::dpdk

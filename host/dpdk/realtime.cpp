@@ -1,0 +1,55 @@
+#include "host/dpdk/realtime.h"
+
+#include <rte_cycles.h>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "host/dpdk/dpdk_env.h"
+
+namespace fabemu::host::dpdk {
+
+namespace {
+using u128 = emu::detail::u128;
+}
+
+TscClock::TscClock(double dilation) : dilation_(dilation) {
+  if (!(dilation >= 0) || dilation > 1e6) {
+    throw std::invalid_argument("--dilation " + std::to_string(dilation) + ": expected 0 (as fast as possible) .. 1e6");
+  }
+  dilation_q16_ = static_cast<uint64_t>(std::llround(dilation * 65536.0));
+  if (dilation > 0 && dilation_q16_ == 0) dilation_q16_ = 1;
+  tsc_ = Eal::running() && rte_get_tsc_hz() > 0;
+  hz_ = tsc_ ? rte_get_tsc_hz() : 1'000'000'000;
+  restart();
+}
+
+uint64_t TscClock::ticks() const noexcept {
+  if (tsc_) return rte_rdtsc();
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+void TscClock::restart() noexcept { start_ = ticks(); }
+
+uint64_t TscClock::ticks_to_ns(uint64_t t) const noexcept {
+  return static_cast<uint64_t>(u128{t} * 1'000'000'000u / hz_);
+}
+
+emu::Time TscClock::wall() const noexcept {
+  const uint64_t t = ticks() - start_;
+  return emu::Time::from_ps(static_cast<uint64_t>(u128{t} * 1'000'000'000'000u / hz_));
+}
+
+emu::Time TscClock::emulated() const noexcept {
+  if (dilation_q16_ == 0) return emu::Time::max();
+  return emu::Time::from_ps(static_cast<uint64_t>((u128{wall().ps()} << 16) / dilation_q16_));
+}
+
+emu::Duration TscClock::to_wall(emu::Duration emulated) const noexcept {
+  return emu::Duration::from_ps(static_cast<uint64_t>((u128{emulated.ps()} * dilation_q16_) >> 16));
+}
+
+}  // namespace fabemu::host::dpdk

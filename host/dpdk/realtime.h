@@ -1,0 +1,47 @@
+// The DPDK fabric's wall clock: the TSC (rte_rdtsc / rte_get_tsc_hz) once EAL runs, else
+// std::chrono::steady_clock, mapped to emulated picoseconds with a time-dilation factor D:
+// emulated ps = wall ps / D ("--dilation 8": the target fabric runs 8 times slower than real time, so an
+// 800G target fits on 100G lab NICs). D = 0 means "as fast as possible": emulated time does not follow
+// the wall clock at all (the engine's virtual clock jumps from event to event).
+#pragma once
+
+#include <cstdint>
+
+#include "emulator/time.h"
+
+namespace fabemu::host::dpdk {
+
+class TscClock {
+ public:
+  // std::invalid_argument for a negative, NaN or absurd (> 1e6) dilation. Starts the clock (restart()).
+  explicit TscClock(double dilation = 0);
+
+  // Wall time zero is now.
+  void restart() noexcept;
+  // Raw ticks (TSC cycles, or steady_clock nanoseconds without EAL) and their frequency.
+  uint64_t ticks() const noexcept;
+  uint64_t hz() const noexcept { return hz_; }
+  // Wall time since restart(), in picoseconds (undilated).
+  emu::Time wall() const noexcept;
+  // A tick difference in nanoseconds.
+  uint64_t ticks_to_ns(uint64_t ticks) const noexcept;
+  // Wall time since restart() divided by the dilation: the emulated time the wall clock says it is.
+  // Time::max() when as_fast_as_possible() (every emulated time has come).
+  emu::Time emulated() const noexcept;
+  // Emulated duration -> wall duration (times D).
+  emu::Duration to_wall(emu::Duration emulated) const noexcept;
+
+  double dilation() const noexcept { return dilation_; }
+  bool as_fast_as_possible() const noexcept { return dilation_q16_ == 0; }
+  // True when ticks() are TSC cycles (EAL running), false for the steady_clock fallback.
+  bool uses_tsc() const noexcept { return tsc_; }
+
+ private:
+  double dilation_;
+  uint64_t dilation_q16_;  // D * 2^16, rounded; 0 = as fast as possible
+  bool tsc_;
+  uint64_t hz_;
+  uint64_t start_ = 0;
+};
+
+}  // namespace fabemu::host::dpdk

@@ -1,0 +1,393 @@
+// The DPDK fabric end to end on virtual devices: the walker replays workloads as real frames through a
+// ring pair or memif, and must report exactly the times of the software packet model (deliveries happen
+// at modelled times once the wire has brought every packet), with every message delivered once and every
+// byte reassembled, also under injected loss, duplication and reordering. One EAL per process; every test
+// skips with the reason when EAL cannot start. Traffic goes only to rings and memif sockets in a temp dir.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/config/astra_config.h"
+#include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/dpdk_fabric.h"
+#include "tests/emulator/walker_test_util.h"
+#include "traces/generate.h"
+#include "traces/trace_set.h"
+
+namespace fd = fabemu::host::dpdk;
+namespace fs = std::filesystem;
+using namespace fabemu::emu;
+using namespace fabemu::emu::walker_test;
+
+namespace {
+
+std::string g_eal_error;
+
+class EalEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    std::vector<std::string> args = fd::Eal::no_huge_args();
+    if (const char* env = std::getenv("FABEMU_DPDK_TEST_EAL_ARGS"); env != nullptr) {
+      args.clear();
+      std::istringstream words(env);
+      for (std::string w; words >> w;) args.push_back(w);
+    }
+    try {
+      fd::Eal::start(args);
+    } catch (const std::exception& e) {
+      g_eal_error = e.what();
+    }
+  }
+  void TearDown() override { fd::Eal::shutdown(); }
+};
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+
+#define REQUIRE_EAL()                                                                          \
+  do {                                                                                         \
+    if (!fd::Eal::running()) GTEST_SKIP() << "DPDK EAL could not start here: " << g_eal_error; \
+  } while (0)
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string t = (fs::temp_directory_path() / "fabemu-dpdkfab-XXXXXX").string();
+    if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+constexpr uint32_t kModelMtu = 4096;
+
+// A workload, its network and walker options.
+struct Workload {
+  NetworkConfig net;
+  SystemConfig sys;
+  std::vector<std::string> files;
+  WalkerOptions options() const {
+    WalkerOptions o;
+    o.system = sys;
+    return o;
+  }
+};
+
+RunResult run_software(const Workload& w) {
+  Engine engine(1 << 12);
+  Topology topo(w.net);
+  PacketFabric fabric(engine, topo, kModelMtu);
+  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
+  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
+  return walker.run();
+}
+
+struct DpdkRun {
+  RunResult result;
+  fd::DpdkStats stats;
+  bool drained = false;
+};
+
+DpdkRun run_dpdk(const Workload& w, fd::DpdkPorts& ports, fd::DpdkFabricOptions opt) {
+  opt.model_mtu = kModelMtu;
+  Topology topo(w.net);
+  const auto plan = fd::AddressPlan::make_default(static_cast<uint32_t>(topo.npus()));
+  fd::DpdkFabric fabric(topo, plan, ports, opt);
+  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
+  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
+  DpdkRun out;
+  out.result = walker.run();
+  out.drained = fabric.drain();
+  out.stats = fabric.stats();
+  std::printf("%s", fd::format_dpdk_stats(out.stats).c_str());
+  return out;
+}
+
+fd::PortConfig port_config() {
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(4096, 32);
+  return cfg;
+}
+
+// The same times as the software model, every message once, every byte once.
+void expect_exact(const RunResult& sw, const DpdkRun& d) {
+  ASSERT_TRUE(sw.stuck.empty());
+  ASSERT_TRUE(d.result.stuck.empty()) << d.result.stuck.front();
+  EXPECT_GT(sw.total.ps(), 0u);
+  EXPECT_EQ(d.result.total.ps(), sw.total.ps());
+  ASSERT_EQ(d.result.ranks.size(), sw.ranks.size());
+  for (size_t r = 0; r < sw.ranks.size(); ++r) {
+    EXPECT_EQ(d.result.ranks[r].finish.ps(), sw.ranks[r].finish.ps()) << "rank " << r;
+    EXPECT_EQ(d.result.ranks[r].exposed_comm.ps(), sw.ranks[r].exposed_comm.ps()) << "rank " << r;
+  }
+  const fd::DpdkStats& s = d.stats;
+  EXPECT_TRUE(d.drained);
+  EXPECT_GT(s.messages, 0u);
+  EXPECT_EQ(s.deliveries, s.messages + s.local_messages);
+  EXPECT_EQ(s.messages_completed, s.messages);
+  EXPECT_EQ(s.bytes_completed, s.message_bytes);
+  EXPECT_EQ(s.latency_ns.size(), s.messages);
+  EXPECT_EQ(s.not_ours, 0u);
+  EXPECT_EQ(s.rx_invalid + s.rx_receiver_invalid, 0u);
+  // Every frame sent arrived on the other port (the fault filter drops after receiving); drain() polls
+  // until the ports are quiet.
+  EXPECT_EQ(s.frames_rx, s.frames_tx);
+}
+
+Workload generated_all_reduce(const fabemu::test::ScratchDir& dir) {
+  Workload w;
+  w.net = network({dim(DimTopology::kRing, 8)});
+  w.sys = system_config(CollectiveAlgo::kRing, 4, 1);
+  fabemu::traces::CollectiveSpec spec;
+  spec.type = ChakraProtoMsg::ALL_REDUCE;
+  spec.ranks = 8;
+  spec.size_bytes = uint64_t{1} << 20;
+  w.files = fabemu::traces::generate_collective(spec, dir.file("allreduce"));
+  return w;
+}
+
+// The shared custom ring all-reduce (SEND/RECV), or nullopt when ../shared is absent.
+std::optional<Workload> custom_ring_all_reduce() {
+  const auto traces_dir = fabemu::test::shared_traces_dir();
+  if (!traces_dir) return std::nullopt;
+  const fs::path prefix = *traces_dir /
+                          "astra-sim/examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce";
+  const fs::path yml = traces_dir->parent_path() / "configs" / "astra-sim" / "Ring_8npus.yml";
+  if (!fs::exists(yml) || !fs::exists(prefix.string() + ".0.et")) return std::nullopt;
+  Workload w;
+  w.net = fabemu::host::load_network_yml(yml.string());
+  w.sys = system_config(CollectiveAlgo::kRing, 1, 1);
+  w.sys.scheduling_policy = "FIFO";
+  for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
+  return w;
+}
+
+TEST(DpdkFabric, GeneratedAllReduceOnRingPairMatchesTheSoftwareModel) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fab1", port_config());
+  const DpdkRun d = run_dpdk(w, ports, fd::DpdkFabricOptions{});
+  expect_exact(sw, d);
+  EXPECT_EQ(d.stats.retransmissions, 0u);
+  // 8 ranks x 2 x 7 steps of 1/8 MiB in 4 chunks each: 14 MiB, in frames of at most 1442 bytes.
+  EXPECT_EQ(d.stats.message_bytes, uint64_t{14} << 20);
+  EXPECT_EQ(d.stats.data_frames, d.stats.frames_tx - d.stats.acks - d.stats.nacks - d.stats.retransmissions);
+}
+
+TEST(DpdkFabric, CustomRingAllReduceOnRingPairMatchesTheSoftwareModel) {
+  REQUIRE_EAL();
+  const auto w = custom_ring_all_reduce();
+  if (!w) GTEST_SKIP() << "../shared custom ring all-reduce or Ring_8npus.yml is absent";
+  const RunResult sw = run_software(*w);
+  auto ports = fd::DpdkPorts::ring("fab2", port_config());
+  const DpdkRun d = run_dpdk(*w, ports, fd::DpdkFabricOptions{});
+  expect_exact(sw, d);
+  EXPECT_EQ(d.result.p2p.sends, 8u * 14u);
+}
+
+TEST(DpdkFabric, LossAndReorderingStillGiveTheModelledTimes) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fab3", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.faults.drop_rate = 0.01;
+  opt.faults.reorder_rate = 0.05;
+  opt.faults.duplicate_rate = 0.01;
+  opt.faults.seed = 7;
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  EXPECT_GT(d.stats.injected_drops, 0u);
+  EXPECT_GT(d.stats.injected_reorders, 0u);
+  EXPECT_GT(d.stats.retransmissions, 0u);
+  EXPECT_GE(d.stats.retransmissions, d.stats.injected_drops);
+  EXPECT_GT(d.stats.rx_reordered, 0u);
+  EXPECT_GT(d.stats.rx_duplicates + d.stats.rx_stale, 0u);
+}
+
+TEST(DpdkFabric, CustomRingAllReduceWithLossMatches) {
+  REQUIRE_EAL();
+  const auto w = custom_ring_all_reduce();
+  if (!w) GTEST_SKIP() << "../shared custom ring all-reduce or Ring_8npus.yml is absent";
+  const RunResult sw = run_software(*w);
+  auto ports = fd::DpdkPorts::ring("fab4", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.faults.drop_rate = 0.01;
+  opt.faults.reorder_rate = 0.05;
+  opt.faults.seed = 11;
+  const DpdkRun d = run_dpdk(*w, ports, opt);
+  expect_exact(sw, d);
+  EXPECT_GT(d.stats.retransmissions, 0u);
+}
+
+TEST(DpdkFabric, ThroughMemif) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  TempDir tmp;
+  std::optional<fd::DpdkPorts> ports;
+  try {
+    ports.emplace(fd::DpdkPorts::memif((tmp.path / "memif.sock").string(), port_config()));
+  } catch (const std::runtime_error& e) {
+    GTEST_SKIP() << "memif did not come up: " << e.what();
+  }
+  expect_exact(sw, run_dpdk(w, *ports, fd::DpdkFabricOptions{}));
+  fd::DpdkFabricOptions opt;
+  opt.faults.drop_rate = 0.01;
+  opt.faults.reorder_rate = 0.05;
+  opt.faults.seed = 3;
+  const DpdkRun lossy = run_dpdk(w, *ports, opt);
+  expect_exact(sw, lossy);
+  EXPECT_GT(lossy.stats.retransmissions, 0u);
+}
+
+TEST(DpdkFabric, RoceFramesCapturedToPcap) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fab5", port_config());
+  TempDir tmp;
+  fd::DpdkFabricOptions opt;
+  opt.mode = fd::WireMode::kRoceV2;
+  opt.pcap = (tmp.path / "frames.pcap").string();
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  // Read the capture back: every frame sent, each one ours in RoCEv2 mode.
+  std::ifstream in(opt.pcap, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GE(bytes.size(), 24u);
+  const auto rules = fd::AddressPlan::make_default(8).decode_rules(fd::WireMode::kRoceV2);
+  size_t pos = 24;
+  uint64_t frames = 0, data = 0;
+  while (pos + 16 <= bytes.size()) {
+    uint32_t incl = 0;
+    std::memcpy(&incl, &bytes[pos + 8], 4);
+    pos += 16;
+    ASSERT_LE(pos + incl, bytes.size());
+    fd::DecodedFrame f;
+    ASSERT_EQ(fd::decode(std::span<const uint8_t>(&bytes[pos], incl), rules, f), fd::Verdict::kOurs);
+    EXPECT_EQ(f.dst.port, fd::kRoceV2Port);
+    if (f.hdr.kind == fd::PacketKind::kData) ++data;
+    ++frames;
+    pos += incl;
+  }
+  EXPECT_EQ(pos, bytes.size());
+  EXPECT_EQ(frames, d.stats.frames_tx);
+  EXPECT_EQ(data, d.stats.data_frames + d.stats.retransmissions);
+}
+
+TEST(DpdkFabric, DilatedRealTimeKeepsModelledTimesAndTakesTheWallTime) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fab6", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 500;  // ~130 us of emulated time: ~65 ms of wall time
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  // The last delivery waited for the wall clock to reach its modelled time.
+  EXPECT_GE(d.stats.wall.ps(), sw.total.ps() * 500 / 2);  // the walker's end may follow a local step
+  EXPECT_GT(d.stats.busiest_achieved_gbps, 0.0);
+}
+
+TEST(DpdkFabric, MultiHopTopologiesMatchTheSoftwareModel) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  Workload w = generated_all_reduce(dir);
+  int n = 0;
+  for (const DimTopology kind : {DimTopology::kSwitch, DimTopology::kFullyConnected}) {
+    w.net = network({dim(kind, 8)});
+    const RunResult sw = run_software(w);
+    auto ports = fd::DpdkPorts::ring("fabt" + std::to_string(n++), port_config());
+    expect_exact(sw, run_dpdk(w, ports, fd::DpdkFabricOptions{}));
+  }
+}
+
+TEST(DpdkFabric, ForeignFramesAreCountedNotTakenForOurs) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fab8", port_config());
+  // Already waiting on the receive port when the run starts: an ARP-like frame, and one of our frames
+  // with a corrupted header byte.
+  rte_mbuf* m[2] = {rte_pktmbuf_alloc(ports.a().pool()), rte_pktmbuf_alloc(ports.a().pool())};
+  ASSERT_NE(m[0], nullptr);
+  ASSERT_NE(m[1], nullptr);
+  auto* arp = rte_pktmbuf_mtod(m[0], uint8_t*);
+  std::memset(arp, 0, 60);
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  m[0]->data_len = 60;
+  m[0]->pkt_len = 60;
+  fd::FrameSpec spec;
+  spec.src = fd::default_endpoint(0);
+  spec.dst = fd::default_endpoint(1);
+  spec.hdr.dst_rank = 1;
+  spec.hdr.count = 1;
+  spec.payload_bytes = 16;
+  ASSERT_GT(fd::fill_mbuf(m[1], spec), 0);
+  rte_pktmbuf_mtod(m[1], uint8_t*)[60] ^= 0x01;  // inside the fabemu header
+  ASSERT_EQ(ports.a().tx_burst(m, 2), 2);
+  const DpdkRun d = run_dpdk(w, ports, fd::DpdkFabricOptions{});
+  ASSERT_TRUE(d.result.stuck.empty());
+  EXPECT_EQ(d.result.total.ps(), sw.total.ps());
+  EXPECT_EQ(d.stats.not_ours, 2u);
+  EXPECT_EQ(d.stats.not_ours_by_verdict[static_cast<size_t>(fd::Verdict::kNotIpv4)], 1u);
+  EXPECT_EQ(d.stats.frames_rx, d.stats.frames_tx + 2);
+  EXPECT_EQ(d.stats.bytes_completed, d.stats.message_bytes);
+}
+
+TEST(TscClock, DilationMapsWallToEmulatedTime) {
+  REQUIRE_EAL();
+  fd::TscClock afap(0);
+  EXPECT_TRUE(afap.as_fast_as_possible());
+  EXPECT_EQ(afap.emulated(), Time::max());
+  fd::TscClock slow(1000);
+  EXPECT_TRUE(slow.uses_tsc());
+  EXPECT_EQ(slow.to_wall(Duration::from_ns(3)).ps(), 3'000'000u);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(20)) {
+  }
+  const Time wall = slow.wall();
+  const Time emulated = slow.emulated();
+  EXPECT_GE(wall.ps(), 19'000'000'000u);  // rte_get_tsc_hz() is an estimate
+  EXPECT_LT(wall.ps(), 2'000'000'000'000u);
+  // 1000 times slower: about wall / 1000 (read just after the wall clock).
+  EXPECT_GE(emulated.ps(), wall.ps() / 1000);
+  EXPECT_LE(emulated.ps(), wall.ps() / 1000 + 1'000'000'000u);
+  EXPECT_THROW(fd::TscClock(-1), std::invalid_argument);
+}
+
+TEST(DpdkFabric, BadOptionsAreRejected) {
+  REQUIRE_EAL();
+  const NetworkConfig net = network({dim(DimTopology::kRing, 4)});
+  auto ports = fd::DpdkPorts::ring("fab7", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.wire_mtu = 9000;  // default mbufs hold ~2 KB frames
+  EXPECT_THROW(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(4), ports, opt), std::invalid_argument);
+  EXPECT_THROW(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(2), ports, fd::DpdkFabricOptions{}),
+               std::invalid_argument);
+  opt = fd::DpdkFabricOptions{};
+  opt.dilation = -1;
+  EXPECT_THROW(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(4), ports, opt), std::invalid_argument);
+}
+
+}  // namespace

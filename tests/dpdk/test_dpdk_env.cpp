@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/dpdk/dpdk_test_support.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/wire.h"
 
@@ -26,32 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string g_eal_error;  // why EAL did not start ("" when it did)
-
-class EalEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    // FABEMU_DPDK_TEST_EAL_ARGS (space separated) replaces the default no-hugepage arguments.
-    std::vector<std::string> args = fd::Eal::no_huge_args();
-    if (const char* env = std::getenv("FABEMU_DPDK_TEST_EAL_ARGS"); env != nullptr) {
-      args.clear();
-      std::istringstream words(env);
-      for (std::string w; words >> w;) args.push_back(w);
-    }
-    try {
-      fd::Eal::start(args);
-    } catch (const std::exception& e) {
-      g_eal_error = e.what();
-    }
-  }
-  void TearDown() override { fd::Eal::shutdown(); }
-};
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
-
-#define REQUIRE_EAL()                                                                        \
-  do {                                                                                       \
-    if (!fd::Eal::running()) GTEST_SKIP() << "DPDK EAL could not start here: " << g_eal_error; \
-  } while (0)
 
 // Frames from rank 0 (198.18.0.1) to rank 1 (198.18.0.2), the default address plan's first two ranks.
 fd::FrameSpec spec_for(uint32_t seq, uint32_t payload) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "host/config/astra_config.h"
+#include "tests/dpdk/dpdk_test_support.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_fabric.h"
 #include "tests/emulator/walker_test_util.h"
@@ -31,31 +32,6 @@ using namespace fabemu::emu::walker_test;
 
 namespace {
 
-std::string g_eal_error;
-
-class EalEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::vector<std::string> args = fd::Eal::no_huge_args();
-    if (const char* env = std::getenv("FABEMU_DPDK_TEST_EAL_ARGS"); env != nullptr) {
-      args.clear();
-      std::istringstream words(env);
-      for (std::string w; words >> w;) args.push_back(w);
-    }
-    try {
-      fd::Eal::start(args);
-    } catch (const std::exception& e) {
-      g_eal_error = e.what();
-    }
-  }
-  void TearDown() override { fd::Eal::shutdown(); }
-};
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
-
-#define REQUIRE_EAL()                                                                          \
-  do {                                                                                         \
-    if (!fd::Eal::running()) GTEST_SKIP() << "DPDK EAL could not start here: " << g_eal_error; \
-  } while (0)
 
 struct TempDir {
   fs::path path;

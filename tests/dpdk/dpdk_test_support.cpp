@@ -1,0 +1,36 @@
+#include "tests/dpdk/dpdk_test_support.h"
+
+#include <cstdlib>
+#include <exception>
+#include <sstream>
+#include <vector>
+
+namespace fabemu::test {
+namespace {
+
+std::string g_eal_error;
+
+class EalEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    std::vector<std::string> args = host::dpdk::Eal::no_huge_args();
+    if (const char* env = std::getenv("FABEMU_DPDK_TEST_EAL_ARGS"); env != nullptr) {
+      args.clear();
+      std::istringstream words(env);
+      for (std::string w; words >> w;) args.push_back(w);
+    }
+    try {
+      host::dpdk::Eal::start(args);
+    } catch (const std::exception& e) {
+      g_eal_error = e.what();
+    }
+  }
+  void TearDown() override { host::dpdk::Eal::shutdown(); }
+};
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment);
+
+}  // namespace
+
+const std::string& eal_error() { return g_eal_error; }
+
+}  // namespace fabemu::test

@@ -1,0 +1,21 @@
+// One DPDK EAL per test process (EAL cannot start twice): a GoogleTest environment starts it without
+// hugepages (FABEMU_DPDK_TEST_EAL_ARGS, space separated, replaces the arguments), and REQUIRE_EAL()
+// skips a test with EAL's own message when it could not start here.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "host/dpdk/dpdk_env.h"
+
+namespace fabemu::test {
+// Why EAL did not start ("" when it did).
+const std::string& eal_error();
+}  // namespace fabemu::test
+
+#define REQUIRE_EAL()                                                                                   \
+  do {                                                                                                  \
+    if (!::fabemu::host::dpdk::Eal::running())                                                          \
+      GTEST_SKIP() << "DPDK EAL could not start here: " << ::fabemu::test::eal_error();                \
+  } while (0)

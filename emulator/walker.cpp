@@ -217,7 +217,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     ranks_.resize(files.size());
     for (size_t r = 0; r < files.size(); ++r) {
       ranks_[r].path = std::move(files[r]);
-      ranks_[r].scale = r < options_.compute_scale.size() ? options_.compute_scale[r] : 1.0;
+      ranks_[r].res.compute_scale = r < options_.compute_scale.size() ? options_.compute_scale[r] : 1.0;
       ranks_[r].free_slots.assign(std::max<size_t>(1, network_.dims.size()), static_cast<int32_t>(streams_));
       ranks_[r].cursor.assign(std::max<size_t>(1, network_.dims.size()), 0);
     }
@@ -243,20 +243,12 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     out.npus = static_cast<int32_t>(network_.total_npus());
     for (size_t r = 0; r < ranks_.size(); ++r) {
       auto& R = ranks_[r];
-      RankResult rr;
+      RankResult rr = R.res;
       rr.rank = static_cast<int32_t>(r);
-      rr.finish = R.finish;
-      rr.nodes = R.nodes;
-      rr.comp_nodes = R.comp_nodes;
-      rr.comm_nodes = R.comm_nodes;
-      rr.compute_busy = R.compute_busy;
-      rr.comm_busy = R.comm_busy;
-      rr.exposed_comm = R.exposed;
-      const Duration used = R.compute_busy + R.exposed;
-      rr.idle = R.finish.since_start() > used ? R.finish.since_start() - used : Duration::zero();
-      rr.compute_scale = R.scale;
+      const Duration used = rr.compute_busy + rr.exposed_comm;
+      rr.idle = rr.finish.since_start() > used ? rr.finish.since_start() - used : Duration::zero();
       out.ranks.push_back(rr);
-      out.total = std::max(out.total, R.finish);
+      out.total = std::max(out.total, R.res.finish);
       const auto& st = R.resolver->stats();
       if (st.dangling_deps + st.self_deps + st.forward_ctrl_deps > 0) {
         out.warnings.push_back(fmt::format(
@@ -332,14 +324,11 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     Stream compute[2];  // device, host (is_cpu_op)
     uint32_t comm_active = 0;
     Time last;
-    Duration compute_busy, comm_busy, exposed;
-    Time finish;
-    uint64_t nodes = 0, comp_nodes = 0, comm_nodes = 0;
+    RankResult res;  // what the report says of the rank, kept as the walk goes
     std::vector<uint64_t> group_seq;
     std::vector<int32_t> free_slots;
     std::vector<size_t> cursor;  // per dimension: entries of DimQueue::started before it are done with
     std::vector<uint8_t> comm_tracks;  // timeline: busy communication tracks
-    double scale = 1.0;
     bool pumping = false;
   };
 
@@ -348,10 +337,10 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     const Time now = engine_.now();
     const Duration d = now - R.last;
     const bool computing = R.compute[0].running != nullptr || R.compute[1].running != nullptr;
-    if (computing) R.compute_busy += d;
+    if (computing) R.res.compute_busy += d;
     if (R.comm_active > 0) {
-      R.comm_busy += d;
-      if (!computing) R.exposed += d;
+      R.res.comm_busy += d;
+      if (!computing) R.res.exposed_comm += d;
     }
     R.last = now;
   }
@@ -381,7 +370,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     if (options_.timeline != nullptr && track >= 0) {
       options_.timeline->node_slice(r, track, node.name(), kind, node.id(), start, engine_.now(), bytes);
     }
-    R.finish = engine_.now();
+    R.res.finish = engine_.now();
     R.resolver->finish(node);
     pump(r);
   }
@@ -397,10 +386,10 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
 
   void dispatch(int32_t r, const Node& node) {
     RankState& R = ranks_[static_cast<size_t>(r)];
-    ++R.nodes;
+    ++R.res.nodes;
     switch (node.type()) {
       case ChakraProtoMsg::COMP_NODE: {
-        ++R.comp_nodes;
+        ++R.res.comp_nodes;
         const auto cpu = traces::attr_bool(node, "is_cpu_op");
         const int s = cpu.value_or(false) ? 1 : 0;
         auto& S = R.compute[s];
@@ -409,15 +398,15 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
         return;
       }
       case ChakraProtoMsg::COMM_COLL_NODE:
-        ++R.comm_nodes;
+        ++R.res.comm_nodes;
         issue_collective(r, node);
         return;
       case ChakraProtoMsg::COMM_SEND_NODE:
-        ++R.comm_nodes;
+        ++R.res.comm_nodes;
         issue_send(r, node);
         return;
       case ChakraProtoMsg::COMM_RECV_NODE:
-        ++R.comm_nodes;
+        ++R.res.comm_nodes;
         issue_recv(r, node);
         return;
       case ChakraProtoMsg::METADATA_NODE:
@@ -447,8 +436,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
                (traces::find_attr(node, "num_ops") != nullptr || traces::find_attr(node, "tensor_size") != nullptr)) {
       ++missing_compute_;
     }
-    if (R.scale != 1.0) {
-      d = Duration::from_ps(static_cast<uint64_t>(std::llround(static_cast<double>(d.ps()) * R.scale)));
+    if (R.res.compute_scale != 1.0) {
+      d = Duration::from_ps(static_cast<uint64_t>(std::llround(static_cast<double>(d.ps()) * R.res.compute_scale)));
     }
     return d;
   }
@@ -1090,7 +1079,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     cr.message_bytes += bytes;
     result_.messages += messages;
     result_.message_bytes += bytes;
-    ++closed_form_phases_;
+    ++result_.collectives_closed_form;
     for (size_t x = 0; x < n; ++x) {
       schedule(begin_[x], Action{ActionKind::kPhaseEnd, rank_of_[x], inst, chunk, member_at_[x], kNone});
     }
@@ -1303,7 +1292,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     if (R.comm_active > 0) what = fmt::format("{} communication node(s) in flight", R.comm_active);
     const size_t held = R.resolver->in_flight();
     out.push_back(fmt::format("rank {} ({}) did not finish: {} nodes walked, {} issued and not finished{}{}", r,
-                              R.path, R.nodes, held, what.empty() ? "" : "; ", what));
+                              R.path, R.res.nodes, held, what.empty() ? "" : "; ", what));
   }
 
   Fabric& fabric_;
@@ -1337,7 +1326,6 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   std::set<std::string> algo_warnings_;
   uint64_t cpu_colls_ = 0;
   uint64_t missing_compute_ = 0;
-  uint64_t closed_form_phases_ = 0;
   uint64_t message_slices_ = 0, message_slices_dropped_ = 0;
   // closed-form scratch
   std::vector<Time> begin_, arrive_;
@@ -1346,8 +1334,6 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   std::vector<std::pair<int64_t, i128>> window_;
   size_t window_head_ = 0;
 
- public:
-  uint64_t closed_form_phases() const { return closed_form_phases_; }
 };
 
 Walker::Walker(Fabric& fabric, const NetworkConfig& network, std::vector<std::string> rank_files,
@@ -1357,9 +1343,7 @@ Walker::Walker(Fabric& fabric, const NetworkConfig& network, std::vector<std::st
 Walker::~Walker() = default;
 
 RunResult Walker::run() {
-  RunResult r = impl_->run();
-  r.collectives_closed_form = impl_->closed_form_phases();
-  return r;
+  return impl_->run();
 }
 
 }  // namespace fabemu::emu

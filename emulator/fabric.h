@@ -12,11 +12,15 @@ namespace fabemu::emu {
 // A point-to-point message. `id` is the caller's, echoed back on delivery; `flow` is the tag / ECMP key,
 // so that messages of one flow take one path where a topology has several.
 struct Message {
+  static constexpr uint32_t kNoCollective = ~uint32_t{0};
   uint64_t id;
   int32_t src;
   int32_t dst;
   uint64_t bytes;
   uint64_t flow;
+  // The collective the message belongs to: its position in RunResult::collectives (kNoCollective for a
+  // SEND/RECV). Backends that measure (DPDK) report per collective with it; the models ignore it.
+  uint32_t coll = kNoCollective;
 };
 
 // Told when a message's last byte reaches its destination. Not owned by the fabric.

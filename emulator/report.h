@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "emulator/time.h"
@@ -89,6 +90,9 @@ struct RunResult {
   // Empty when every rank finished. Otherwise the run deadlocked: one line per waiting rank or
   // collective saying what it waits on (RECV without SEND, members that never issued a collective).
   std::vector<std::string> stuck;
+  // Sections a backend adds to the JSON report after "stuck": (key, a JSON value rendered by the backend),
+  // e.g. ("dpdk", ...) for --fabric dpdk. Written by report_to_json, not read back by report_from_json.
+  std::vector<std::pair<std::string, std::string>> sections;
 };
 
 // Receives the timeline as the run goes (only when a timeline was asked for). Tracks per rank:

@@ -174,7 +174,9 @@ std::string report_to_json(const RunResult& r) {
   out += r.warnings.empty() ? "],\n" : "\n  ],\n";
   out += "  \"stuck\": [";
   for (size_t i = 0; i < r.stuck.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", jstr(r.stuck[i]));
-  out += r.stuck.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  out += r.stuck.empty() ? "]" : "\n  ]";
+  for (const auto& [key, value] : r.sections) fmt::format_to(it, ",\n  {}: {}", jstr(key), value);
+  out += "\n}\n";
   return out;
 }
 

@@ -1007,7 +1007,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
         cr.message_bytes += sd.bytes;
         ++result_.messages;
         result_.message_bytes += sd.bytes;
-        fabric_.send(Message{id, M.src, M.dst, M.bytes, flow_of(I, chunk)}, t);
+        fabric_.send(Message{id, M.src, M.dst, M.bytes, flow_of(I, chunk), static_cast<uint32_t>(I.result)}, t);
       }
       const uint32_t nr = S.num_recvs(x, s);
       if (nr == 0) {

@@ -295,7 +295,11 @@ int run(const RunArgs& a) {
       result.stuck.clear();
     }
     if (!dpdk->drain()) result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
-    dpdk_section = host::dpdk::format_dpdk_stats(dpdk->stats());
+    const host::dpdk::DpdkStats& st = dpdk->stats();
+    dpdk_section = host::dpdk::format_dpdk_stats(st);
+    const std::string mvm = host::dpdk::format_measured_vs_modelled(st, result, a.top);
+    if (!mvm.empty()) dpdk_section += "\n" + mvm;
+    result.sections.emplace_back("dpdk", host::dpdk::dpdk_stats_to_json(st));
   }
 #endif
   result.workload = a.workload;

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <functional>
 #include <stdexcept>
@@ -17,6 +18,34 @@ constexpr uint16_t kBurst = 32;
 constexpr size_t kTxQueueLimit = 256;     // frames built and not yet taken: stop building more
 constexpr uint32_t kFramesPerSender = 64; // per poll, so that one sender cannot starve the others
 constexpr int kRxBursts = 8;              // rx bursts per port per poll
+// A receiver acknowledges what it has in order every this many packets of a message (a power of two), so
+// that a paced message longer than the retransmission timeout is not resent while it is still going out.
+constexpr uint32_t kAckEvery = 32;
+// The pacer's burst allowance: a frame that leaves later than its link's schedule by no more than this
+// many full frames keeps the schedule (the frames after it catch up); later than that, the schedule
+// restarts from the late departure.
+constexpr uint64_t kPacingBurstFrames = 64;
+constexpr uint64_t kStallNs = 100'000;     // a gap between two polls longer than this is a stall
+constexpr size_t kMaxStalls = size_t{1} << 20;
+
+// "min A, median B, p99 C, max D" of a histogram.
+std::string histogram_text(const emu::LogHistogram& h) {
+  return fmt::format("min {}, median {}, p99 {}, max {}", h.min(), h.quantile(0.5), h.quantile(0.99), h.max());
+}
+
+std::string histogram_json(const emu::LogHistogram& h) {
+  std::string out = fmt::format(
+      "{{\"count\": {}, \"min\": {}, \"mean\": {:.3f}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"p999\": {}, "
+      "\"max\": {}, \"buckets\": [",
+      h.count(), h.min(), h.mean(), h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.quantile(0.999), h.max());
+  bool first = true;
+  h.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) {
+    out += fmt::format("{}[{}, {}, {}]", first ? "" : ", ", lo, hi, n);
+    first = false;
+  });
+  out += "]}";
+  return out;
+}
 
 double rate_gbps(emu::Rate r) {
   const uint64_t raw = r.ps_per_byte_q32();
@@ -104,12 +133,22 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
     }
   }
   model_.set_listener(this);
+  // The retransmission timeout covers at least four partial-ACK intervals of the slowest link, paced.
+  rto_ = opt_.rto;
+  if (!clock_.as_fast_as_possible()) {
+    uint64_t slowest = 0;
+    for (const emu::Link& l : model_.topology().links()) slowest = std::max(slowest, l.rate.ps_per_byte_q32());
+    const emu::Duration interval =
+        clock_.to_wall(emu::Rate::from_ps_per_byte_q32(slowest).ser(uint64_t{payload_} * kAckEvery));
+    rto_ = std::max(rto_, emu::Duration::from_ps(interval.ps() * 4));
+  }
   senders_.resize(npus_);
   receivers_.resize(npus_);
   held_.resize(npus_);
   route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
   link_free_.resize(model_.topology().links().size());
-  link_tx_.resize(model_.topology().links().size());
+  pace_next_ps_.assign(model_.topology().links().size(), 0);
+  link_pace_.resize(model_.topology().links().size());
   if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap);
   scratch_.resize(16384);
   stats_.dilation = opt_.dilation;
@@ -128,7 +167,7 @@ Sender& DpdkFabric::sender(uint32_t src) {
     c.destinations = npus_;
     c.payload_per_packet = payload_;
     c.window = opt_.window;
-    c.rto = opt_.rto;
+    c.rto = rto_;
     senders_[src] = std::make_unique<Sender>(c);
     active_senders_.push_back(src);
   }
@@ -148,6 +187,13 @@ Receiver& DpdkFabric::receiver(uint32_t dst) {
 }
 
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
+  if (!started_) {
+    // Wall time zero is the engine's time zero: the walker's start-up (reading the traces) between the
+    // construction and its first message must not count as time the wire already owes (the first
+    // frames would leave late and then catch up at the device's rate).
+    started_ = true;
+    clock_.restart();
+  }
   model_.send(m, ready);  // validates, and schedules the modelled delivery
   Record r;
   r.src = static_cast<uint32_t>(m.src);
@@ -156,6 +202,8 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
   r.local = m.src == m.dst;
   r.arrived = r.local;
   r.flow = m.flow;
+  r.ready = ready;
+  r.coll = m.coll;
   if (!records_.emplace(m.id, r).second) {
     throw std::logic_error(fmt::format("DpdkFabric::send: message id {} is already in flight", m.id));
   }
@@ -224,7 +272,23 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
           id, r.bytes, r.src, r.dst, at.ps(), ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000));
     }
   }
-  if (!r.local && !clock_.as_fast_as_possible() && r.arrived_emulated > at) ++stats_.late;
+  if (!r.local && !clock_.as_fast_as_possible()) {
+    if (r.arrived_emulated > at) {
+      ++stats_.late;
+      stats_.lateness_ns.record((r.arrived_emulated - at).ps() / 1000);
+    } else {
+      ++stats_.on_time;
+    }
+    if (r.coll != emu::Message::kNoCollective) {
+      if (r.coll >= coll_acc_.size()) coll_acc_.resize(std::max<size_t>(r.coll + 1, coll_acc_.size() * 2));
+      CollAcc& c = coll_acc_[r.coll];
+      ++c.messages;
+      c.bytes += r.bytes;
+      c.first_ready_ps = std::min(c.first_ready_ps, r.ready.ps());
+      c.modelled_end_ps = std::max(c.modelled_end_ps, at.ps());
+      c.measured_end_ps = std::max(c.measured_end_ps, r.arrived_emulated.ps());
+    }
+  }
   records_.erase(it);
   ++stats_.deliveries;
   if (listener_ != nullptr) listener_->on_delivered(id, at);
@@ -233,6 +297,19 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
 // --- I/O -----------------------------------------------------------------------------------------------
 
 bool DpdkFabric::poll() {
+  {
+    // Stalls of the polling thread (OS preemption, a slow walker step): frames due meanwhile leave late.
+    const uint64_t now = clock_.wall().ps();
+    if (last_poll_ps_ != 0 && now > last_poll_ps_) {
+      const uint64_t gap_ns = (now - last_poll_ps_) / 1000;
+      stats_.poll_gap_max_ns = std::max(stats_.poll_gap_max_ns, gap_ns);
+      if (gap_ns > kStallNs) {
+        ++stats_.poll_stalls;
+        if (stalls_.size() < kMaxStalls) stalls_.push_back(Stall{last_poll_ps_, now});
+      }
+    }
+    last_poll_ps_ = now;
+  }
   if (!pacing_.empty()) {
     const emu::Time emulated = clock_.emulated();
     while (!pacing_.empty() && pacing_.front().depart_ps <= emulated.ps()) {
@@ -310,10 +387,17 @@ void DpdkFabric::transmit() {
         const auto w = by_wire_.find(pair_key(src, p.dst, p.message_id, npus_));
         if (w != by_wire_.end()) rec = &records_.at(w->second);
       }
-      // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes.
-      if (rec != nullptr && !clock_.as_fast_as_possible() && rec->depart + rec->rate.ser(p.offset) > emulated) {
-        held_[src] = p;
-        break;
+      // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
+      // no earlier than its link's rate allows after the frame before (pace_next_ps_).
+      uint64_t scheduled_ps = 0, target_ps = 0;
+      const bool paced = rec != nullptr && !clock_.as_fast_as_possible();
+      if (paced) {
+        scheduled_ps = clock_.to_wall((rec->depart + rec->rate.ser(p.offset)).since_start()).ps();
+        target_ps = std::max(scheduled_ps, pace_next_ps_[rec->first_link]);
+        if (target_ps > wall.ps() && target_ps > clock_.wall().ps()) {
+          held_[src] = p;
+          break;
+        }
       }
       FrameSpec spec;
       spec.mode = opt_.mode;
@@ -335,28 +419,90 @@ void DpdkFabric::transmit() {
       }
       held_[src].reset();
       tx_data_.push_back(m);
+      TxMeta meta{~0u, static_cast<uint32_t>(p.bytes), 0, 0};
       if (rec != nullptr) {
         ++stats_.data_frames;
         if (p.seq == 0) rec->tx_ticks = clock_.ticks();
-        LinkTx& lt = link_tx_[rec->first_link];
-        if (lt.bytes == 0) lt.first = wall;
-        lt.last = wall;
-        lt.bytes += p.bytes;
+        meta.link = rec->first_link;
+        if (paced) {
+          meta.scheduled_ps = scheduled_ps;
+          const uint64_t now_ps = clock_.wall().ps();
+          const uint64_t burst_ps = clock_.to_wall(rec->rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps();
+          const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
+          meta.paced_ps = anchor;
+          pace_next_ps_[rec->first_link] = anchor + clock_.to_wall(rec->rate.ser(p.bytes)).ps();
+        }
       }
+      tx_meta_.push_back(meta);
     }
   }
-  flush(ports_.a(), tx_data_);
+  flush(ports_.a(), tx_data_, &tx_meta_);
 }
 
-void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue) {
+void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta) {
   size_t sent = 0;
   while (sent < queue.size()) {
     const auto n = static_cast<uint16_t>(std::min<size_t>(kBurst, queue.size() - sent));
     const uint16_t took = port.tx_burst(queue.data() + sent, n);
+    if (meta != nullptr && took > 0) {
+      // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
+      const uint64_t now = clock_.wall().ps();
+      for (size_t i = sent; i < sent + took; ++i) {
+        const TxMeta& t = (*meta)[i];
+        if (t.link != ~0u) record_departure(t.link, t.scheduled_ps, t.paced_ps, now, t.bytes);
+      }
+    }
     sent += took;
     if (took < n) break;  // the device is full: the rest waits for the next poll
   }
   queue.erase(queue.begin(), queue.begin() + static_cast<ptrdiff_t>(sent));
+  if (meta != nullptr) meta->erase(meta->begin(), meta->begin() + static_cast<ptrdiff_t>(sent));
+}
+
+void DpdkFabric::record_departure(uint32_t link, uint64_t scheduled_ps, uint64_t paced_ps, uint64_t actual_ps,
+                                  uint32_t bytes) {
+  LinkPace& lp = link_pace_[link];
+  ++lp.frames;
+  lp.bytes += bytes;
+  if (clock_.as_fast_as_possible()) return;  // nothing is scheduled
+  stats_.jitter_ns.record((actual_ps > scheduled_ps ? actual_ps - scheduled_ps : scheduled_ps - actual_ps) / 1000);
+  // Back-to-back in the pacer's schedule with the frame before: due no later than its end (+ 1 ns).
+  const emu::Rate rate = model_.topology().link(link).rate;
+  if (lp.open && paced_ps <= lp.last_paced_ps + clock_.to_wall(rate.ser(lp.last_bytes)).ps() + 1000) {
+    lp.period_bytes += lp.last_bytes;
+    ++lp.period_frames;
+  } else {
+    if (lp.open) close_period(lp, period_ratios_);
+    lp.open = true;
+    lp.start_ps = paced_ps;
+    lp.period_bytes = 0;
+    lp.period_frames = 1;
+  }
+  lp.last_paced_ps = std::max(lp.last_paced_ps, paced_ps);
+  lp.last_actual_ps = actual_ps;
+  lp.last_bytes = bytes;
+}
+
+void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
+  lp.open = false;
+  if (lp.period_frames < 2) return;
+  // At the target rate the link carries the period's bytes (all but the last frame's) from its first
+  // frame's due time to its last one's; the wire took from that same start to the last frame's actual
+  // departure. A frame never leaves before it is due, so the ratio is at most 1.
+  ++lp.busy_periods;
+  lp.spanned_bytes += lp.period_bytes;
+  const double sched = static_cast<double>(lp.last_paced_ps - lp.start_ps);
+  const double act = static_cast<double>(lp.last_actual_ps) - static_cast<double>(lp.start_ps);
+  lp.scheduled_ns += sched / 1000.0;
+  lp.actual_ns += act / 1000.0;
+  // Disturbed: the polling thread stalled within the period.
+  const auto it = std::lower_bound(stalls_.begin(), stalls_.end(), lp.start_ps,
+                                   [](const Stall& st, uint64_t t) { return st.to_ps < t; });
+  if (it != stalls_.end() && it->from_ps <= lp.last_actual_ps) {
+    ++lp.disturbed;
+    return;
+  }
+  if (act > 0) ratios.push_back(sched / act);
 }
 
 void DpdkFabric::receive(Port& port) {
@@ -432,12 +578,20 @@ void DpdkFabric::handle(const DecodedFrame& f) {
         r.arrived = true;
         r.rx_ticks = clock_.ticks();
         r.arrived_emulated = clock_.emulated();
-        stats_.latency_ns.push_back(clock_.ticks_to_ns(r.rx_ticks - r.tx_ticks));
+        stats_.latency_ns.record(clock_.ticks_to_ns(r.rx_ticks - r.tx_ticks));
         by_wire_.erase(w);
       }
     }
     if (e == RxEvent::kCompleted || e == RxEvent::kStale) {
       feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, h.count, h.count, {});
+    } else if (e == RxEvent::kAccepted && (h.seq & (kAckEvery - 1)) == kAckEvery - 1) {
+      // A partial ACK: everything below the first gap (or up to this packet) has arrived.
+      uint32_t gap = 0;
+      const size_t n = receiver(h.dst_rank).missing(h.src_rank, h.message_id, std::span<uint32_t>(&gap, 1));
+      const uint32_t cumulative = n > 0 ? gap : h.seq + 1;
+      if (cumulative > 0) {
+        feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, cumulative, cumulative, {});
+      }
     }
     return;
   }
@@ -533,20 +687,50 @@ const DpdkStats& DpdkFabric::stats() {
   s.injected_drops = faults_.dropped();
   s.injected_duplicates = faults_.duplicated();
   s.injected_reorders = faults_.reordered();
-  s.busiest_link = -1;
-  s.busiest_link_bytes = 0;
-  for (size_t l = 0; l < link_tx_.size(); ++l) {
-    if (link_tx_[l].bytes > s.busiest_link_bytes) {
-      s.busiest_link_bytes = link_tx_[l].bytes;
-      s.busiest_link = static_cast<int64_t>(l);
-    }
+  s.links.clear();
+  s.pacing_ratio = s.pacing_median_ratio = 0;
+  s.pacing_periods = s.pacing_disturbed_periods = 0;
+  std::vector<double> ratios = period_ratios_;
+  double scheduled_total = 0, actual_total = 0;
+  for (size_t l = 0; l < link_pace_.size(); ++l) {
+    LinkPace lp = link_pace_[l];  // the open period is closed in this copy only
+    if (lp.frames == 0) continue;
+    if (lp.open) close_period(lp, ratios);
+    DpdkStats::Link out;
+    out.link = static_cast<uint32_t>(l);
+    out.bytes = lp.bytes;
+    out.frames = lp.frames;
+    out.target_gbps = rate_gbps(model_.topology().link(static_cast<emu::LinkId>(l)).rate);
+    out.busy_periods = lp.busy_periods;
+    out.disturbed_periods = lp.disturbed;
+    out.spanned_bytes = lp.spanned_bytes;
+    out.scheduled_ns = lp.scheduled_ns;
+    out.actual_ns = lp.actual_ns;
+    if (out.actual_ns > 0) out.ratio = out.scheduled_ns / out.actual_ns;
+    scheduled_total += out.scheduled_ns;
+    actual_total += out.actual_ns;
+    s.pacing_periods += out.busy_periods;
+    s.pacing_disturbed_periods += out.disturbed_periods;
+    s.links.push_back(out);
   }
-  if (s.busiest_link >= 0) {
-    const LinkTx& lt = link_tx_[static_cast<size_t>(s.busiest_link)];
-    s.busiest_target_gbps = rate_gbps(model_.topology().link(static_cast<emu::LinkId>(s.busiest_link)).rate);
-    const uint64_t span = (lt.last - lt.first).ps();
-    const double wire_gbps = span == 0 ? 0.0 : static_cast<double>(lt.bytes) * 8.0 * 1000.0 / static_cast<double>(span);
-    s.busiest_achieved_gbps = clock_.as_fast_as_possible() ? wire_gbps : wire_gbps * opt_.dilation;
+  if (actual_total > 0) s.pacing_ratio = scheduled_total / actual_total;
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    s.pacing_median_ratio = ratios[ratios.size() / 2];
+  }
+  s.collectives.clear();
+  for (size_t c = 0; c < coll_acc_.size(); ++c) {
+    const CollAcc& a = coll_acc_[c];
+    if (a.messages == 0) continue;
+    DpdkStats::Collective out;
+    out.coll = static_cast<uint32_t>(c);
+    out.messages = a.messages;
+    out.bytes = a.bytes;
+    out.modelled = emu::Duration::from_ps(a.modelled_end_ps - a.first_ready_ps);
+    out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_ready_ps ? a.measured_end_ps - a.first_ready_ps : 0);
+    out.deviation = out.modelled.ps() == 0 ? 0.0
+                                           : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
+    s.collectives.push_back(out);
   }
   return s;
 }
@@ -576,25 +760,150 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     out += fmt::format("  injected faults     {} drops, {} duplicates, {} reorders\n", s.injected_drops,
                        s.injected_duplicates, s.injected_reorders);
   }
-  if (s.dilation > 0) out += fmt::format("  late deliveries     {} (wire slower than the target)\n", s.late);
-  if (s.busiest_link >= 0) {
-    out += fmt::format("  busiest link        #{}: {} bytes, target {:.3f} Gb/s, achieved {:.3f} Gb/s{}, "
-                       "averaged from its first to its last frame\n",
-                       s.busiest_link,
-                       s.busiest_link_bytes, s.busiest_target_gbps, s.busiest_achieved_gbps,
-                       s.dilation == 0 ? " on the wire (not paced)" : " (emulated)");
+  if (s.dilation > 0) {
+    out += fmt::format("  late deliveries     {} of {} (wire slower than the target){}\n", s.late, s.late + s.on_time,
+                       s.late == 0 ? std::string()
+                                   : fmt::format(": by {} (emulated ns)", histogram_text(s.lateness_ns)));
   }
-  if (!s.latency_ns.empty()) {
-    std::vector<uint64_t> v = s.latency_ns;
-    std::sort(v.begin(), v.end());
-    const auto at = [&](double q) {
-      return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-    };
-    out += fmt::format("  wire latency (ns)   min {}, median {}, p99 {}, max {} over {} messages (TSC, first frame "
-                       "sent to message reassembled)\n",
-                       v.front(), at(0.5), at(0.99), v.back(), v.size());
+  if (!s.links.empty()) {
+    if (s.dilation == 0) {
+      uint64_t frames = 0, bytes = 0;
+      for (const DpdkStats::Link& l : s.links) {
+        frames += l.frames;
+        bytes += l.bytes;
+      }
+      out += fmt::format("  first links         {} carried {} frames ({} message bytes), not paced (D = 0)\n",
+                         s.links.size(), frames, bytes);
+    } else {
+      out += fmt::format("  pacing              achieved / target rate: median {:.5f} over {} undisturbed busy periods, "
+                         "{:.5f} over all {} of {} first links ({} disturbed by stalls of the polling thread; "
+                         "scheduled / actual wall span of each back-to-back period)\n",
+                         s.pacing_median_ratio, s.pacing_periods - s.pacing_disturbed_periods, s.pacing_ratio,
+                         s.pacing_periods, s.links.size(), s.pacing_disturbed_periods);
+      constexpr size_t kShown = 16;
+      for (size_t i = 0; i < s.links.size() && i < kShown; ++i) {
+        const DpdkStats::Link& l = s.links[i];
+        out += fmt::format("    link #{:<6}{} frames, {} bytes, {} busy periods: target {:.3f} Gb/s, achieved "
+                           "{:.3f} Gb/s (emulated), ratio {:.5f}\n",
+                           l.link, l.frames, l.bytes, l.busy_periods, l.target_gbps, l.target_gbps * l.ratio, l.ratio);
+      }
+      if (s.links.size() > kShown) out += fmt::format("    ... {} more links\n", s.links.size() - kShown);
+      out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} frames (wall, TSC after tx_burst)\n",
+                         histogram_text(s.jitter_ns), s.jitter_ns.count());
+      out += fmt::format("  polling             {} stalls over 100 us, longest gap {} ns\n", s.poll_stalls,
+                         s.poll_gap_max_ns);
+    }
+  }
+  if (s.latency_ns.count() > 0) {
+    out += fmt::format("  wire latency        {} ns over {} messages (TSC, first frame sent to message reassembled)\n",
+                       histogram_text(s.latency_ns), s.latency_ns.count());
   }
   return out;
+}
+
+std::string format_measured_vs_modelled(const DpdkStats& s, const emu::RunResult& result, size_t top) {
+  if (s.collectives.empty()) return {};
+  std::vector<double> dev;
+  dev.reserve(s.collectives.size());
+  for (const DpdkStats::Collective& c : s.collectives) dev.push_back(c.deviation);
+  std::sort(dev.begin(), dev.end());
+  std::string out = "Measured vs modelled (per collective: last real arrival vs last modelled delivery, emulated time)\n";
+  out += fmt::format("  {} collectives: deviation median {:+.3f}%, min {:+.3f}%, max {:+.3f}%\n", dev.size(),
+                     100 * dev[dev.size() / 2], 100 * dev.front(), 100 * dev.back());
+  std::vector<const DpdkStats::Collective*> order;
+  for (const DpdkStats::Collective& c : s.collectives) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [](const DpdkStats::Collective* a, const DpdkStats::Collective* b) {
+    return std::abs(a->deviation) > std::abs(b->deviation);
+  });
+  out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16} {:>16} {:>10}\n", "index", "type", "name", "messages",
+                     "modelled (ns)", "measured (ns)", "deviation");
+  for (size_t i = 0; i < order.size() && i < top; ++i) {
+    const DpdkStats::Collective& c = *order[i];
+    std::string type = "?", name = "?";
+    if (c.coll < result.collectives.size()) {
+      type = result.collectives[c.coll].type;
+      name = result.collectives[c.coll].name;
+    }
+    if (name.size() > 28) name = name.substr(0, 25) + "...";
+    out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16.3f} {:>16.3f} {:>+9.3f}%\n", c.coll, type, name, c.messages,
+                       static_cast<double>(c.modelled.ps()) / 1000.0, static_cast<double>(c.measured.ps()) / 1000.0,
+                       100 * c.deviation);
+  }
+  if (order.size() > top) out += fmt::format("  ... {} more (all in the JSON report)\n", order.size() - top);
+  return out;
+}
+
+std::string dpdk_stats_to_json(const DpdkStats& s) {
+  std::string o = "{\n";
+  const auto kv = [&](const char* k, const std::string& v, bool last = false) {
+    o += fmt::format("    \"{}\": {}{}\n", k, v, last ? "" : ",");
+  };
+  const auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : std::string("null"); };
+  kv("dilation", fmt::format("{}", s.dilation));
+  kv("wall_ps", fmt::format("{}", s.wall.ps()));
+  kv("messages", fmt::format("{}", s.messages));
+  kv("local_messages", fmt::format("{}", s.local_messages));
+  kv("message_bytes", fmt::format("{}", s.message_bytes));
+  kv("messages_completed", fmt::format("{}", s.messages_completed));
+  kv("bytes_completed", fmt::format("{}", s.bytes_completed));
+  kv("deliveries", fmt::format("{}", s.deliveries));
+  kv("frames_tx", fmt::format("{}", s.frames_tx));
+  kv("frame_bytes_tx", fmt::format("{}", s.frame_bytes_tx));
+  kv("frames_rx", fmt::format("{}", s.frames_rx));
+  kv("frame_bytes_rx", fmt::format("{}", s.frame_bytes_rx));
+  kv("data_frames", fmt::format("{}", s.data_frames));
+  kv("retransmissions", fmt::format("{}", s.retransmissions));
+  kv("nack_retransmissions", fmt::format("{}", s.nack_retransmissions));
+  kv("timeout_retransmissions", fmt::format("{}", s.timeout_retransmissions));
+  kv("acks", fmt::format("{}", s.acks));
+  kv("nacks", fmt::format("{}", s.nacks));
+  kv("rx_duplicates", fmt::format("{}", s.rx_duplicates));
+  kv("rx_reordered", fmt::format("{}", s.rx_reordered));
+  kv("rx_stale", fmt::format("{}", s.rx_stale));
+  kv("rx_invalid", fmt::format("{}", s.rx_invalid + s.rx_receiver_invalid));
+  kv("injected_drops", fmt::format("{}", s.injected_drops));
+  kv("injected_duplicates", fmt::format("{}", s.injected_duplicates));
+  kv("injected_reorders", fmt::format("{}", s.injected_reorders));
+  std::string verdicts = "{";
+  bool first = true;
+  for (size_t v = 1; v < kVerdictCount; ++v) {
+    if (s.not_ours_by_verdict[v] == 0) continue;
+    verdicts += fmt::format("{}\"{}\": {}", first ? "" : ", ", to_string(static_cast<Verdict>(v)), s.not_ours_by_verdict[v]);
+    first = false;
+  }
+  kv("not_ours", fmt::format("{}", s.not_ours));
+  kv("not_ours_by_verdict", verdicts + "}");
+  kv("late", fmt::format("{}", s.late));
+  kv("on_time", fmt::format("{}", s.on_time));
+  kv("lateness_ns", histogram_json(s.lateness_ns));
+  kv("latency_ns", histogram_json(s.latency_ns));
+  kv("jitter_ns", histogram_json(s.jitter_ns));
+  kv("poll_gap_max_ns", fmt::format("{}", s.poll_gap_max_ns));
+  kv("poll_stalls", fmt::format("{}", s.poll_stalls));
+  kv("pacing_ratio", num(s.pacing_ratio));
+  kv("pacing_median_ratio", num(s.pacing_median_ratio));
+  kv("pacing_periods", fmt::format("{}", s.pacing_periods));
+  kv("pacing_disturbed_periods", fmt::format("{}", s.pacing_disturbed_periods));
+  std::string links = "[";
+  for (size_t i = 0; i < s.links.size(); ++i) {
+    const DpdkStats::Link& l = s.links[i];
+    links += fmt::format(
+        "{}\n      {{\"link\": {}, \"frames\": {}, \"bytes\": {}, \"target_gbps\": {}, \"achieved_gbps\": {}, "
+        "\"ratio\": {}, \"busy_periods\": {}, \"disturbed_periods\": {}}}",
+        i == 0 ? "" : ",", l.link, l.frames, l.bytes, num(l.target_gbps), num(l.target_gbps * l.ratio), num(l.ratio),
+        l.busy_periods, l.disturbed_periods);
+  }
+  kv("links", links + (s.links.empty() ? "]" : "\n    ]"));
+  std::string colls = "[";
+  for (size_t i = 0; i < s.collectives.size(); ++i) {
+    const DpdkStats::Collective& c = s.collectives[i];
+    colls += fmt::format("{}\n      {{\"index\": {}, \"messages\": {}, \"bytes\": {}, \"modelled_ps\": {}, "
+                         "\"measured_ps\": {}, \"deviation\": {}}}",
+                         i == 0 ? "" : ",", c.coll, c.messages, c.bytes, c.modelled.ps(), c.measured.ps(), num(c.deviation));
+  }
+  kv("collectives", colls + (s.collectives.empty() ? "]" : "\n    ]"), true);
+  o += "  }";
+  return o;
 }
 
 }  // namespace fabemu::host::dpdk

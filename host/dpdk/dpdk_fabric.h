@@ -25,7 +25,9 @@
 
 #include "emulator/event_queue.h"
 #include "emulator/fabric.h"
+#include "emulator/histogram.h"
 #include "emulator/packet_fabric.h"
+#include "emulator/report.h"
 #include "emulator/topology.h"
 #include "host/dpdk/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
@@ -44,7 +46,8 @@ struct DpdkFabricOptions {
   FaultConfig faults;                 // applied to data frames on the receive side
   emu::Duration nack_delay = emu::Duration::from_us(200);  // wall time
   // Above the queueing of the device rings: 1024 frames on memif take about a millisecond here.
-  emu::Duration rto = emu::Duration::from_ms(10);          // wall time
+  // Wall time; with D > 0 at least four partial-ACK intervals (32 packets each) of the slowest link.
+  emu::Duration rto = emu::Duration::from_ms(10);
   uint32_t window = 1024;             // messages in flight per (sender, receiver) pair; a power of two
   std::string pcap;                   // non-empty: every frame sent is captured there
   // A message the model has delivered but the wire has not, with no frame received for this long
@@ -85,7 +88,7 @@ class DpdkPorts {
 // Measurements of a run on the wire, for the report's "DPDK" section.
 struct DpdkStats {
   double dilation = 0;
-  emu::Duration wall;                 // wall time from construction to the last poll
+  emu::Duration wall;                 // wall time from the first send (the run's start) to the last poll
   uint64_t messages = 0;              // messages that went on the wire (src != dst)
   uint64_t local_messages = 0;        // src == dst: not on the wire
   uint64_t message_bytes = 0;         // bytes of those messages
@@ -101,19 +104,66 @@ struct DpdkStats {
   uint64_t not_ours = 0;
   uint64_t not_ours_by_verdict[kVerdictCount] = {};
   uint64_t late = 0;                  // messages complete on the wire after their modelled time (D > 0)
+  // Gaps between the starts of two rounds of polling (wall): the longest, and the stalls (over 100 us).
+  // Frames due in a stall leave late; OS preemption of the polling thread shows up here.
+  uint64_t poll_gap_max_ns = 0, poll_stalls = 0;
   uint64_t deliveries = 0;            // messages handed to the walker
-  // Measured latency per wire message: first frame's transmission to reassembly, ns (TSC).
-  std::vector<uint64_t> latency_ns;
-  // The first link carrying the most bytes: its target rate and the rate its frames achieved, in
-  // emulated Gb/s (wall rate * D; with D = 0 the raw wire rate).
-  int64_t busiest_link = -1;
-  uint64_t busiest_link_bytes = 0;
-  double busiest_target_gbps = 0;
-  double busiest_achieved_gbps = 0;
+  // Wire latency per message: its first frame's transmission to its reassembly, wall ns (TSC).
+  emu::LogHistogram latency_ns;
+  // D > 0: per message, how much later (emulated ns) than its modelled delivery its last packet really
+  // arrived, for the `late` ones; and how many arrived early or on time (the delay line held them).
+  emu::LogHistogram lateness_ns;
+  uint64_t on_time = 0;
+  // Pacing, measured per first link that carried first transmissions (retransmissions are not paced and
+  // not counted). The pacer lets a frame go when it is due: at its modelled departure (on the dilated wall
+  // clock), and no earlier than the link's rate allows after the frame before; a frame that leaves more
+  // than the burst allowance (64 frames of the link) late restarts the link's schedule from there (so it
+  // never bursts above the rate to catch up more). A link's frames fall into busy periods (each due no
+  // later than the end of the one before, + 1 ns). At the target rate a period's bytes (all but the last
+  // frame's) take from its first frame's due time to its last one's: that span over the actual one (to
+  // the last frame's departure, TSC after tx_burst) is achieved / target rate, at most 1. A period during
+  // which the polling thread stalled (over 100 us between two polls) is *disturbed*: the host, not the
+  // pacer, set its rate. How far frames left from the model's schedule is the jitter below. Only with
+  // D > 0 (with D = 0 nothing is scheduled).
+  struct Link {
+    uint32_t link = 0;
+    uint64_t bytes = 0, frames = 0;
+    double target_gbps = 0;
+    uint64_t busy_periods = 0;        // with at least two frames
+    uint64_t disturbed_periods = 0;   // of those, disturbed by a stall of the polling thread
+    uint64_t spanned_bytes = 0;       // bytes of the frames a span covers (each period's last excluded)
+    double scheduled_ns = 0;          // sum of the periods' scheduled spans (wall ns)
+    double actual_ns = 0;             // sum of their actual spans (wall ns)
+    double ratio = 0;                 // achieved / target = scheduled_ns / actual_ns (0: no span)
+  };
+  std::vector<Link> links;            // by link id, those that carried frames
+  double pacing_ratio = 0;            // all periods of all links: sum of scheduled spans / sum of actual spans
+  // Median over the undisturbed busy periods of all links of scheduled / actual span: how exactly the
+  // pacer keeps the target rate when the host lets it (0: no undisturbed period).
+  double pacing_median_ratio = 0;
+  uint64_t pacing_periods = 0, pacing_disturbed_periods = 0;
+  // |actual - scheduled departure| per paced first transmission, wall ns, all links (D > 0).
+  emu::LogHistogram jitter_ns;
+  // Measured vs modelled, per collective (D > 0): from the earliest time one of its messages was handed
+  // to the fabric, to the latest modelled delivery of one (`modelled`) and to the latest real arrival of
+  // one on the wire, on the emulated clock (`measured`). deviation = measured / modelled - 1: negative
+  // when the lab path is faster than the target (the delay line hid it), positive when slower.
+  struct Collective {
+    uint32_t coll = 0;                // position in RunResult::collectives
+    uint64_t messages = 0, bytes = 0; // wire messages (src != dst)
+    emu::Duration modelled, measured;
+    double deviation = 0;
+  };
+  std::vector<Collective> collectives;  // by coll
 };
 
 // The stats as the "DPDK" section of the text summary.
 std::string format_dpdk_stats(const DpdkStats& stats);
+// "Measured vs modelled": the collectives' deviations (median, worst, and the `top` largest |deviation|
+// with their names from `result`). Empty without per-collective measurements (D = 0, no collectives).
+std::string format_measured_vs_modelled(const DpdkStats& stats, const emu::RunResult& result, size_t top = 10);
+// The stats as a JSON object (the report's "dpdk" section; docs/report.md).
+std::string dpdk_stats_to_json(const DpdkStats& stats);
 
 class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private emu::DeliveryListener {
  public:
@@ -145,12 +195,38 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint64_t flow = 0;
     uint64_t wire_id = 0;
     uint64_t tx_ticks = 0, rx_ticks = 0;
+    emu::Time ready;            // handed to the fabric (modelled)
+    uint32_t coll = emu::Message::kNoCollective;
     emu::Time arrived_emulated;  // the dilated wall clock when its last packet arrived
     emu::Time depart;           // modelled departure of its first byte on its first link
     emu::Rate rate = emu::Rate::from_ps_per_byte_q32(0);  // of that link
     uint32_t first_link = 0;
     bool submitted = false, arrived = false, local = false;
   };
+
+  struct TxMeta {                                     // per frame of tx_data_: its link and schedule
+    uint32_t link;                                    // ~0u: not a first transmission
+    uint32_t bytes;
+    uint64_t scheduled_ps;                            // the modelled departure (wall)
+    uint64_t paced_ps;                                // when the pacer let it go (wall, see pace_next_ps_)
+  };
+  // Per first link, the busy period being measured (online: a link's first transmissions leave in the
+  // order of their schedule) and the totals of the closed ones.
+  struct LinkPace {
+    uint64_t bytes = 0, frames = 0;
+    bool open = false;
+    uint64_t start_ps = 0, last_paced_ps = 0, last_actual_ps = 0, period_bytes = 0;
+    uint32_t last_bytes = 0, period_frames = 0;
+    uint64_t busy_periods = 0, disturbed = 0, spanned_bytes = 0;
+    double scheduled_ns = 0, actual_ns = 0;
+  };
+  struct CollAcc {
+    uint64_t messages = 0, bytes = 0;
+    uint64_t first_ready_ps = ~uint64_t{0}, modelled_end_ps = 0, measured_end_ps = 0;
+  };
+  // Closes lp's open busy period, its ratio (when undisturbed) into `ratios`.
+  void close_period(LinkPace& lp, std::vector<double>& ratios) const;
+  void record_departure(uint32_t link, uint64_t scheduled_ps, uint64_t paced_ps, uint64_t actual_ps, uint32_t bytes);
 
   void on_event(uint64_t id) override;                   // a message's ready time has come: submit it
   void on_delivered(uint64_t id, emu::Time at) override;  // the model delivers: wait for the wire
@@ -164,7 +240,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   void process_held(rte_mbuf* m);
   void feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, uint32_t count, uint32_t cumulative,
                 uint32_t covered, std::span<const uint32_t> missing);
-  void flush(Port& port, std::vector<rte_mbuf*>& queue);
+  // `meta` (parallel to `queue`): frames taken by the device are timed into link_pace_.
+  void flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta = nullptr);
   rte_mbuf* frame(Port& port, const FrameSpec& spec);
   Sender& sender(uint32_t src);
   Receiver& receiver(uint32_t dst);
@@ -201,13 +278,17 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<uint32_t> active_receivers_;
   std::vector<std::optional<TxPacket>> held_;         // per sender: a packet waiting for its departure
   std::vector<emu::LinkId> route_;
-  std::vector<emu::Time> link_free_;                  // per link: pacing of first hops
-  struct LinkTx {
-    uint64_t bytes = 0;
-    emu::Time first, last;
-  };
-  std::vector<LinkTx> link_tx_;
+  std::vector<emu::Time> link_free_;                  // per link: modelled FIFO of first hops (emulated)
+  // Per first link, wall ps: the earliest departure of its next frame at the link's rate (a token bucket
+  // one frame deep). A frame leaves at max(its modelled departure, pace_next_); when it leaves later than
+  // that by more than one frame time, the schedule restarts from now (minus one frame time): a late
+  // frame never makes the link burst above its rate to catch up.
+  std::vector<uint64_t> pace_next_ps_;
+  std::vector<LinkPace> link_pace_;
+  std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual
+  std::vector<CollAcc> coll_acc_;                     // by Message::coll
   std::vector<rte_mbuf*> tx_data_, tx_feedback_;      // frames built, not yet taken by the device
+  std::vector<TxMeta> tx_meta_;
   struct Held {
     rte_mbuf* m;
     uint32_t after;  // released after this many more data frames (or when the port is idle)
@@ -222,6 +303,13 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   bool rx_any_ = false;
   bool data_seen_ = false;
   bool interrupted_ = false;
+  bool started_ = false;  // the first send() restarted the clock
+  uint64_t last_poll_ps_ = 0;
+  struct Stall {
+    uint64_t from_ps, to_ps;  // wall
+  };
+  std::vector<Stall> stalls_;  // in time order
+  emu::Duration rto_;  // the senders' retransmission timeout (opt_.rto, longer for slow paced links)
   DpdkStats stats_;
 };
 

@@ -123,6 +123,25 @@ for model in analytical packet; do
 done
 expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q -r "$tmp/packet2.json"
 cmp "$tmp/packet.json" "$tmp/packet2.json" || fail "two runs gave different reports"
+# --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's
+# "dpdk" section with the measured-vs-modelled deviation of the one collective (dilation 1000)
+if "$fabemu" run --help | grep -q -- '--dilation'; then
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 1000 -r "$tmp/dpdk.json"
+  grep -q "Measured vs modelled" "$tmp/out" || fail "--fabric dpdk printed no measured-vs-modelled section"
+  python3 - "$tmp/dpdk.json" <<'EOF2' || fail "the --fabric dpdk report is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["total_time_ps"] == 43051456, r["total_time_ps"]
+d = r["dpdk"]
+assert d["messages"] == 96 and d["messages_completed"] == 96, d["messages"]
+assert d["bytes_completed"] == d["message_bytes"] == 96 * 262144 // 4 * 1, (d["bytes_completed"], d["message_bytes"])
+assert d["latency_ns"]["count"] == 96
+assert d["jitter_ns"]["count"] == d["data_frames"]
+c = d["collectives"]
+assert len(c) == 1 and c[0]["index"] == 0 and c[0]["messages"] == 96 and c[0]["modelled_ps"] > 0, c
+assert c[0]["measured_ps"] > 0
+EOF2
+fi
 # a straggler makes it slower: the compare gate fails
 printf 'topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' > "$tmp/ring8.yml"
 expect_status 0 "$fabemu" run -w "$tmp/mlp/mlp" -n "$tmp/ring8.yml" -s "$tmp/sys.json" -q -r "$tmp/base.json"

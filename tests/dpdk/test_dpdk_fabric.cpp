@@ -113,7 +113,7 @@ void expect_exact(const RunResult& sw, const DpdkRun& d) {
   EXPECT_EQ(s.deliveries, s.messages + s.local_messages);
   EXPECT_EQ(s.messages_completed, s.messages);
   EXPECT_EQ(s.bytes_completed, s.message_bytes);
-  EXPECT_EQ(s.latency_ns.size(), s.messages);
+  EXPECT_EQ(s.latency_ns.count(), s.messages);
   EXPECT_EQ(s.not_ours, 0u);
   EXPECT_EQ(s.rx_invalid + s.rx_receiver_invalid, 0u);
   // Every frame sent arrived on the other port (the fault filter drops after receiving); drain() polls
@@ -280,7 +280,66 @@ TEST(DpdkFabric, DilatedRealTimeKeepsModelledTimesAndTakesTheWallTime) {
   expect_exact(sw, d);
   // The last delivery waited for the wall clock to reach its modelled time.
   EXPECT_GE(d.stats.wall.ps(), sw.total.ps() * 500 / 2);  // the walker's end may follow a local step
-  EXPECT_GT(d.stats.busiest_achieved_gbps, 0.0);
+  EXPECT_GT(d.stats.pacing_ratio, 0.0);
+  EXPECT_GT(d.stats.jitter_ns.count(), 0u);
+}
+
+// Issue 4, "Pacing": at a target rate far below the device's (a ring pair moves several Gb/s here), each
+// first link carries its target rate within 1% over its busy periods, and the walker's times stay the
+// software model's. 2 ranks, 16 ring all-reduces of 256 KiB one after the other at 1 Gb/s, dilation 1,
+// one chunk: per link 32 messages of 128 KiB, each its own busy period of ~1.05 ms; ~40 ms of wall.
+// Busy periods in which the polling thread was descheduled for longer than the pacer's burst allowance
+// are "disturbed" (the OS, not the pacer, set their rate) and left out; on a machine so loaded that
+// fewer than 3 periods are undisturbed in three attempts the test is skipped, saying so.
+TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  Workload w;
+  NetworkDim ring = dim(DimTopology::kRing, 2);
+  ring.bandwidth = Rate::from_bytes_per_sec(125'000'000);  // 1 Gb/s (ASTRA-sim's GB/s are GiB/s)
+  ring.bandwidth_gbps = 0.125e9 / 1073741824.0;
+  w.net = network({ring});
+  w.sys = system_config(CollectiveAlgo::kRing, 1, 1);
+  fabemu::traces::CollectiveSpec spec;
+  spec.type = ChakraProtoMsg::ALL_REDUCE;
+  spec.ranks = 2;
+  spec.size_bytes = uint64_t{256} << 10;
+  spec.count = 16;
+  w.files = fabemu::traces::generate_collective(spec, dir.file("allreduce2"));
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fabp", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 1;
+  for (int attempt = 1;; ++attempt) {
+    const DpdkRun d = run_dpdk(w, ports, opt);
+    expect_exact(sw, d);
+    ASSERT_EQ(d.stats.links.size(), 2u);
+    uint64_t frames = 0;
+    for (const fd::DpdkStats::Link& l : d.stats.links) {
+      EXPECT_NEAR(l.target_gbps, 1.0, 1e-6) << "link " << l.link;
+      EXPECT_EQ(l.bytes, uint64_t{32} * (128 << 10)) << "link " << l.link;
+      frames += l.frames;
+    }
+    EXPECT_EQ(frames, d.stats.data_frames);
+    EXPECT_EQ(d.stats.jitter_ns.count(), d.stats.data_frames);
+    // Per collective: the wire's last arrival vs the model's last delivery, 32 collectives.
+    EXPECT_EQ(d.stats.collectives.size(), 16u);
+    const uint64_t undisturbed = d.stats.pacing_periods - d.stats.pacing_disturbed_periods;
+    std::printf("attempt %d: pacing median %.5f over %llu undisturbed periods (all %.5f); %llu stalls, longest %llu ns\n",
+                attempt, d.stats.pacing_median_ratio, static_cast<unsigned long long>(undisturbed), d.stats.pacing_ratio,
+                static_cast<unsigned long long>(d.stats.poll_stalls),
+                static_cast<unsigned long long>(d.stats.poll_gap_max_ns));
+    if (undisturbed < 3) {
+      if (attempt < 3) continue;
+      GTEST_SKIP() << "this machine is too loaded to measure pacing: " << d.stats.pacing_disturbed_periods << " of "
+                   << d.stats.pacing_periods << " busy periods were disturbed by stalls of the polling thread (longest "
+                   << d.stats.poll_gap_max_ns << " ns) in each of three attempts";
+    }
+    // Frames never leave before their schedule: the ratio is at most 1 (+ rounding of the ps clock).
+    EXPECT_GE(d.stats.pacing_median_ratio, 0.99) << fd::format_dpdk_stats(d.stats);
+    EXPECT_LE(d.stats.pacing_median_ratio, 1.0 + 1e-9) << fd::format_dpdk_stats(d.stats);
+    break;
+  }
 }
 
 TEST(DpdkFabric, MultiHopTopologiesMatchTheSoftwareModel) {

@@ -1,0 +1,92 @@
+// LogHistogram: exact below 256, within 1/128 above, quantiles as HdrHistogram reports them.
+#include "emulator/histogram.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+using fabemu::emu::LogHistogram;
+
+TEST(LogHistogram, BucketsTileTheWholeRangeWithoutGaps) {
+  EXPECT_EQ(LogHistogram::bucket_of(0), 0u);
+  EXPECT_EQ(LogHistogram::bucket_of(255), 255u);
+  EXPECT_EQ(LogHistogram::bucket_of(256), 256u);  // [256, 257]: two values per bucket from here
+  EXPECT_EQ(LogHistogram::bucket_of(257), 256u);
+  EXPECT_EQ(LogHistogram::bucket_of(258), 257u);
+  EXPECT_EQ(LogHistogram::bucket_of(UINT64_MAX), LogHistogram::kBuckets - 1);
+  for (size_t b = 0; b + 1 < LogHistogram::kBuckets; ++b) {
+    ASSERT_EQ(LogHistogram::highest(b) + 1, LogHistogram::lowest(b + 1)) << "bucket " << b;
+    ASSERT_EQ(LogHistogram::bucket_of(LogHistogram::lowest(b)), b);
+    ASSERT_EQ(LogHistogram::bucket_of(LogHistogram::highest(b)), b);
+  }
+  EXPECT_EQ(LogHistogram::highest(LogHistogram::kBuckets - 1), UINT64_MAX);
+  // Relative width of a bucket: at most 1/128 of its lowest value.
+  for (size_t b = LogHistogram::kExact; b < LogHistogram::kBuckets; b += 37) {
+    const double lo = static_cast<double>(LogHistogram::lowest(b));
+    const double width = static_cast<double>(LogHistogram::highest(b) - LogHistogram::lowest(b)) + 1;
+    EXPECT_LE(width / lo, 1.0 / 128 + 1e-12) << "bucket " << b;
+  }
+}
+
+TEST(LogHistogram, SmallValuesAreExact) {
+  LogHistogram h;
+  for (uint64_t v = 1; v <= 100; ++v) h.record(v);
+  EXPECT_EQ(h.count(), 100u);
+  EXPECT_EQ(h.min(), 1u);
+  EXPECT_EQ(h.max(), 100u);
+  EXPECT_DOUBLE_EQ(h.mean(), 50.5);
+  EXPECT_EQ(h.quantile(0.5), 50u);
+  EXPECT_EQ(h.quantile(0.99), 99u);
+  EXPECT_EQ(h.quantile(1.0), 100u);
+  EXPECT_EQ(h.quantile(0.0), 1u);
+}
+
+TEST(LogHistogram, QuantilesOfRandomDataWithinOneBucket) {
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> dist(12.0, 2.0);  // around 160 us in ns, wide
+  LogHistogram h, a, b;
+  std::vector<uint64_t> v;
+  for (int i = 0; i < 100'000; ++i) {
+    const auto x = static_cast<uint64_t>(dist(rng));
+    v.push_back(x);
+    h.record(x);
+    (i % 2 == 0 ? a : b).record(x);
+  }
+  std::sort(v.begin(), v.end());
+  for (const double q : {0.01, 0.1, 0.5, 0.9, 0.99, 0.999}) {
+    const uint64_t exact = v[static_cast<size_t>(q * static_cast<double>(v.size())) - 1];
+    const uint64_t got = h.quantile(q);
+    EXPECT_GE(got, exact) << "q " << q;
+    EXPECT_EQ(LogHistogram::bucket_of(got), LogHistogram::bucket_of(exact)) << "q " << q;
+  }
+  EXPECT_EQ(h.max(), v.back());
+  EXPECT_EQ(h.min(), v.front());
+  a.merge(b);
+  for (const double q : {0.5, 0.99}) EXPECT_EQ(a.quantile(q), h.quantile(q));
+  EXPECT_EQ(a.count(), h.count());
+  uint64_t buckets = 0, counted = 0;
+  h.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) {
+    EXPECT_LE(lo, hi);
+    ++buckets;
+    counted += n;
+  });
+  EXPECT_EQ(counted, 100'000u);
+  EXPECT_GT(buckets, 500u);
+}
+
+TEST(LogHistogram, EmptyAndWeighted) {
+  LogHistogram h;
+  EXPECT_EQ(h.count(), 0u);
+  EXPECT_EQ(h.quantile(0.5), 0u);
+  EXPECT_EQ(h.min(), 0u);
+  h.record(1'000'000, 3);
+  h.record(10, 0);
+  EXPECT_EQ(h.count(), 3u);
+  EXPECT_EQ(h.quantile(0.5), 1'000'000u);  // capped at the exact maximum
+  EXPECT_EQ(h.min(), 1'000'000u);
+  h.clear();
+  EXPECT_EQ(h.count(), 0u);
+}

@@ -232,6 +232,53 @@ TEST(DpdkFabric, ThroughMemif) {
   EXPECT_GT(lossy.stats.retransmissions, 0u);
 }
 
+// The shared microbenchmarks (issue 4's loopback test): the 12 workloads of ../shared (all-reduce,
+// all-gather, reduce-scatter, all-to-all on 4, 8 and 16 NPUs, 1 MiB) on the matching ASTRA-sim Ring
+// network with system_ring_4chunks.json, through a ring pair, and the 8-NPU ones through memif too:
+// the software packet model's times exactly, every message delivered once and every byte reassembled
+// once (the receivers count bytes completed; duplicates would show as rx_duplicates or stale copies).
+TEST(DpdkFabric, SharedMicrobenchmarksOnRingPairAndMemif) {
+  REQUIRE_EAL();
+  const auto traces_dir = fabemu::test::shared_traces_dir();
+  if (!traces_dir) GTEST_SKIP() << "../shared/traces is absent";
+  const fs::path configs = traces_dir->parent_path() / "configs" / "astra-sim";
+  auto ring = fd::DpdkPorts::ring("fabmb", port_config());
+  TempDir tmp;
+  std::optional<fd::DpdkPorts> memif;
+  try {
+    memif.emplace(fd::DpdkPorts::memif((tmp.path / "memif.sock").string(), port_config()));
+  } catch (const std::runtime_error& e) {
+    std::printf("memif did not come up (%s): ring pair only\n", e.what());
+  }
+  int runs = 0;
+  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+    for (const int n : {4, 8, 16}) {
+      const fs::path prefix = *traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
+                              (std::to_string(n) + "npus_1MB") / coll;
+      ASSERT_TRUE(fs::exists(prefix.string() + ".0.et")) << prefix;
+      Workload w;
+      w.net = fabemu::host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
+      w.sys = fabemu::host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
+      for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
+      ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
+      SCOPED_TRACE(prefix.string());
+      const RunResult sw = run_software(w);
+      const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
+      expect_exact(sw, d);
+      EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
+      EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+      ++runs;
+      if (memif && n == 8) {
+        const DpdkRun m = run_dpdk(w, *memif, fd::DpdkFabricOptions{});
+        expect_exact(sw, m);
+        EXPECT_EQ(m.stats.message_bytes, sw.message_bytes);
+        ++runs;
+      }
+    }
+  }
+  EXPECT_EQ(runs, memif ? 16 : 12);
+}
+
 TEST(DpdkFabric, RoceFramesCapturedToPcap) {
   REQUIRE_EAL();
   fabemu::test::ScratchDir dir;

@@ -10,6 +10,7 @@
 #include <exception>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -424,7 +425,7 @@ class StageBuilder {
     const std::string p = fmt::format("mb{}.", mb);
     uint64_t x = 0;  // the activation flowing through the stage
     if (!first()) {
-      x = g_out_.p2p(p + "recv_activation", false, act_bytes() / (sp() ? t() : 1), 2 * mb, Patch::kRecvPrev, {});
+      x = g_out_.p2p(p + "recv_activation", false, act_bytes() / (sp() ? t() : 1), 2 * mb, Patch::kRecvPrev, {stream_});
     } else if (spec_.model.embedding) {
       x = comp(p + "embedding.fwd", 0, act_io(0), {});
     }
@@ -464,6 +465,8 @@ class StageBuilder {
     }
     if (!last()) {
       g_out_.p2p(p + "send_activation", true, act_bytes() / (sp() ? t() : 1), 2 * mb, Patch::kSendNext, {x});
+    } else {
+      loss_[mb] = x;  // the last stage's backward starts from the forward's output
     }
   }
   uint64_t dispatch(const std::string& name, uint64_t after) {
@@ -476,12 +479,12 @@ class StageBuilder {
   // collective of the input gradient), then the DP reduction of finished buckets.
   void backward(int64_t mb) {
     const std::string p = fmt::format("mb{}.", mb);
-    uint64_t g = 0;
+    uint64_t g = last() ? loss_.at(mb) : 0;
     if (!last()) {
-      g = g_out_.p2p(p + "recv_gradient", false, act_bytes() / (sp() ? t() : 1), 2 * mb + 1, Patch::kRecvNext, {});
+      g = g_out_.p2p(p + "recv_gradient", false, act_bytes() / (sp() ? t() : 1), 2 * mb + 1, Patch::kRecvNext, {stream_});
     } else if (spec_.model.embedding) {
       const uint64_t w = s_.vocab_local * s_.h;
-      const uint64_t ig = comp(p + "output.bwd_input", s_.tokens_mb * 2 * w, act_io(w), {});
+      const uint64_t ig = comp(p + "output.bwd_input", s_.tokens_mb * 2 * w, act_io(w), {g});
       comp(p + "output.bwd_weight", s_.tokens_mb * 2 * w, act_io(w), {ig});
       g = tp_out(p + "output.bwd", ig);
       if (reduce_now(mb)) reduce_grads(output_bucket(), stream_);
@@ -524,7 +527,9 @@ class StageBuilder {
       if (reduce_now(mb)) reduce_grads(embedding_bucket(), stream_);
     }
     if (!first()) {
-      g_out_.p2p(p + "send_gradient", true, act_bytes() / (sp() ? t() : 1), 2 * mb + 1, Patch::kSendPrev, {g});
+      // After the whole backward step (input and weight gradients), as Megatron's 1F1B sends it.
+      g_out_.p2p(p + "send_gradient", true, act_bytes() / (sp() ? t() : 1), 2 * mb + 1, Patch::kSendPrev,
+                 {g, stream_});
     }
   }
 
@@ -569,6 +574,7 @@ class StageBuilder {
   StageGraph g_out_;
   uint64_t stream_ = 0;  // the last COMP node: the compute stream runs in this order
   std::vector<uint64_t> dp_reductions_;
+  std::map<int64_t, uint64_t> loss_;  // last stage: micro-batch -> its forward output
 };
 
 // ---- writing -----------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "traces/llm.h"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -598,6 +599,18 @@ std::string attr_suffix(const char* name, const std::string* sval, int64_t ival)
   return n.SerializeAsString();
 }
 
+void write_gzip(const std::string& path, const std::string& data) {
+  gzFile f = gzopen(path.c_str(), "wb1");
+  if (f == nullptr) throw TraceError({.file = path}, std::string("cannot create: ") + std::strerror(errno));
+  bool ok = true;
+  for (size_t at = 0; ok && at < data.size();) {
+    const auto n = static_cast<unsigned>(std::min<size_t>(data.size() - at, size_t{1} << 30));
+    ok = gzwrite(f, data.data() + at, n) == static_cast<int>(n);
+    at += n;
+  }
+  if (gzclose(f) != Z_OK || !ok) throw TraceError({.file = path}, "write failed (disk full?)");
+}
+
 void write_text(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr) throw TraceError({.file = path}, std::string("cannot create: ") + std::strerror(errno));
@@ -747,7 +760,7 @@ LlmOutput generate_llm(const LlmSpec& spec, const std::string& output_prefix) {
   LlmOutput out;
   out.distinct_graphs = s.pp;
   out.paths.resize(static_cast<size_t>(s.world));
-  for (int64_t r = 0; r < s.world; ++r) out.paths[static_cast<size_t>(r)] = rank_file_path(output_prefix, r);
+  for (int64_t r = 0; r < s.world; ++r) out.paths[static_cast<size_t>(r)] = rank_file_path(output_prefix, r, spec.gzip);
 
   std::atomic<int64_t> next{0};
   std::atomic<uint64_t> bytes{0};
@@ -804,8 +817,13 @@ LlmOutput generate_llm(const LlmSpec& spec, const std::string& output_prefix) {
           buf += tail;
         }
         n += graph.nodes.size();
-        write_text(out.paths[ru], buf);
-        bytes += buf.size();
+        if (spec.gzip) {
+          write_gzip(out.paths[ru], buf);
+          bytes += static_cast<uint64_t>(std::filesystem::file_size(out.paths[ru]));
+        } else {
+          write_text(out.paths[ru], buf);
+          bytes += buf.size();
+        }
         nodes += n;
       }
     } catch (...) {

@@ -53,7 +53,8 @@ struct LlmSpec {
   TransformerSpec model;
   TrainingSpec train;
   ParallelPlan plan;
-  int jobs = 0;  // writer threads; 0 = hardware concurrency
+  int jobs = 0;       // writer threads; 0 = hardware concurrency
+  bool gzip = false;  // write `<prefix>.<rank>.et.gz` (gzip level 1)
 };
 
 // Presets with published shapes (sources in docs/workloads.md). Names: gpt3-175b, llama3-8b, llama3-70b,
@@ -91,7 +92,7 @@ struct LlmOutput {
   std::vector<std::string> paths;  // rank files in rank order
   std::string comm_groups_path;    // "<prefix>.comm_groups.json" (ASTRA-sim --comm-group-configuration)
   std::string plan_path;           // "<prefix>.plan.json": the spec, figures and groups by kind
-  uint64_t bytes = 0;              // all rank files
+  uint64_t bytes = 0;              // all rank files (as stored: compressed with gzip)
   uint64_t nodes = 0;              // all rank files
   int64_t distinct_graphs = 0;     // rank graphs built (one per pipeline stage); the rest are patched copies
 };

@@ -281,6 +281,7 @@ void add_generate_llm(CLI::App& generate, int& status) {
                 "TP all-reduces become reduce-scatter + all-gather (Megatron sequence parallelism)");
   cmd->add_option("--order", a->order, "Rank placement, innermost first (default tp,ep,dp,pp)");
   cmd->add_option("--jobs,-j", a->spec.jobs, "Writer threads (default: all cores)");
+  cmd->add_flag("--gzip", a->spec.gzip, "Write PREFIX.<rank>.et.gz (gzip level 1)");
   cmd->add_option("--out,-o", a->out, "Output prefix (files PREFIX.<rank>.et); default OUT_DIR/<model>_<plan>/llm");
   cmd->add_option("--out-dir", a->out_dir, "Directory for the default layout (default .)");
   cmd->add_flag("--quiet,-q", a->quiet, "Print only the one-line summary");
@@ -350,8 +351,9 @@ void add_generate_llm(CLI::App& generate, int& status) {
       fmt::print("work    {:.4g} FLOP per iteration ({} tokens)\n",
                  static_cast<double>(figures.flops_per_token) * static_cast<double>(figures.tokens), figures.tokens);
     }
-    fmt::print("wrote {} rank files: {}.<0..{}>.et ({} nodes, {} bytes, {} distinct graphs, {:.2f} s); groups in {}\n",
-               out.paths.size(), prefix, out.paths.size() - 1, out.nodes, out.bytes, out.distinct_graphs, secs,
+    fmt::print("wrote {} rank files: {}.<0..{}>.et{} ({} nodes, {} bytes, {} distinct graphs, {:.2f} s); groups in {}\n",
+               out.paths.size(), prefix, out.paths.size() - 1, spec.gzip ? ".gz" : "", out.nodes, out.bytes,
+               out.distinct_graphs, secs,
                out.comm_groups_path);
     status = kExitOk;
   });

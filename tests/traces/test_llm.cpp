@@ -355,6 +355,23 @@ TEST(LlmSymmetry, RanksOfAStageShareOneGraph) {
   EXPECT_EQ(total, out.bytes);
 }
 
+TEST(LlmOutput, GzipHoldsTheSameNodes) {
+  LlmSpec spec = small(2, 2, 1);
+  test::ScratchDir dir;
+  const auto plain = generate_llm(spec, dir.file("p"));
+  spec.gzip = true;
+  const auto gz = generate_llm(spec, dir.file("g"));
+  ASSERT_EQ(gz.paths.size(), plain.paths.size());
+  EXPECT_EQ(gz.paths[1], dir.file("g") + ".1.et.gz");
+  EXPECT_LT(gz.bytes, plain.bytes);
+  for (size_t r = 0; r < gz.paths.size(); ++r) {
+    const auto a = read_all(plain.paths[r]), b = read_all(gz.paths[r]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].SerializeAsString(), b[i].SerializeAsString());
+  }
+  EXPECT_TRUE(validate_workload(find_rank_files(dir.file("g"))).ok());
+}
+
 // ---- bad input: the message names the option
 void expect_error(const LlmSpec& spec, const std::string& needle) {
   try {

@@ -189,22 +189,30 @@ struct Plan {
   const char* order;
 };
 
-TEST(LlmConsistency, GridOfPlansIsConsistent) {
-  const std::vector<Plan> plans = {
+std::vector<Plan> grid_plans() {
+  return {
       {1, 1, 1, 1, 0, false, "tp,ep,dp,pp"}, {2, 1, 1, 1, 0, false, "tp,ep,dp,pp"},
       {1, 4, 1, 1, 0, false, "tp,ep,dp,pp"}, {1, 1, 4, 1, 1, false, "tp,ep,dp,pp"},
       {2, 2, 2, 1, 0, false, "tp,ep,dp,pp"}, {2, 2, 2, 1, 1, true, "pp,dp,tp,ep"},
       {2, 2, 2, 1, 2, true, "dp,tp,pp,ep"},  {2, 1, 2, 1, 3, true, "tp,ep,dp,pp"},
       {1, 2, 2, 2, 1, false, "tp,ep,dp,pp"}, {2, 2, 1, 2, 0, true, "ep,tp,pp,dp"},
       {1, 1, 2, 4, 3, false, "tp,ep,dp,pp"}, {2, 2, 2, 2, 2, true, "tp,dp,ep,pp"}};
-  for (const auto& pl : plans) {
+}
+
+LlmSpec grid_spec(const Plan& pl) {
+  LlmSpec spec = pl.ep > 1 ? small_moe(pl.tp, pl.pp, pl.dp, pl.ep) : small(pl.tp, pl.pp, pl.dp);
+  spec.train.global_batch = 4 * pl.dp * pl.ep;
+  spec.plan.zero = pl.zero;
+  spec.plan.sequence_parallel = pl.sp;
+  spec.plan.order = parse_axis_order(pl.order);
+  return spec;
+}
+
+TEST(LlmConsistency, GridOfPlansIsConsistent) {
+  for (const auto& pl : grid_plans()) {
     SCOPED_TRACE(::testing::Message() << "tp " << pl.tp << " pp " << pl.pp << " dp " << pl.dp << " ep " << pl.ep
                                       << " zero " << pl.zero << " sp " << pl.sp << " order " << pl.order);
-    LlmSpec spec = pl.ep > 1 ? small_moe(pl.tp, pl.pp, pl.dp, pl.ep) : small(pl.tp, pl.pp, pl.dp);
-    spec.train.global_batch = 4 * pl.dp * pl.ep;
-    spec.plan.zero = pl.zero;
-    spec.plan.sequence_parallel = pl.sp;
-    spec.plan.order = parse_axis_order(pl.order);
+    const LlmSpec spec = grid_spec(pl);
     test::ScratchDir dir;
     const auto out = generate_llm(spec, dir.file("w"));
     const int64_t world = pl.tp * pl.pp * pl.dp * pl.ep;
@@ -277,7 +285,36 @@ TEST(LlmConsistency, DISABLED_GridOfPlansRunsInTheWalker) {
   }
 }
 
-// Plans without pipeline parallelism or ZeRO-3 prefetch (groups' collectives in step) run in the walker today.
+// Every plan of the grid runs to the end in the walker when each rank has enough communication streams
+// (64) that collectives of different groups never wait for each other's slot (see the disabled test above
+// for one stream).
+TEST(LlmEmulated, GridOfPlansRunsWithManyCommStreams) {
+  for (const auto& pl : grid_plans()) {
+    SCOPED_TRACE(::testing::Message() << "tp " << pl.tp << " pp " << pl.pp << " dp " << pl.dp << " ep " << pl.ep
+                                      << " zero " << pl.zero << " sp " << pl.sp << " order " << pl.order);
+    const LlmSpec spec = grid_spec(pl);
+    test::ScratchDir dir;
+    const auto out = generate_llm(spec, dir.file("w"));
+    const int64_t world = pl.tp * pl.pp * pl.dp * pl.ep;
+    auto options = roofline_options(system_config(emu::CollectiveAlgo::kRing, 1, 1));
+    options.comm_streams = 64;
+    const auto run = run_walker(network({dim(emu::DimTopology::kSwitch, world < 2 ? 2 : world)}), options, out.paths);
+    ASSERT_TRUE(run.result.stuck.empty()) << run.result.stuck.front();
+    uint64_t colls = 0, p2p = 0;
+    for (const auto& p : out.paths) {
+      for (const Node& n : read_all(p)) {
+        colls += n.type() == ChakraProtoMsg::COMM_COLL_NODE ? 1 : 0;
+        p2p += n.type() == ChakraProtoMsg::COMM_SEND_NODE ? 1 : 0;
+      }
+    }
+    uint64_t member_instances = 0;
+    for (const auto& c : run.result.collectives) member_instances += static_cast<uint64_t>(c.members);
+    EXPECT_EQ(member_instances, colls);
+    EXPECT_EQ(run.result.p2p.sends, p2p);
+  }
+}
+
+// Plans without pipeline parallelism or ZeRO-3 prefetch (groups' collectives in step) run with one stream.
 TEST(LlmEmulated, PlansWithoutPipelineRunToTheEnd) {
   const std::vector<Plan> plans = {{2, 1, 2, 1, 0, false, "tp,ep,dp,pp"}, {2, 1, 2, 1, 1, true, "dp,tp,pp,ep"},
                                    {4, 1, 2, 1, 2, false, "tp,ep,dp,pp"}, {1, 1, 4, 1, 3, false, "tp,ep,dp,pp"},

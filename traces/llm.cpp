@@ -426,9 +426,11 @@ class StageBuilder {
     const std::string p = fmt::format("mb{}.", mb);
     uint64_t x = 0;  // the activation flowing through the stage
     if (!first()) {
-      x = g_out_.p2p(p + "recv_activation", false, act_bytes() / (sp() ? t() : 1), 2 * mb, Patch::kRecvPrev, {stream_});
+      x = g_out_.p2p(p + "recv_activation", false, act_bytes() / (sp() ? t() : 1), 2 * mb, Patch::kRecvPrev,
+                     {stream_});
     } else if (spec_.model.embedding) {
-      x = comp(p + "embedding.fwd", 0, act_io(0), {});
+      const uint64_t ew = gather_params(embedding_bucket(), ".zero3_all_gather.fwd", stream_);
+      x = comp(p + "embedding.fwd", 0, act_io(0), {ew});
     }
     uint64_t prefetched = gather_params(layer_bucket(0), ".zero3_all_gather.fwd", stream_);
     for (int64_t l = 0; l < s_.lps; ++l) {
@@ -452,17 +454,18 @@ class StageBuilder {
                  act_io(s_.router_w), {x});
         x = dispatch(n + ".moe_dispatch", c);
         const uint64_t w = s_.expert_w / t();
-        c = comp(n + ".experts.fwd", s_.tokens_mb * static_cast<uint64_t>(s_.top_k) * 2 * w,
-                 s_.expert_layer_local * s_.dtype + 2 * s_.tokens_mb * static_cast<uint64_t>(s_.top_k) * s_.h * s_.dtype,
-                 {x});
+        const auto k = static_cast<uint64_t>(s_.top_k);
+        c = comp(n + ".experts.fwd", s_.tokens_mb * k * 2 * w,
+                 s_.expert_layer_local * s_.dtype + 2 * s_.tokens_mb * k * s_.h * s_.dtype, {x});
         x = dispatch(n + ".moe_combine", c);
         x = tp_out(n + ".ffn", x);
       }
     }
     if (last() && spec_.model.embedding) {
       x = tp_in(p + "output", x);
+      const uint64_t ow = gather_params(output_bucket(), ".zero3_all_gather.fwd", stream_);
       const uint64_t w = s_.vocab_local * s_.h;
-      x = comp(p + "output.fwd", s_.tokens_mb * 2 * w, act_io(w), {x});  // logits and loss
+      x = comp(p + "output.fwd", s_.tokens_mb * 2 * w, act_io(w), {x, ow});  // logits and loss
     }
     if (!last()) {
       g_out_.p2p(p + "send_activation", true, act_bytes() / (sp() ? t() : 1), 2 * mb, Patch::kSendNext, {x});
@@ -482,10 +485,12 @@ class StageBuilder {
     const std::string p = fmt::format("mb{}.", mb);
     uint64_t g = last() ? loss_.at(mb) : 0;
     if (!last()) {
-      g = g_out_.p2p(p + "recv_gradient", false, act_bytes() / (sp() ? t() : 1), 2 * mb + 1, Patch::kRecvNext, {stream_});
+      g = g_out_.p2p(p + "recv_gradient", false, act_bytes() / (sp() ? t() : 1), 2 * mb + 1, Patch::kRecvNext,
+                     {stream_});
     } else if (spec_.model.embedding) {
       const uint64_t w = s_.vocab_local * s_.h;
-      const uint64_t ig = comp(p + "output.bwd_input", s_.tokens_mb * 2 * w, act_io(w), {g});
+      const uint64_t ow = gather_params(output_bucket(), ".zero3_all_gather.bwd", stream_);
+      const uint64_t ig = comp(p + "output.bwd_input", s_.tokens_mb * 2 * w, act_io(w), {g, ow});
       comp(p + "output.bwd_weight", s_.tokens_mb * 2 * w, act_io(w), {ig});
       g = tp_out(p + "output.bwd", ig);
       if (reduce_now(mb)) reduce_grads(output_bucket(), stream_);
@@ -524,7 +529,8 @@ class StageBuilder {
       if (reduce_now(mb)) reduce_grads(layer_bucket(l), stream_);
     }
     if (first() && spec_.model.embedding) {
-      comp(p + "embedding.bwd_weight", 0, act_io(0), {g});
+      const uint64_t ew = gather_params(embedding_bucket(), ".zero3_all_gather.bwd", stream_);
+      comp(p + "embedding.bwd_weight", 0, act_io(0), {g, ew});
       if (reduce_now(mb)) reduce_grads(embedding_bucket(), stream_);
     }
     if (!first()) {

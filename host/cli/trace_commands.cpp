@@ -323,14 +323,11 @@ void add_generate_llm(CLI::App& generate, int& status) {
     } catch (const std::invalid_argument& e) {
       throw CLI::ValidationError("generate llm", e.what());
     }
-    const std::string prefix =
-        !a->out.empty() ? a->out
-                        : (fs::path(a->out_dir) /
-                           fmt::format("{}_tp{}_pp{}_dp{}_ep{}{}{}", spec.model.name, spec.plan.tp, spec.plan.pp,
-                                       figures.dp, spec.plan.ep, spec.plan.zero ? fmt::format("_zero{}", spec.plan.zero) : "",
-                                       spec.plan.sequence_parallel ? "_sp" : "") /
-                           "llm")
-                              .string();
+    const std::string folder = fmt::format("{}_tp{}_pp{}_dp{}_ep{}{}{}", spec.model.name, spec.plan.tp,
+                                           spec.plan.pp, figures.dp, spec.plan.ep,
+                                           spec.plan.zero ? fmt::format("_zero{}", spec.plan.zero) : "",
+                                           spec.plan.sequence_parallel ? "_sp" : "");
+    const std::string prefix = !a->out.empty() ? a->out : (fs::path(a->out_dir) / folder / "llm").string();
     const auto t0 = std::chrono::steady_clock::now();
     LlmOutput out;
     try {
@@ -351,7 +348,8 @@ void add_generate_llm(CLI::App& generate, int& status) {
       fmt::print("work    {:.4g} FLOP per iteration ({} tokens)\n",
                  static_cast<double>(figures.flops_per_token) * static_cast<double>(figures.tokens), figures.tokens);
     }
-    fmt::print("wrote {} rank files: {}.<0..{}>.et{} ({} nodes, {} bytes, {} distinct graphs, {:.2f} s); groups in {}\n",
+    fmt::print("wrote {} rank files: {}.<0..{}>.et{} ({} nodes, {} bytes, {} distinct graphs, {:.2f} s); "
+               "groups in {}\n",
                out.paths.size(), prefix, out.paths.size() - 1, spec.gzip ? ".gz" : "", out.nodes, out.bytes,
                out.distinct_graphs, secs,
                out.comm_groups_path);

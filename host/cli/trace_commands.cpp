@@ -3,10 +3,12 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "host/cli/commands.h"
@@ -14,6 +16,7 @@
 #include "traces/attrs.h"
 #include "traces/info.h"
 #include "traces/json_form.h"
+#include "traces/llm.h"
 #include "traces/trace_set.h"
 #include "traces/validate.h"
 
@@ -234,6 +237,126 @@ int run_convert(const std::string& input, const std::string& output) {
   return kExitOk;
 }
 
+// `fabemu trace generate llm`: a model (preset and/or shape options) and a parallelism plan.
+void add_generate_llm(CLI::App& generate, int& status) {
+  auto* cmd = generate.add_subcommand(
+      "llm", "LLM training iteration: per-rank traces for a transformer under a DP/TP/PP/EP plan (docs/workloads.md)");
+  struct Args {
+    std::string preset;
+    std::optional<int64_t> layers, hidden, ffn, heads, kv_heads, vocab, seq, experts, top_k, dp;
+    bool gelu = false;
+    bool no_embedding = false;
+    LlmSpec spec;
+    std::string order = "tp,ep,dp,pp";
+    std::string out;
+    std::string out_dir = ".";
+    bool quiet = false;
+  };
+  auto a = std::make_shared<Args>();
+  std::string presets;
+  for (const auto& p : llm_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  cmd->add_option("--preset", a->preset, "Model preset: " + presets)->check(CLI::IsMember(llm_preset_names()));
+  cmd->add_option("--layers", a->layers, "Transformer layers");
+  cmd->add_option("--hidden", a->hidden, "Hidden size (model width)");
+  cmd->add_option("--ffn", a->ffn, "FFN inner size (per expert)");
+  cmd->add_option("--heads", a->heads, "Attention (query) heads");
+  cmd->add_option("--kv-heads", a->kv_heads, "Key/value heads (grouped-query attention; default = --heads)");
+  cmd->add_option("--vocab", a->vocab, "Vocabulary size");
+  cmd->add_option("--seq", a->seq, "Sequence length (tokens)");
+  cmd->add_option("--experts", a->experts, "Experts per MoE layer (1 = dense)");
+  cmd->add_option("--top-k", a->top_k, "Experts per token (MoE)");
+  cmd->add_flag("--gelu", a->gelu, "Two-matrix GELU FFN instead of SwiGLU's three (GPT-3 preset: implied)");
+  cmd->add_flag("--no-embedding", a->no_embedding, "Leave out embedding and output layer (equal pipeline stages)");
+  cmd->add_option("--micro-batch", a->spec.train.micro_batch, "Sequences per micro-batch (default 1)");
+  cmd->add_option("--global-batch", a->spec.train.global_batch,
+                  "Sequences per iteration over all replicas (default: the preset's)");
+  cmd->add_option("--dtype-bytes", a->spec.train.dtype_bytes, "Bytes per element: 2 = bf16/fp16 (default), 4 = fp32");
+  cmd->add_option("--tp", a->spec.plan.tp, "Tensor-parallel degree (default 1)");
+  cmd->add_option("--pp", a->spec.plan.pp, "Pipeline stages (1F1B schedule; default 1)");
+  cmd->add_option("--dp", a->dp, "Data-parallel degree (default: --ranks / (tp x pp x ep), else 1)");
+  cmd->add_option("--ep", a->spec.plan.ep, "Expert-parallel degree (default 1)");
+  cmd->add_option("--ranks,-n", a->spec.plan.world, "World size; must equal tp x pp x dp x ep");
+  cmd->add_option("--zero", a->spec.plan.zero, "ZeRO stage 0-3 (0: gradient all-reduce; default 0)");
+  cmd->add_flag("--sequence-parallel", a->spec.plan.sequence_parallel,
+                "TP all-reduces become reduce-scatter + all-gather (Megatron sequence parallelism)");
+  cmd->add_option("--order", a->order, "Rank placement, innermost first (default tp,ep,dp,pp)");
+  cmd->add_option("--jobs,-j", a->spec.jobs, "Writer threads (default: all cores)");
+  cmd->add_flag("--gzip", a->spec.gzip, "Write PREFIX.<rank>.et.gz (gzip level 1)");
+  cmd->add_option("--out,-o", a->out, "Output prefix (files PREFIX.<rank>.et); default OUT_DIR/<model>_<plan>/llm");
+  cmd->add_option("--out-dir", a->out_dir, "Directory for the default layout (default .)");
+  cmd->add_flag("--quiet,-q", a->quiet, "Print only the one-line summary");
+  cmd->callback([a, &status] {
+    LlmSpec spec = a->spec;
+    if (!a->preset.empty()) {
+      spec.model = *llm_preset(a->preset);
+      if (spec.train.global_batch == 0) spec.train.global_batch = llm_preset_global_batch(a->preset);
+    }
+    auto set = [](const std::optional<int64_t>& v, int64_t& field) {
+      if (v) field = *v;
+    };
+    set(a->layers, spec.model.layers);
+    set(a->hidden, spec.model.hidden);
+    set(a->ffn, spec.model.ffn);
+    set(a->heads, spec.model.heads);
+    set(a->kv_heads, spec.model.kv_heads);
+    set(a->vocab, spec.model.vocab);
+    set(a->seq, spec.model.seq);
+    set(a->experts, spec.model.experts);
+    set(a->top_k, spec.model.top_k);
+    if (a->gelu) spec.model.gated_ffn = false;
+    if (a->no_embedding) spec.model.embedding = false;
+    if (a->preset.empty() || a->layers || a->hidden || a->ffn || a->heads || a->kv_heads || a->vocab || a->seq ||
+        a->experts || a->top_k || a->gelu || a->no_embedding) {
+      spec.model.name = a->preset.empty() ? "custom" : a->preset + "-custom";
+    }
+    if (a->preset.empty() && spec.train.global_batch == 0) {
+      throw CLI::ValidationError("--global-batch", "give --global-batch (sequences per iteration) or a --preset");
+    }
+    if (spec.train.global_batch == 0) {
+      throw CLI::ValidationError("--global-batch", "preset " + a->preset + " names no batch size: give --global-batch");
+    }
+    spec.plan.dp = a->dp ? *a->dp : (spec.plan.world != 0 ? 0 : 1);  // 0: derived from --ranks
+    LlmFigures figures;
+    try {
+      spec.plan.order = parse_axis_order(a->order);
+      figures = llm_figures(spec);
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("generate llm", e.what());
+    }
+    const std::string folder = fmt::format("{}_tp{}_pp{}_dp{}_ep{}{}{}", spec.model.name, spec.plan.tp,
+                                           spec.plan.pp, figures.dp, spec.plan.ep,
+                                           spec.plan.zero ? fmt::format("_zero{}", spec.plan.zero) : "",
+                                           spec.plan.sequence_parallel ? "_sp" : "");
+    const std::string prefix = !a->out.empty() ? a->out : (fs::path(a->out_dir) / folder / "llm").string();
+    const auto t0 = std::chrono::steady_clock::now();
+    LlmOutput out;
+    try {
+      out = generate_llm(spec, prefix);
+    } catch (const std::invalid_argument& e) {
+      throw CLI::ValidationError("generate llm", e.what());
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!a->quiet) {
+      fmt::print("model   {}: {} layers, hidden {}, ffn {}, {} heads, seq {}, {:.4g} parameters ({:.4g} active)\n",
+                 spec.model.name, spec.model.layers, spec.model.hidden, spec.model.ffn, spec.model.heads,
+                 spec.model.seq, static_cast<double>(figures.params),
+                 static_cast<double>(figures.active_params));
+      fmt::print("plan    tp {} x pp {} x dp {} x ep {} = {} ranks, ZeRO-{}{}, {} micro-batches of {} per pipeline\n",
+                 spec.plan.tp, spec.plan.pp, figures.dp, spec.plan.ep, figures.world, spec.plan.zero,
+                 spec.plan.sequence_parallel ? ", sequence parallel" : "", figures.microbatches,
+                 spec.train.micro_batch);
+      fmt::print("work    {:.4g} FLOP per iteration ({} tokens)\n",
+                 static_cast<double>(figures.flops_per_token) * static_cast<double>(figures.tokens), figures.tokens);
+    }
+    fmt::print("wrote {} rank files: {}.<0..{}>.et{} ({} nodes, {} bytes, {} distinct graphs, {:.2f} s); "
+               "groups in {}\n",
+               out.paths.size(), prefix, out.paths.size() - 1, spec.gzip ? ".gz" : "", out.nodes, out.bytes,
+               out.distinct_graphs, secs,
+               out.comm_groups_path);
+    status = kExitOk;
+  });
+}
+
 }  // namespace
 
 void add_trace_commands(CLI::App& app, int& status) {
@@ -310,6 +433,7 @@ void add_trace_commands(CLI::App& app, int& status) {
     });
   }
   add_trace_tool_commands(*trace, status);
+  add_generate_llm(*trace->get_subcommand("generate"), status);
 }
 
 }  // namespace fabemu::cli

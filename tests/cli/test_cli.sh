@@ -180,4 +180,30 @@ if [ -d "$shared" ]; then
 else
   echo "shared traces absent: shared-trace CLI checks skipped"
 fi
+# generate llm: a 3-D plan (TP x PP x DP, ZeRO-1, sequence parallel) validates, with and without its
+# comm-group file; a preset at 64 ranks; bad plans exit 2 naming the option
+expect_status 0 "$fabemu" trace generate llm --layers 4 --hidden 64 --ffn 128 --heads 8 --kv-heads 4 --vocab 256 \
+  --seq 32 --global-batch 8 --tp 2 --pp 2 --dp 2 --zero 1 --sequence-parallel -o "$tmp/llm/w"
+expect_text "$tmp/out" "wrote 8 rank files"
+expect_text "$tmp/out" "2 distinct graphs"
+expect_status 0 "$fabemu" trace validate "$tmp/llm/w"
+[ "$(tail -n 1 "$tmp/out")" = "VALID" ] || fail "generated llm workload is not VALID"
+expect_status 0 "$fabemu" trace validate --comm-groups "$tmp/llm/w.comm_groups.json" "$tmp/llm/w"
+python3 - "$tmp/llm/w.comm_groups.json" "$tmp/llm/w.plan.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+assert sorted(g.values()) == [[0, 1], [0, 2], [1, 3], [2, 3], [4, 5], [4, 6], [5, 7], [6, 7]], g
+assert [g[n] for n in p["groups_by_kind"]["tp"]] == [[0, 1], [2, 3], [4, 5], [6, 7]], p["groups_by_kind"]
+assert p["parallel"]["microbatches"] == 4 and p["output"]["rank_files"] == 8, p
+PY
+expect_status 0 "$fabemu" trace generate llm --preset llama3-8b --tp 8 --pp 4 --ranks 64 --global-batch 16 -q -o "$tmp/llama/w"
+expect_text "$tmp/out" "wrote 64 rank files"
+expect_status 0 "$fabemu" trace validate "$tmp/llama/w"
+expect_status 2 "$fabemu" trace generate llm --preset llama3-8b --tp 3 --ranks 24 -o "$tmp/bad/w"
+expect_text "$tmp/err" "--heads 32 is not divisible by --tp 3"
+expect_status 2 "$fabemu" trace generate llm --preset llama3-8b --pp 5 --dp 1 -o "$tmp/bad/w"
+expect_text "$tmp/err" "--layers 32 is not divisible by --pp 5"
+expect_status 2 "$fabemu" trace generate llm --preset gpt3-175b --tp 8 --pp 16 --ranks 1000 -o "$tmp/bad/w"
+expect_text "$tmp/err" "--ranks 1000 is not a multiple of tp x pp x ep = 8 x 16 x 1 = 128"
+[ ! -e "$tmp/bad" ] || fail "a rejected plan left files behind"
 echo "cli: all checks passed"

@@ -72,6 +72,7 @@ struct Phase {
 };
 
 struct Instance {
+  uint32_t gen = 0;  // incremented each time the slot is reused (Entry::gen)
   bool live = false;
   CollectiveType type{};
   uint64_t bytes = 0;
@@ -102,6 +103,10 @@ struct Entry {
   uint32_t inst;
   uint32_t chunk;
   uint8_t phase;
+  // Instance slots are reused once a collective is done: a rank that was not a member of the collective
+  // an old entry of `started` names may reach it only after its slot holds another collective, of which
+  // it may be a member. The slot's generation tells them apart.
+  uint32_t gen;
 };
 
 struct DimQueue {
@@ -809,16 +814,16 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     auto& q = dimq_[d].unstarted;
     const std::string& policy = options_.system.scheduling_policy;
     if (policy == "LIFO") {
-      for (uint32_t c = I.chunks; c-- > 0;) q.push_front(Entry{slot, c, 0});
+      for (uint32_t c = I.chunks; c-- > 0;) q.push_front(Entry{slot, c, 0, I.gen});
     } else if (policy == "EXPLICIT") {
       // Higher comm_priority first; equal priorities in issue order.
       I.priority = info.priority.value_or(0);
       auto at = std::find_if(q.begin(), q.end(), [&](const Entry& e) {
         return e.phase == 0 && instances_[e.inst].priority < I.priority;
       });
-      for (uint32_t c = 0; c < I.chunks; ++c) at = std::next(q.insert(at, Entry{slot, c, 0}));
+      for (uint32_t c = 0; c < I.chunks; ++c) at = std::next(q.insert(at, Entry{slot, c, 0, I.gen}));
     } else {
-      for (uint32_t c = 0; c < I.chunks; ++c) q.push_back(Entry{slot, c, 0});
+      for (uint32_t c = 0; c < I.chunks; ++c) q.push_back(Entry{slot, c, 0, I.gen});
     }
     for (int32_t mm = 0; mm < I.n; ++mm) dispatch_slots(member_rank(I, mm), static_cast<int32_t>(d));
   }
@@ -830,6 +835,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   // ASTRA-sim's rule too: it schedules streams on all NPUs at once.
   bool ready_for(int32_t r, const Entry& e) {
     Instance& I = instances_[e.inst];
+    if (I.gen != e.gen) return false;
     const int32_t m = member_of(I, r);
     if (m < 0) return false;
     const uint32_t cs = I.chunk_state[e.chunk];
@@ -847,7 +853,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       bool waiting = false, took = false;
       while (cur < Q.base + Q.started.size()) {
         const Entry e = Q.started[cur - Q.base];
-        if (member_of(instances_[e.inst], r) < 0) {
+        if (instances_[e.inst].gen != e.gen || member_of(instances_[e.inst], r) < 0) {
           ++cur;
           continue;
         }
@@ -1191,7 +1197,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       const int32_t next_dim = I.phases[next].dim;
       if (I.queued_phase[chunk] <= next) {  // the first member to get here queues the next phase
         I.queued_phase[chunk] = static_cast<uint8_t>(next + 1);
-        dimq_[static_cast<size_t>(next_dim)].unstarted.push_back(Entry{inst, chunk, next});
+        dimq_[static_cast<size_t>(next_dim)].unstarted.push_back(Entry{inst, chunk, next, I.gen});
       }
       dispatch_slots(r, next_dim);
       if (next_dim != dim) dispatch_slots(r, dim);
@@ -1235,6 +1241,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     if (free_inst_ != kNone) {
       const uint32_t s = free_inst_;
       free_inst_ = instances_[s].next_free;
+      ++instances_[s].gen;
       return s;
     }
     instances_.emplace_back();

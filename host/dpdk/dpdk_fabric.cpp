@@ -142,6 +142,8 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
         clock_.to_wall(emu::Rate::from_ps_per_byte_q32(slowest).ser(uint64_t{payload_} * kAckEvery));
     rto_ = std::max(rto_, emu::Duration::from_ps(interval.ps() * 4));
   }
+  current_rto_ = rto_;
+  stats_.rto_max = rto_;
   senders_.resize(npus_);
   receivers_.resize(npus_);
   held_.resize(npus_);
@@ -167,7 +169,7 @@ Sender& DpdkFabric::sender(uint32_t src) {
     c.destinations = npus_;
     c.payload_per_packet = payload_;
     c.window = opt_.window;
-    c.rto = rto_;
+    c.rto = current_rto_;
     senders_[src] = std::make_unique<Sender>(c);
     active_senders_.push_back(src);
   }
@@ -505,6 +507,29 @@ void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
   if (act > 0) ratios.push_back(sched / act);
 }
 
+// RFC 6298's estimator on the wire latency of whole messages (first frame sent to reassembled: it covers
+// the device queues and the kernel path of af_packet, where a fixed RTO gives spurious retransmissions):
+// the senders' RTO follows SRTT + 4 RTTVAR, never below the configured (or pacing-scaled) rto_ nor above
+// one second.
+void DpdkFabric::adapt_rto(uint64_t sample_ns) {
+  const double x = static_cast<double>(sample_ns);
+  if (srtt_ns_ == 0) {
+    srtt_ns_ = x;
+    rttvar_ns_ = x / 2;
+  } else {
+    rttvar_ns_ = 0.75 * rttvar_ns_ + 0.25 * std::abs(srtt_ns_ - x);
+    srtt_ns_ = 0.875 * srtt_ns_ + 0.125 * x;
+  }
+  const double want_ns = std::min(1e9, srtt_ns_ + 4 * rttvar_ns_);
+  const emu::Duration want = std::max(rto_, emu::Duration::from_ps(static_cast<uint64_t>(want_ns) * 1000));
+  // Only a change of more than 1/8 reaches the senders.
+  if (want.ps() * 8 > current_rto_.ps() * 9 || want.ps() * 9 < current_rto_.ps() * 8) {
+    current_rto_ = want;
+    for (const uint32_t s : active_senders_) senders_[s]->set_rto(want);
+    stats_.rto_max = std::max(stats_.rto_max, want);
+  }
+}
+
 void DpdkFabric::receive(Port& port) {
   rte_mbuf* pkts[kBurst];
   for (int b = 0; b < kRxBursts; ++b) {
@@ -578,7 +603,9 @@ void DpdkFabric::handle(const DecodedFrame& f) {
         r.arrived = true;
         r.rx_ticks = clock_.ticks();
         r.arrived_emulated = clock_.emulated();
-        stats_.latency_ns.record(clock_.ticks_to_ns(r.rx_ticks - r.tx_ticks));
+        const uint64_t lat_ns = clock_.ticks_to_ns(r.rx_ticks - r.tx_ticks);
+        stats_.latency_ns.record(lat_ns);
+        adapt_rto(lat_ns);
         by_wire_.erase(w);
       }
     }
@@ -749,6 +776,8 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                      s.frames_tx, s.frame_bytes_tx, s.data_frames, s.retransmissions, s.nack_retransmissions,
                      s.timeout_retransmissions, s.acks, s.nacks);
   out += fmt::format("  frames received     {} ({} bytes); not ours {}\n", s.frames_rx, s.frame_bytes_rx, s.not_ours);
+  out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive: SRTT + 4 RTTVAR of the wire latency)\n",
+                     static_cast<double>(s.rto_max.ps()) / 1e9);
   for (size_t v = 1; v < kVerdictCount; ++v) {
     if (s.not_ours_by_verdict[v] > 0) {
       out += fmt::format("    {:<18}{}\n", to_string(static_cast<Verdict>(v)), s.not_ours_by_verdict[v]);
@@ -855,6 +884,7 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("retransmissions", fmt::format("{}", s.retransmissions));
   kv("nack_retransmissions", fmt::format("{}", s.nack_retransmissions));
   kv("timeout_retransmissions", fmt::format("{}", s.timeout_retransmissions));
+  kv("rto_max_ps", fmt::format("{}", s.rto_max.ps()));
   kv("acks", fmt::format("{}", s.acks));
   kv("nacks", fmt::format("{}", s.nacks));
   kv("rx_duplicates", fmt::format("{}", s.rx_duplicates));

@@ -99,6 +99,7 @@ struct DpdkStats {
   uint64_t data_frames = 0;           // first transmissions
   uint64_t retransmissions = 0, nack_retransmissions = 0, timeout_retransmissions = 0;
   uint64_t acks = 0, nacks = 0;
+  emu::Duration rto_max;              // the largest retransmission timeout the senders had (adaptive)
   uint64_t rx_duplicates = 0, rx_reordered = 0, rx_stale = 0, rx_invalid = 0, rx_receiver_invalid = 0;
   uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
   uint64_t not_ours = 0;
@@ -309,7 +310,10 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint64_t from_ps, to_ps;  // wall
   };
   std::vector<Stall> stalls_;  // in time order
-  emu::Duration rto_;  // the senders' retransmission timeout (opt_.rto, longer for slow paced links)
+  emu::Duration rto_;  // the senders' minimum retransmission timeout (opt_.rto, longer for slow paced links)
+  emu::Duration current_rto_;  // what adapt_rto() last gave them
+  double srtt_ns_ = 0, rttvar_ns_ = 0;
+  void adapt_rto(uint64_t sample_ns);
   DpdkStats stats_;
 };
 

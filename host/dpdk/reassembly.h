@@ -214,6 +214,9 @@ class Sender {
   bool next(Time now, TxPacket& out);
   // The earliest time a packet already sent times out (Time::max() when none).
   Time next_timeout() noexcept;
+  // Changes the retransmission timeout of packets sent from now on (an adaptive RTO).
+  void set_rto(Duration rto) noexcept { config_.rto = rto; }
+  Duration rto() const noexcept { return config_.rto; }
   // Feedback from `dst` about `message_id`. Returns true when this completed the message (freed).
   bool on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative);
   bool on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,

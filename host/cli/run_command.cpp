@@ -238,7 +238,8 @@ int run(const RunArgs& a) {
     hd::Eal::start(a.eal_args.empty() ? hd::Eal::no_huge_args() : a.eal_args);
     eal_session.started = true;
     hd::PortConfig cfg;
-    cfg.mbufs = cfg.mbufs_for(4096, 32);
+    // Sized from the workload: its rank count sets what the fabric holds outside the device rings.
+    cfg.mbufs = cfg.mbufs_for(hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus())), 32);
     cfg.mtu = static_cast<uint16_t>(std::min<uint32_t>(a.wire_mtu, 65535));
     if (a.wire_mtu > 1500) cfg.data_room = hd::PortConfig::data_room_for_mtu(a.wire_mtu);
     if (!a.dpdk_devargs.empty()) {

@@ -61,7 +61,7 @@ DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg) {
   p.ring_ = std::make_unique<RingPair>(name);
   p.a_ = std::make_unique<Port>(p.ring_->a(), cfg);
   p.b_ = std::make_unique<Port>(p.ring_->b(), cfg);
-  p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b", name);
+  p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b, {1} mbufs per pool", name, cfg.mbufs);
   return p;
 }
 
@@ -82,7 +82,7 @@ DpdkPorts DpdkPorts::memif(const std::string& socket, const PortConfig& cfg) {
   if (!(p.a_->link_up() && p.b_->link_up())) {
     throw std::runtime_error(fmt::format("memif client and server on {} did not connect within 2 s", socket));
   }
-  p.what_ = fmt::format("memif client -> server on {}", socket);
+  p.what_ = fmt::format("memif client -> server on {}, {} mbufs per pool", socket, cfg.mbufs);
   p.memif_ = true;
   return p;
 }
@@ -91,7 +91,7 @@ DpdkPorts DpdkPorts::devargs(const std::string& a, const std::string& b, const P
   DpdkPorts p;
   p.a_ = std::make_unique<Port>(Port::open(a, cfg));
   if (!b.empty()) p.b_ = std::make_unique<Port>(Port::open(b, cfg));
-  p.what_ = b.empty() ? a + " (loopback)" : a + " -> " + b;
+  p.what_ = (b.empty() ? a + " (loopback)" : a + " -> " + b) + fmt::format(", {} mbufs per pool", cfg.mbufs);
   return p;
 }
 
@@ -161,6 +161,12 @@ DpdkFabric::~DpdkFabric() {
     for (rte_mbuf* m : *q) rte_pktmbuf_free(m);
   }
   for (const Held& h : reorder_) rte_pktmbuf_free(h.m);
+}
+
+uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
+  constexpr uint32_t kFeedbackPerPoll = kBurst * kRxBursts;  // one ACK/NACK per frame received, at most
+  constexpr uint32_t kReorderHeld = kBurst * kRxBursts;      // held back by --reorder-rate (one round)
+  return static_cast<uint32_t>(kTxQueueLimit) + npus + kFeedbackPerPoll + kReorderHeld;
 }
 
 Sender& DpdkFabric::sender(uint32_t src) {

@@ -173,6 +173,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& ports, DpdkFabricOptions options);
   ~DpdkFabric() override;
 
+  // The most mbufs a fabric over `npus` ranks holds outside the device rings at once: frames built and
+  // not yet taken by the device, one held packet per sender, a round of ACKs/NACKs, and frames held back
+  // by reorder injection. A port's pool is PortConfig::mbufs_for(this, burst): the rings come on top.
+  static uint32_t frames_in_flight(uint32_t npus) noexcept;
+
   void send(const emu::Message& m, emu::Time ready) override;
   using Fabric::send;
   emu::Engine& engine() override { return engine_; }

@@ -458,6 +458,15 @@ TEST(TscClock, DilationMapsWallToEmulatedTime) {
   EXPECT_THROW(fd::TscClock(-1), std::invalid_argument);
 }
 
+// Mempools sized from the workload: what the fabric holds outside the rings grows with the rank count.
+TEST(DpdkFabric, PoolSizeFollowsTheRankCount) {
+  EXPECT_EQ(fd::DpdkFabric::frames_in_flight(8), 256u + 8u + 256u + 256u);
+  fd::PortConfig cfg;  // 1024 + 1024 descriptors, cache 256
+  EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(8), 32), 4095u);
+  EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(1024), 32), 4095u);
+  EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(16384), 32), 32767u);
+}
+
 TEST(DpdkFabric, BadOptionsAreRejected) {
   REQUIRE_EAL();
   const NetworkConfig net = network({dim(DimTopology::kRing, 4)});

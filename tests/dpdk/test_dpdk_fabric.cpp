@@ -463,7 +463,8 @@ TEST(DpdkFabric, PoolSizeFollowsTheRankCount) {
   EXPECT_EQ(fd::DpdkFabric::frames_in_flight(8), 256u + 8u + 256u + 256u);
   fd::PortConfig cfg;  // 1024 + 1024 descriptors, cache 256
   EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(8), 32), 4095u);
-  EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(1024), 32), 4095u);
+  EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(991), 32), 4095u);
+  EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(992), 32), 8191u);
   EXPECT_EQ(cfg.mbufs_for(fd::DpdkFabric::frames_in_flight(16384), 32), 32767u);
 }
 

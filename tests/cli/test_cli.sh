@@ -141,6 +141,12 @@ c = d["collectives"]
 assert len(c) == 1 and c[0]["index"] == 0 and c[0]["messages"] == 96 and c[0]["modelled_ps"] > 0, c
 assert c[0]["measured_ps"] > 0
 EOF2
+  # the same timeline as the software packet model (as fast as possible: the walker sees the model's times)
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q --timeline "$tmp/tl_sw.json"
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
+    --timeline "$tmp/tl_dpdk.json"
+  python3 -c 'import json,sys; a,b=(json.load(open(f))["traceEvents"] for f in sys.argv[1:3]); assert a == b and len(a) > 100, len(a)' \
+    "$tmp/tl_sw.json" "$tmp/tl_dpdk.json" || fail "--fabric dpdk wrote another timeline than the packet model"
 fi
 # a straggler makes it slower: the compare gate fails
 printf 'topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' > "$tmp/ring8.yml"

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace fabemu::cli {
 
@@ -13,8 +15,11 @@ inline constexpr int kExitError = 2;
 // `fabemu trace ...`; `status` receives the command's exit status.
 void add_trace_commands(CLI::App& app, int& status);
 
-// `fabemu run`: replay a workload over a target fabric (host/cli/run_command.cpp).
-void add_run_command(CLI::App& app, int& status);
+// `fabemu run`: replay a workload over a target fabric (host/cli/run_command.cpp). `passthrough` holds
+// the arguments after the first `--` of the command line (the EAL's: main() takes them off before CLI11
+// parses, so that an EAL option such as -m is never read as one of fabemu's); it is read when the command
+// runs.
+void add_run_command(CLI::App& app, int& status, const std::vector<std::string>& passthrough);
 
 // `fabemu compare A.json B.json [--max-regression PCT] [--per-rank] [--json]`: exit 1 when B's total
 // time is more than PCT% above A's, 2 when a report cannot be read.

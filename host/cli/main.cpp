@@ -5,6 +5,9 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "host/cli/commands.h"
 #include "traces/error.h"
@@ -16,8 +19,16 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("fabemu ") + FABEMU_VERSION);
   app.require_subcommand(1);
   int status = fabemu::cli::kExitOk;
+  // Everything after the first `--` is passed through (EAL arguments of `fabemu run --fabric dpdk`).
+  std::vector<std::string> passthrough;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) != "--") continue;
+    for (int j = i + 1; j < argc; ++j) passthrough.emplace_back(argv[j]);
+    argc = i;
+    break;
+  }
   fabemu::cli::add_trace_commands(app, status);
-  fabemu::cli::add_run_command(app, status);
+  fabemu::cli::add_run_command(app, status, passthrough);
   fabemu::cli::add_compare_command(app, status);
   try {
     app.parse(argc, argv);  // runs the selected command's callback

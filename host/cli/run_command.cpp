@@ -356,7 +356,7 @@ int run(const RunArgs& a) {
 
 }  // namespace
 
-void add_run_command(CLI::App& app, int& status) {
+void add_run_command(CLI::App& app, int& status, const std::vector<std::string>& passthrough) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* run_cmd = app.add_subcommand("run", "Replay a Chakra workload over a target fabric and report its time");
   run_cmd->add_option("--workload,-w", args->workload,
@@ -395,7 +395,7 @@ void add_run_command(CLI::App& app, int& status) {
       ->check(CLI::Range(0.0, 1.0));
   run_cmd->add_option("--fault-seed", args->fault_seed, "DPDK: seed of the fault injection (default 1)");
   run_cmd->add_option("--pcap", args->pcap, "DPDK: capture every frame sent to this pcap file");
-  run_cmd->add_option("eal-args", args->eal_args, "DPDK: EAL arguments, after -- (default: no hugepages, lcore 0)");
+
   run_cmd->add_option("--model,-m", args->model, "analytical (congestion-unaware, default) or packet (FIFO links)")
       ->check(CLI::IsMember({"analytical", "packet"}));
   run_cmd->add_option("--mtu", args->mtu, "Packet model: bytes per packet (default: whole messages, as ASTRA-sim)")
@@ -424,11 +424,16 @@ void add_run_command(CLI::App& app, int& status) {
                       "Timeline: message slices written at most (default 1000000; collectives are always there)");
   run_cmd->add_option("--top", args->top, "Slowest collectives listed in the summary")->check(CLI::Range(0, 1000));
   run_cmd->add_flag("--quiet,-q", args->quiet, "Print nothing but errors (use with --report)");
-  run_cmd->callback([args, run_cmd, &status]() {
+  run_cmd->footer("Arguments after `--` are EAL arguments (--fabric dpdk); without them: no hugepages, lcore 0.");
+  run_cmd->callback([args, run_cmd, &status, &passthrough]() {
     if (args->fabric_config.empty() && args->network.empty()) {
       throw CLI::RequiredError("--fabric-config or --network");
     }
     (void)run_cmd;
+    args->eal_args = passthrough;
+    if (!args->eal_args.empty() && args->fabric != "dpdk") {
+      throw std::invalid_argument("arguments after -- are EAL arguments: they need --fabric dpdk");
+    }
     status = run(*args);
   });
 }

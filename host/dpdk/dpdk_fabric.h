@@ -64,7 +64,8 @@ class DpdkPorts {
   // A memif server and client on `socket` (a path in a directory of the caller's); waits up to 2 s for
   // the link (std::runtime_error otherwise).
   static DpdkPorts memif(const std::string& socket, const PortConfig& cfg);
-  // User devices: `b` empty means a() == b().
+  // User devices: `b` empty means a() == b(). A device EAL has probed already (a PCI device, with or
+  // without -a, or a --vdev in the EAL arguments) is used as it is, by name; others are probed.
   static DpdkPorts devargs(const std::string& a, const std::string& b, const PortConfig& cfg);
 
   DpdkPorts(DpdkPorts&&) noexcept = default;

@@ -141,6 +141,15 @@ c = d["collectives"]
 assert len(c) == 1 and c[0]["index"] == 0 and c[0]["messages"] == 96 and c[0]["modelled_ps"] > 0, c
 assert c[0]["measured_ps"] > 0
 EOF2
+  # EAL arguments after -- reach the EAL untouched (-m is also fabemu's --model): a --vdev given there
+  # is used by name by --dpdk-devargs (a net_ring vdev loops frames back)
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
+    -r "$tmp/vdev.json" --dpdk-devargs net_ring0 -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli$$" \
+    --no-telemetry -l 0 --vdev net_ring0
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["total_time_ps"] == 43051456 and r["dpdk"]["messages_completed"] == 96' \
+    "$tmp/vdev.json" || fail "--fabric dpdk on an EAL --vdev"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -q -- -l 0
+  expect_text "$tmp/err" "arguments after -- are EAL arguments"
   # the same timeline as the software packet model (as fast as possible: the walker sees the model's times)
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q --timeline "$tmp/tl_sw.json"
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \

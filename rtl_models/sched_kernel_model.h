@@ -1,0 +1,40 @@
+// The C++ model of the whole kernel (hw/sched/rtl/sched_kernel.sv) behind its register map: the host
+// writes the argument registers, sets ap_start, and the run reads the link table and descriptors from
+// DeviceMemory and writes the completions, with the link state kept between runs as in block RAM.
+// Functional at the kernel level (the hop core's cycle behaviour is SchedCoreModel's); REG_CYCLES
+// reports the cycles the RTL takes when memory never stalls (num_links + num_desc + kRunOverhead).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "rtl_models/device_memory.h"
+#include "rtl_models/sched_core_model.h"
+
+namespace fabemu::rtl {
+
+class SchedKernelModel {
+ public:
+  explicit SchedKernelModel(DeviceMemory& memory, unsigned link_addr_w = 8);
+
+  void write_reg(uint32_t offset, uint32_t value);
+  // Reading REG_CTRL clears ap_done, as on the RTL.
+  uint32_t read_reg(uint32_t offset);
+  uint32_t link_capacity() const noexcept { return static_cast<uint32_t>(links_.size()); }
+
+  // Kernel cycles of a run beyond one per record, with memory that never stalls (measured on the RTL
+  // by test_fpga_rtl_kernel, which asserts the RTL takes exactly this).
+  static constexpr uint64_t kRunOverhead = 11;
+
+ private:
+  void run();
+
+  DeviceMemory& mem_;
+  std::vector<LinkEntry> links_;
+  std::array<uint32_t, 32> regs_{};
+  bool done_ = false;
+  uint64_t cycles_ = 0;
+};
+
+}  // namespace fabemu::rtl

@@ -140,9 +140,13 @@ uint32_t SchedHwEmu::read_reg(uint32_t offset) {
   throw std::runtime_error("hw-emu: AXI4-Lite read of 0x" + std::to_string(offset) + " got no response");
 }
 
-void SchedHwEmu::start_and_wait() {
-  const uint64_t begin = cycles_;
+void SchedHwEmu::start() {
+  run_begin_ = cycles_;
   write_reg(hs::REG_CTRL, 1u << hs::CTRL_AP_START);
+}
+
+void SchedHwEmu::wait_done() {
+  const uint64_t begin = run_begin_;
   while (((read_reg(hs::REG_CTRL) >> hs::CTRL_AP_DONE) & 1) == 0) {
     // Poll every 64 cycles, as a host would not hammer the register file.
     for (int i = 0; i < 64; ++i) tick();

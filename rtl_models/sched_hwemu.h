@@ -32,8 +32,14 @@ class SchedHwEmu {
 
   void write_reg(uint32_t offset, uint32_t value);
   uint32_t read_reg(uint32_t offset);
-  // Writes ap_start, then polls REG_CTRL until ap_done (std::runtime_error past max_cycles_per_run).
-  void start_and_wait();
+  // Sets ap_start (the argument registers must be written first).
+  void start();
+  // Polls REG_CTRL every 64 cycles until ap_done (std::runtime_error past max_cycles_per_run).
+  void wait_done();
+  void start_and_wait() {
+    start();
+    wait_done();
+  }
   // Clock cycles simulated so far (for cycles-per-second figures).
   uint64_t cycles() const noexcept { return cycles_; }
 
@@ -56,6 +62,7 @@ class SchedHwEmu {
   uint32_t wr_beat_ = 0;
   uint32_t b_pending_ = 0;        // B responses owed
   uint64_t cycles_ = 0;
+  uint64_t run_begin_ = 0;
 };
 
 }  // namespace fabemu::rtl

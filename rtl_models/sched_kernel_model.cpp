@@ -37,6 +37,12 @@ uint32_t SchedKernelModel::read_reg(uint32_t offset) {
   }
 }
 
+void SchedKernelModel::wait_done() {
+  if (((read_reg(hs::REG_CTRL) >> hs::CTRL_AP_DONE) & 1) == 0) {
+    throw std::logic_error("SchedKernelModel::wait_done: no run was started");
+  }
+}
+
 void SchedKernelModel::run() {
   const auto reg64 = [&](uint32_t lo) { return uint64_t{regs_[lo / 4]} | uint64_t{regs_[lo / 4 + 1]} << 32; };
   const uint64_t links_addr = reg64(hs::REG_LINKS_ADDR_LO);

@@ -21,6 +21,10 @@ class SchedKernelModel {
   void write_reg(uint32_t offset, uint32_t value);
   // Reading REG_CTRL clears ap_done, as on the RTL.
   uint32_t read_reg(uint32_t offset);
+  // The same control sequence as SchedHwEmu: the run happens at start().
+  void start() { write_reg(hw::sched::REG_CTRL, 1u << hw::sched::CTRL_AP_START); }
+  // Throws std::logic_error when no run was started.
+  void wait_done();
   uint32_t link_capacity() const noexcept { return static_cast<uint32_t>(links_.size()); }
 
   // Kernel cycles of a run beyond one per record, with memory that never stalls (measured on the RTL

@@ -153,7 +153,9 @@ TEST(FpgaRtlAxi, WriterLandsEveryBeatAtItsAddressUnderStalls) {
         ++bursts_total;
       }
       // idle only once every burst is acknowledged
-      if (t.idle) EXPECT_TRUE(b_owed == 0 && sent == count);
+      if (t.idle) {
+        EXPECT_TRUE(b_owed == 0 && sent == count);
+      }
       t.clk = 1;
       t.eval();
     }

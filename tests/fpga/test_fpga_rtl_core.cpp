@@ -90,7 +90,9 @@ class CoreBench {
     EXPECT_EQ(r.s_ready, m.s_ready);
     EXPECT_EQ(r.m_valid, m.m_valid);
     EXPECT_EQ(r.busy, m.busy);
-    if (r.m_valid) EXPECT_EQ(r.m, m.m);
+    if (r.m_valid) {
+      EXPECT_EQ(r.m, m.m);
+    }
     model_.tick(in);
     clock();
     return r;

@@ -68,7 +68,7 @@ void SchedKernelModel::run() {
     r = hs::encode(c);
     mem_.write(cmpl_addr + uint64_t{i} * hs::RECORD_BYTES, r.data(), r.size());
   }
-  cycles_ = uint64_t{num_links} + num_desc + kRunOverhead;
+  cycles_ = run_cycles(num_links, num_desc);
   done_ = true;
 }
 

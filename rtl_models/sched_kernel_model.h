@@ -2,7 +2,7 @@
 // writes the argument registers, sets ap_start, and the run reads the link table and descriptors from
 // DeviceMemory and writes the completions, with the link state kept between runs as in block RAM.
 // Functional at the kernel level (the hop core's cycle behaviour is SchedCoreModel's); REG_CYCLES
-// reports the cycles the RTL takes when memory never stalls (num_links + num_desc + kRunOverhead).
+// reports the cycles the RTL takes when memory never stalls (run_cycles()).
 #pragma once
 
 #include <array>
@@ -27,9 +27,15 @@ class SchedKernelModel {
   void wait_done();
   uint32_t link_capacity() const noexcept { return static_cast<uint32_t>(links_.size()); }
 
-  // Kernel cycles of a run beyond one per record, with memory that never stalls (measured on the RTL
-  // by test_fpga_rtl_kernel, which asserts the RTL takes exactly this).
+  // Kernel cycles of a run when memory never stalls (as test_fpga_kernel measures on the RTL and
+  // asserts): the link load takes one cycle per entry plus kLoadOverhead, the descriptors one cycle per
+  // hop plus kRunOverhead (pipeline fill, memory and write-response latency), an empty run kEmptyRun.
+  static constexpr uint64_t kLoadOverhead = 2;
   static constexpr uint64_t kRunOverhead = 11;
+  static constexpr uint64_t kEmptyRun = 3;
+  static constexpr uint64_t run_cycles(uint64_t num_links, uint64_t num_desc) noexcept {
+    return (num_links == 0 ? 0 : num_links + kLoadOverhead) + (num_desc == 0 ? kEmptyRun : num_desc + kRunOverhead);
+  }
 
  private:
   void run();

@@ -2,11 +2,9 @@
 // (fabemu_sched_pkg REG_*). One transaction in flight per direction.
 `default_nettype none
 
-module sched_axil_ctrl
-  import fabemu_sched_pkg::*;
-#(
+module sched_axil_ctrl #(
   parameter int ADDR_W   = 12,  // control address width (Vitis: 12)
-  parameter int LINK_CAP = 256  // link-table capacity, read back in REG_LINK_CAP
+  parameter int LINK_CAP = 256  // link-table capacity, read back in fabemu_sched_pkg::REG_LINK_CAP
 ) (
   input  wire logic              clk,
   input  wire logic              rst,
@@ -108,53 +106,53 @@ module sched_axil_ctrl
       aw_full_next = 1'b0;
       w_full_next = 1'b0;
       b_valid_next = 1'b1;
-      case (int'(aw_addr_reg))
-        REG_CTRL:          if (w_strb_reg[0] && w_data_reg[CTRL_AP_START]) start_next = 1'b1;
-        REG_GIE:           if (w_strb_reg[0]) gie_next = w_data_reg[0];
-        REG_IER:           if (w_strb_reg[0]) ier_next = w_data_reg[1:0];
-        REG_ISR:           if (w_strb_reg[0]) isr_next = isr_next ^ w_data_reg[1:0];
-        REG_LINKS_ADDR_LO: links_next[31:0] = merge(links_reg[31:0], w_data_reg, w_strb_reg);
-        REG_LINKS_ADDR_HI: links_next[63:32] = merge(links_reg[63:32], w_data_reg, w_strb_reg);
-        REG_DESC_ADDR_LO:  desc_next[31:0] = merge(desc_reg[31:0], w_data_reg, w_strb_reg);
-        REG_DESC_ADDR_HI:  desc_next[63:32] = merge(desc_reg[63:32], w_data_reg, w_strb_reg);
-        REG_CMPL_ADDR_LO:  cmpl_next[31:0] = merge(cmpl_reg[31:0], w_data_reg, w_strb_reg);
-        REG_CMPL_ADDR_HI:  cmpl_next[63:32] = merge(cmpl_reg[63:32], w_data_reg, w_strb_reg);
-        REG_NUM_LINKS:     nlinks_next = merge(nlinks_reg, w_data_reg, w_strb_reg);
-        REG_NUM_DESC:      ndesc_next = merge(ndesc_reg, w_data_reg, w_strb_reg);
+      case (32'(aw_addr_reg))
+        fabemu_sched_pkg::REG_CTRL:          if (w_strb_reg[0] && w_data_reg[fabemu_sched_pkg::CTRL_AP_START]) start_next = 1'b1;
+        fabemu_sched_pkg::REG_GIE:           if (w_strb_reg[0]) gie_next = w_data_reg[0];
+        fabemu_sched_pkg::REG_IER:           if (w_strb_reg[0]) ier_next = w_data_reg[1:0];
+        fabemu_sched_pkg::REG_ISR:           if (w_strb_reg[0]) isr_next = isr_next ^ w_data_reg[1:0];
+        fabemu_sched_pkg::REG_LINKS_ADDR_LO: links_next[31:0] = merge(links_reg[31:0], w_data_reg, w_strb_reg);
+        fabemu_sched_pkg::REG_LINKS_ADDR_HI: links_next[63:32] = merge(links_reg[63:32], w_data_reg, w_strb_reg);
+        fabemu_sched_pkg::REG_DESC_ADDR_LO:  desc_next[31:0] = merge(desc_reg[31:0], w_data_reg, w_strb_reg);
+        fabemu_sched_pkg::REG_DESC_ADDR_HI:  desc_next[63:32] = merge(desc_reg[63:32], w_data_reg, w_strb_reg);
+        fabemu_sched_pkg::REG_CMPL_ADDR_LO:  cmpl_next[31:0] = merge(cmpl_reg[31:0], w_data_reg, w_strb_reg);
+        fabemu_sched_pkg::REG_CMPL_ADDR_HI:  cmpl_next[63:32] = merge(cmpl_reg[63:32], w_data_reg, w_strb_reg);
+        fabemu_sched_pkg::REG_NUM_LINKS:     nlinks_next = merge(nlinks_reg, w_data_reg, w_strb_reg);
+        fabemu_sched_pkg::REG_NUM_DESC:      ndesc_next = merge(ndesc_reg, w_data_reg, w_strb_reg);
         default: ;
       endcase
     end
 
     // Read: one cycle from AR to R. Reading CTRL clears done and ready (ap_ctrl_hs).
     rd_word = 32'd0;
-    case (int'(s_axi_araddr))
-      REG_CTRL:          begin
-        rd_word[CTRL_AP_START] = start_reg;
-        rd_word[CTRL_AP_DONE] = done_reg;
-        rd_word[CTRL_AP_IDLE] = ap_idle;
-        rd_word[CTRL_AP_READY] = ready_reg;
+    case (32'(s_axi_araddr))
+      fabemu_sched_pkg::REG_CTRL:          begin
+        rd_word[fabemu_sched_pkg::CTRL_AP_START] = start_reg;
+        rd_word[fabemu_sched_pkg::CTRL_AP_DONE] = done_reg;
+        rd_word[fabemu_sched_pkg::CTRL_AP_IDLE] = ap_idle;
+        rd_word[fabemu_sched_pkg::CTRL_AP_READY] = ready_reg;
       end
-      REG_GIE:           rd_word = {31'd0, gie_reg};
-      REG_IER:           rd_word = {30'd0, ier_reg};
-      REG_ISR:           rd_word = {30'd0, isr_reg};
-      REG_LINKS_ADDR_LO: rd_word = links_reg[31:0];
-      REG_LINKS_ADDR_HI: rd_word = links_reg[63:32];
-      REG_DESC_ADDR_LO:  rd_word = desc_reg[31:0];
-      REG_DESC_ADDR_HI:  rd_word = desc_reg[63:32];
-      REG_CMPL_ADDR_LO:  rd_word = cmpl_reg[31:0];
-      REG_CMPL_ADDR_HI:  rd_word = cmpl_reg[63:32];
-      REG_NUM_LINKS:     rd_word = nlinks_reg;
-      REG_NUM_DESC:      rd_word = ndesc_reg;
-      REG_CYCLES_LO:     rd_word = cycles[31:0];
-      REG_CYCLES_HI:     rd_word = cycles[63:32];
-      REG_LINK_CAP:      rd_word = 32'(LINK_CAP);
-      REG_VERSION:       rd_word = 32'(MAP_VERSION);
+      fabemu_sched_pkg::REG_GIE:           rd_word = {31'd0, gie_reg};
+      fabemu_sched_pkg::REG_IER:           rd_word = {30'd0, ier_reg};
+      fabemu_sched_pkg::REG_ISR:           rd_word = {30'd0, isr_reg};
+      fabemu_sched_pkg::REG_LINKS_ADDR_LO: rd_word = links_reg[31:0];
+      fabemu_sched_pkg::REG_LINKS_ADDR_HI: rd_word = links_reg[63:32];
+      fabemu_sched_pkg::REG_DESC_ADDR_LO:  rd_word = desc_reg[31:0];
+      fabemu_sched_pkg::REG_DESC_ADDR_HI:  rd_word = desc_reg[63:32];
+      fabemu_sched_pkg::REG_CMPL_ADDR_LO:  rd_word = cmpl_reg[31:0];
+      fabemu_sched_pkg::REG_CMPL_ADDR_HI:  rd_word = cmpl_reg[63:32];
+      fabemu_sched_pkg::REG_NUM_LINKS:     rd_word = nlinks_reg;
+      fabemu_sched_pkg::REG_NUM_DESC:      rd_word = ndesc_reg;
+      fabemu_sched_pkg::REG_CYCLES_LO:     rd_word = cycles[31:0];
+      fabemu_sched_pkg::REG_CYCLES_HI:     rd_word = cycles[63:32];
+      fabemu_sched_pkg::REG_LINK_CAP:      rd_word = 32'(LINK_CAP);
+      fabemu_sched_pkg::REG_VERSION:       rd_word = 32'(fabemu_sched_pkg::MAP_VERSION);
       default:           rd_word = 32'd0;
     endcase
     do_read = s_axi_arvalid && !r_valid_reg;
     r_valid_next = (r_valid_reg && !s_axi_rready) || do_read;
     r_data_next = do_read ? rd_word : r_data_reg;
-    if (do_read && int'(s_axi_araddr) == REG_CTRL) begin
+    if (do_read && 32'(s_axi_araddr) == fabemu_sched_pkg::REG_CTRL) begin
       done_next = ap_done;
       ready_next = ap_ready;
     end

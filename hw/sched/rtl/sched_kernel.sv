@@ -4,9 +4,7 @@
 // descriptors through sched_hop_core, one per clock when memory keeps up, then ap_done.
 `default_nettype none
 
-module sched_kernel
-  import fabemu_sched_pkg::*;
-#(
+module sched_kernel #(
   parameter int C_S_AXI_CONTROL_ADDR_WIDTH = 12,   // Vitis control address width
   parameter int C_M_AXI_ADDR_WIDTH         = 64,   // device address width
   parameter int C_M_AXI_DATA_WIDTH         = 256,  // one record per beat
@@ -92,7 +90,7 @@ module sched_kernel
 );
 
   initial begin
-    if (C_M_AXI_DATA_WIDTH != RECORD_BITS) $error("sched_kernel: C_M_AXI_DATA_WIDTH must be RECORD_BITS");
+    if (C_M_AXI_DATA_WIDTH != fabemu_sched_pkg::RECORD_BITS) $error("sched_kernel: C_M_AXI_DATA_WIDTH must be fabemu_sched_pkg::RECORD_BITS");
     if (LINK_ADDR_W < 1 || LINK_ADDR_W > 16) $error("sched_kernel: LINK_ADDR_W must be 1..16");
   end
 
@@ -110,7 +108,7 @@ module sched_kernel
   logic rd_cmd_valid, rd_idle, rd_valid, rd_ready;
   logic [63:0] rd_cmd_addr;
   logic [31:0] rd_cmd_count;
-  logic [RECORD_BITS-1:0] rd_data;
+  logic [fabemu_sched_pkg::RECORD_BITS-1:0] rd_data;
   logic wr_cmd_valid, wr_idle;
 
   logic core_s_valid, core_s_ready, core_m_valid, core_m_ready, core_busy;
@@ -118,7 +116,7 @@ module sched_kernel
   logic [LINK_ADDR_W-1:0] core_link;
   logic [31:0] core_bytes;
   logic cfg_wr_en;
-  logic [RECORD_BITS-1:0] cmpl_word;
+  logic [fabemu_sched_pkg::RECORD_BITS-1:0] cmpl_word;
 
   // The upper link-id bits of a record and the unused channels of m00/m01 are ignored by design.
   // verilator lint_off UNUSED
@@ -126,7 +124,7 @@ module sched_kernel
   // verilator lint_on UNUSED
   assign unused_tieoff = ^{m00_axi_awready, m00_axi_wready, m00_axi_bresp, m00_axi_bvalid,
                            m01_axi_arready, m01_axi_rdata, m01_axi_rresp, m01_axi_rlast, m01_axi_rvalid,
-                           rd_data[DESC_LINK_LSB+LINK_ADDR_W +: 32-LINK_ADDR_W], rd_data[255:192]};
+                           rd_data[fabemu_sched_pkg::DESC_LINK_LSB+LINK_ADDR_W +: 32-LINK_ADDR_W], rd_data[255:192]};
 
   always_comb begin
     rst = !ap_rst_n;
@@ -171,11 +169,11 @@ module sched_kernel
 
     cfg_wr_en = state_reg == ST_LOAD && rd_valid;
     cmpl_word = '0;
-    cmpl_word[CMPL_DEPART_LSB +: 64] = core_depart;
-    cmpl_word[CMPL_ARRIVE_LSB +: 64] = core_arrive;
-    cmpl_word[CMPL_TAG_LSB +: 64] = core_tag;
-    cmpl_word[CMPL_LINK_LSB +: 32] = 32'(core_link);
-    cmpl_word[CMPL_BYTES_LSB +: 32] = core_bytes;
+    cmpl_word[fabemu_sched_pkg::CMPL_DEPART_LSB +: 64] = core_depart;
+    cmpl_word[fabemu_sched_pkg::CMPL_ARRIVE_LSB +: 64] = core_arrive;
+    cmpl_word[fabemu_sched_pkg::CMPL_TAG_LSB +: 64] = core_tag;
+    cmpl_word[fabemu_sched_pkg::CMPL_LINK_LSB +: 32] = 32'(core_link);
+    cmpl_word[fabemu_sched_pkg::CMPL_BYTES_LSB +: 32] = core_bytes;
     core_s_valid = state_reg == ST_RUN && rd_valid;
     rd_ready = state_reg == ST_LOAD || (state_reg == ST_RUN && core_s_ready);
 
@@ -221,7 +219,7 @@ module sched_kernel
     .num_links(num_links), .num_desc(num_desc), .cycles(cycles_reg)
   );
 
-  sched_axi_rd #(.ADDR_W(C_M_AXI_ADDR_WIDTH), .DATA_W(C_M_AXI_DATA_WIDTH), .BURST_BEATS(BURST_BEATS)) rd (
+  sched_axi_rd #(.ADDR_W(C_M_AXI_ADDR_WIDTH), .DATA_W(C_M_AXI_DATA_WIDTH), .BURST_BEATS(fabemu_sched_pkg::BURST_BEATS)) rd (
     .clk(ap_clk), .rst(rst),
     .cmd_valid(rd_cmd_valid), .cmd_addr(rd_cmd_addr), .cmd_count(rd_cmd_count), .idle(rd_idle),
     .m_valid(rd_valid), .m_ready(rd_ready), .m_data(rd_data),
@@ -234,17 +232,17 @@ module sched_kernel
   sched_hop_core #(.LINK_ADDR_W(LINK_ADDR_W)) core (
     .clk(ap_clk), .rst(rst),
     .cfg_wr_en(cfg_wr_en), .cfg_wr_link(load_link_reg),
-    .cfg_wr_rate(rd_data[LINK_RATE_LSB +: 64]), .cfg_wr_latency(rd_data[LINK_LATENCY_LSB +: 64]),
-    .cfg_wr_free(rd_data[LINK_FREE_LSB +: 64]),
+    .cfg_wr_rate(rd_data[fabemu_sched_pkg::LINK_RATE_LSB +: 64]), .cfg_wr_latency(rd_data[fabemu_sched_pkg::LINK_LATENCY_LSB +: 64]),
+    .cfg_wr_free(rd_data[fabemu_sched_pkg::LINK_FREE_LSB +: 64]),
     .s_valid(core_s_valid), .s_ready(core_s_ready),
-    .s_time(rd_data[DESC_TIME_LSB +: 64]), .s_bytes(rd_data[DESC_BYTES_LSB +: 32]),
-    .s_link(rd_data[DESC_LINK_LSB +: LINK_ADDR_W]), .s_tag(rd_data[DESC_TAG_LSB +: 64]),
+    .s_time(rd_data[fabemu_sched_pkg::DESC_TIME_LSB +: 64]), .s_bytes(rd_data[fabemu_sched_pkg::DESC_BYTES_LSB +: 32]),
+    .s_link(rd_data[fabemu_sched_pkg::DESC_LINK_LSB +: LINK_ADDR_W]), .s_tag(rd_data[fabemu_sched_pkg::DESC_TAG_LSB +: 64]),
     .m_valid(core_m_valid), .m_ready(core_m_ready),
     .m_depart(core_depart), .m_arrive(core_arrive), .m_tag(core_tag), .m_link(core_link), .m_bytes(core_bytes),
     .busy(core_busy)
   );
 
-  sched_axi_wr #(.ADDR_W(C_M_AXI_ADDR_WIDTH), .DATA_W(C_M_AXI_DATA_WIDTH), .BURST_BEATS(BURST_BEATS)) wr (
+  sched_axi_wr #(.ADDR_W(C_M_AXI_ADDR_WIDTH), .DATA_W(C_M_AXI_DATA_WIDTH), .BURST_BEATS(fabemu_sched_pkg::BURST_BEATS)) wr (
     .clk(ap_clk), .rst(rst),
     .cmd_valid(wr_cmd_valid), .cmd_addr(cmpl_addr), .cmd_count(num_desc), .idle(wr_idle),
     .s_valid(core_m_valid), .s_ready(core_m_ready),

@@ -69,3 +69,20 @@ TEST(FpgaMap, RecordsRoundTripAtTheirBits) {
   static_assert(hs::RECORD_BITS == 8 * hs::RECORD_BYTES);
   static_assert(hs::BUFFER_ALIGN == hs::BURST_BEATS * hs::RECORD_BYTES);
 }
+
+TEST(FpgaMap, KernelXmlArgumentsSitAtTheMapOffsets) {
+  std::ifstream in(std::string(FABEMU_SOURCE_DIR) + "/hw/sched/vitis/kernel.xml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string xml = ss.str();
+  const std::regex re(R"re(<arg name="(\w+)"[^>]*\bid="(\d+)"[^>]*\boffset="0x([0-9A-Fa-f]+)")re");
+  std::map<std::string, std::pair<int, uint32_t>> args;
+  for (auto it = std::sregex_iterator(xml.begin(), xml.end(), re); it != std::sregex_iterator(); ++it) {
+    args[(*it)[1].str()] = {std::stoi((*it)[2].str()), static_cast<uint32_t>(std::stoul((*it)[3].str(), nullptr, 16))};
+  }
+  // Argument ids are the XRT host's set_arg indices (host/fpga/xrt_sched_device.cpp).
+  const std::map<std::string, std::pair<int, uint32_t>> want = {
+      {"links", {0, hs::REG_LINKS_ADDR_LO}}, {"desc", {1, hs::REG_DESC_ADDR_LO}}, {"cmpl", {2, hs::REG_CMPL_ADDR_LO}},
+      {"num_links", {3, hs::REG_NUM_LINKS}}, {"num_desc", {4, hs::REG_NUM_DESC}}};
+  EXPECT_EQ(args, want);
+}

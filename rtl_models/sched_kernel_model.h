@@ -14,9 +14,13 @@
 
 namespace fabemu::rtl {
 
+// log2 of the link capacity of the model device and of the hw-emu build (FABEMU_HWEMU_LINK_ADDR_W in
+// rtl_models/CMakeLists.txt) and of the Vitis Makefile's default: 4096 links.
+inline constexpr unsigned kLinkAddrW = 12;
+
 class SchedKernelModel {
  public:
-  explicit SchedKernelModel(DeviceMemory& memory, unsigned link_addr_w = 8);
+  explicit SchedKernelModel(DeviceMemory& memory, unsigned link_addr_w = kLinkAddrW);
 
   void write_reg(uint32_t offset, uint32_t value);
   // Reading REG_CTRL clears ap_done, as on the RTL.

@@ -76,9 +76,9 @@ TEST(FpgaFabric, SameDeliveriesOnTheRtl) {
 
 TEST(FpgaFabric, RejectsATopologyLargerThanTheKernel) {
   emu::NetworkConfig c;
-  c.dims = {ft::dim(emu::DimTopology::kFullyConnected, 17, emu::Rate::from_gbps(100), emu::Duration::from_ns(1))};
+  c.dims = {ft::dim(emu::DimTopology::kFullyConnected, 65, emu::Rate::from_gbps(100), emu::Duration::from_ns(1))};
   emu::Engine engine;
-  EXPECT_THROW(fpga::make_fpga_fabric(engine, emu::Topology(c), 0, "model"), std::invalid_argument);  // 272 links
+  EXPECT_THROW(fpga::make_fpga_fabric(engine, emu::Topology(c), 0, "model"), std::invalid_argument);  // 4160 links
 }
 
 TEST(FpgaFabric, MicrobenchmarkReportsMatchSoftware) {

@@ -62,7 +62,7 @@ std::vector<hs::Completion> run_once(SchedHwEmu& k, DeviceMemory& mem, const std
 TEST(FpgaKernel, ControlRegisters) {
   DeviceMemory mem;
   SchedHwEmu k(mem);
-  EXPECT_EQ(k.read_reg(hs::REG_LINK_CAP), 256u);
+  EXPECT_EQ(k.read_reg(hs::REG_LINK_CAP), 1u << fabemu::rtl::kLinkAddrW);
   EXPECT_EQ(k.read_reg(hs::REG_VERSION), hs::MAP_VERSION);
   EXPECT_EQ(k.read_reg(hs::REG_CTRL), 1u << hs::CTRL_AP_IDLE);
   k.write_reg(hs::REG_DESC_ADDR_HI, 0xdead'beef);

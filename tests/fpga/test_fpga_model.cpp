@@ -135,6 +135,6 @@ TEST(FpgaModel, KernelModelRunsInWindowsAndKeepsLinkState) {
     }
   }
   EXPECT_EQ(got, rec.expected);
-  EXPECT_EQ(k.read_reg(hs::REG_LINK_CAP), 256u);
+  EXPECT_EQ(k.read_reg(hs::REG_LINK_CAP), 1u << fabemu::rtl::kLinkAddrW);
   EXPECT_EQ(k.read_reg(hs::REG_VERSION), hs::MAP_VERSION);
 }

@@ -3,7 +3,7 @@
 // clock end to end when memory keeps up, and the control registers.
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include <ctime>
 #include <cstdio>
 
 #include "host/fpga/sched_device.h"
@@ -39,11 +39,11 @@ std::vector<hs::Completion> run_once(SchedHwEmu& k, DeviceMemory& mem, const std
   k.write_reg(hs::REG_NUM_LINKS, static_cast<uint32_t>(links.size()));
   k.write_reg(hs::REG_NUM_DESC, static_cast<uint32_t>(hops.size()));
   const uint64_t c0 = k.cycles();
-  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t t0 = std::clock();  // CPU time: the machine is shared
   k.start_and_wait();
   if (seconds != nullptr) {
-    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("hw-emu: %llu cycles simulated in %.3f s: %.2f M cycles/s\n",
+    *seconds = static_cast<double>(std::clock() - t0) / CLOCKS_PER_SEC;
+    std::printf("hw-emu: %llu cycles simulated in %.3f s of CPU: %.2f M cycles/s\n",
                 static_cast<unsigned long long>(k.cycles() - c0), *seconds,
                 static_cast<double>(k.cycles() - c0) / *seconds / 1e6);
   }
@@ -80,7 +80,7 @@ TEST(FpgaKernel, OneHopPerClockEndToEnd) {
   // Memory that never stalls: a run of N hops takes N + links + a constant, whatever N, on one link.
   std::vector<hs::LinkEntry> links(16, hs::LinkEntry{(uint64_t{80} << 32) / 3, 2'000, 0});
   uint64_t overhead = 0;
-  for (const std::size_t n : {1'000u, 40'000u}) {
+  for (const std::size_t n : {1'000u, 200'000u}) {
     std::vector<hs::HopDesc> hops;
     for (uint64_t i = 0; i < n; ++i) hops.push_back(hs::HopDesc{i, static_cast<uint32_t>(100 + i % 1400), 7, i});
     DeviceMemory mem;

@@ -89,48 +89,54 @@ TEST(FpgaFabric, MicrobenchmarkReportsMatchSoftware) {
   double t_sw = 0;
   double t_hw = 0;
   uint64_t hops = 0;
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-    for (const char* topo : {"Ring", "Switch", "FullyConnected"}) {
-      const std::string what = std::string(coll) + " 8 NPUs " + topo;
-      SCOPED_TRACE(what);
-      const fs::path prefix = traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll / "8npus_1MB" / coll;
-      std::vector<std::string> files;
-      for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) files.push_back(f.path);
-      ASSERT_EQ(files.size(), 8u) << prefix;
-      const auto net = fabemu::host::load_network_yml((cfg / (std::string(topo) + "_8npus.yml")).string());
-      const fabemu::traces::ProcessGroups groups(8);
-      uint64_t runs = 0;
-      const auto run = [&](bool fpga_fabric) {
-        emu::Engine engine(1 << 12);
-        emu::Topology topology(net);
-        emu::WalkerOptions o;
-        o.system = sys;
-        const auto t0 = std::chrono::steady_clock::now();
-        emu::RunResult r;
-        if (fpga_fabric) {
-          auto fabric = fpga::make_fpga_fabric(engine, topology, 4096, "hwemu");
-          emu::Walker w(*fabric, net, files, groups, std::move(o), nullptr);
-          r = w.run();
-          hops += fabric->device_hops();
-          runs = fabric->device_runs();
-        } else {
-          emu::PacketFabric fabric(engine, topology, 4096);
-          emu::Walker w(fabric, net, files, groups, std::move(o), nullptr);
-          r = w.run();
-        }
-        (fpga_fabric ? t_hw : t_sw) += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        return r;
-      };
-      const emu::RunResult sw = run(false);
-      emu::RunResult hw = run(true);
-      ASSERT_TRUE(sw.stuck.empty());
-      // The engine ran one window-flush event per device run on top of PacketFabric's events; every
-      // other number of the report is the same.
-      EXPECT_EQ(hw.events, sw.events + runs);
-      hw.events = sw.events;
-      EXPECT_EQ(emu::report_to_json(hw), emu::report_to_json(sw));
+  int n_runs = 0;
+  for (const int n : {4, 8, 16}) {
+    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+      for (const char* topo : {"Ring", "Switch", "FullyConnected"}) {
+        const std::string npus = std::to_string(n) + "npus";
+        const std::string what = std::string(coll) + " " + npus + " " + topo;
+        SCOPED_TRACE(what);
+        const fs::path prefix =
+            traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll / (npus + "_1MB") / coll;
+        std::vector<std::string> files;
+        for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) files.push_back(f.path);
+        ASSERT_EQ(files.size(), static_cast<std::size_t>(n)) << prefix;
+        const auto net = fabemu::host::load_network_yml((cfg / (std::string(topo) + "_" + npus + ".yml")).string());
+        const fabemu::traces::ProcessGroups groups(n);
+        ++n_runs;
+        uint64_t runs = 0;
+        const auto run = [&](bool fpga_fabric) {
+          emu::Engine engine(1 << 12);
+          emu::Topology topology(net);
+          emu::WalkerOptions o;
+          o.system = sys;
+          const auto t0 = std::chrono::steady_clock::now();
+          emu::RunResult r;
+          if (fpga_fabric) {
+            auto fabric = fpga::make_fpga_fabric(engine, topology, 4096, "hwemu");
+            emu::Walker w(*fabric, net, files, groups, std::move(o), nullptr);
+            r = w.run();
+            hops += fabric->device_hops();
+            runs = fabric->device_runs();
+          } else {
+            emu::PacketFabric fabric(engine, topology, 4096);
+            emu::Walker w(fabric, net, files, groups, std::move(o), nullptr);
+            r = w.run();
+          }
+          (fpga_fabric ? t_hw : t_sw) += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          return r;
+        };
+        const emu::RunResult sw = run(false);
+        emu::RunResult hw = run(true);
+        ASSERT_TRUE(sw.stuck.empty());
+        // The engine ran one window-flush event per device run on top of PacketFabric's events; every
+        // other number of the report is the same.
+        EXPECT_EQ(hw.events, sw.events + runs);
+        hw.events = sw.events;
+        EXPECT_EQ(emu::report_to_json(hw), emu::report_to_json(sw));
+      }
     }
   }
-  std::printf("microbenchmarks (12 runs, mtu 4096): software %.3f s, hw-emu %.3f s, %llu packet-hops on the RTL\n", t_sw,
-              t_hw, static_cast<unsigned long long>(hops));
+  std::printf("microbenchmarks (%d runs, mtu 4096): software %.3f s, hw-emu %.3f s, %llu packet-hops on the RTL\n",
+              n_runs, t_sw, t_hw, static_cast<unsigned long long>(hops));
 }

@@ -14,7 +14,7 @@ PACKAGES=(
   # DPDK backend (and its tools: dpdk-testpmd) and packet captures
   libdpdk-dev dpdk-dev libpcap-dev iproute2 tcpdump
   # FPGA backend: Xilinx XRT host library, Verilator hw-emu, Yosys resource reports
-  libxrt-dev verilator yosys
+  libxrt-dev uuid-dev verilator yosys
 )
 
 missing=()

@@ -17,6 +17,7 @@
 #include "host/cli/commands.h"
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
+#include "host/fpga/fpga_fabric.h"
 #include "traces/process_groups.h"
 #include "traces/trace_set.h"
 
@@ -54,6 +55,9 @@ struct RunArgs {
   uint64_t timeline_messages = 1'000'000;
   size_t top = 5;
   bool quiet = false;
+  // --fabric fpga
+  std::string device;
+  std::string xclbin;
   // --fabric dpdk
   std::string dpdk_port = "ring";
   std::vector<std::string> dpdk_devargs;
@@ -179,12 +183,17 @@ int run(const RunArgs& a) {
       default_algorithms(system, network.dims.size());
     }
   }
-  if (a.fabric == "dpdk") {
-    // The DPDK fabric delivers at the times of the packet model (FIFO links); it has no analytical mode.
+  if (a.fabric == "dpdk" || a.fabric == "fpga") {
+    // The DPDK fabric delivers at the times of the packet model, the FPGA kernel computes them: FIFO links
+    // either way, no analytical mode.
     if (!a.model.empty() && a.model != "packet") {
-      throw std::invalid_argument("--fabric dpdk runs the packet model (FIFO links); --model analytical does not apply");
+      throw std::invalid_argument(fmt::format(
+          "--fabric {} runs the packet model (FIFO links); --model analytical does not apply", a.fabric));
     }
     model = "packet";
+  }
+  if (a.fabric != "fpga" && (!a.device.empty() || !a.xclbin.empty())) {
+    throw std::invalid_argument("--device and --xclbin need --fabric fpga");
   }
   if (model.empty()) model = "analytical";
   if (model != "analytical" && model != "packet") {
@@ -232,7 +241,12 @@ int run(const RunArgs& a) {
 #ifdef FABEMU_HAVE_DPDK
   host::dpdk::DpdkFabric* dpdk = nullptr;
 #endif
-  if (a.fabric == "dpdk") {
+  host::fpga::FpgaFabric* fpga = nullptr;
+  if (a.fabric == "fpga") {
+    auto f = host::fpga::make_fpga_fabric(engine, topology, mtu, a.device.empty() ? "hwemu" : a.device, a.xclbin);
+    fpga = f.get();
+    fabric = std::move(f);
+  } else if (a.fabric == "dpdk") {
 #ifdef FABEMU_HAVE_DPDK
     namespace hd = host::dpdk;
     hd::Eal::start(a.eal_args.empty() ? hd::Eal::no_huge_args() : a.eal_args);
@@ -309,10 +323,10 @@ int run(const RunArgs& a) {
                                                                              : std::to_string(mtu))
                                    : model;
   result.topology = describe_network(network);
-  if (packet != nullptr) {
-    const auto& links = packet->topology().links();
+  if (packet != nullptr || fpga != nullptr) {
+    const auto& links = packet != nullptr ? packet->topology().links() : fpga->topology().links();
     for (uint32_t id = 0; id < links.size(); ++id) {
-      const auto& st = packet->link_stats(id);
+      const auto& st = packet != nullptr ? packet->link_stats(id) : fpga->link_stats(id);
       if (st.bytes == 0 && st.packets == 0) continue;
       emu::LinkResult lr;
       lr.id = id;
@@ -327,6 +341,17 @@ int run(const RunArgs& a) {
       result.links.push_back(lr);
     }
   }
+  std::string fpga_section;
+  if (fpga != nullptr) {
+    fpga_section = fmt::format(
+        "FPGA\n  device              {}\n  kernel runs         {} (conservative windows of the smallest link "
+        "latency)\n  packet-hops         {} in {} kernel cycles\n",
+        fpga->device().describe(), fpga->device_runs(), fpga->device_hops(), fpga->device_cycles());
+    result.sections.emplace_back(
+        "fpga", fmt::format("{{\"device\": \"{}\", \"runs\": {}, \"hops\": {}, \"cycles\": {}}}",
+                            fpga->device().describe(), fpga->device_runs(), fpga->device_hops(),
+                            fpga->device_cycles()));
+  }
   if (!a.report.empty()) {
     std::ofstream out(a.report, std::ios::binary);
     out << emu::report_to_json(result);
@@ -334,6 +359,7 @@ int run(const RunArgs& a) {
     if (!out) throw std::runtime_error(fmt::format("cannot write the report {}", a.report));
   }
   if (!a.quiet) std::cout << emu::format_summary(result, a.top);
+  if (!a.quiet && !fpga_section.empty()) std::cout << "\n" << fpga_section;
 #ifdef FABEMU_HAVE_DPDK
   if (!a.quiet && !dpdk_section.empty()) std::cout << "\n" << dpdk_section << "  ports               "
                                                      << dpdk_ports->describe() << "\n";
@@ -368,9 +394,14 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_option("--system,-s", args->system, "ASTRA-sim system.json (with --network)")->needs(net);
   fc->excludes(net);
   run_cmd->add_option("--fabric", args->fabric,
-                      "Fabric backend: software (the model) or dpdk (real frames, delivered at the packet model's "
-                      "times; EAL arguments after --)")
-      ->check(CLI::IsMember({"software", "dpdk"}));
+                      "Fabric backend: software (the model), dpdk (real frames, delivered at the packet model's "
+                      "times; EAL arguments after --) or fpga (the FPGA kernel computes every packet-hop of the "
+                      "packet model: --device)")
+      ->check(CLI::IsMember({"software", "dpdk", "fpga"}));
+  run_cmd->add_option("--device", args->device,
+                      "FPGA: the device computing the packet model's link times: hwemu (the RTL under Verilator, "
+                      "default), model (the C++ cycle model) or xrt:N (board N, with --xclbin)");
+  run_cmd->add_option("--xclbin", args->xclbin, "FPGA: the kernel's .xclbin for --device xrt:N (hw/sched/vitis)");
   run_cmd->add_option("--dpdk-port", args->dpdk_port,
                       "DPDK: ring (in-process ring pair, default) or memif (in-process memif server and client)")
       ->check(CLI::IsMember({"ring", "memif"}));

@@ -31,6 +31,7 @@ FpgaFabric::FpgaFabric(emu::Engine& engine, emu::Topology topology, uint32_t mtu
   }
   loopback_ = static_cast<uint32_t>(links.size());
   links_.resize(links.size() + 1);
+  stats_.resize(links.size());
 }
 
 uint32_t FpgaFabric::new_packet() {
@@ -112,6 +113,8 @@ void FpgaFabric::enter(uint32_t l, uint32_t p) {
       if (lookahead_ps_ > 0) engine_.at(emu::Time::from_ps(floor_ps_ - 1), *this, kFlush);
     }
     pkt.far_end_ps = kUnknown;
+    stats_[l].bytes += pkt.bytes;
+    ++stats_[l].packets;
     batch_.push_back(HopDesc{now, pkt.bytes, l, batch_.size()});
     batch_packets_.push_back(p);
   }

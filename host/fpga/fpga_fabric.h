@@ -10,6 +10,7 @@
 
 #include "emulator/event_queue.h"
 #include "emulator/fabric.h"
+#include "emulator/packet_fabric.h"
 #include "emulator/topology.h"
 #include "host/fpga/sched_device.h"
 
@@ -39,6 +40,8 @@ class FpgaFabric final : public emu::Fabric, private emu::EventTarget {
 
   const emu::Topology& topology() const noexcept { return topology_; }
   uint64_t messages_delivered() const noexcept { return delivered_; }
+  // Bytes and packets that entered each link (PacketFabric's statistics, for the report).
+  const emu::LinkStats& link_stats(emu::LinkId link) const noexcept { return stats_[link]; }
   // Device runs (batches) and packet-hops sent to the device so far, and their kernel cycles.
   uint64_t device_runs() const noexcept { return runs_; }
   uint64_t device_hops() const noexcept { return hops_; }
@@ -85,6 +88,7 @@ class FpgaFabric final : public emu::Fabric, private emu::EventTarget {
   uint64_t lookahead_ps_ = 0;
   uint32_t loopback_;  // index of the zero-time pseudo link of src == dst messages
   std::vector<LinkFifo> links_;
+  std::vector<emu::LinkStats> stats_;
   std::vector<LinkEntry> link_table_;
   bool links_loaded_ = false;
   std::vector<Packet> packets_;

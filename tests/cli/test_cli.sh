@@ -123,6 +123,26 @@ for model in analytical packet; do
 done
 expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q -r "$tmp/packet2.json"
 cmp "$tmp/packet.json" "$tmp/packet2.json" || fail "two runs gave different reports"
+# --fabric fpga: the RTL under Verilator (hwemu) and the cycle model give the packet model's report (only
+# the fabric name, the event count and the "fpga" section differ); xrt:0 without a board is a clear error
+for dev in hwemu model; do
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device $dev -r "$tmp/fpga_$dev.json"
+  expect_text "$tmp/out" "packet-hops"
+  python3 - "$tmp/packet.json" "$tmp/fpga_$dev.json" <<'EOF2' || fail "--fabric fpga --device $dev differs from the packet model"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert b["fpga"]["hops"] > 0 and b["fpga"]["cycles"] > 0, b["fpga"]
+for r in (a, b):
+    for k in ("fabric", "fpga"):
+        r.pop(k, None)
+    r["totals"].pop("events")
+assert a == b, [k for k in a if a[k] != b.get(k)]
+EOF2
+done
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device xrt:0 --xclbin "$tmp/none.xclbin"
+expect_text "$tmp/err" "--device hwemu"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --device model
+expect_text "$tmp/err" "need --fabric fpga"
 # --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's
 # "dpdk" section with the measured-vs-modelled deviation of the one collective (dilation 1000)
 if "$fabemu" run --help | grep -q -- '--dilation'; then

@@ -186,7 +186,7 @@ bool Sender::can_submit(uint32_t dst) const noexcept {
   return dst < dests_.size() && dests_[dst].next_id - dests_[dst].base < config_.window;
 }
 
-uint64_t Sender::submit(uint32_t dst, uint64_t bytes) {
+uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
   if (!can_submit(dst)) {
     throw std::out_of_range("Sender::submit: destination " + std::to_string(dst) +
                             (dst < dests_.size() ? " has a full window" : " is out of range"));
@@ -215,6 +215,7 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes) {
   s.unacked = s.count;
   s.live = true;
   ++s.gen;
+  s.cookie = cookie;
   s.acked.assign(words_for(s.count), 0);
   s.pending.assign(words_for(s.count), 0);
   s.sent_at.assign(s.count, Time::zero());
@@ -234,6 +235,7 @@ void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmi
   out.offset = uint64_t{seq} * config_.payload_per_packet;
   out.bytes = static_cast<uint32_t>(std::min<uint64_t>(config_.payload_per_packet, s.length - out.offset));
   out.retransmit = retransmit;
+  out.cookie = s.cookie;
   s.sent_at[seq] = now;
   timers_.push(Ref{slot, seq, s.gen, now});
 }

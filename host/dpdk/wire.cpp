@@ -37,8 +37,8 @@ inline uint64_t get64(const uint8_t* p) noexcept { return uint64_t{get32(p)} << 
 constexpr uint32_t kPoly = 0xEDB88320u;
 
 // t[k][b]: the register after byte b then k zero bytes, from a zero register. crc_raw uses slices 0-7;
-// the templates' header CRC uses up to 31, the contribution of a byte 31 bytes before the end.
-constexpr int kCrcSlices = 32;
+// the templates' header CRC up to 39, the contribution of a byte 39 bytes before the end.
+constexpr int kCrcSlices = 40;
 struct CrcTables {
   uint32_t t[kCrcSlices][256];
 };
@@ -208,8 +208,9 @@ inline void store_be64(uint8_t* p, uint64_t v) noexcept {
 inline uint32_t hi32(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 32); }
 inline uint32_t lo32(uint64_t v) noexcept { return static_cast<uint32_t>(v); }
 
-// Byte offsets in the fabemu header of the fields that change from packet to packet of one message.
-constexpr size_t kSeqAt = 24, kOffsetAt = 40, kTimeAt = 48, kCrcAt = 56;
+// Byte offsets in the fabemu header of the fields that change from packet to packet of a flow's messages
+// of one size (message id and seq are contiguous).
+constexpr size_t kIdAt = 16, kSeqAt = 24, kOffsetAt = 40, kTimeAt = 48, kCrcAt = 56;
 
 // The contribution of the big-endian `n`-byte value v at header byte `at` to the register after the 56
 // CRC'd header bytes: the CRC is linear in the data, so the per-message part is computed once.
@@ -451,17 +452,17 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   store_be64(l4 + 32, h.message_length);
   store_be64(l4 + kOffsetAt, h.offset);
   store_be64(l4 + kTimeAt, h.tx_time_ps);
-  const FrameTemplate::MessageKey key{h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_id, h.message_length};
+  const FrameTemplate::MessageKey key{h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length};
   if (!t.key_valid_ || !(key == t.key_)) {
     uint8_t masked[kCrcAt];
     std::memcpy(masked, l4, kCrcAt);
-    std::memset(masked + kSeqAt, 0, 4);
+    std::memset(masked + kIdAt, 0, kSeqAt + 4 - kIdAt);
     std::memset(masked + kOffsetAt, 0, kCrcAt - kOffsetAt);
     t.key_crc_ = crc_raw(0xFFFFFFFFu, masked, kCrcAt);
     t.key_ = key;
     t.key_valid_ = true;
   }
-  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kSeqAt, 4>(h.seq) ^ crc_field<kOffsetAt, 8>(h.offset) ^
+  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kIdAt, 8>(h.message_id) ^ crc_field<kSeqAt, 4>(h.seq) ^ crc_field<kOffsetAt, 8>(h.offset) ^
                          crc_field<kTimeAt, 8>(h.tx_time_ps));
   store_be32(l4 + kCrcAt, crc);
   sum += uint64_t{kFabemuMagic} + w_kind + h.src_rank + h.dst_rank + hi32(h.message_id) + lo32(h.message_id) +

@@ -132,9 +132,9 @@ struct ZeroRun {
 }  // namespace detail
 
 // Everything encode() writes that depends only on the flow (mode, MAC and IP addresses, UDP ports, DSCP),
-// built once, and caches of what depends only on the message (the fabemu header CRC of the fields that are
-// the same for every packet of a message; RoCEv2: the CRC operator of the last zero-payload length). Holds
-// caches, so encode() takes it by non-const reference: one template per flow and core, never shared.
+// built once, and caches of what repeats from frame to frame: the fabemu header CRC of the fields shared
+// by the packets of messages of one size, and (RoCEv2) the CRC operator of the last payload length. The
+// caches are why encode() takes it by non-const reference: one template per flow and core, never shared.
 class FrameTemplate {
  public:
   FrameTemplate() = default;  // the flow of a default FrameSpec
@@ -146,11 +146,11 @@ class FrameTemplate {
 
  private:
   friend size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept;
-  struct MessageKey {  // the fabemu header fields a packet shares with the other packets of its message
+  struct MessageKey {  // fabemu header fields shared by the packets of a flow's messages of one size
     PacketKind kind = PacketKind::kData;
     uint16_t flags = 0;
     uint32_t src_rank = 0, dst_rank = 0, count = 0;
-    uint64_t message_id = 0, message_length = 0;
+    uint64_t message_length = 0;
     friend bool operator==(const MessageKey&, const MessageKey&) = default;
   };
   WireMode mode_ = WireMode::kFabemu;
@@ -162,7 +162,7 @@ class FrameTemplate {
   uint32_t icrc_head_ = 0;  // RoCEv2: the ICRC register after the masked LRH and IPv4 bytes 0-1
   MessageKey key_;
   bool key_valid_ = false;
-  uint32_t key_crc_ = 0;    // raw CRC register of the header with key_'s fields and zero seq/offset/time
+  uint32_t key_crc_ = 0;    // raw CRC register of the header with key_'s fields, zero id/seq/offset/time
   detail::ZeroRun zeros_;
 };
 

@@ -36,13 +36,14 @@ class Ring {
     --size_;
   }
   void push(const T& v) {
-    if (size_ == buf_.size()) grow();
+    if (size_ == buf_.size()) [[unlikely]]
+      grow();
     buf_[(head_ + size_) & (buf_.size() - 1)] = v;
     ++size_;
   }
 
  private:
-  void grow() {
+  [[gnu::noinline]] void grow() {
     std::vector<T> next(buf_.empty() ? 16 : buf_.size() * 2);
     for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & (buf_.size() - 1)];
     buf_.swap(next);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <utility>
 
 namespace fabemu::host::dpdk {
 
@@ -37,8 +38,8 @@ inline uint64_t get64(const uint8_t* p) noexcept { return uint64_t{get32(p)} << 
 constexpr uint32_t kPoly = 0xEDB88320u;
 
 // t[k][b]: the register after byte b then k zero bytes, from a zero register. crc_raw uses slices 0-7;
-// the templates' header CRC up to 39, the contribution of a byte 39 bytes before the end.
-constexpr int kCrcSlices = 40;
+// the templates' header CRC up to 35, the contribution of a byte 35 bytes before the end.
+constexpr int kCrcSlices = 36;
 struct CrcTables {
   uint32_t t[kCrcSlices][256];
 };
@@ -214,11 +215,14 @@ constexpr size_t kIdAt = 16, kSeqAt = 24, kOffsetAt = 40, kTimeAt = 48, kCrcAt =
 
 // The contribution of the big-endian `n`-byte value v at header byte `at` to the register after the 56
 // CRC'd header bytes: the CRC is linear in the data, so the per-message part is computed once.
+// Unrolled at compile time (a loop here costs more than the lookups).
+template <size_t At, size_t N, size_t... I>
+inline uint32_t crc_field(uint64_t v, std::index_sequence<I...>) noexcept {
+  return (kCrc.t[kCrcAt - 1 - (At + I)][(v >> (8 * (N - 1 - I))) & 0xFF] ^ ...);
+}
 template <size_t At, size_t N>
 inline uint32_t crc_field(uint64_t v) noexcept {
-  uint32_t s = 0;
-  for (size_t i = 0; i < N; ++i) s ^= kCrc.t[kCrcAt - 1 - (At + i)][(v >> (8 * (N - 1 - i))) & 0xFF];
-  return s;
+  return crc_field<At, N>(v, std::make_index_sequence<N>{});
 }
 
 bool known_opcode(uint8_t op) noexcept {
@@ -452,18 +456,20 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   store_be64(l4 + 32, h.message_length);
   store_be64(l4 + kOffsetAt, h.offset);
   store_be64(l4 + kTimeAt, h.tx_time_ps);
-  const FrameTemplate::MessageKey key{h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length};
+  const FrameTemplate::MessageKey key{h.kind,  h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
+                                      hi32(h.message_id), hi32(h.offset), hi32(h.tx_time_ps)};
   if (!t.key_valid_ || !(key == t.key_)) {
     uint8_t masked[kCrcAt];
     std::memcpy(masked, l4, kCrcAt);
-    std::memset(masked + kIdAt, 0, kSeqAt + 4 - kIdAt);
-    std::memset(masked + kOffsetAt, 0, kCrcAt - kOffsetAt);
+    std::memset(masked + kIdAt + 4, 0, 8);  // low half of the id, seq
+    std::memset(masked + kOffsetAt + 4, 0, 4);
+    std::memset(masked + kTimeAt + 4, 0, 4);
     t.key_crc_ = crc_raw(0xFFFFFFFFu, masked, kCrcAt);
     t.key_ = key;
     t.key_valid_ = true;
   }
-  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kIdAt, 8>(h.message_id) ^ crc_field<kSeqAt, 4>(h.seq) ^ crc_field<kOffsetAt, 8>(h.offset) ^
-                         crc_field<kTimeAt, 8>(h.tx_time_ps));
+  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kIdAt + 4, 4>(lo32(h.message_id)) ^ crc_field<kSeqAt, 4>(h.seq) ^
+                         crc_field<kOffsetAt + 4, 4>(lo32(h.offset)) ^ crc_field<kTimeAt + 4, 4>(lo32(h.tx_time_ps)));
   store_be32(l4 + kCrcAt, crc);
   sum += uint64_t{kFabemuMagic} + w_kind + h.src_rank + h.dst_rank + hi32(h.message_id) + lo32(h.message_id) +
          h.seq + h.count + hi32(h.message_length) + lo32(h.message_length) + hi32(h.offset) + lo32(h.offset) +

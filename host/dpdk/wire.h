@@ -146,11 +146,14 @@ class FrameTemplate {
 
  private:
   friend size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept;
-  struct MessageKey {  // fabemu header fields shared by the packets of a flow's messages of one size
+  // The fabemu header fields shared by the packets of a flow's messages of one size, and the high halves
+  // of message id, offset and transmit time (which change every 2^32 messages, bytes or picoseconds).
+  struct MessageKey {
     PacketKind kind = PacketKind::kData;
     uint16_t flags = 0;
     uint32_t src_rank = 0, dst_rank = 0, count = 0;
     uint64_t message_length = 0;
+    uint32_t id_hi = 0, offset_hi = 0, time_hi = 0;
     friend bool operator==(const MessageKey&, const MessageKey&) = default;
   };
   WireMode mode_ = WireMode::kFabemu;
@@ -162,7 +165,7 @@ class FrameTemplate {
   uint32_t icrc_head_ = 0;  // RoCEv2: the ICRC register after the masked LRH and IPv4 bytes 0-1
   MessageKey key_;
   bool key_valid_ = false;
-  uint32_t key_crc_ = 0;    // raw CRC register of the header with key_'s fields, zero id/seq/offset/time
+  uint32_t key_crc_ = 0;    // raw CRC register of the header with key_'s fields, the other bytes zero
   detail::ZeroRun zeros_;
 };
 

@@ -18,6 +18,8 @@
 //   the last reading (once per burst otherwise): the same departures, fewer rdtsc.
 // <mode>_encode/...: the same loop with fill_mbuf(m, spec) (full encode() per frame), the path before
 //   FrameTemplate, for the speed-up.
+// <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (no
+//   selective-repeat state, no ACKs): what the Sender costs.
 // dev null: net_null (frees every frame it is given). dev ring: a ring pair (rte_eth_from_rings); the
 //   loop drains the far end (rx_burst + free) in the same thread after each burst, for every case alike.
 //
@@ -133,7 +135,13 @@ struct Accounting {
   uint64_t frames_tx = 0, frame_bytes_tx = 0, data_frames = 0, tx_dropped = 0, retransmissions = 0;
 };
 
-template <bool kUseTemplate>
+enum class Variant {
+  kFull,      // Sender + FrameTemplate + accounting
+  kEncode,    // Sender + fill_mbuf(spec) (full encode()) + accounting
+  kNoSender,  // packets from a counter instead of the Sender + FrameTemplate + accounting
+};
+
+template <Variant kVariant>
 void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
   const Target t = target(dev);
   // Messages of 0 bytes (one packet, no payload) or 64 packets of `payload` bytes.
@@ -175,6 +183,12 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   t.tx->reset_stats();
   uint64_t sent = 0;
 
+  // kNoSender: the packets the Sender would give, from counters (per destination: id, seq).
+  const uint32_t count = payload == 0 ? 1 : 64;
+  std::array<uint64_t, kRanks> gen_id{};
+  std::array<uint32_t, kRanks> gen_seq{};
+  uint32_t gen_dst = 1;
+
   for (auto _ : state) {
     uint64_t tsc = rte_rdtsc();
     const fd::Time now = fd::Time::from_ps(static_cast<uint64_t>(static_cast<double>(tsc) * ps_per_tick));
@@ -184,7 +198,25 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     }
     uint16_t n = 0;
     while (n < kBurst) {
-      if (!held && !sender.next(now, p)) break;
+      if (!held) {
+        if constexpr (kVariant == Variant::kNoSender) {
+          p.dst = gen_dst;
+          p.message_id = gen_id[gen_dst];
+          p.seq = gen_seq[gen_dst];
+          p.count = count;
+          p.message_length = message_bytes;
+          p.offset = uint64_t{p.seq} * payload;
+          p.bytes = payload;
+          p.cookie = gen_id[gen_dst] % kRecords;
+          if (++gen_seq[gen_dst] == count) {
+            gen_seq[gen_dst] = 0;
+            ++gen_id[gen_dst];
+            gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
+          }
+        } else if (!sender.next(now, p)) {
+          break;
+        }
+      }
       held = true;
       if (pacing != Pacing::kOff) {
         if (pacing == Pacing::kPerFrame) tsc = rte_rdtsc();
@@ -204,10 +236,10 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
       s.bth.ack_req = p.seq + 1 == p.count;
       s.payload_bytes = p.bytes;
       uint16_t len;
-      if constexpr (kUseTemplate) {
-        len = fd::fill_mbuf(pkts[n], flows[p.dst], s);
-      } else {
+      if constexpr (kVariant == Variant::kEncode) {
         len = fd::fill_mbuf(pkts[n], s);
+      } else {
+        len = fd::fill_mbuf(pkts[n], flows[p.dst], s);
       }
       if (len == 0) {
         state.SkipWithError("a frame does not fit its mbuf");
@@ -226,7 +258,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
       lt.last = tsc;
       lt.bytes += p.bytes;
       // The receiver's ACK, at once; the destination's next message.
-      if (p.seq + 1 == p.count && !p.retransmit) {
+      if (kVariant != Variant::kNoSender && p.seq + 1 == p.count && !p.retransmit) {
         sender.on_ack(p.dst, p.message_id, p.count);
         sender.submit(p.dst, message_bytes, next_cookie++ % kRecords);
       }
@@ -248,7 +280,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   for (const LinkTx& l : links) link_bytes += l.bytes;
   benchmark::DoNotOptimize(link_bytes);
   benchmark::DoNotOptimize(records.data());
-  if (acc.frames_tx != sender.stats().packets + sender.stats().retransmissions)
+  if (kVariant != Variant::kNoSender && acc.frames_tx != sender.stats().packets + sender.stats().retransmissions)
     state.SkipWithError("accounting does not match the sender's counts");
 }
 
@@ -284,12 +316,15 @@ void register_cases() {
         const std::string dev = std::string("/") + d.name;
         benchmark::RegisterBenchmark(("txonly_ref" + dev + size).c_str(), txonly_ref, d.dev, bytes)->UseRealTime();
         for (const auto& pc : pacings) {
-          benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(), fabric_tx<true>, d.dev,
-                                       m.mode, payload, pc.pacing)
+          benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
+                                       fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
               ->UseRealTime();
         }
         benchmark::RegisterBenchmark((std::string(m.name) + "_encode" + dev + size + "/pace_off").c_str(),
-                                     fabric_tx<false>, d.dev, m.mode, payload, Pacing::kOff)
+                                     fabric_tx<Variant::kEncode>, d.dev, m.mode, payload, Pacing::kOff)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark((std::string(m.name) + "_nosender" + dev + size + "/pace_off").c_str(),
+                                     fabric_tx<Variant::kNoSender>, d.dev, m.mode, payload, Pacing::kOff)
             ->UseRealTime();
       }
     }

@@ -38,8 +38,8 @@ inline uint64_t get64(const uint8_t* p) noexcept { return uint64_t{get32(p)} << 
 constexpr uint32_t kPoly = 0xEDB88320u;
 
 // t[k][b]: the register after byte b then k zero bytes, from a zero register. crc_raw uses slices 0-7;
-// the templates' header CRC up to 35, the contribution of a byte 35 bytes before the end.
-constexpr int kCrcSlices = 36;
+// the templates' CRCs up to 39, the contribution of a byte 39 bytes before the end of the CRC'd block.
+constexpr int kCrcSlices = 40;
 struct CrcTables {
   uint32_t t[kCrcSlices][256];
 };
@@ -213,16 +213,17 @@ inline uint32_t lo32(uint64_t v) noexcept { return static_cast<uint32_t>(v); }
 // of one size (message id and seq are contiguous).
 constexpr size_t kIdAt = 16, kSeqAt = 24, kOffsetAt = 40, kTimeAt = 48, kCrcAt = 56;
 
-// The contribution of the big-endian `n`-byte value v at header byte `at` to the register after the 56
-// CRC'd header bytes: the CRC is linear in the data, so the per-message part is computed once.
+// The contribution of the big-endian N-byte value v at byte At of an End-byte block to the register after
+// the block, from a zero register: the CRC is linear in the data, so what repeats is computed once.
 // Unrolled at compile time (a loop here costs more than the lookups).
-template <size_t At, size_t N, size_t... I>
+template <size_t End, size_t At, size_t N, size_t... I>
 inline uint32_t crc_field(uint64_t v, std::index_sequence<I...>) noexcept {
-  return (kCrc.t[kCrcAt - 1 - (At + I)][(v >> (8 * (N - 1 - I))) & 0xFF] ^ ...);
+  static_assert(End - At <= kCrcSlices && At + N <= End);
+  return (kCrc.t[End - 1 - (At + I)][(v >> (8 * (N - 1 - I))) & 0xFF] ^ ...);
 }
-template <size_t At, size_t N>
+template <size_t End, size_t At, size_t N>
 inline uint32_t crc_field(uint64_t v) noexcept {
-  return crc_field<At, N>(v, std::make_index_sequence<N>{});
+  return crc_field<End, At, N>(v, std::make_index_sequence<N>{});
 }
 
 bool known_opcode(uint8_t op) noexcept {
@@ -374,9 +375,9 @@ namespace {
 
 // Nibble tables of the operator x^(8n): run.nib[i][v] is the product of the operator with the register
 // nibble i (x^(4i) .. x^(4i+3)) equal to v, so a register crosses n zero bytes in eight lookups.
-void build_zero_run(detail::ZeroRun& run, uint32_t n) noexcept {
+constexpr void build_zero_run(detail::ZeroRun& run, uint32_t n) noexcept {
   uint32_t a = mulmodp(kZeroOps.lo[n & 0xFF], kZeroOps.hi[n >> 8]);  // x^(8n)
-  uint32_t pow[32];                                                  // a * x^k
+  uint32_t pow[32] = {};                                             // a * x^k
   for (int k = 0; k < 32; ++k) {
     pow[k] = a;
     a = (a & 1) ? (a >> 1) ^ kPoly : a >> 1;
@@ -398,6 +399,15 @@ uint32_t cross_zeros(const detail::ZeroRun& run, uint32_t s) noexcept {
   for (int i = 0; i < 8; ++i) p ^= run.nib[i][(s >> (28 - 4 * i)) & 0xF];
   return p;
 }
+
+// RoCEv2 ICRC pieces: the masked bytes from IPv4 byte 2 to the end of the BTH, and the fabemu header.
+constexpr size_t kIcrcPrefix = kIpv4HeaderBytes - 2 + kUdpHeaderBytes + kBthBytes;  // 38
+constexpr detail::ZeroRun make_header_run() {
+  detail::ZeroRun r;
+  build_zero_run(r, kFabemuHeaderBytes);
+  return r;
+}
+constexpr detail::ZeroRun kHeaderRun = make_header_run();  // a register across 60 bytes
 
 }  // namespace
 
@@ -456,20 +466,47 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   store_be64(l4 + 32, h.message_length);
   store_be64(l4 + kOffsetAt, h.offset);
   store_be64(l4 + kTimeAt, h.tx_time_ps);
-  const FrameTemplate::MessageKey key{h.kind,  h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
-                                      hi32(h.message_id), hi32(h.offset), hi32(h.tx_time_ps)};
+  const FrameTemplate::MessageKey key{h.kind,
+                                      h.flags,
+                                      h.src_rank,
+                                      h.dst_rank,
+                                      h.count,
+                                      h.message_length,
+                                      hi32(h.message_id),
+                                      hi32(h.offset),
+                                      hi32(h.tx_time_ps),
+                                      roce ? spec.bth.pkey : uint16_t{0},
+                                      roce ? spec.bth.dest_qp & 0xFFFFFF : 0};
   if (!t.key_valid_ || !(key == t.key_)) {
-    uint8_t masked[kCrcAt];
+    // The header with the packet's fields zero: low halves of id, offset and time, seq, and the CRC.
+    uint8_t masked[kFabemuHeaderBytes];
     std::memcpy(masked, l4, kCrcAt);
-    std::memset(masked + kIdAt + 4, 0, 8);  // low half of the id, seq
+    std::memset(masked + kIdAt + 4, 0, 8);
     std::memset(masked + kOffsetAt + 4, 0, 4);
     std::memset(masked + kTimeAt + 4, 0, 4);
+    std::memset(masked + kCrcAt, 0, 4);
     t.key_crc_ = crc_raw(0xFFFFFFFFu, masked, kCrcAt);
+    if (roce) {
+      t.key_header_icrc_ = crc_raw(0, masked, kFabemuHeaderBytes);
+      // IPv4 from byte 2, UDP, BTH: masked as the ICRC masks them, the packet's fields zero.
+      uint8_t prefix[kIcrcPrefix];
+      std::memcpy(prefix, ip + 2, kIcrcPrefix);
+      std::memset(prefix, 0, 4);                                       // total length, id
+      prefix[8 - 2] = 0xFF;                                            // TTL
+      prefix[10 - 2] = prefix[11 - 2] = 0xFF;                          // IP header checksum
+      prefix[18 + 4] = prefix[18 + 5] = 0;                             // UDP length
+      prefix[18 + 6] = prefix[18 + 7] = 0xFF;                          // UDP checksum
+      prefix[26] = prefix[27] = 0;                                     // BTH opcode, SE/M/pad/TVer
+      prefix[26 + 4] = 0xFF;                                           // BTH reserved byte
+      std::memset(prefix + 26 + 8, 0, 4);                              // BTH A, PSN
+      t.key_prefix_icrc_ = crc_raw(t.icrc_head_, prefix, kIcrcPrefix);
+    }
     t.key_ = key;
     t.key_valid_ = true;
   }
-  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kIdAt + 4, 4>(lo32(h.message_id)) ^ crc_field<kSeqAt, 4>(h.seq) ^
-                         crc_field<kOffsetAt + 4, 4>(lo32(h.offset)) ^ crc_field<kTimeAt + 4, 4>(lo32(h.tx_time_ps)));
+  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kCrcAt, kIdAt + 4, 4>(lo32(h.message_id)) ^
+                         crc_field<kCrcAt, kSeqAt, 4>(h.seq) ^ crc_field<kCrcAt, kOffsetAt + 4, 4>(lo32(h.offset)) ^
+                         crc_field<kCrcAt, kTimeAt + 4, 4>(lo32(h.tx_time_ps)));
   store_be32(l4 + kCrcAt, crc);
   sum += uint64_t{kFabemuMagic} + w_kind + h.src_rank + h.dst_rank + hi32(h.message_id) + lo32(h.message_id) +
          h.seq + h.count + hi32(h.message_length) + lo32(h.message_length) + hi32(h.offset) + lo32(h.offset) +
@@ -484,15 +521,18 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   }
   std::memset(body + payload, 0, pad);
   if (roce) {
-    // ICRC: masked IPv4 (from byte 2), UDP and BTH, the fabemu header, then payload and pad.
-    uint8_t masked[kIpv4HeaderBytes - 2 + kUdpHeaderBytes + kBthBytes];
-    std::memcpy(masked, ip + 2, sizeof masked);
-    masked[8 - 2] = 0xFF;                                      // TTL
-    masked[10 - 2] = masked[11 - 2] = 0xFF;                    // IP header checksum
-    masked[kIpv4HeaderBytes - 2 + 6] = masked[kIpv4HeaderBytes - 2 + 7] = 0xFF;  // UDP checksum
-    masked[kIpv4HeaderBytes - 2 + kUdpHeaderBytes + 4] = 0xFF;                   // BTH reserved byte
-    uint32_t s = crc_raw(t.icrc_head_, masked, sizeof masked);
-    s = crc_raw(s, l4, kFabemuHeaderBytes);
+    // ICRC: masked IPv4 (from byte 2), UDP and BTH, the fabemu header, then payload and pad. Linear in
+    // the bytes: the cached parts, the packet's fields by table, the register across the header by kHeaderRun.
+    const auto b = static_cast<const uint8_t*>(l4 - kBthBytes);
+    uint32_t s = t.key_prefix_icrc_ ^ crc_field<kIcrcPrefix, 0, 2>(ip_len) ^
+                 crc_field<kIcrcPrefix, 2, 2>(spec.ip_id) ^ crc_field<kIcrcPrefix, 22, 2>(udp_len) ^
+                 crc_field<kIcrcPrefix, 26, 2>(get16(b)) ^ crc_field<kIcrcPrefix, 34, 4>(get32(b + 8));
+    s = cross_zeros(kHeaderRun, s) ^ t.key_header_icrc_ ^
+        crc_field<kFabemuHeaderBytes, kIdAt + 4, 4>(lo32(h.message_id)) ^
+        crc_field<kFabemuHeaderBytes, kSeqAt, 4>(h.seq) ^
+        crc_field<kFabemuHeaderBytes, kOffsetAt + 4, 4>(lo32(h.offset)) ^
+        crc_field<kFabemuHeaderBytes, kTimeAt + 4, 4>(lo32(h.tx_time_ps)) ^
+        crc_field<kFabemuHeaderBytes, kCrcAt, 4>(crc);
     if (h.kind == PacketKind::kNack) {
       s = crc_raw(s, body, payload + pad);
     } else if (payload + pad != 0) {

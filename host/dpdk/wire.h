@@ -154,6 +154,8 @@ class FrameTemplate {
     uint32_t src_rank = 0, dst_rank = 0, count = 0;
     uint64_t message_length = 0;
     uint32_t id_hi = 0, offset_hi = 0, time_hi = 0;
+    uint16_t pkey = 0;     // RoCEv2 only (0 in fabemu mode)
+    uint32_t dest_qp = 0;  // RoCEv2 only
     friend bool operator==(const MessageKey&, const MessageKey&) = default;
   };
   WireMode mode_ = WireMode::kFabemu;
@@ -166,6 +168,10 @@ class FrameTemplate {
   MessageKey key_;
   bool key_valid_ = false;
   uint32_t key_crc_ = 0;    // raw CRC register of the header with key_'s fields, the other bytes zero
+  // RoCEv2: the ICRC register after the masked IPv4/UDP/BTH bytes with key_'s fields (the packet's zero),
+  // and the contribution of the header with key_'s fields (the rest zero) from a zero register.
+  uint32_t key_prefix_icrc_ = 0;
+  uint32_t key_header_icrc_ = 0;
   detail::ZeroRun zeros_;
 };
 

@@ -386,9 +386,13 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
         if (s.hdr.kind == PacketKind::kNack) missing.resize(rng() % 40);
         for (auto& m : missing) m = static_cast<uint32_t>(rng());
         s.missing = missing;
+        // P_Key and QP mostly the flow's (the ICRC cache hits), sometimes another.
+        const bool other_qp = rng() % 8 == 0;
         s.bth = Bth{rc_send_opcode(s.hdr.seq, s.hdr.count), (rng() & 1) != 0, (rng() & 1) != 0,
-                    static_cast<uint8_t>(rng() % 4 == 0 ? rng() : 0), static_cast<uint16_t>(rng()),
-                    static_cast<uint32_t>(rng()), (rng() & 1) != 0, static_cast<uint32_t>(rng())};
+                    static_cast<uint8_t>(rng() % 4 == 0 ? rng() : 0),
+                    other_qp ? static_cast<uint16_t>(rng()) : kDefaultPkey,
+                    other_qp ? static_cast<uint32_t>(rng()) : s.hdr.dst_rank + 1, (rng() & 1) != 0,
+                    static_cast<uint32_t>(rng())};
         std::fill(got.begin(), got.end(), 0xA5);  // no byte may be left from an earlier frame
         const size_t n = encode(s, want);
         const size_t m = encode(t, s, got);

@@ -172,7 +172,8 @@ uint16_t fill_mbuf(rte_mbuf* m, const FrameSpec& spec) noexcept;
 // The same frame from the flow's template (wire.h, encode(FrameTemplate&, ...)): the fast path for every
 // frame of a flow. Same contract as fill_mbuf(m, spec).
 inline uint16_t fill_mbuf(rte_mbuf* m, FrameTemplate& flow, const FrameSpec& spec) noexcept {
-  const size_t n = encode(flow, spec, std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m) + m->data_len));
+  const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m) + m->data_len);
+  const size_t n = encode(flow, spec, room);
   if (n == 0 || n > UINT16_MAX) return 0;
   m->data_len = static_cast<uint16_t>(n);
   m->pkt_len = static_cast<uint32_t>(n);

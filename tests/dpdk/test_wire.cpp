@@ -377,7 +377,8 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
         s.hdr.flags = what == 2 ? kFlagRetransmit : static_cast<uint16_t>(rng() % 16 == 0 ? rng() : 0);
         s.hdr.seq = k < s.hdr.count ? k : static_cast<uint32_t>(rng() % s.hdr.count);
         s.hdr.offset = uint64_t{s.hdr.seq} * per_packet;
-        s.payload_bytes = static_cast<uint32_t>(std::min<uint64_t>(per_packet, s.hdr.message_length - std::min(s.hdr.offset, s.hdr.message_length)));
+        const uint64_t left = s.hdr.message_length - std::min(s.hdr.offset, s.hdr.message_length);
+        s.payload_bytes = static_cast<uint32_t>(std::min<uint64_t>(per_packet, left));
         if (rng() % 8 == 0) s.payload_bytes = static_cast<uint32_t>(rng() % 9001);  // any size
         // Mostly close to the previous stamp (the cache's high half hits), sometimes anywhere.
         s.hdr.tx_time_ps = rng() % 4 == 0 ? rng() : s.hdr.tx_time_ps + rng() % 100000;
@@ -410,7 +411,8 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
         }
         if (s.hdr.kind == PacketKind::kData && s.hdr.flags == 0) {
           DecodedFrame d;
-          const DecodeRules rules = s.mode == WireMode::kRoceV2 ? kRoceRules : DecodeRules{WireMode::kFabemu, s.dst.port, s.dst.port};
+          const DecodeRules rules =
+              s.mode == WireMode::kRoceV2 ? kRoceRules : DecodeRules{WireMode::kFabemu, s.dst.port, s.dst.port};
           const Verdict v = decode(f, rules, d);
           // Random payload sizes may break the message's own consistency (kBadFields); never a checksum.
           ASSERT_TRUE(v == Verdict::kOurs || v == Verdict::kBadFields || v == Verdict::kBadBth) << to_string(v);

@@ -169,6 +169,17 @@ inline RingPair make_ring_pair(const std::string& name) { return RingPair(name);
 // length, or 0 (m unchanged) when the frame does not fit the mbuf's tailroom.
 uint16_t fill_mbuf(rte_mbuf* m, const FrameSpec& spec) noexcept;
 
+// The same frame from the flow's template (wire.h, encode(FrameTemplate&, ...)): the fast path for every
+// frame of a flow. Same contract as fill_mbuf(m, spec).
+inline uint16_t fill_mbuf(rte_mbuf* m, FrameTemplate& flow, const FrameSpec& spec) noexcept {
+  const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m) + m->data_len);
+  const size_t n = encode(flow, spec, room);
+  if (n == 0 || n > UINT16_MAX) return 0;
+  m->data_len = static_cast<uint16_t>(n);
+  m->pkt_len = static_cast<uint32_t>(n);
+  return static_cast<uint16_t>(n);
+}
+
 // Decodes the frame in `m`. A contiguous frame (one segment) is decoded in place, so `out.payload`
 // points into the mbuf; a chained one is first copied into `scratch` (kTruncated when it does not fit).
 Verdict decode_mbuf(const rte_mbuf* m, const DecodeRules& rules, DecodedFrame& out,

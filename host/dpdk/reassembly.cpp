@@ -1,6 +1,7 @@
 // Receiver reassembly, sender selective repeat, and the seeded fault filter.
 #include "host/dpdk/reassembly.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <string>
@@ -186,12 +187,14 @@ bool Sender::can_submit(uint32_t dst) const noexcept {
   return dst < dests_.size() && dests_[dst].next_id - dests_[dst].base < config_.window;
 }
 
-uint64_t Sender::submit(uint32_t dst, uint64_t bytes) {
+uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
   if (!can_submit(dst)) {
     throw std::out_of_range("Sender::submit: destination " + std::to_string(dst) +
                             (dst < dests_.size() ? " has a full window" : " is out of range"));
   }
-  const uint64_t count64 = bytes == 0 ? 1 : (bytes + config_.payload_per_packet - 1) / config_.payload_per_packet;
+  // Single-packet messages (the common small case) skip the division.
+  const uint64_t count64 =
+      bytes <= config_.payload_per_packet ? 1 : (bytes + config_.payload_per_packet - 1) / config_.payload_per_packet;
   if (count64 > UINT32_MAX) throw std::out_of_range("Sender::submit: message needs more than 2^32 packets");
   Dest& d = dests_[dst];
   if (d.slot_of.empty()) {
@@ -215,9 +218,18 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes) {
   s.unacked = s.count;
   s.live = true;
   ++s.gen;
-  s.acked.assign(words_for(s.count), 0);
-  s.pending.assign(words_for(s.count), 0);
-  s.sent_at.assign(s.count, Time::zero());
+  s.cookie = cookie;
+  // The per-packet arrays keep their largest size across reuse; only the message's words are cleared.
+  // sent_at needs no clearing: an entry is read only through a timer of this message, after emit()
+  // has written it.
+  const size_t words = words_for(s.count);
+  if (s.acked.size() < words) {
+    s.acked.resize(words);
+    s.pending.resize(words);
+  }
+  std::fill_n(s.acked.begin(), words, 0);
+  std::fill_n(s.pending.begin(), words, 0);
+  if (s.sent_at.size() < s.count) s.sent_at.resize(s.count);
   d.slot_of[s.id & (config_.window - 1)] = si;
   fresh_.push(si);
   ++live_;
@@ -234,6 +246,7 @@ void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmi
   out.offset = uint64_t{seq} * config_.payload_per_packet;
   out.bytes = static_cast<uint32_t>(std::min<uint64_t>(config_.payload_per_packet, s.length - out.offset));
   out.retransmit = retransmit;
+  out.cookie = s.cookie;
   s.sent_at[seq] = now;
   timers_.push(Ref{slot, seq, s.gen, now});
 }
@@ -318,7 +331,12 @@ bool Sender::finish_if_done(uint32_t si) {
   Dest& d = dests_[s.dst];
   const uint64_t ring = s.id & (config_.window - 1);
   d.slot_of[ring] = kNone;
-  set_bit(d.done, ring);
+  // In-order completion (the usual case) moves the base without a round trip through the bitmap.
+  if (s.id == d.base) {
+    ++d.base;
+  } else {
+    set_bit(d.done, ring);
+  }
   while (d.base < d.next_id && get_bit(d.done, d.base & (config_.window - 1))) {
     clear_bit(d.done, d.base & (config_.window - 1));
     ++d.base;

@@ -36,13 +36,14 @@ class Ring {
     --size_;
   }
   void push(const T& v) {
-    if (size_ == buf_.size()) grow();
+    if (size_ == buf_.size()) [[unlikely]]
+      grow();
     buf_[(head_ + size_) & (buf_.size() - 1)] = v;
     ++size_;
   }
 
  private:
-  void grow() {
+  [[gnu::noinline]] void grow() {
     std::vector<T> next(buf_.empty() ? 16 : buf_.size() * 2);
     for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & (buf_.size() - 1)];
     buf_.swap(next);
@@ -198,6 +199,7 @@ struct TxPacket {
   uint64_t offset = 0;
   uint32_t bytes = 0;
   bool retransmit = false;
+  uint64_t cookie = 0;  // submit()'s cookie: the caller's id of the message, on each of its packets
 };
 
 class Sender {
@@ -206,8 +208,9 @@ class Sender {
   explicit Sender(const SenderConfig& config);
 
   // Queues a message of `bytes` to `dst` and returns its wire id; std::out_of_range when `dst`'s
-  // window is full (check can_submit) or dst is out of range.
-  uint64_t submit(uint32_t dst, uint64_t bytes);
+  // window is full (check can_submit) or dst is out of range. Every TxPacket of the message carries
+  // `cookie`, so the caller finds its record of the message without a lookup per packet.
+  uint64_t submit(uint32_t dst, uint64_t bytes, uint64_t cookie = 0);
   bool can_submit(uint32_t dst) const noexcept;
   // The next packet to send at `now`: NACKed packets first, then timed-out ones, then new ones.
   // False when there is nothing to send now (see next_timeout()).
@@ -235,6 +238,7 @@ class Sender {
     uint32_t unacked = 0;       // packets not acknowledged (sent or not)
     bool live = false;
     uint64_t gen = 0;           // bumped on every reuse, so references to an earlier message go stale
+    uint64_t cookie = 0;        // submit()'s
     std::vector<uint64_t> acked;    // per packet
     std::vector<uint64_t> pending;  // per packet: queued for a NACK retransmission
     std::vector<Time> sent_at;      // per packet: last transmission

@@ -2,7 +2,9 @@
 #include "host/dpdk/wire.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <utility>
 
 namespace fabemu::host::dpdk {
 
@@ -35,8 +37,11 @@ inline uint64_t get64(const uint8_t* p) noexcept { return uint64_t{get32(p)} << 
 // --- CRC-32 (reflected 0xEDB88320), slicing-by-8 tables built at compile time ---
 constexpr uint32_t kPoly = 0xEDB88320u;
 
+// t[k][b]: the register after byte b then k zero bytes, from a zero register. crc_raw uses slices 0-7;
+// the templates' CRCs up to 39, the contribution of a byte 39 bytes before the end of the CRC'd block.
+constexpr int kCrcSlices = 40;
 struct CrcTables {
-  uint32_t t[8][256];
+  uint32_t t[kCrcSlices][256];
 };
 constexpr CrcTables make_tables() {
   CrcTables c{};
@@ -46,7 +51,7 @@ constexpr CrcTables make_tables() {
     c.t[0][i] = r;
   }
   for (uint32_t i = 0; i < 256; ++i) {
-    for (int s = 1; s < 8; ++s) c.t[s][i] = (c.t[s - 1][i] >> 8) ^ c.t[0][c.t[s - 1][i] & 0xFF];
+    for (int s = 1; s < kCrcSlices; ++s) c.t[s][i] = (c.t[s - 1][i] >> 8) ^ c.t[0][c.t[s - 1][i] & 0xFF];
   }
   return c;
 }
@@ -188,6 +193,39 @@ void write_bth(uint8_t* b, const Bth& t, size_t pad) noexcept {
   put24(b + 9, t.psn & 0xFFFFFF);
 }
 
+// --- template path: native-order values stored big-endian in one move each ---
+inline void store_be16(uint8_t* p, uint16_t v) noexcept {
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap16(v);
+  std::memcpy(p, &v, 2);
+}
+inline void store_be32(uint8_t* p, uint32_t v) noexcept {
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
+}
+inline void store_be64(uint8_t* p, uint64_t v) noexcept {
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+  std::memcpy(p, &v, 8);
+}
+inline uint32_t hi32(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 32); }
+inline uint32_t lo32(uint64_t v) noexcept { return static_cast<uint32_t>(v); }
+
+// Byte offsets in the fabemu header of the fields that change from packet to packet of a flow's messages
+// of one size (message id and seq are contiguous).
+constexpr size_t kIdAt = 16, kSeqAt = 24, kOffsetAt = 40, kTimeAt = 48, kCrcAt = 56;
+
+// The contribution of the big-endian N-byte value v at byte At of an End-byte block to the register after
+// the block, from a zero register: the CRC is linear in the data, so what repeats is computed once.
+// Unrolled at compile time (a loop here costs more than the lookups).
+template <size_t End, size_t At, size_t N, size_t... I>
+inline uint32_t crc_field(uint64_t v, std::index_sequence<I...>) noexcept {
+  static_assert(End - At <= kCrcSlices && At + N <= End);
+  return (kCrc.t[End - 1 - (At + I)][(v >> (8 * (N - 1 - I))) & 0xFF] ^ ...);
+}
+template <size_t End, size_t At, size_t N>
+inline uint32_t crc_field(uint64_t v) noexcept {
+  return crc_field<End, At, N>(v, std::make_index_sequence<N>{});
+}
+
 bool known_opcode(uint8_t op) noexcept {
   return op == kRcSendFirst || op == kRcSendMiddle || op == kRcSendLast || op == kRcSendOnly;
 }
@@ -297,6 +335,219 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept {
   }
   uint16_t csum = static_cast<uint16_t>(~fold(sum));
   put16(udp + 6, csum == 0 ? 0xFFFF : csum);
+  std::memset(f + ip_end, 0, total - ip_end);
+  return total;
+}
+
+// --- FrameTemplate ---
+
+FrameTemplate::FrameTemplate(const FrameSpec& flow) noexcept
+    : mode_(flow.mode), src_(flow.src), dst_(flow.dst), dscp_(static_cast<uint8_t>(flow.dscp & 0x3F)) {
+  if (mode_ == WireMode::kRoceV2) dst_.port = kRoceV2Port;
+  uint8_t* f = head_;
+  std::memcpy(f, dst_.mac.data(), 6);
+  std::memcpy(f + 6, src_.mac.data(), 6);
+  put16(f + 12, kEtherTypeIpv4);
+  uint8_t* ip = f + kEthHeaderBytes;
+  put8(ip + 0, 0x45);
+  put8(ip + 1, static_cast<uint8_t>(dscp_ << 2));
+  put16(ip + 6, 0x4000);
+  put8(ip + 8, 64);
+  put8(ip + 9, kIpProtoUdp);
+  put32(ip + 12, src_.ip);
+  put32(ip + 16, dst_.ip);
+  ip_sum_ = fold(sum16(ip, kIpv4HeaderBytes));  // folded: congruent, and no carry lost
+  uint8_t* udp = f + kUdpOff;
+  put16(udp + 0, src_.port);
+  put16(udp + 2, dst_.port);
+  udp_sum_ = fold(pseudo_header_sum(src_.ip, dst_.ip, 0) + sum16(udp, 4));
+  static constexpr uint8_t kMaskedStart[10] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x45, 0xFF};
+  icrc_head_ = crc_raw(0xFFFFFFFFu, kMaskedStart, sizeof kMaskedStart);
+}
+
+bool FrameTemplate::matches(const FrameSpec& spec) const noexcept {
+  if (spec.mode != mode_ || spec.src != src_ || (spec.dscp & 0x3F) != dscp_) return false;
+  if (spec.dst.mac != dst_.mac || spec.dst.ip != dst_.ip) return false;
+  return mode_ == WireMode::kRoceV2 || spec.dst.port == dst_.port;
+}
+
+namespace {
+
+// Nibble tables of the operator x^(8n): run.nib[i][v] is the product of the operator with the register
+// nibble i (x^(4i) .. x^(4i+3)) equal to v, so a register crosses n zero bytes in eight lookups.
+constexpr void build_zero_run(detail::ZeroRun& run, uint32_t n) noexcept {
+  uint32_t a = mulmodp(kZeroOps.lo[n & 0xFF], kZeroOps.hi[n >> 8]);  // x^(8n)
+  uint32_t pow[32] = {};                                             // a * x^k
+  for (int k = 0; k < 32; ++k) {
+    pow[k] = a;
+    a = (a & 1) ? (a >> 1) ^ kPoly : a >> 1;
+  }
+  for (int i = 0; i < 8; ++i) {
+    for (uint32_t v = 0; v < 16; ++v) {
+      uint32_t p = 0;
+      for (int j = 0; j < 4; ++j) {
+        if (v & (8u >> j)) p ^= pow[4 * i + j];
+      }
+      run.nib[i][v] = p;
+    }
+  }
+  run.bytes = n;
+}
+
+uint32_t cross_zeros(const detail::ZeroRun& run, uint32_t s) noexcept {
+  uint32_t p = 0;
+  for (int i = 0; i < 8; ++i) p ^= run.nib[i][(s >> (28 - 4 * i)) & 0xF];
+  return p;
+}
+
+// RoCEv2 ICRC pieces: the masked bytes from IPv4 byte 2 to the end of the BTH, and the fabemu header.
+constexpr size_t kIcrcPrefix = kIpv4HeaderBytes - 2 + kUdpHeaderBytes + kBthBytes;  // 38
+constexpr detail::ZeroRun make_header_run() {
+  detail::ZeroRun r;
+  build_zero_run(r, kFabemuHeaderBytes);
+  return r;
+}
+constexpr detail::ZeroRun kHeaderRun = make_header_run();  // a register across 60 bytes
+
+}  // namespace
+
+size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
+  const FabemuHeader& h = spec.hdr;
+  const bool roce = t.mode_ == WireMode::kRoceV2;
+  const size_t payload = h.kind == PacketKind::kData   ? spec.payload_bytes
+                         : h.kind == PacketKind::kNack ? spec.missing.size() * 4
+                                                       : 0;
+  const size_t pad = roce ? roce_pad(payload) : 0;
+  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(t.mode_, payload);
+  if (kIpv4HeaderBytes + udp_len > 65535) return 0;
+  const size_t ip_end = kUdpOff + udp_len;
+  const size_t total = std::max(kMinFrameBytes, ip_end);
+  if (out.size() < total) return 0;
+  uint8_t* f = out.data();
+
+  // Ethernet, IPv4 and UDP from the template; lengths, id and the IPv4 checksum patched in (RFC 1624).
+  std::memcpy(f, t.head_, sizeof t.head_);
+  uint8_t* ip = f + kEthHeaderBytes;
+  const auto ip_len = static_cast<uint16_t>(kIpv4HeaderBytes + udp_len);
+  store_be16(ip + 2, ip_len);
+  store_be16(ip + 4, spec.ip_id);
+  store_be16(ip + 10, static_cast<uint16_t>(~fold(uint64_t{t.ip_sum_} + ip_len + spec.ip_id)));
+  uint8_t* udp = f + kUdpOff;
+  store_be16(udp + 4, static_cast<uint16_t>(udp_len));
+  // The UDP checksum from the fields' values: big-endian 32-bit words sum like their 16-bit halves.
+  uint64_t sum = uint64_t{t.udp_sum_} + 2 * udp_len;
+
+  uint8_t* l4 = f + kL4Off;
+  if (roce) {
+    const Bth& b = spec.bth;
+    const uint32_t w0 = uint32_t{b.opcode} << 24 |
+                        uint32_t{static_cast<uint8_t>((b.solicited ? 0x80 : 0) | (b.mig_req ? 0x40 : 0) |
+                                                      (pad << 4) | (b.tver & 0x0F))}
+                            << 16 |
+                        b.pkey;
+    const uint32_t w1 = b.dest_qp & 0xFFFFFF;
+    const uint32_t w2 = (b.ack_req ? 0x80000000u : 0) | (b.psn & 0xFFFFFF);
+    store_be32(l4, w0);
+    store_be32(l4 + 4, w1);
+    store_be32(l4 + 8, w2);
+    sum += uint64_t{w0} + w1 + w2;
+    l4 += kBthBytes;
+  }
+
+  // The fabemu header. Its CRC: the message's part from the cache, the packet's fields by table.
+  const uint32_t w_kind = uint32_t{kFabemuVersion} << 24 | uint32_t{static_cast<uint8_t>(h.kind)} << 16 | h.flags;
+  store_be32(l4 + 0, kFabemuMagic);
+  store_be32(l4 + 4, w_kind);
+  store_be32(l4 + 8, h.src_rank);
+  store_be32(l4 + 12, h.dst_rank);
+  store_be64(l4 + 16, h.message_id);
+  store_be32(l4 + kSeqAt, h.seq);
+  store_be32(l4 + 28, h.count);
+  store_be64(l4 + 32, h.message_length);
+  store_be64(l4 + kOffsetAt, h.offset);
+  store_be64(l4 + kTimeAt, h.tx_time_ps);
+  const FrameTemplate::MessageKey key{h.kind,
+                                      h.flags,
+                                      h.src_rank,
+                                      h.dst_rank,
+                                      h.count,
+                                      h.message_length,
+                                      hi32(h.message_id),
+                                      hi32(h.offset),
+                                      hi32(h.tx_time_ps),
+                                      roce ? spec.bth.pkey : uint16_t{0},
+                                      roce ? spec.bth.dest_qp & 0xFFFFFF : 0};
+  if (!t.key_valid_ || !(key == t.key_)) {
+    // The header with the packet's fields zero: low halves of id, offset and time, seq, and the CRC.
+    uint8_t masked[kFabemuHeaderBytes];
+    std::memcpy(masked, l4, kCrcAt);
+    std::memset(masked + kIdAt + 4, 0, 8);
+    std::memset(masked + kOffsetAt + 4, 0, 4);
+    std::memset(masked + kTimeAt + 4, 0, 4);
+    std::memset(masked + kCrcAt, 0, 4);
+    t.key_crc_ = crc_raw(0xFFFFFFFFu, masked, kCrcAt);
+    if (roce) {
+      t.key_header_icrc_ = crc_raw(0, masked, kFabemuHeaderBytes);
+      // IPv4 from byte 2, UDP, BTH: masked as the ICRC masks them, the packet's fields zero.
+      uint8_t prefix[kIcrcPrefix];
+      std::memcpy(prefix, ip + 2, kIcrcPrefix);
+      std::memset(prefix, 0, 4);                                       // total length, id
+      prefix[8 - 2] = 0xFF;                                            // TTL
+      prefix[10 - 2] = prefix[11 - 2] = 0xFF;                          // IP header checksum
+      prefix[18 + 4] = prefix[18 + 5] = 0;                             // UDP length
+      prefix[18 + 6] = prefix[18 + 7] = 0xFF;                          // UDP checksum
+      prefix[26] = prefix[27] = 0;                                     // BTH opcode, SE/M/pad/TVer
+      prefix[26 + 4] = 0xFF;                                           // BTH reserved byte
+      std::memset(prefix + 26 + 8, 0, 4);                              // BTH A, PSN
+      t.key_prefix_icrc_ = crc_raw(t.icrc_head_, prefix, kIcrcPrefix);
+    }
+    t.key_ = key;
+    t.key_valid_ = true;
+  }
+  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kCrcAt, kIdAt + 4, 4>(lo32(h.message_id)) ^
+                         crc_field<kCrcAt, kSeqAt, 4>(h.seq) ^ crc_field<kCrcAt, kOffsetAt + 4, 4>(lo32(h.offset)) ^
+                         crc_field<kCrcAt, kTimeAt + 4, 4>(lo32(h.tx_time_ps)));
+  store_be32(l4 + kCrcAt, crc);
+  sum += uint64_t{kFabemuMagic} + w_kind + h.src_rank + h.dst_rank + hi32(h.message_id) + lo32(h.message_id) +
+         h.seq + h.count + hi32(h.message_length) + lo32(h.message_length) + hi32(h.offset) + lo32(h.offset) +
+         hi32(h.tx_time_ps) + lo32(h.tx_time_ps) + crc;
+
+  uint8_t* body = l4 + kFabemuHeaderBytes;
+  if (h.kind == PacketKind::kNack) {
+    for (size_t i = 0; i < spec.missing.size(); ++i) store_be32(body + 4 * i, spec.missing[i]);
+    sum += sum16(body, payload);
+  } else {
+    std::memset(body, 0, payload);
+  }
+  std::memset(body + payload, 0, pad);
+  if (roce) {
+    // ICRC: masked IPv4 (from byte 2), UDP and BTH, the fabemu header, then payload and pad. Linear in
+    // the bytes: the cached parts, the packet's fields by table, the register across the header by kHeaderRun.
+    const auto b = static_cast<const uint8_t*>(l4 - kBthBytes);
+    uint32_t s = t.key_prefix_icrc_ ^ crc_field<kIcrcPrefix, 0, 2>(ip_len) ^
+                 crc_field<kIcrcPrefix, 2, 2>(spec.ip_id) ^ crc_field<kIcrcPrefix, 22, 2>(udp_len) ^
+                 crc_field<kIcrcPrefix, 26, 2>(get16(b)) ^ crc_field<kIcrcPrefix, 34, 4>(get32(b + 8));
+    s = cross_zeros(kHeaderRun, s) ^ t.key_header_icrc_ ^
+        crc_field<kFabemuHeaderBytes, kIdAt + 4, 4>(lo32(h.message_id)) ^
+        crc_field<kFabemuHeaderBytes, kSeqAt, 4>(h.seq) ^
+        crc_field<kFabemuHeaderBytes, kOffsetAt + 4, 4>(lo32(h.offset)) ^
+        crc_field<kFabemuHeaderBytes, kTimeAt + 4, 4>(lo32(h.tx_time_ps)) ^
+        crc_field<kFabemuHeaderBytes, kCrcAt, 4>(crc);
+    if (h.kind == PacketKind::kNack) {
+      s = crc_raw(s, body, payload + pad);
+    } else if (payload + pad != 0) {
+      const auto run = static_cast<uint32_t>(payload + pad);
+      if (t.zeros_.bytes != run) build_zero_run(t.zeros_, run);
+      s = cross_zeros(t.zeros_, s);
+    }
+    const uint32_t icrc = ~s;
+    uint8_t* icrc_at = body + payload + pad;
+    const uint32_t le = std::endian::native == std::endian::little ? icrc : __builtin_bswap32(icrc);
+    std::memcpy(icrc_at, &le, 4);    // little-endian on the wire
+    sum += __builtin_bswap32(icrc);  // those bytes read as a big-endian word
+  }
+  const auto csum = static_cast<uint16_t>(~fold(sum));
+  store_be16(udp + 6, csum == 0 ? 0xFFFF : csum);
   std::memset(f + ip_end, 0, total - ip_end);
   return total;
 }

@@ -127,6 +127,41 @@ TEST(Sender, SelectiveRepeatTimeoutAndWindow) {
   EXPECT_EQ(tx.next_timeout(), Time::max());
 }
 
+TEST(Sender, CookieOnEveryPacketOfItsMessage) {
+  Sender tx(SenderConfig{.destinations = 2, .payload_per_packet = 100, .window = 4, .rto = 100_us});
+  EXPECT_EQ(tx.submit(0, 250, 0xC0FFEE), 0u);  // 3 packets
+  EXPECT_EQ(tx.submit(1, 100, 77), 0u);        // 1 packet
+  EXPECT_EQ(tx.submit(0, 0), 1u);              // default cookie 0
+  TxPacket p;
+  std::vector<TxPacket> sent;
+  while (tx.next(Time::from_us(1), p)) sent.push_back(p);
+  ASSERT_EQ(sent.size(), 5u);
+  for (const TxPacket& q : sent) {
+    const uint64_t want = q.dst == 1 ? 77 : q.message_id == 0 ? 0xC0FFEE : 0;
+    EXPECT_EQ(q.cookie, want) << "dst " << q.dst << " message " << q.message_id << " seq " << q.seq;
+  }
+  // Retransmissions carry it too: on NACK and on timeout.
+  const uint32_t missing[] = {1};
+  EXPECT_FALSE(tx.on_nack(0, 0, 1, 3, missing));
+  ASSERT_TRUE(tx.next(Time::from_us(2), p));
+  EXPECT_TRUE(p.retransmit);
+  EXPECT_EQ(p.seq, 1u);
+  EXPECT_EQ(p.cookie, 0xC0FFEEu);
+  EXPECT_TRUE(tx.on_ack(0, 1, 1));
+  ASSERT_TRUE(tx.next(Time::from_us(101), p));  // message 1 of dst 1 timed out
+  EXPECT_TRUE(p.retransmit);
+  EXPECT_EQ(p.dst, 1u);
+  EXPECT_EQ(p.cookie, 77u);
+  // A slot reused by a later message takes that message's cookie.
+  EXPECT_TRUE(tx.on_ack(1, 0, 1));
+  EXPECT_EQ(tx.submit(1, 1, 5), 1u);
+  ASSERT_TRUE(tx.next(Time::from_us(101), p));  // before seq 1's second timeout (at 102)
+  EXPECT_EQ(p.dst, 1u);
+  EXPECT_EQ(p.message_id, 1u);
+  EXPECT_FALSE(p.retransmit);
+  EXPECT_EQ(p.cookie, 5u);
+}
+
 TEST(FaultFilter, SeededAndCalibrated) {
   const FaultConfig cfg{.drop_rate = 0.01, .duplicate_rate = 0.01, .reorder_rate = 0.05, .seed = 42};
   FaultFilter a(cfg), b(cfg);

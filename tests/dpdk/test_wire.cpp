@@ -4,6 +4,7 @@
 // errors, and a pcap file read back.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -280,6 +281,147 @@ TEST(Wire, RandomRoundTrip) {
     ASSERT_EQ(d.missing_count(), missing.size());
     for (size_t k = 0; k < missing.size(); ++k) ASSERT_EQ(d.missing(k), missing[k]);
   }
+}
+
+// --- per-flow templates: every frame byte for byte the one encode(spec) writes ---
+
+TEST(FrameTemplate, GoldenFramesFromTemplates) {
+  for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {
+    const FrameSpec s = golden_spec(mode);
+    FrameTemplate t(s);
+    EXPECT_TRUE(t.matches(s));
+    EXPECT_EQ(t.mode(), mode);
+    Bytes buf(200);
+    const size_t n = encode(t, s, buf);
+    buf.resize(n);
+    EXPECT_EQ(buf, from_hex(mode == WireMode::kFabemu ? kGoldenFabemu : kGoldenRoce));
+  }
+}
+
+TEST(FrameTemplate, MatchesOnlyItsFlow) {
+  const FrameSpec s = golden_spec(WireMode::kFabemu);
+  const FrameTemplate t(s);
+  FrameSpec o = s;
+  o.hdr.seq = 9;  // per-frame fields do not matter
+  o.ip_id = 1;
+  o.payload_bytes = 1000;
+  EXPECT_TRUE(t.matches(o));
+  o = s;
+  o.src.mac[5] ^= 1;
+  EXPECT_FALSE(t.matches(o));
+  o = s;
+  o.dst.ip ^= 1;
+  EXPECT_FALSE(t.matches(o));
+  o = s;
+  o.src.port ^= 1;
+  EXPECT_FALSE(t.matches(o));
+  o = s;
+  o.dst.port ^= 1;
+  EXPECT_FALSE(t.matches(o));
+  o = s;
+  o.dscp = 5;
+  EXPECT_FALSE(t.matches(o));
+  o = s;
+  o.mode = WireMode::kRoceV2;
+  EXPECT_FALSE(t.matches(o));
+  const FrameSpec r = golden_spec(WireMode::kRoceV2);
+  const FrameTemplate tr(r);
+  o = r;
+  o.dst.port = 1234;  // RoCEv2 always sends to 4791
+  EXPECT_TRUE(tr.matches(o));
+}
+
+TEST(FrameTemplate, SizeLimitsAsEncode) {
+  FrameSpec s = golden_spec(WireMode::kFabemu);
+  FrameTemplate t(s);
+  Bytes small(108);
+  EXPECT_EQ(encode(t, s, small), 0u);  // one byte short
+  Bytes huge(70000);
+  s.payload_bytes = 65535;
+  EXPECT_EQ(encode(t, s, huge), 0u);  // IP datagram > 65535
+  s.payload_bytes = static_cast<uint32_t>(max_payload_for_mtu(WireMode::kFabemu, 65535));
+  ASSERT_EQ(encode(t, s, huge), 65535u + 14);
+  EXPECT_EQ(Bytes(huge.begin(), huge.begin() + 65549), encode_bytes(s));
+}
+
+// Random flows, each sending messages of several packets (the header-CRC and zero-run caches hit, miss
+// and are invalidated by every field they depend on), interleaved with ACKs, NACKs and retransmissions.
+TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
+  std::mt19937_64 rng(4242);
+  Bytes want(9200), got(9200);
+  std::vector<uint32_t> missing;
+  uint64_t frames = 0;
+  for (int flow = 0; flow < 120; ++flow) {
+    FrameSpec s;
+    s.mode = (flow & 1) ? WireMode::kRoceV2 : WireMode::kFabemu;
+    for (auto& b : s.src.mac) b = static_cast<uint8_t>(rng());
+    for (auto& b : s.dst.mac) b = static_cast<uint8_t>(rng());
+    s.src.ip = static_cast<uint32_t>(rng());
+    s.dst.ip = static_cast<uint32_t>(rng());
+    s.src.port = static_cast<uint16_t>(rng());
+    s.dst.port = static_cast<uint16_t>(rng());
+    s.dscp = static_cast<uint8_t>(rng());  // bits above 6 are dropped by both
+    FrameTemplate t(s);
+    ASSERT_TRUE(t.matches(s));
+    const uint32_t per_packet = static_cast<uint32_t>(rng() % 2) == 0 ? 1024 : static_cast<uint32_t>(rng() % 9001);
+    for (int msg = 0; msg < 6; ++msg) {
+      if (msg % 2 == 0) s.hdr.src_rank = static_cast<uint32_t>(rng() % 4);
+      if (msg % 2 == 0) s.hdr.dst_rank = static_cast<uint32_t>(rng() % 4);
+      s.hdr.message_id = rng() % 3 == 0 ? rng() : static_cast<uint64_t>(msg);
+      // Every other message has its predecessor's size (and ranks): the header-CRC cache hits across ids.
+      if (msg % 2 == 0) s.hdr.message_length = rng() % (uint64_t{per_packet} * 12 + 1);
+      s.hdr.count = static_cast<uint32_t>(std::max<uint64_t>(1, (s.hdr.message_length + per_packet - 1) / per_packet));
+      for (uint32_t k = 0; k < s.hdr.count + 2; ++k) {
+        const int what = static_cast<int>(rng() % 10);
+        s.hdr.kind = what == 0 ? PacketKind::kAck : what == 1 ? PacketKind::kNack : PacketKind::kData;
+        s.hdr.flags = what == 2 ? kFlagRetransmit : static_cast<uint16_t>(rng() % 16 == 0 ? rng() : 0);
+        s.hdr.seq = k < s.hdr.count ? k : static_cast<uint32_t>(rng() % s.hdr.count);
+        s.hdr.offset = uint64_t{s.hdr.seq} * per_packet;
+        const uint64_t left = s.hdr.message_length - std::min(s.hdr.offset, s.hdr.message_length);
+        s.payload_bytes = static_cast<uint32_t>(std::min<uint64_t>(per_packet, left));
+        if (rng() % 8 == 0) s.payload_bytes = static_cast<uint32_t>(rng() % 9001);  // any size
+        // Mostly close to the previous stamp (the cache's high half hits), sometimes anywhere.
+        s.hdr.tx_time_ps = rng() % 4 == 0 ? rng() : s.hdr.tx_time_ps + rng() % 100000;
+        s.ip_id = static_cast<uint16_t>(rng());
+        missing.clear();
+        if (s.hdr.kind == PacketKind::kNack) missing.resize(rng() % 40);
+        for (auto& m : missing) m = static_cast<uint32_t>(rng());
+        s.missing = missing;
+        // P_Key and QP mostly the flow's (the ICRC cache hits), sometimes another.
+        const bool other_qp = rng() % 8 == 0;
+        s.bth = Bth{rc_send_opcode(s.hdr.seq, s.hdr.count), (rng() & 1) != 0, (rng() & 1) != 0,
+                    static_cast<uint8_t>(rng() % 4 == 0 ? rng() : 0),
+                    other_qp ? static_cast<uint16_t>(rng()) : kDefaultPkey,
+                    other_qp ? static_cast<uint32_t>(rng()) : s.hdr.dst_rank + 1, (rng() & 1) != 0,
+                    static_cast<uint32_t>(rng())};
+        std::fill(got.begin(), got.end(), 0xA5);  // no byte may be left from an earlier frame
+        const size_t n = encode(s, want);
+        const size_t m = encode(t, s, got);
+        ASSERT_EQ(m, n) << "flow " << flow << " message " << msg << " packet " << k;
+        ASSERT_TRUE(std::equal(want.begin(), want.begin() + static_cast<ptrdiff_t>(n), got.begin()))
+            << "flow " << flow << " message " << msg << " packet " << k;
+        // Valid on its own too: reference checksums and CRCs, and decode.
+        const Bytes f(got.begin(), got.begin() + static_cast<ptrdiff_t>(n));
+        ASSERT_TRUE(ip_ok(f));
+        ASSERT_EQ(be16(f, 40), ref_udp_checksum(f));
+        const size_t h = s.mode == WireMode::kRoceV2 ? 54 : 42;
+        ASSERT_EQ(uint32_t{be16(f, h + 56)} << 16 | be16(f, h + 58), ref_crc32(slice(f, h, 56)));
+        if (s.mode == WireMode::kRoceV2) {
+          ASSERT_EQ(f[n - 4] | f[n - 3] << 8 | f[n - 2] << 16 | uint32_t{f[n - 1]} << 24, ref_icrc(f));
+        }
+        if (s.hdr.kind == PacketKind::kData && s.hdr.flags == 0) {
+          DecodedFrame d;
+          const DecodeRules rules =
+              s.mode == WireMode::kRoceV2 ? kRoceRules : DecodeRules{WireMode::kFabemu, s.dst.port, s.dst.port};
+          const Verdict v = decode(f, rules, d);
+          // Random payload sizes may break the message's own consistency (kBadFields); never a checksum.
+          ASSERT_TRUE(v == Verdict::kOurs || v == Verdict::kBadFields || v == Verdict::kBadBth) << to_string(v);
+        }
+        ++frames;
+      }
+    }
+  }
+  EXPECT_GT(frames, 2000u);
 }
 
 // Every reason a frame is not ours, each from one mutation of a valid frame (checksums that precede

@@ -1,0 +1,367 @@
+// Frames per second one core injects into a DPDK device, the "Speed" target (>= 70% of
+// dpdk-testpmd's txonly rate with full framing and accounting). bench/run_dpdk_tx.sh runs it interleaved
+// with testpmd and prints the ratios; README.md, "DPDK transmit".
+//
+// txonly_ref/<dev>/<bytes>B: what testpmd's txonly engine does per burst, in this process: allocate 32
+//   mbufs in bulk, copy a prebuilt Ethernet/IPv4/UDP header into each, set the lengths, tx_burst, free
+//   what was not taken. The yardstick on the ring pair, where testpmd itself cannot run txonly (below).
+// <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next (selective repeat state,
+//   timers), the frame from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC),
+//   tx_burst, and per-frame accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the
+//   message's first-frame TSC found by the packet's cookie, per-link bytes and first/last times). Rank 0
+//   sends to ranks 1..7; every message is acknowledged as soon as its last packet is built, and the
+//   destination gets its next message (so the window never stalls). Payload 0: one-packet messages of 0
+//   bytes (102 B frames in fabemu mode, 118 B in RoCEv2); payload 1024: 64 KiB messages (64 packets).
+//   pace_off: no pacing. pace_frame: before each frame, rte_rdtsc() and a check of its departure time
+//   against a schedule of 100 Mpps (above what one core builds, so no frame ever waits: the cost of the
+//   check alone). pace_lazy: the same schedule, the TSC read again only when a frame is not yet due by
+//   the last reading (once per burst otherwise): the same departures, fewer rdtsc.
+// <mode>_encode/...: the same loop with fill_mbuf(m, spec) (full encode() per frame), the path before
+//   FrameTemplate, for the speed-up.
+// <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (no
+//   selective-repeat state, no ACKs): what the Sender costs.
+// dev null: net_null (frees every frame it is given). dev ring: a ring pair (rte_eth_from_rings); the
+//   loop drains the far end (rx_burst + free) in the same thread after each burst, for every case alike.
+//
+// EAL: Eal::no_huge_args(FABEMU_BENCH_LCORE, default 0), or FABEMU_BENCH_EAL_ARGS (space separated).
+// items_per_second is frames taken by the device per wall-clock second (testpmd reports wall-clock pps).
+#include <benchmark/benchmark.h>
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/reassembly.h"
+#include "host/dpdk/wire.h"
+
+namespace fd = fabemu::host::dpdk;
+
+namespace {
+
+constexpr uint16_t kBurst = 32;
+constexpr uint32_t kRanks = 8;              // rank 0 sends to 1..7
+constexpr uint64_t kPacingRatePps = 100'000'000;
+constexpr uint32_t kRecords = 1024;         // message records, indexed by the packet's cookie
+
+enum class Dev { kNull, kRing };
+enum class Pacing { kOff, kPerFrame, kLazy };
+
+// The devices, opened once for all cases.
+struct Devices {
+  std::unique_ptr<fd::Port> null;
+  std::unique_ptr<fd::RingPair> pair;
+  std::unique_ptr<fd::Port> a, b;
+};
+Devices& devices() {
+  static Devices d;
+  return d;
+}
+
+struct Target {
+  fd::Port* tx = nullptr;
+  fd::Port* drain = nullptr;  // the far end of a ring pair
+};
+Target target(Dev dev) {
+  Devices& d = devices();
+  return dev == Dev::kNull ? Target{d.null.get(), nullptr} : Target{d.a.get(), d.b.get()};
+}
+
+inline void drain(fd::Port* p) {
+  if (p == nullptr) return;
+  rte_mbuf* rx[kBurst];
+  for (uint16_t n; (n = p->rx_burst(rx, kBurst)) > 0;) rte_pktmbuf_free_bulk(rx, n);
+}
+
+fd::Endpoint endpoint(uint32_t rank) {
+  fd::Endpoint e;
+  e.mac = {0x02, 0xfe, 0, 0, 0, static_cast<uint8_t>(rank)};
+  e.ip = 0xC6120001 + rank;  // 198.18.0.1 + rank
+  e.port = 47000;
+  return e;
+}
+
+// testpmd's txonly engine (app/test-pmd/txonly.c, single segment, no multi-flow, no timestamps).
+void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
+  const Target t = target(dev);
+  fd::FrameSpec spec;
+  spec.src = endpoint(0);
+  spec.dst = endpoint(1);
+  uint8_t frame[256];
+  const size_t n = fd::encode(spec, frame);
+  if (n == 0) state.SkipWithError("encode failed");
+  constexpr size_t kHeader = fd::kEthHeaderBytes + fd::kIpv4HeaderBytes + fd::kUdpHeaderBytes;
+  rte_mbuf* pkts[kBurst];
+  uint64_t sent = 0;
+  t.tx->reset_stats();
+  for (auto _ : state) {
+    if (rte_pktmbuf_alloc_bulk(t.tx->pool(), pkts, kBurst) != 0) {
+      drain(t.drain);
+      continue;
+    }
+    for (rte_mbuf* m : pkts) {
+      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), frame, kHeader);
+      m->data_len = frame_len;
+      m->pkt_len = frame_len;
+      m->nb_segs = 1;
+      m->next = nullptr;
+    }
+    const uint16_t took = t.tx->tx_burst(pkts, kBurst);
+    if (took < kBurst) rte_pktmbuf_free_bulk(pkts + took, kBurst - took);
+    sent += took;
+    drain(t.drain);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(sent));
+  state.counters["frame_B"] = frame_len;
+  state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
+}
+
+// The fabric's per-frame bookkeeping (DpdkFabric::transmit).
+struct Record {
+  uint64_t tx_ticks = 0;
+};
+struct LinkTx {
+  uint64_t bytes = 0, first = 0, last = 0;
+};
+struct Accounting {
+  uint64_t frames_tx = 0, frame_bytes_tx = 0, data_frames = 0, tx_dropped = 0, retransmissions = 0;
+};
+
+enum class Variant {
+  kFull,      // Sender + FrameTemplate + accounting
+  kEncode,    // Sender + fill_mbuf(spec) (full encode()) + accounting
+  kNoSender,  // packets from a counter instead of the Sender + FrameTemplate + accounting
+};
+
+template <Variant kVariant>
+void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
+  const Target t = target(dev);
+  // Messages of 0 bytes (one packet, no payload) or 64 packets of `payload` bytes.
+  const uint64_t message_bytes = payload == 0 ? 0 : uint64_t{payload} * 64;
+  fd::Sender sender(fd::SenderConfig{.destinations = kRanks,
+                                     .payload_per_packet = payload == 0 ? 1024 : payload,
+                                     .window = 1024,
+                                     .rto = fd::Duration::from_ms(1000)});
+  std::array<fd::FrameSpec, kRanks> specs;  // per destination: the flow fields set once
+  std::vector<fd::FrameTemplate> flows;
+  flows.reserve(kRanks);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    fd::FrameSpec& s = specs[r];
+    s.mode = mode;
+    s.src = endpoint(0);
+    s.dst = endpoint(r);
+    if (mode == fd::WireMode::kRoceV2) {
+      s.src.port = fd::flow_source_port(uint64_t{0} << 32 | r);
+      s.dst.port = fd::kRoceV2Port;
+    }
+    s.bth.dest_qp = r + 1;
+    flows.emplace_back(s);
+  }
+  std::vector<Record> records(kRecords);
+  std::array<LinkTx, kRanks> links{};
+  Accounting acc;
+  uint64_t next_cookie = 0;
+  for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, next_cookie++ % kRecords);
+
+  const uint64_t hz = rte_get_tsc_hz();
+  // Departures in 32.32 fixed-point TSC ticks: frame k at start + k * interval.
+  const uint64_t interval_fp = (hz << 32) / kPacingRatePps;
+  uint64_t departure_fp = rte_rdtsc() << 32;
+  const double ps_per_tick = 1e12 / static_cast<double>(hz);
+  uint16_t ip_id = 0;
+  fd::TxPacket p;
+  bool held = false;
+  rte_mbuf* pkts[kBurst];
+  t.tx->reset_stats();
+  uint64_t sent = 0;
+
+  // kNoSender: the packets the Sender would give, from counters (per destination: id, seq).
+  const uint32_t count = payload == 0 ? 1 : 64;
+  std::array<uint64_t, kRanks> gen_id{};
+  std::array<uint32_t, kRanks> gen_seq{};
+  uint32_t gen_dst = 1;
+
+  for (auto _ : state) {
+    uint64_t tsc = rte_rdtsc();
+    const fd::Time now = fd::Time::from_ps(static_cast<uint64_t>(static_cast<double>(tsc) * ps_per_tick));
+    if (rte_pktmbuf_alloc_bulk(t.tx->pool(), pkts, kBurst) != 0) {
+      drain(t.drain);
+      continue;
+    }
+    uint16_t n = 0;
+    while (n < kBurst) {
+      if (!held) {
+        if constexpr (kVariant == Variant::kNoSender) {
+          p.dst = gen_dst;
+          p.message_id = gen_id[gen_dst];
+          p.seq = gen_seq[gen_dst];
+          p.count = count;
+          p.message_length = message_bytes;
+          p.offset = uint64_t{p.seq} * payload;
+          p.bytes = payload;
+          p.cookie = gen_id[gen_dst] % kRecords;
+          if (++gen_seq[gen_dst] == count) {
+            gen_seq[gen_dst] = 0;
+            ++gen_id[gen_dst];
+            gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
+          }
+        } else if (!sender.next(now, p)) {
+          break;
+        }
+      }
+      held = true;
+      if (pacing != Pacing::kOff) {
+        if (pacing == Pacing::kPerFrame) tsc = rte_rdtsc();
+        const uint64_t due = departure_fp >> 32;
+        if (due > tsc) {
+          if (pacing == Pacing::kLazy) tsc = rte_rdtsc();
+          if (due > tsc) break;  // not yet: the packet waits for the next burst
+        }
+        departure_fp += interval_fp;
+      }
+      fd::FrameSpec& s = specs[p.dst];
+      s.ip_id = ip_id++;
+      s.hdr = fd::FabemuHeader{fd::PacketKind::kData, p.retransmit ? fd::kFlagRetransmit : uint16_t{0}, 0, p.dst,
+                               p.message_id, p.seq, p.count, p.message_length, p.offset, now.ps()};
+      s.bth.opcode = fd::rc_send_opcode(p.seq, p.count);
+      s.bth.psn = p.seq & 0xFFFFFF;
+      s.bth.ack_req = p.seq + 1 == p.count;
+      s.payload_bytes = p.bytes;
+      uint16_t len;
+      if constexpr (kVariant == Variant::kEncode) {
+        len = fd::fill_mbuf(pkts[n], s);
+      } else {
+        len = fd::fill_mbuf(pkts[n], flows[p.dst], s);
+      }
+      if (len == 0) {
+        state.SkipWithError("a frame does not fit its mbuf");
+        break;
+      }
+      held = false;
+      ++n;
+      // Accounting, as the fabric keeps it.
+      ++acc.frames_tx;
+      acc.frame_bytes_tx += len;
+      ++acc.data_frames;
+      acc.retransmissions += p.retransmit;
+      if (p.seq == 0) records[p.cookie].tx_ticks = tsc;
+      LinkTx& lt = links[p.dst];
+      if (lt.bytes == 0) lt.first = tsc;
+      lt.last = tsc;
+      lt.bytes += p.bytes;
+      // The receiver's ACK, at once; the destination's next message.
+      if (kVariant != Variant::kNoSender && p.seq + 1 == p.count && !p.retransmit) {
+        sender.on_ack(p.dst, p.message_id, p.count);
+        sender.submit(p.dst, message_bytes, next_cookie++ % kRecords);
+      }
+    }
+    if (n < kBurst) rte_pktmbuf_free_bulk(pkts + n, kBurst - n);
+    const uint16_t took = t.tx->tx_burst(pkts, n);
+    if (took < n) {
+      rte_pktmbuf_free_bulk(pkts + took, n - took);
+      acc.tx_dropped += n - took;
+    }
+    sent += took;
+    drain(t.drain);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(sent));
+  state.counters["frame_B"] = static_cast<double>(fd::frame_bytes(mode, payload));
+  state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
+  state.counters["dropped"] = static_cast<double>(acc.tx_dropped);
+  uint64_t link_bytes = 0;
+  for (const LinkTx& l : links) link_bytes += l.bytes;
+  benchmark::DoNotOptimize(link_bytes);
+  benchmark::DoNotOptimize(records.data());
+  if (kVariant != Variant::kNoSender && acc.frames_tx != sender.stats().packets + sender.stats().retransmissions)
+    state.SkipWithError("accounting does not match the sender's counts");
+}
+
+std::vector<std::string> eal_args() {
+  if (const char* env = std::getenv("FABEMU_BENCH_EAL_ARGS"); env != nullptr) {
+    std::vector<std::string> args;
+    std::istringstream words(env);
+    for (std::string w; words >> w;) args.push_back(w);
+    return args;
+  }
+  const char* lcore = std::getenv("FABEMU_BENCH_LCORE");
+  return fd::Eal::no_huge_args(lcore != nullptr ? static_cast<unsigned>(std::strtoul(lcore, nullptr, 10)) : 0);
+}
+
+void register_cases() {
+  const struct {
+    Dev dev;
+    const char* name;
+  } devs[] = {{Dev::kNull, "null"}, {Dev::kRing, "ring"}};
+  const struct {
+    fd::WireMode mode;
+    const char* name;
+  } modes[] = {{fd::WireMode::kFabemu, "fabemu"}, {fd::WireMode::kRoceV2, "roce"}};
+  const struct {
+    Pacing pacing;
+    const char* name;
+  } pacings[] = {{Pacing::kOff, "off"}, {Pacing::kPerFrame, "frame"}, {Pacing::kLazy, "lazy"}};
+  for (const auto& d : devs) {
+    for (const auto& m : modes) {
+      for (const uint32_t payload : {0u, 1024u}) {
+        const auto bytes = static_cast<uint16_t>(fd::frame_bytes(m.mode, payload));
+        const std::string size = "/" + std::to_string(bytes) + "B";
+        const std::string dev = std::string("/") + d.name;
+        benchmark::RegisterBenchmark(("txonly_ref" + dev + size).c_str(), txonly_ref, d.dev, bytes)->UseRealTime();
+        for (const auto& pc : pacings) {
+          benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
+                                       fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
+              ->UseRealTime();
+        }
+        benchmark::RegisterBenchmark((std::string(m.name) + "_encode" + dev + size + "/pace_off").c_str(),
+                                     fabric_tx<Variant::kEncode>, d.dev, m.mode, payload, Pacing::kOff)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark((std::string(m.name) + "_nosender" + dev + size + "/pace_off").c_str(),
+                                     fabric_tx<Variant::kNoSender>, d.dev, m.mode, payload, Pacing::kOff)
+            ->UseRealTime();
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  try {
+    fd::Eal::start(eal_args());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_dpdk_tx: %s\n", e.what());
+    return 2;
+  }
+  int rc = 0;
+  try {
+    fd::PortConfig cfg;
+    cfg.mbufs = cfg.mbufs_for(2 * 4096, kBurst);
+    Devices& d = devices();
+    d.null = std::make_unique<fd::Port>(fd::Port::open("net_null_bench0", cfg));
+    d.pair = std::make_unique<fd::RingPair>("bench");
+    d.a = std::make_unique<fd::Port>(d.pair->a(), cfg);
+    d.b = std::make_unique<fd::Port>(d.pair->b(), cfg);
+    register_cases();
+    benchmark::RunSpecifiedBenchmarks();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_dpdk_tx: %s\n", e.what());
+    rc = 1;
+  }
+  Devices& d = devices();
+  d.a.reset();
+  d.b.reset();
+  d.pair.reset();
+  d.null.reset();
+  benchmark::Shutdown();
+  fd::Eal::shutdown();
+  return rc;
+}

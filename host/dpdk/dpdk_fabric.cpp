@@ -262,7 +262,7 @@ void DpdkFabric::submit(uint64_t id) {
 bool DpdkFabric::try_submit(uint64_t id, Record& r) {
   Sender& s = sender(r.src);
   if (!s.can_submit(r.dst)) return false;
-  r.wire_id = s.submit(r.dst, r.bytes);
+  r.wire_id = s.submit(r.dst, r.bytes, id);  // every packet carries the walker id (no lookup per frame)
   r.submitted = true;
   by_wire_[pair_key(r.src, r.dst, r.wire_id, npus_)] = id;
   return true;
@@ -377,7 +377,11 @@ bool DpdkFabric::poll() {
 rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
   rte_mbuf* m = rte_pktmbuf_alloc(port.pool());
   if (m == nullptr) return nullptr;
-  const uint16_t len = fill_mbuf(m, spec);
+  // One prebuilt header per flow (FrameTemplate: incremental checksums, cached CRC parts).
+  const uint64_t key = uint64_t{spec.hdr.src_rank} * npus_ + spec.hdr.dst_rank;
+  auto t = templates_.find(key);
+  if (t == templates_.end()) t = templates_.emplace(key, FrameTemplate(spec)).first;
+  const uint16_t len = t->second.matches(spec) ? fill_mbuf(m, t->second, spec) : fill_mbuf(m, spec);
   if (len == 0) {
     rte_pktmbuf_free(m);
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
@@ -403,8 +407,8 @@ void DpdkFabric::transmit() {
       }
       Record* rec = nullptr;
       if (!p.retransmit) {
-        const auto w = by_wire_.find(pair_key(src, p.dst, p.message_id, npus_));
-        if (w != by_wire_.end()) rec = &records_.at(w->second);
+        const auto w = records_.find(p.cookie);
+        if (w != records_.end()) rec = &w->second;
       }
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
       // no earlier than its link's rate allows after the frame before (pace_next_ps_).

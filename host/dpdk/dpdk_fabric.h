@@ -268,6 +268,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   emu::DeliveryListener* listener_ = nullptr;
   std::unordered_map<uint64_t, Record> records_;      // by walker id
   std::unordered_map<uint64_t, uint64_t> by_wire_;    // pair_key -> walker id
+  std::unordered_map<uint64_t, FrameTemplate> templates_;  // by src * npus + dst: frames of that flow
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
   // D > 0: walker ids waiting for their modelled departure, a min-heap of (departure ps, sequence, id),
   // so that the sender's retransmission timers start when a message really goes out.

@@ -379,9 +379,11 @@ rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
   if (m == nullptr) return nullptr;
   // One prebuilt header per flow (FrameTemplate: incremental checksums, cached CRC parts).
   const uint64_t key = uint64_t{spec.hdr.src_rank} * npus_ + spec.hdr.dst_rank;
+  // At most 65,536 flows keep a template (an all-to-all of 16k ranks has 2^28): the rest are encoded whole.
   auto t = templates_.find(key);
-  if (t == templates_.end()) t = templates_.emplace(key, FrameTemplate(spec)).first;
-  const uint16_t len = t->second.matches(spec) ? fill_mbuf(m, t->second, spec) : fill_mbuf(m, spec);
+  if (t == templates_.end() && templates_.size() < 65536) t = templates_.emplace(key, FrameTemplate(spec)).first;
+  const uint16_t len = t != templates_.end() && t->second.matches(spec) ? fill_mbuf(m, t->second, spec)
+                                                                        : fill_mbuf(m, spec);
   if (len == 0) {
     rte_pktmbuf_free(m);
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");

@@ -67,11 +67,11 @@ std::string read_line(int fd, std::chrono::milliseconds timeout) {
 // Exit status, or -1 when the child is still running after `timeout`.
 int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
+  do {
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     std::this_thread::sleep_for(10ms);
-  }
+  } while (std::chrono::steady_clock::now() < deadline);
   return -1;
 }
 
@@ -85,12 +85,18 @@ class AgentProcess : public ::testing::Test {
     ::chmod(token_file_.c_str(), 0600);
   }
   void TearDown() override {
-    if (child_.pid > 0 && wait_exit(child_.pid, 0ms) == -1) {
+    if (child_.pid > 0) {  // not reaped: the test failed before the child exited
       ::kill(child_.pid, SIGKILL);
-      wait_exit(child_.pid, 5s);
+      reap(5s);
     }
     if (child_.stdout_fd >= 0) ::close(child_.stdout_fd);
     std::filesystem::remove_all(dir_);
+  }
+  // The child's exit status (reaped, so its pid is forgotten), or -1 while it still runs after `timeout`.
+  int reap(std::chrono::milliseconds timeout) {
+    const int status = wait_exit(child_.pid, timeout);
+    if (status != -1) child_.pid = -1;
+    return status;
   }
   std::filesystem::path dir_;
   std::string token_file_;
@@ -125,12 +131,12 @@ TEST_F(AgentProcess, AuthenticatesRejectsAndStopsOnSigterm) {
   good.close();
 
   ASSERT_EQ(::kill(child_.pid, SIGTERM), 0);
-  EXPECT_EQ(wait_exit(child_.pid, 5s), 0);
+  EXPECT_EQ(reap(5s), 0);
 }
 
 TEST_F(AgentProcess, MissingTokenFileIsAUsageError) {
   child_ = spawn({FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", (dir_ / "none").string()});
-  EXPECT_EQ(wait_exit(child_.pid, 10s), 2);
+  EXPECT_EQ(reap(10s), 2);
 }
 
 }  // namespace

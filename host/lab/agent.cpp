@@ -268,6 +268,12 @@ class Session : public std::enable_shared_from_this<Session> {
       spdlog::error("lab agent: {}: {}", peer_, e.what());
       return close_now();
     }
+    out_bytes_ += out_.back().size();
+    // A peer that sends but never reads would grow the queue without bound.
+    if (out_bytes_ > 2 * state_->options.max_frame_bytes + kPreAuthMaxFrameBytes) {
+      spdlog::warn("lab agent: {}: the peer does not read ({} bytes queued); connection closed", peer_, out_bytes_);
+      return close_now();
+    }
     if (out_.size() == 1) write_next();
   }
 
@@ -280,6 +286,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                        ec.message());
                           return self->close_now();
                         }
+                        self->out_bytes_ -= self->out_.front().size();
                         self->out_.pop_front();
                         if (!self->out_.empty()) return self->write_next();
                         if (self->closing_) {
@@ -321,6 +328,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string body_;
   std::array<char, 4096> drain_buffer_{};
   std::deque<std::string> out_;
+  std::size_t out_bytes_ = 0;
   Phase phase_ = Phase::kHello;
   bool reading_ = false;
   bool closing_ = false;  // an Error is queued: no more frames are served
@@ -353,10 +361,14 @@ Agent::Agent(asio::io_context& io, AgentOptions options) {
   state_ = std::make_shared<State>(io, std::move(options));
 }
 
+// Destroy the agent on its io_context's thread or after that thread stopped: closing the sessions here
+// breaks their references to the shared state, so nothing leaks.
 Agent::~Agent() {
-  // Handlers still queued hold the state; stop() from the destructor only when the io_context is not running
-  // elsewhere is the caller's business, so here we only mark it stopped.
   state_->stopped = true;
+  boost::system::error_code ignored;
+  state_->acceptor.close(ignored);
+  const auto sessions = state_->sessions;
+  for (const auto& session : sessions) session->close_now();
 }
 
 void Agent::start() { accept_next(state_); }
@@ -366,9 +378,11 @@ void Agent::stop() {
   state_->stopped = true;
   boost::system::error_code ignored;
   state_->acceptor.close(ignored);
-  const auto sessions = state_->sessions;  // close_now erases from the set
-  for (const auto& session : sessions) session->close_now();
-  spdlog::info("lab agent: stopped");
+  // Each peer is told why (it may be a coordinator mid-run); a session closes once its Error is read or
+  // after the linger deadline, so io_context::run returns within about a second.
+  const auto sessions = state_->sessions;  // fail/close_now may erase from the set
+  for (const auto& session : sessions) session->fail(proto::ERROR_SHUTTING_DOWN, "the agent is shutting down");
+  spdlog::info("lab agent: stopped accepting; closing {} connection(s)", sessions.size());
 }
 
 tcp::endpoint Agent::local_endpoint() const { return state_->acceptor.local_endpoint(); }

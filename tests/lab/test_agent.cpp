@@ -262,5 +262,16 @@ TEST_F(LabAgentTest, AgentHeartbeatsKeepAnAnsweringPeerAlive) {
   client->close();
 }
 
+TEST_F(LabAgentTest, StopTellsConnectedPeers) {
+  start();
+  auto client = connected();
+  client->authenticate(kToken);
+  asio::post(io_, [this] { agent_->stop(); });
+  EXPECT_EQ(rejection(*client), proto::ERROR_SHUTTING_DOWN);
+  client.reset();
+  thread_.join();  // run() returns: nothing left behind
+  agent_.reset();
+}
+
 }  // namespace
 }  // namespace fabemu::lab

@@ -128,9 +128,14 @@ TEST_F(AgentProcess, AuthenticatesRejectsAndStopsOnSigterm) {
     EXPECT_EQ(e.code(), proto::ERROR_AUTH_FAILED) << e.what();
   }
   good.heartbeat();  // the agent is still serving the good client
-  good.close();
 
+  // SIGTERM: the connected coordinator is told, and the agent exits 0.
   ASSERT_EQ(::kill(child_.pid, SIGTERM), 0);
+  try {
+    for (;;) good.receive();
+  } catch (const LabError& e) {
+    EXPECT_EQ(e.code(), proto::ERROR_SHUTTING_DOWN) << e.what();
+  }
   EXPECT_EQ(reap(5s), 0);
 }
 

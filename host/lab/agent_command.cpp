@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -36,6 +37,7 @@ int run_agent(const AgentCommandOptions& o) {
   options.heartbeat = std::chrono::milliseconds(o.heartbeat_ms);
   options.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
   options.max_frame_bytes = o.max_frame_bytes;
+  options.pre_auth_max_frame_bytes = std::min(options.pre_auth_max_frame_bytes, o.max_frame_bytes);
   if (o.heartbeat_ms >= o.idle_timeout_ms) {
     spdlog::warn("--heartbeat-ms {} is not below --idle-timeout-ms {}: quiet peers will be timed out",
                  o.heartbeat_ms, o.idle_timeout_ms);

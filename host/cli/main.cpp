@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   fabemu::cli::add_trace_commands(app, status);
   fabemu::cli::add_run_command(app, status, passthrough);
   fabemu::cli::add_compare_command(app, status);
+  fabemu::cli::add_agent_command(app, status);
   try {
     app.parse(argc, argv);  // runs the selected command's callback
   } catch (const CLI::ParseError& e) {

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   # core libraries
   libprotobuf-dev protobuf-compiler zlib1g-dev libspdlog-dev libfmt-dev libcli11-dev
-  nlohmann-json3-dev libyaml-cpp-dev libboost-dev
+  nlohmann-json3-dev libyaml-cpp-dev libboost-dev libssl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
   # DPDK backend (and its tools: dpdk-testpmd) and packet captures

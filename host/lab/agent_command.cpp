@@ -1,0 +1,87 @@
+// `fabemu agent --listen ADDR:PORT --token-file F`: serve the lab control plane on this host until
+// SIGINT or SIGTERM. Compiled into the fabemu executable (host/CMakeLists.txt), not into fabemu_lab.
+#include <fmt/core.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include "host/cli/commands.h"
+#include "host/lab/address.h"
+#include "host/lab/agent.h"
+#include "host/lab/auth.h"
+
+namespace fabemu::cli {
+
+namespace {
+
+struct AgentCommandOptions {
+  std::string listen;
+  std::string token_file;
+  unsigned heartbeat_ms = 1000;
+  unsigned idle_timeout_ms = 10000;
+  std::size_t max_frame_bytes = lab::kDefaultMaxFrameBytes;
+};
+
+int run_agent(const AgentCommandOptions& o) {
+  // Logs go to stderr: stdout carries only the "listening on" line scripts wait for.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("fabemu-agent"));
+  lab::AgentOptions options;
+  options.listen = lab::parse_endpoint(o.listen);
+  options.token = lab::read_token_file(o.token_file);
+  options.heartbeat = std::chrono::milliseconds(o.heartbeat_ms);
+  options.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
+  options.max_frame_bytes = o.max_frame_bytes;
+  options.pre_auth_max_frame_bytes = std::min(options.pre_auth_max_frame_bytes, o.max_frame_bytes);
+  if (o.heartbeat_ms >= o.idle_timeout_ms) {
+    spdlog::warn("--heartbeat-ms {} is not below --idle-timeout-ms {}: quiet peers will be timed out",
+                 o.heartbeat_ms, o.idle_timeout_ms);
+  }
+
+  boost::asio::io_context io;
+  lab::Agent agent(io, std::move(options));
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&agent](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    spdlog::info("lab agent: signal {}: stopping", signal);
+    agent.stop();
+  });
+  agent.start();
+  fmt::print("listening on {}\n", lab::to_string(agent.local_endpoint()));
+  std::fflush(stdout);
+  io.run();
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_agent_command(CLI::App& app, int& status) {
+  auto* cmd = app.add_subcommand(
+      "agent", "Serve the multi-host lab control plane on this host (until SIGINT/SIGTERM); see host/lab/README.md");
+  auto o = std::make_shared<AgentCommandOptions>();
+  cmd->add_option("--listen", o->listen, "Address and TCP port to listen on; port 0 picks a free port")
+      ->type_name("ADDR:PORT")
+      ->required();
+  cmd->add_option("--token-file", o->token_file,
+                  "File holding the shared token (not empty, not accessible by other users: chmod 600)")
+      ->type_name("FILE")
+      ->required();
+  cmd->add_option("--heartbeat-ms", o->heartbeat_ms, "Heartbeat period towards an authenticated coordinator")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600000u));
+  cmd->add_option("--idle-timeout-ms", o->idle_timeout_ms, "Close a connection that sends nothing for this long")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600000u));
+  cmd->add_option("--max-frame-bytes", o->max_frame_bytes,
+                  "Largest frame accepted after authentication (64 KiB before it)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31));
+  cmd->callback([o, &status] { status = run_agent(*o); });
+}
+
+}  // namespace fabemu::cli

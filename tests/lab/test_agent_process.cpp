@@ -1,0 +1,148 @@
+// The real `fabemu agent` as a separate process (FABEMU_CLI_PATH from CMake): a good client authenticates,
+// a wrong token is rejected, SIGTERM ends it with status 0; a missing token file is a usage error.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "host/lab/address.h"
+#include "host/lab/client.h"
+#include "host/lab/error.h"
+
+extern char** environ;
+
+namespace fabemu::lab {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Child {
+  pid_t pid = -1;
+  int stdout_fd = -1;
+};
+
+Child spawn(const std::vector<std::string>& args) {
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  Child child;
+  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipe_fds[1]);
+  if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  child.stdout_fd = pipe_fds[0];
+  return child;
+}
+
+// The first stdout line matching `pattern`, or "" after `timeout`.
+std::string read_line(int fd, std::chrono::milliseconds timeout) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char c = 0;
+    if (::read(fd, &c, 1) != 1) break;
+    if (c == '\n') return line;
+    line += c;
+  }
+  return line;
+}
+
+// Exit status, or -1 when the child is still running after `timeout`.
+int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  do {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(10ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  return -1;
+}
+
+class AgentProcess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("fabemu_agent_proc_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    token_file_ = (dir_ / "token").string();
+    std::ofstream(token_file_) << "process-test-token\n";
+    ::chmod(token_file_.c_str(), 0600);
+  }
+  void TearDown() override {
+    if (child_.pid > 0) {  // not reaped: the test failed before the child exited
+      ::kill(child_.pid, SIGKILL);
+      reap(5s);
+    }
+    if (child_.stdout_fd >= 0) ::close(child_.stdout_fd);
+    std::filesystem::remove_all(dir_);
+  }
+  // The child's exit status (reaped, so its pid is forgotten), or -1 while it still runs after `timeout`.
+  int reap(std::chrono::milliseconds timeout) {
+    const int status = wait_exit(child_.pid, timeout);
+    if (status != -1) child_.pid = -1;
+    return status;
+  }
+  std::filesystem::path dir_;
+  std::string token_file_;
+  Child child_;
+};
+
+TEST_F(AgentProcess, AuthenticatesRejectsAndStopsOnSigterm) {
+  child_ = spawn({FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", token_file_,
+                  "--heartbeat-ms", "100", "--idle-timeout-ms", "2000"});
+  const std::string line = read_line(child_.stdout_fd, 10s);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(line, m, std::regex(R"(listening on (127\.0\.0\.1:\d+))"))) << "stdout: " << line;
+  const auto endpoint = parse_endpoint(m[1].str());
+  ASSERT_NE(endpoint.port(), 0);
+
+  LabClient good;
+  good.connect(endpoint);
+  EXPECT_FALSE(good.authenticate("process-test-token").empty());
+  const ClockEstimate clock = good.probe_clock(8);
+  EXPECT_LT(std::abs(clock.offset_ns), 1'000'000);
+  EXPECT_GE(clock.delay_ns, 0);
+
+  LabClient bad;
+  bad.connect(endpoint);
+  try {
+    bad.authenticate("wrong-token");
+    FAIL() << "a wrong token was accepted";
+  } catch (const LabError& e) {
+    EXPECT_EQ(e.code(), proto::ERROR_AUTH_FAILED) << e.what();
+  }
+  good.heartbeat();  // the agent is still serving the good client
+
+  // SIGTERM: the connected coordinator is told, and the agent exits 0.
+  ASSERT_EQ(::kill(child_.pid, SIGTERM), 0);
+  try {
+    for (;;) good.receive();
+  } catch (const LabError& e) {
+    EXPECT_EQ(e.code(), proto::ERROR_SHUTTING_DOWN) << e.what();
+  }
+  EXPECT_EQ(reap(5s), 0);
+}
+
+TEST_F(AgentProcess, MissingTokenFileIsAUsageError) {
+  child_ = spawn({FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", (dir_ / "none").string()});
+  EXPECT_EQ(reap(10s), 2);
+}
+
+}  // namespace
+}  // namespace fabemu::lab

@@ -351,8 +351,15 @@ bool Sender::finish_if_done(uint32_t si) {
 bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
   Slot* s = find(dst, message_id);
   if (s == nullptr) return false;  // already complete: a repeated ACK
-  const uint32_t upto = std::min(cumulative, s->count);
-  for (uint32_t seq = 0; seq < upto; ++seq) ack_packet(*s, seq);
+  // ack_packet for every seq below min(cumulative, count) that was sent, a word at a time.
+  const uint32_t upto = std::min({cumulative, s->count, s->next_new});
+  for (uint32_t w = 0; uint64_t{w} * 64 < upto; ++w) {
+    const uint32_t bits = std::min<uint32_t>(64, upto - w * 64);
+    const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    const uint64_t fresh = mask & ~s->acked[w];
+    s->acked[w] |= fresh;
+    s->unacked -= static_cast<uint32_t>(std::popcount(fresh));
+  }
   return finish_if_done(static_cast<uint32_t>(s - slots_.data()));
 }
 

@@ -162,6 +162,26 @@ TEST(Sender, CookieOnEveryPacketOfItsMessage) {
   EXPECT_EQ(p.cookie, 5u);
 }
 
+// Cumulative ACKs across bitmap words never acknowledge packets not yet sent.
+TEST(Sender, CumulativeAckCoversOnlySentPackets) {
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 10, .window = 2, .rto = 100_us});
+  EXPECT_EQ(tx.submit(0, 1300), 0u);  // 130 packets: three bitmap words
+  TxPacket p;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(tx.next(Time::from_us(1), p));
+  EXPECT_FALSE(tx.on_ack(0, 0, 70));
+  EXPECT_FALSE(tx.on_ack(0, 0, 120));  // 100..119 were never sent: not acknowledged
+  EXPECT_FALSE(tx.on_ack(0, 0, 130));
+  std::vector<uint32_t> rest;
+  while (tx.next(Time::from_us(2), p)) rest.push_back(p.seq);
+  ASSERT_EQ(rest.size(), 30u);
+  EXPECT_EQ(rest.front(), 100u);
+  EXPECT_EQ(rest.back(), 129u);
+  EXPECT_FALSE(tx.next(Time::from_us(101), p));  // 0..99 acknowledged: no timeout
+  EXPECT_TRUE(tx.on_ack(0, 0, 130));
+  EXPECT_EQ(tx.stats().retransmissions, 0u);
+  EXPECT_EQ(tx.unacked_messages(), 0u);
+}
+
 TEST(FaultFilter, SeededAndCalibrated) {
   const FaultConfig cfg{.drop_rate = 0.01, .duplicate_rate = 0.01, .reorder_rate = 0.05, .seed = 42};
   FaultFilter a(cfg), b(cfg);

@@ -283,6 +283,90 @@ TEST(LlmConsistency, GridOfPlansRunsInTheWalker) {
   }
 }
 
+// Regression test of the same walker bug at the shape of the published runs (TP inside a node, PP and DP
+// across nodes): TP 2 x PP 4 x DP 2 with 8 micro-batches per pipeline, one communication stream per rank
+// and dimension, on a 2-D network (Ring(2) inside a "node" x Switch(8) between them, TP innermost so TP
+// pairs share a ring), through both the analytical (closed-form collectives) and the packet fabric. Every
+// rank finishes, every collective and SEND of the traces ran, and each of the 16 process groups ran
+// exactly as many collectives as the generator's schedule gives it.
+TEST(LlmEmulated, PipelinePlanWithManyGroupsRunsWithOneStreamOnBothFabrics) {
+  constexpr int64_t kTp = 2, kPp = 4, kDp = 2, kM = 8;
+  LlmSpec spec = small(kTp, kPp, kDp);  // 4 layers: one per stage; stage 0 has the embedding, 3 the output
+  spec.train.global_batch = kM * kDp;
+  test::ScratchDir dir;
+  const auto out = generate_llm(spec, dir.file("w"));
+  ASSERT_EQ(llm_figures(spec).microbatches, kM);
+  const int64_t world = kTp * kPp * kDp;
+  ASSERT_EQ(static_cast<int64_t>(out.paths.size()), world);
+
+  // The schedule in closed form, per member: TP all-reduces = 4 per layer and micro-batch (attention and
+  // FFN, forward and input gradient) + 1 per micro-batch for the output layer's input gradient (last
+  // stage); DP all-reduces (ZeRO-0) = one bucket per layer, + embedding (first stage), + output (last).
+  const auto plan = nlohmann::json::parse(std::ifstream(out.plan_path));
+  const auto groups = nlohmann::json::parse(std::ifstream(out.comm_groups_path));
+  const auto stage_of = [&](int64_t rank) { return rank / (kTp * kDp); };  // order tp,ep,dp,pp
+  std::map<std::string, uint64_t> expected;  // group name -> collectives per member
+  for (const auto& name : plan["groups_by_kind"]["tp"]) {
+    const std::string g = name.get<std::string>();
+    const auto members = groups[g].get<std::vector<int64_t>>();
+    ASSERT_EQ(static_cast<int64_t>(members.size()), kTp);
+    expected[g] = 4 * kM + (stage_of(members[0]) == kPp - 1 ? kM : 0);
+  }
+  for (const auto& name : plan["groups_by_kind"]["dp"]) {
+    const std::string g = name.get<std::string>();
+    const auto members = groups[g].get<std::vector<int64_t>>();
+    ASSERT_EQ(static_cast<int64_t>(members.size()), kDp);
+    const int64_t st = stage_of(members[0]);
+    expected[g] = 1 + (st == 0 ? 1 : 0) + (st == kPp - 1 ? 1 : 0);
+  }
+  ASSERT_EQ(expected.size(), static_cast<size_t>(world / kTp + world / kDp));  // 8 TP + 8 DP groups
+  // ... and as the trace files hold them.
+  std::map<std::string, std::map<int64_t, uint64_t>> in_traces;
+  uint64_t colls = 0, sends = 0;
+  for (int64_t r = 0; r < world; ++r) {
+    for (const Node& n : read_all(out.paths[static_cast<size_t>(r)])) {
+      if (n.type() == ChakraProtoMsg::COMM_COLL_NODE) {
+        ++in_traces[comm_info(n).pg][r];
+        ++colls;
+      }
+      sends += n.type() == ChakraProtoMsg::COMM_SEND_NODE ? 1 : 0;
+    }
+  }
+  ASSERT_EQ(in_traces.size(), expected.size());
+  for (const auto& [g, per_rank] : in_traces) {
+    for (const auto& [r, count] : per_rank) EXPECT_EQ(count, expected.at(g)) << "group " << g << " rank " << r;
+  }
+  EXPECT_EQ(sends, static_cast<uint64_t>(2 * kM * (kPp - 1) * (world / kPp)));
+
+  auto options = roofline_options(system_config(emu::CollectiveAlgo::kRing, 2, 1, 2));
+  options.comm_streams = 1;
+  const auto net = network({dim(emu::DimTopology::kRing, kTp, 400, 500), dim(emu::DimTopology::kSwitch, 8, 50, 2000)});
+  for (const auto model : {emu::walker_test::Model::kAnalytical, emu::walker_test::Model::kPacket}) {
+    SCOPED_TRACE(model == emu::walker_test::Model::kPacket ? "packet" : "analytical");
+    const auto run = emu::walker_test::within(std::chrono::seconds(60), [&] {
+      return run_walker(net, options, out.paths, model, model == emu::walker_test::Model::kPacket ? 4096 : ~0u);
+    });
+    ASSERT_TRUE(run.result.stuck.empty()) << run.result.stuck.front();
+    ASSERT_EQ(run.result.ranks.size(), static_cast<size_t>(world));
+    uint64_t member_instances = 0;
+    std::map<std::string, uint64_t> per_group;
+    for (const auto& c : run.result.collectives) {
+      member_instances += static_cast<uint64_t>(c.members);
+      EXPECT_EQ(c.members, c.group.empty() ? world : static_cast<int32_t>(groups[c.group].size())) << c.name;
+      ++per_group[c.group];
+    }
+    EXPECT_EQ(member_instances, colls);
+    EXPECT_EQ(per_group, expected);
+    EXPECT_EQ(run.result.p2p.sends, sends);
+    // Every rank walked its whole file and computed: the finish times are those of real work.
+    for (const auto& r : run.result.ranks) {
+      EXPECT_EQ(r.nodes, read_all(out.paths[static_cast<size_t>(r.rank)]).size()) << "rank " << r.rank;
+      EXPECT_GT(r.compute_busy.ps(), 0u);
+      EXPECT_LE(r.finish.ps(), run.result.total.ps());
+    }
+  }
+}
+
 // Every plan of the grid runs to the end in the walker when each rank has enough communication streams
 // (64) that collectives of different groups never wait for each other's slot (the test above runs one
 // stream).

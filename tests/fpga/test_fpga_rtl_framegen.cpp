@@ -96,6 +96,8 @@ class FrameGenBench {
   }
   ~FrameGenBench() { top_->final(); }
   Vsched_frame_gen& top() { return *top_; }
+  // Cycle at which each descriptor was accepted (s_valid && s_ready), over every run().
+  const std::vector<uint64_t>& accepted() const { return accepted_; }
 
   // Offers `deps` in order (s_valid with probability valid_pct/100) with tready high with probability
   // ready_pct/100; returns the frames as they left, with the cycles they left at.
@@ -139,7 +141,10 @@ class FrameGenBench {
       } else {
         EXPECT_FALSE(in_frame) << "tvalid dropped inside a frame at cycle " << cycle;
       }
-      if (t.s_valid && t.s_ready) ++next;
+      if (t.s_valid && t.s_ready) {
+        accepted_.push_back(cycle);
+        ++next;
+      }
       t.clk = 1;
       t.eval();
     }
@@ -174,6 +179,7 @@ class FrameGenBench {
 
   VerilatedContext ctx_;
   std::unique_ptr<Vsched_frame_gen> top_;
+  std::vector<uint64_t> accepted_;
 };
 
 // Every frame is the encoder's frame for the same fields and decodes as ours with those fields.
@@ -281,4 +287,34 @@ TEST(FpgaRtlFrameGen, LateDescriptorsAndRandomValidReady) {
   }
   EXPECT_EQ(b.top().late_frames, late);
   check_frames(deps, got);
+}
+
+// The build latency: a descriptor accepted at cycle a can be presented at a + kLead at the earliest
+// (documented in hw/sched/doc/sched_frame_gen.md); one scheduled exactly then is on time, one scheduled
+// earlier (here: cycle 0, long past) leaves then and is counted late.
+TEST(FpgaRtlFrameGen, LeadTimeFromDescriptorToFirstBeat) {
+  constexpr uint64_t kLead = 5;
+  std::mt19937_64 rng(54);
+  FrameGenBench b;
+  Departure past;
+  past.spec = random_spec(rng);
+  past.sched = 0;
+  auto got = b.run({past}, 100, 100, 4);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(b.accepted().size(), 1u);
+  EXPECT_EQ(got[0].first_cycle, b.accepted()[0] + kLead);
+  EXPECT_EQ(b.top().late_frames, 1u);
+  check_frames({past}, got);
+  // The next descriptor is offered in the cycle after the last run's final beat.
+  Departure exact;
+  exact.spec = random_spec(rng);
+  exact.sched = got[0].end_cycle + 1 + kLead;
+  got = b.run({exact}, 100, 100, 5);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_EQ(b.accepted().size(), 2u);
+  EXPECT_EQ(b.accepted()[1], exact.sched - kLead);
+  EXPECT_EQ(got[0].first_cycle, exact.sched);
+  EXPECT_EQ(b.top().late_frames, 1u);
+  EXPECT_EQ(b.top().frames, 2u);
+  check_frames({exact}, got);
 }

@@ -62,14 +62,14 @@ module sched_frame_gen (
         else c = c >> 1;
       end
     end
-    return ~c;
+    crc32_56 = ~c;
   endfunction
 
   // RFC 1071 ones'-complement sum (not inverted) folded to 16 bits.
   function automatic logic [15:0] fold16(input logic [23:0] s);
     logic [16:0] t;
     t = {1'b0, s[15:0]} + {9'd0, s[23:16]};
-    return t[15:0] + {15'd0, t[16]};
+    fold16 = t[15:0] + {15'd0, t[16]};
   endfunction
 
   // --- descriptor intake and header build (multi-cycle, one descriptor at a time) -----------------

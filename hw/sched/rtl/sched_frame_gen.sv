@@ -99,11 +99,10 @@ module sched_frame_gen (
 
   // The frame on the wire.
   logic              busy_reg, busy_next;           // a frame's beats are being presented
-  logic [HDR_W-1:0]  cur_hdr_reg, cur_hdr_next;
+  logic [HDR_W-1:0]  cur_hdr_reg, cur_hdr_next;    // beats not yet transferred; beat in tdata at 63:0
   logic [13:0]       cur_beat_reg, cur_beat_next;   // index of the beat in m_axis_tdata
   logic [13:0]       cur_last_reg, cur_last_next;
   logic [7:0]        cur_keep_reg, cur_keep_next;
-  logic [63:0]       tdata_reg, tdata_next;
   logic [7:0]        tkeep_reg, tkeep_next;
   logic              tlast_reg, tlast_next;
 
@@ -120,7 +119,7 @@ module sched_frame_gen (
   logic         pend_take, tx_done, start;
 
   assign s_ready = bstate_reg == B_IDLE;
-  assign m_axis_tdata = tdata_reg;
+  assign m_axis_tdata = cur_hdr_reg[63:0];
   assign m_axis_tkeep = tkeep_reg;
   assign m_axis_tlast = tlast_reg;
   assign m_axis_tvalid = busy_reg;
@@ -151,7 +150,6 @@ module sched_frame_gen (
     cur_beat_next = cur_beat_reg;
     cur_last_next = cur_last_reg;
     cur_keep_next = cur_keep_reg;
-    tdata_next = tdata_reg;
     tkeep_next = tkeep_reg;
     tlast_next = tlast_reg;
     frames_next = frames_reg;
@@ -205,7 +203,7 @@ module sched_frame_gen (
       default: ;  // B_DONE: below
     endcase
 
-    // Transmit. A frame starts (its first beat is registered into tdata, presented next cycle) when the
+    // Transmit. A frame starts (its header is loaded into cur_hdr, beat 0 presented next cycle) when the
     // stream is free or its last beat leaves now, a frame is pending, and next cycle is its cycle or
     // later.
     tx_done = busy_reg && m_axis_tready && tlast_reg;
@@ -216,7 +214,7 @@ module sched_frame_gen (
         busy_next = 1'b0;
       end else begin
         cur_beat_next = cur_beat_reg + 14'd1;
-        tdata_next = cur_beat_next < 14'(HDR_BEATS) ? cur_hdr_reg[64 * cur_beat_next[3:0] +: 64] : 64'd0;
+        cur_hdr_next = {64'd0, cur_hdr_reg[HDR_W-1:64]};  // a shift, not a mux; zeros after the header
         tlast_next = cur_beat_next == cur_last_reg;
         tkeep_next = cur_beat_next == cur_last_reg ? cur_keep_reg : 8'hFF;
       end
@@ -228,7 +226,6 @@ module sched_frame_gen (
       cur_beat_next = 14'd0;
       cur_last_next = pend_last_reg;
       cur_keep_next = pend_keep_reg;
-      tdata_next = pend_hdr_reg[63:0];
       tlast_next = 1'b0;                                // frames are at least 13 beats
       tkeep_next = 8'hFF;
       frames_next = frames_reg + 32'd1;
@@ -271,7 +268,6 @@ module sched_frame_gen (
     cur_beat_reg <= cur_beat_next;
     cur_last_reg <= cur_last_next;
     cur_keep_reg <= cur_keep_next;
-    tdata_reg <= tdata_next;
     tkeep_reg <= tkeep_next;
     tlast_reg <= tlast_next;
     frames_reg <= frames_next;

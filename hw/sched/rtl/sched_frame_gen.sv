@@ -58,8 +58,8 @@ module sched_frame_gen (
     c = 32'hFFFF_FFFF;
     for (int i = 0; i < 56; i++) begin
       for (int k = 0; k < 8; k++) begin
-        if (c[0] ^ b[447 - 8 * i - 7 + k]) c = (c >> 1) ^ 32'hEDB8_8320;
-        else c = c >> 1;
+        // XOR form (no data-dependent if): synthesis reduces it to an XOR tree per output bit.
+        c = (c >> 1) ^ ({32{c[0] ^ b[447 - 8 * i - 7 + k]}} & 32'hEDB8_8320);
       end
     end
     crc32_56 = ~c;

@@ -29,3 +29,16 @@ for links in "${sizes[@]}"; do
   printf '%-7s %8s %8s %8s %8s %8s %8s %8s\n' "$links" "$(count '^LUT[1-6]$')" "$(count '^SRL(16E|C32E)$')" \
     "$(count '^FD[CPRS]E?$')" "$(count '^RAMB36E2$')" "$(count '^RAMB18E2$')" "$(count '^DSP48E2$')" "$(count '^CARRY[48]$')"
 done
+
+# The frame generator stage (sched_frame_gen.sv, not part of the kernel): FRAME_GEN=1 hw/synth.sh [links...]
+# adds its row after the kernel's (it has no link table, so one synthesis).
+if [ "${FRAME_GEN:-0}" = 1 ]; then
+  log=$out/sched_frame_gen.log
+  if ! yosys -q -l "$log" -p "read_verilog -sv $rtl/sched_frame_gen.sv; synth_xilinx -family xcup -top sched_frame_gen -flatten -noiopad; stat" >/dev/null 2>&1; then
+    echo "synth.sh: yosys failed for sched_frame_gen; see $log" >&2
+    tail -5 "$log" >&2
+    exit 1
+  fi
+  printf '%-7s %8s %8s %8s %8s %8s %8s %8s\n' framegen "$(count '^LUT[1-6]$')" "$(count '^SRL(16E|C32E)$')" \
+    "$(count '^FD[CPRS]E?$')" "$(count '^RAMB36E2$')" "$(count '^RAMB18E2$')" "$(count '^DSP48E2$')" "$(count '^CARRY[48]$')"
+fi

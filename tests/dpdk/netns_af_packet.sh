@@ -10,28 +10,7 @@ ns=fabemu-t$$
 a=fe-veth-a
 b=fe-veth-b
 
-if ! command -v ip >/dev/null || ! ip netns add "$ns" 2>/dev/null; then
-  echo "SKIP: cannot create a network namespace (ip netns add) on this machine"
-  exit 77
-fi
-tmp=$(mktemp -d)
-tcpdump_pid=
-cleanup() {
-  if [ -n "$tcpdump_pid" ]; then kill "$tcpdump_pid" 2>/dev/null; wait "$tcpdump_pid" 2>/dev/null; fi
-  ip netns del "$ns" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-fail() { echo "FAIL: $*"; exit 1; }
-# Both ends are created inside the namespace: nothing touches the host's interfaces.
-ip -n "$ns" link add "$a" type veth peer name "$b" || fail "veth pair"
-ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
-  >/dev/null 2>&1 || true
-ip -n "$ns" addr add 198.18.0.1/24 dev "$a" || fail "address on $a"
-ip -n "$ns" addr add 198.18.0.2/24 dev "$b" || fail "address on $b"
-ip -n "$ns" link set lo up && ip -n "$ns" link set "$a" up && ip -n "$ns" link set "$b" up || fail "link up"
+. "$(dirname "$0")/netns_common.sh"
 
 if command -v tcpdump >/dev/null; then
   ip netns exec "$ns" tcpdump -i "$b" -U -B 32768 -s 0 -w "$tmp/cap.pcap" udp >"$tmp/tcpdump.log" 2>&1 &

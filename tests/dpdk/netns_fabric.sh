@@ -11,28 +11,8 @@ ns=fabemu-f$$
 a=fe-fab-a
 b=fe-fab-b
 
-if ! command -v ip >/dev/null || ! ip netns add "$ns" 2>/dev/null; then
-  echo "SKIP: cannot create a network namespace (ip netns add) on this machine"
-  exit 77
-fi
-command -v tcpdump >/dev/null || { ip netns del "$ns"; echo "SKIP: tcpdump is not installed"; exit 77; }
-tmp=$(mktemp -d)
-tcpdump_pid=
-cleanup() {
-  if [ -n "$tcpdump_pid" ]; then kill "$tcpdump_pid" 2>/dev/null; wait "$tcpdump_pid" 2>/dev/null; fi
-  ip netns del "$ns" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-fail() { echo "FAIL: $*"; exit 1; }
-
-ip -n "$ns" link add "$a" type veth peer name "$b" || fail "veth pair"
-ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 \
-  >/dev/null 2>&1 || true
-ip -n "$ns" addr add 198.18.0.1/24 dev "$a" || fail "address on $a"
-ip -n "$ns" addr add 198.18.0.2/24 dev "$b" || fail "address on $b"
-ip -n "$ns" link set lo up && ip -n "$ns" link set "$a" up && ip -n "$ns" link set "$b" up || fail "link up"
+. "$(dirname "$0")/netns_common.sh"
+command -v tcpdump >/dev/null || { echo "SKIP: tcpdump is not installed"; exit 77; }
 
 "$fabemu" trace generate collective --type all_reduce --ranks 4 --size 1MiB --out-dir "$tmp/ar" >/dev/null \
   || fail "trace generate"

@@ -1,0 +1,111 @@
+// The socket fabric (issue 7): the DPDK fabric's real-time engine over kernel UDP sockets (Boost.Asio),
+// for hosts without DPDK-capable NICs and for multi-host runs. host/lab/README.md, "Socket fabric".
+//
+// Same contract as host/dpdk/dpdk_fabric.h: the fabric owns an engine and a PacketFabric on it (the FIFO
+// link contract of DESIGN.md) over *every* rank of the workload. The model decides when a message is
+// delivered; the wire decides whether it may be. Each UDP datagram carries what follows the UDP header of
+// a fabemu-mode DPDK frame: the 60-byte fabemu header, then as many zero bytes as the packet carries
+// message bytes.
+//
+// Multi-host: every process of a run replays the whole model (the same walker, the same events in the
+// same order), and puts on the wire only the messages with a rank of its own at one end. `local[r]` says
+// which ranks this process hosts; it binds one UDP socket per local rank at endpoints[r]. When the model
+// delivers a message:
+//   - destination local: wait until it is reassembled here (and, with D > 0, until the dilated wall
+//     clock reaches the modelled time: the delay line);
+//   - source local, destination remote: wait until the destination's last ACK says it is complete;
+//   - neither local: no wire (with D > 0, wait for the dilated wall clock, so that processes keep step).
+// So the walker of every process sees exactly the packet model's times, each message crosses the network
+// once, and a run split over hosts reports what a single-host run reports. Waiting always services the
+// sockets (transmit, receive, ACK/NACK, retransmit), so two processes waiting on each other progress.
+#pragma once
+
+#include <boost/asio/ip/udp.hpp>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "emulator/event_queue.h"
+#include "emulator/fabric.h"
+#include "emulator/histogram.h"
+#include "emulator/packet_fabric.h"
+#include "emulator/topology.h"
+#include "host/dpdk/reassembly.h"
+#include "host/lab/live_metrics.h"
+
+namespace fabemu::lab {
+
+struct SocketFabricOptions {
+  uint32_t model_mtu = ~uint32_t{0};  // the PacketFabric's packet size (the software model's --mtu)
+  uint32_t payload = 1400;            // message bytes per datagram, after the 60-byte fabemu header
+  double dilation = 0;                // 0: as fast as possible; D > 0: D times slower than the target
+  host::dpdk::FaultConfig faults;     // applied to data datagrams on the receive side
+  emu::Duration nack_delay = emu::Duration::from_us(200);  // wall time
+  emu::Duration rto = emu::Duration::from_ms(10);          // initial/minimum retransmission timeout, wall
+  uint32_t window = 1024;             // messages in flight per (sender, receiver) pair; a power of two
+  // A message the model has delivered but the wire has not, with nothing received for this long (wall),
+  // is an error (std::runtime_error naming the message's ranks): a dead peer must not hang the run.
+  emu::Duration stall_timeout = emu::Duration::from_ms(10'000);
+  // Wall-clock epoch of emulated time 0, CLOCK_REALTIME nanoseconds (the coordinator's agreed start,
+  // already in this host's clock). 0: the first send() starts the clock.
+  int64_t start_realtime_ns = 0;
+  // Polled every round of I/O; true ends the run early: no more deliveries, interrupted() is true.
+  std::function<bool()> stop_requested;
+  LiveMetrics* live = nullptr;        // when set, kept current (link_bytes sized to the topology's links)
+};
+
+struct SocketStats {
+  double dilation = 0;
+  emu::Duration wall;                 // from the clock's start to the last poll
+  uint64_t messages_sent = 0, bytes_sent = 0;          // local source, remote or local destination
+  uint64_t messages_received = 0, bytes_received = 0;  // reassembled for a local destination
+  uint64_t model_only_messages = 0;   // neither end local (no wire)
+  uint64_t local_messages = 0;        // src == dst
+  uint64_t datagrams_tx = 0, datagram_bytes_tx = 0, datagrams_rx = 0, datagram_bytes_rx = 0;
+  uint64_t retransmissions = 0, nack_retransmissions = 0, timeout_retransmissions = 0;
+  uint64_t acks = 0, nacks = 0;
+  uint64_t rx_duplicates = 0, rx_reordered = 0, rx_stale = 0;
+  uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
+  uint64_t not_ours = 0;              // datagrams that are not valid fabemu datagrams for a local rank
+  uint64_t send_errors = 0;           // sendto failures other than EAGAIN (retried by the reliability layer)
+  uint64_t late = 0, on_time = 0;     // D > 0: messages complete after / by their modelled delivery
+  emu::LogHistogram latency_ns;       // per message with a local source and destination... or either end
+  emu::LogHistogram lateness_ns;      // D > 0: emulated ns late, for the late ones
+};
+
+std::string format_socket_stats(const SocketStats& stats);
+std::string socket_stats_to_json(const SocketStats& stats);  // the report's "socket" section
+
+class SocketFabric final : public emu::Fabric {
+ public:
+  // endpoints[r]: where rank r receives (one per NPU of the topology); local[r]: this process hosts r.
+  // std::invalid_argument for bad options or sizes; boost::system::system_error when a socket cannot bind.
+  SocketFabric(emu::Topology topology, std::vector<boost::asio::ip::udp::endpoint> endpoints,
+               std::vector<bool> local, SocketFabricOptions options);
+  ~SocketFabric() override;
+
+  void send(const emu::Message& m, emu::Time ready) override;
+  using Fabric::send;
+  emu::Engine& engine() override;
+  void set_listener(emu::DeliveryListener* listener) override;
+
+  // After the walk: services the sockets until every message with a local source is acknowledged or
+  // `limit` (wall) has passed; true when all were.
+  bool drain(emu::Duration limit = emu::Duration::from_ms(2'000));
+  // Keeps servicing the sockets (answering retransmissions of peers still finishing) until `until()`
+  // returns true or stop_requested does.
+  void serve(const std::function<bool()>& until);
+  bool interrupted() const noexcept;
+
+  const emu::PacketFabric& model() const noexcept;
+  const SocketStats& stats();  // refreshed on every call
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fabemu::lab

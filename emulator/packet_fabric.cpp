@@ -23,51 +23,17 @@ void check_endpoints(const Topology& topology, const Message& m, const char* who
 // --- PacketFabric ------------------------------------------------------------------------------------
 
 PacketFabric::PacketFabric(Engine& engine, Topology topology, uint32_t mtu)
-    : engine_(engine), topology_(std::move(topology)), mtu_(mtu) {
+    : engine_(engine), topology_(std::move(topology)), mtu_(mtu), pools_("PacketFabric", topology_.max_hops()) {
   if (mtu_ == 0) throw std::invalid_argument("PacketFabric: the MTU must be at least 1 byte");
   links_.resize(topology_.links().size() + 1);
   stats_.resize(topology_.links().size());
-}
-
-uint32_t PacketFabric::new_packet() {
-  if (free_packet_ != kNone) {
-    const uint32_t p = free_packet_;
-    free_packet_ = packets_[p].next;
-    return p;
-  }
-  if (packets_.size() >= kNone) throw std::length_error("PacketFabric: more than 2^32 packets in flight");
-  packets_.emplace_back();
-  return static_cast<uint32_t>(packets_.size() - 1);
-}
-
-uint32_t PacketFabric::new_message() {
-  if (free_msg_ != kNone) {
-    const uint32_t s = free_msg_;
-    free_msg_ = static_cast<uint32_t>(msgs_[s].packets_left);
-    return s;
-  }
-  const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
-  if (msgs_.size() >= kNone || (msgs_.size() + 1) * per_slot > kNone) {
-    throw std::length_error("PacketFabric: too many messages in flight");
-  }
-  msgs_.push_back(MessageState{0, 0, static_cast<uint32_t>(msgs_.size() * per_slot), 0});
-  routes_.resize(msgs_.size() * per_slot);
-  return static_cast<uint32_t>(msgs_.size() - 1);
 }
 
 void PacketFabric::send(const Message& m, Time ready) {
   check_endpoints(topology_, m, "PacketFabric::send");
   if (ready < engine_.now()) throw std::invalid_argument("PacketFabric::send: ready time in the past");
   if (ready > engine_.now()) {
-    uint64_t slot = free_waiting_;
-    if (slot != ~uint64_t{0}) {
-      free_waiting_ = waiting_[slot].id;
-      waiting_[slot] = m;
-    } else {
-      slot = waiting_.size();
-      waiting_.push_back(m);
-    }
-    engine_.at(ready, *this, kInjectBit | slot);
+    engine_.at(ready, *this, kInjectBit | pools_.park(m));
     return;
   }
   inject(m);
@@ -75,28 +41,28 @@ void PacketFabric::send(const Message& m, Time ready) {
 
 void PacketFabric::inject(const Message& m) {
   const uint64_t n_packets = m.bytes == 0 ? 1 : (m.bytes + mtu_ - 1) / mtu_;
-  const uint32_t s = new_message();
-  const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
+  const uint32_t s = pools_.new_message();
+  Pools::MessageState& msg = pools_.message(s);
   // m.flow is the ECMP key: the messages of one flow take one path where the topology has several.
   const auto route =
-      topology_.route(m.src, m.dst, m.flow, std::span<LinkId>(routes_).subspan(msgs_[s].route_begin, per_slot));
-  msgs_[s].id = m.id;
-  msgs_[s].packets_left = n_packets;
-  msgs_[s].hops = static_cast<uint32_t>(route.size());
+      topology_.route(m.src, m.dst, m.flow, pools_.route_storage(s));
+  msg.id = m.id;
+  msg.packets_left = n_packets;
+  msg.hops = static_cast<uint32_t>(route.size());
   const uint32_t first = route.empty() ? static_cast<uint32_t>(links_.size() - 1) : route[0];
   uint64_t left = m.bytes;
   for (uint64_t i = 0; i < n_packets; ++i) {
-    const uint32_t p = new_packet();
+    const uint32_t p = pools_.new_packet();
     const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(left, mtu_));
     left -= bytes;
-    packets_[p] = Packet{0, s, kNone, bytes, 0};
+    pools_.packet(p) = Pools::Packet{0, s, kNone, bytes, 0};
     enter(first, p);
   }
 }
 
 void PacketFabric::enter(uint32_t l, uint32_t p) {
   LinkState& link = links_[l];
-  Packet& pkt = packets_[p];
+  Pools::Packet& pkt = pools_.packet(p);
   const Time now = engine_.now();
   if (l < stats_.size()) {
     const Link& spec = topology_.link(l);
@@ -115,8 +81,8 @@ void PacketFabric::enter(uint32_t l, uint32_t p) {
     link.head = link.tail = p;
     engine_.at(Time::from_ps(pkt.far_end_ps), *this, l);
   } else {
-    assert(packets_[link.tail].far_end_ps <= pkt.far_end_ps);
-    packets_[link.tail].next = p;
+    assert(pools_.packet(link.tail).far_end_ps <= pkt.far_end_ps);
+    pools_.packet(link.tail).next = p;
     link.tail = p;
   }
 }
@@ -124,38 +90,33 @@ void PacketFabric::enter(uint32_t l, uint32_t p) {
 void PacketFabric::on_event(uint64_t arg) {
   if ((arg & kInjectBit) != 0) {
     const uint64_t slot = arg & ~kInjectBit;
-    const Message m = waiting_[slot];
-    waiting_[slot].id = free_waiting_;
-    free_waiting_ = slot;
-    inject(m);
+    inject(pools_.unpark(slot));
     return;
   }
   const auto l = static_cast<uint32_t>(arg);
   LinkState& link = links_[l];
   const uint32_t p = link.head;
-  assert(p != kNone && packets_[p].far_end_ps == engine_.now().ps());
-  link.head = packets_[p].next;
+  assert(p != kNone && pools_.packet(p).far_end_ps == engine_.now().ps());
+  link.head = pools_.packet(p).next;
   if (link.head == kNone) {
     link.tail = kNone;
   } else {
-    engine_.at(Time::from_ps(packets_[link.head].far_end_ps), *this, l);
+    engine_.at(Time::from_ps(pools_.packet(link.head).far_end_ps), *this, l);
   }
 
-  Packet& pkt = packets_[p];
+  Pools::Packet& pkt = pools_.packet(p);
   const uint32_t s = pkt.msg;
-  MessageState& msg = msgs_[s];
+  Pools::MessageState& msg = pools_.message(s);
   if (pkt.hop + 1 < msg.hops) {
     ++pkt.hop;
-    enter(routes_[msg.route_begin + pkt.hop], p);
+    enter(pools_.link_of(msg, pkt.hop), p);
     return;
   }
   // At dst: recycle the packet, and the message with its last packet.
-  pkt.next = free_packet_;
-  free_packet_ = p;
+  pools_.free_packet(p);
   if (--msg.packets_left > 0) return;
   const uint64_t id = msg.id;
-  msg.packets_left = free_msg_;
-  free_msg_ = s;
+  pools_.free_message(s);
   ++delivered_;
   // Last: the listener may send, which may grow the pools and move what the references above point to.
   if (listener_ != nullptr) listener_->on_delivered(id, engine_.now());

@@ -8,6 +8,7 @@
 
 #include "emulator/event_queue.h"
 #include "emulator/fabric.h"
+#include "emulator/packet_pool.h"
 #include "emulator/time.h"
 #include "emulator/topology.h"
 
@@ -50,23 +51,11 @@ class PacketFabric final : public Fabric, private EventTarget {
   const LinkStats& link_stats(LinkId link) const noexcept { return stats_[link]; }
   uint64_t messages_delivered() const noexcept { return delivered_; }
   // Packets allocated so far (the pool's high-water mark): it stops growing in steady state.
-  std::size_t packet_pool_size() const noexcept { return packets_.size(); }
+  std::size_t packet_pool_size() const noexcept { return pools_.packet_pool_size(); }
 
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
-  struct Packet {
-    uint64_t far_end_ps;  // when it reaches the far end of the link it is on
-    uint32_t msg;         // slot in msgs_
-    uint32_t next;        // next packet on the same link FIFO, or next free packet
-    uint32_t bytes;
-    uint32_t hop;         // index into the message's route of the link it is on
-  };
-  struct MessageState {
-    uint64_t id;
-    uint64_t packets_left;  // packets not yet at dst; on the free list, the next free slot
-    uint32_t route_begin;   // offset of its route in routes_ (max_hops entries per slot)
-    uint32_t hops;
-  };
+  using Pools = PacketPools;
   struct LinkState {
     Time free_at;         // link_free of the contract
     uint32_t head = kNone;
@@ -78,8 +67,6 @@ class PacketFabric final : public Fabric, private EventTarget {
   void inject(const Message& m);
   // Packet `p` reaches link `l` at now().
   void enter(uint32_t l, uint32_t p);
-  uint32_t new_packet();
-  uint32_t new_message();
 
   Engine& engine_;
   Topology topology_;
@@ -89,15 +76,9 @@ class PacketFabric final : public Fabric, private EventTarget {
   // event of their own rather than inside send().
   std::vector<LinkState> links_;
   std::vector<LinkStats> stats_;
-  std::vector<Packet> packets_;
-  uint32_t free_packet_ = kNone;
-  std::vector<MessageState> msgs_;
-  std::vector<LinkId> routes_;  // max(1, max_hops) entries per message slot
-  uint32_t free_msg_ = kNone;
+  Pools pools_;  // packets and messages in flight, messages waiting for their ready time
   uint64_t delivered_ = 0;
   static constexpr uint64_t kInjectBit = uint64_t{1} << 63;
-  std::vector<Message> waiting_;  // messages sent with a later ready time; a free slot's id = next free
-  uint64_t free_waiting_ = ~uint64_t{0};
 };
 
 // ASTRA-sim's analytical model: no queues, every message alone on the fabric. A message of B bytes sent

@@ -15,7 +15,11 @@ constexpr uint64_t kUnknown = std::numeric_limits<uint64_t>::max();  // far end 
 }  // namespace
 
 FpgaFabric::FpgaFabric(emu::Engine& engine, emu::Topology topology, uint32_t mtu, std::unique_ptr<SchedDevice> device)
-    : engine_(engine), topology_(std::move(topology)), mtu_(mtu), device_(std::move(device)) {
+    : engine_(engine),
+      topology_(std::move(topology)),
+      mtu_(mtu),
+      device_(std::move(device)),
+      pools_("FpgaFabric", topology_.max_hops()) {
   if (mtu_ == 0) throw std::invalid_argument("FpgaFabric: the MTU must be at least 1 byte");
   if (!device_) throw std::invalid_argument("FpgaFabric: no device");
   const auto& links = topology_.links();
@@ -34,32 +38,6 @@ FpgaFabric::FpgaFabric(emu::Engine& engine, emu::Topology topology, uint32_t mtu
   stats_.resize(links.size());
 }
 
-uint32_t FpgaFabric::new_packet() {
-  if (free_packet_ != kNone) {
-    const uint32_t p = free_packet_;
-    free_packet_ = packets_[p].next;
-    return p;
-  }
-  if (packets_.size() >= kNone) throw std::length_error("FpgaFabric: more than 2^32 packets in flight");
-  packets_.emplace_back();
-  return static_cast<uint32_t>(packets_.size() - 1);
-}
-
-uint32_t FpgaFabric::new_message() {
-  if (free_msg_ != kNone) {
-    const uint32_t s = free_msg_;
-    free_msg_ = static_cast<uint32_t>(msgs_[s].packets_left);
-    return s;
-  }
-  const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
-  if (msgs_.size() >= kNone || (msgs_.size() + 1) * per_slot > kNone) {
-    throw std::length_error("FpgaFabric: too many messages in flight");
-  }
-  msgs_.push_back(MessageState{0, 0, static_cast<uint32_t>(msgs_.size() * per_slot), 0});
-  routes_.resize(msgs_.size() * per_slot);
-  return static_cast<uint32_t>(msgs_.size() - 1);
-}
-
 void FpgaFabric::send(const emu::Message& m, emu::Time ready) {
   if (m.src < 0 || m.src >= topology_.npus() || m.dst < 0 || m.dst >= topology_.npus()) {
     throw std::invalid_argument("FpgaFabric::send: message " + std::to_string(m.id) + " goes from " +
@@ -68,15 +46,7 @@ void FpgaFabric::send(const emu::Message& m, emu::Time ready) {
   }
   if (ready < engine_.now()) throw std::invalid_argument("FpgaFabric::send: ready time in the past");
   if (ready > engine_.now()) {
-    uint64_t slot = free_waiting_;
-    if (slot != ~uint64_t{0}) {
-      free_waiting_ = waiting_[slot].id;
-      waiting_[slot] = m;
-    } else {
-      slot = waiting_.size();
-      waiting_.push_back(m);
-    }
-    engine_.at(ready, *this, kInjectBit | slot);
+    engine_.at(ready, *this, kInjectBit | pools_.park(m));
     return;
   }
   inject(m);
@@ -84,27 +54,27 @@ void FpgaFabric::send(const emu::Message& m, emu::Time ready) {
 
 void FpgaFabric::inject(const emu::Message& m) {
   const uint64_t n_packets = m.bytes == 0 ? 1 : (m.bytes + mtu_ - 1) / mtu_;
-  const uint32_t s = new_message();
-  const std::size_t per_slot = std::max<std::size_t>(1, topology_.max_hops());
+  const uint32_t s = pools_.new_message();
+  Pools::MessageState& msg = pools_.message(s);
   const auto route =
-      topology_.route(m.src, m.dst, m.flow, std::span<emu::LinkId>(routes_).subspan(msgs_[s].route_begin, per_slot));
-  msgs_[s].id = m.id;
-  msgs_[s].packets_left = n_packets;
-  msgs_[s].hops = static_cast<uint32_t>(route.size());
+      topology_.route(m.src, m.dst, m.flow, pools_.route_storage(s));
+  msg.id = m.id;
+  msg.packets_left = n_packets;
+  msg.hops = static_cast<uint32_t>(route.size());
   const uint32_t first = route.empty() ? loopback_ : route[0];
   uint64_t left = m.bytes;
   for (uint64_t i = 0; i < n_packets; ++i) {
-    const uint32_t p = new_packet();
+    const uint32_t p = pools_.new_packet();
     const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(left, mtu_));
     left -= bytes;
-    packets_[p] = Packet{kUnknown, s, kNone, bytes, 0};
+    pools_.packet(p) = Pools::Packet{kUnknown, s, kNone, bytes, 0};
     enter(first, p);
   }
 }
 
 void FpgaFabric::enter(uint32_t l, uint32_t p) {
   const uint64_t now = engine_.now().ps();
-  Packet& pkt = packets_[p];
+  Pools::Packet& pkt = pools_.packet(p);
   if (l == loopback_) {
     pkt.far_end_ps = now;
   } else {
@@ -124,14 +94,14 @@ void FpgaFabric::enter(uint32_t l, uint32_t p) {
     fifo.head = fifo.tail = p;
     schedule_head(l);
   } else {
-    packets_[fifo.tail].next = p;
+    pools_.packet(fifo.tail).next = p;
     fifo.tail = p;
   }
   if (lookahead_ps_ == 0 && !batch_.empty()) flush();
 }
 
 void FpgaFabric::schedule_head(uint32_t l) {
-  const uint64_t t = packets_[links_[l].head].far_end_ps;
+  const uint64_t t = pools_.packet(links_[l].head).far_end_ps;
   if (t != kUnknown && t < floor_ps_) {
     engine_.at(emu::Time::from_ps(t), *this, l);
   } else {
@@ -158,7 +128,7 @@ void FpgaFabric::flush() {
       throw std::runtime_error("FpgaFabric: " + device_->describe() + " answered hop " + std::to_string(i) +
                                " with the completion of hop " + std::to_string(answers_[i].tag));
     }
-    packets_[batch_packets_[i]].far_end_ps = answers_[i].arrive_ps;
+    pools_.packet(batch_packets_[i]).far_end_ps = answers_[i].arrive_ps;
   }
   ++runs_;
   hops_ += n;
@@ -167,7 +137,7 @@ void FpgaFabric::flush() {
   batch_packets_.clear();
   floor_ps_ = kUnknown;
   // In the order PacketFabric would have scheduled them.
-  for (const uint32_t l : deferred_heads_) engine_.at(emu::Time::from_ps(packets_[links_[l].head].far_end_ps), *this, l);
+  for (const uint32_t l : deferred_heads_) engine_.at(emu::Time::from_ps(pools_.packet(links_[l].head).far_end_ps), *this, l);
   deferred_heads_.clear();
 }
 
@@ -178,35 +148,30 @@ void FpgaFabric::on_event(uint64_t arg) {
   }
   if ((arg & kInjectBit) != 0) {
     const uint64_t slot = arg & ~kInjectBit;
-    const emu::Message m = waiting_[slot];
-    waiting_[slot].id = free_waiting_;
-    free_waiting_ = slot;
-    inject(m);
+    inject(pools_.unpark(slot));
     return;
   }
   const auto l = static_cast<uint32_t>(arg);
   LinkFifo& fifo = links_[l];
   const uint32_t p = fifo.head;
-  fifo.head = packets_[p].next;
+  fifo.head = pools_.packet(p).next;
   if (fifo.head == kNone) {
     fifo.tail = kNone;
   } else {
     schedule_head(l);
   }
-  Packet& pkt = packets_[p];
+  Pools::Packet& pkt = pools_.packet(p);
   const uint32_t s = pkt.msg;
-  MessageState& msg = msgs_[s];
+  Pools::MessageState& msg = pools_.message(s);
   if (pkt.hop + 1 < msg.hops) {
     ++pkt.hop;
-    enter(routes_[msg.route_begin + pkt.hop], p);
+    enter(pools_.link_of(msg, pkt.hop), p);
     return;
   }
-  pkt.next = free_packet_;
-  free_packet_ = p;
+  pools_.free_packet(p);
   if (--msg.packets_left > 0) return;
   const uint64_t id = msg.id;
-  msg.packets_left = free_msg_;
-  free_msg_ = s;
+  pools_.free_message(s);
   ++delivered_;
   if (listener_ != nullptr) listener_->on_delivered(id, engine_.now());
 }

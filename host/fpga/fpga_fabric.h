@@ -52,19 +52,7 @@ class FpgaFabric final : public emu::Fabric, private emu::EventTarget {
   static constexpr uint32_t kNone = ~uint32_t{0};
   static constexpr uint64_t kInjectBit = uint64_t{1} << 63;
   static constexpr uint64_t kFlush = kInjectBit - 1;
-  struct Packet {
-    uint64_t far_end_ps;  // valid once its hop is answered
-    uint32_t msg;
-    uint32_t next;        // next on the link FIFO, or next free
-    uint32_t bytes;
-    uint32_t hop;
-  };
-  struct MessageState {
-    uint64_t id;
-    uint64_t packets_left;  // on the free list: next free slot
-    uint32_t route_begin;
-    uint32_t hops;
-  };
+  using Pools = emu::PacketPools;  // Packet::far_end_ps is kUnknown until its hop is answered
   struct LinkFifo {
     uint32_t head = kNone;
     uint32_t tail = kNone;
@@ -77,8 +65,6 @@ class FpgaFabric final : public emu::Fabric, private emu::EventTarget {
   // queues it for the flush.
   void schedule_head(uint32_t l);
   void flush();
-  uint32_t new_packet();
-  uint32_t new_message();
 
   emu::Engine& engine_;
   emu::Topology topology_;
@@ -91,13 +77,7 @@ class FpgaFabric final : public emu::Fabric, private emu::EventTarget {
   std::vector<emu::LinkStats> stats_;
   std::vector<LinkEntry> link_table_;
   bool links_loaded_ = false;
-  std::vector<Packet> packets_;
-  uint32_t free_packet_ = kNone;
-  std::vector<MessageState> msgs_;
-  std::vector<emu::LinkId> routes_;
-  uint32_t free_msg_ = kNone;
-  std::vector<emu::Message> waiting_;
-  uint64_t free_waiting_ = ~uint64_t{0};
+  Pools pools_;
   // The open batch: hops sent to the device at the next flush (tag = packet), their packets, and the
   // links whose head events wait for it, in PacketFabric's scheduling order.
   std::vector<HopDesc> batch_;

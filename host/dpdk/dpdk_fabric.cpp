@@ -192,19 +192,23 @@ int DpdkFabric::choose_rx_lcore() const {
     }
     return -1;
   }
-  if (opt_.rx_lcore < 0) throw std::invalid_argument(fmt::format("RX lcore {}: expected an lcore id, auto or off", opt_.rx_lcore));
+  if (opt_.rx_lcore < 0) {
+    throw std::invalid_argument(fmt::format("RX lcore {}: expected an lcore id, auto or off", opt_.rx_lcore));
+  }
   const auto id = static_cast<unsigned>(opt_.rx_lcore);
   if (!two_ports) {
     throw std::invalid_argument(fmt::format("RX lcore {}: the receive side needs a port of its own (data A -> B, "
                                             "two devices); {} loops frames back", id, ports_.describe()));
   }
   if (!opt_.pcap.empty()) {
-    throw std::invalid_argument(fmt::format("RX lcore {}: --pcap captures from one lcore only (use --dpdk-rx-lcore off)", id));
+    throw std::invalid_argument(
+        fmt::format("RX lcore {}: --pcap captures from one lcore only (use --dpdk-rx-lcore off)", id));
   }
   if (id >= RTE_MAX_LCORE || !rte_lcore_is_enabled(id) || id == rte_get_main_lcore() ||
       rte_eal_get_lcore_state(id) != WAIT) {
     throw std::invalid_argument(fmt::format("RX lcore {}: not an idle worker lcore of EAL (main lcore {}, {} lcores "
-                                            "enabled; give EAL e.g. -l 0-1)", id, rte_get_main_lcore(), rte_lcore_count()));
+                                            "enabled; give EAL e.g. -l 0-1)",
+                                            id, rte_get_main_lcore(), rte_lcore_count()));
   }
   return static_cast<int>(id);
 }

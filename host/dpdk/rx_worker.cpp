@@ -92,7 +92,9 @@ ReceiverStats RxPath::receiver_totals() const noexcept {
 
 bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   ++stats_.polls;
-  stamp_ps_ = stamp_ps;
+  // One reading of the wall clock per round: the Receivers' timers (NACK delay, 200 us) need no finer.
+  now_ = clock_.wall();
+  stamp_ps_ = stamp_ps == kStampWall ? now_.ps() : stamp_ps;
   if (nic_ && rte_rdtsc() >= next_sample_) {
     sample_clock();
     next_sample_ = rte_rdtsc() + sample_every_;
@@ -155,12 +157,11 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
     for (const Held& h : release_) process_held(h.m, sink);
     release_.clear();
   }
-  const emu::Time now = clock_.wall();
   for (const uint32_t dst : active_receivers_) {
     Receiver& rx = *receivers_[dst];
     if (rx.active_messages() == 0) continue;
     nacks_.clear();
-    rx.poll_nacks(now, nacks_);
+    rx.poll_nacks(now_, nacks_);
     for (const Nack& n : nacks_.nacks) {
       feedback(dst, n.src, n.message_id, PacketKind::kNack, n.count, n.cumulative, n.covered,
                std::span<const uint32_t>(nacks_.seqs).subspan(n.first, n.missing));
@@ -187,7 +188,7 @@ void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t t
   const RxPacket p{h.src_rank, h.message_id, h.seq, h.count, h.message_length, f.payload_bytes,
                    (h.flags & kFlagRetransmit) != 0};
   Receiver& rx = receiver(h.dst_rank);
-  const RxEvent e = rx.on_packet(p, clock_.wall());
+  const RxEvent e = rx.on_packet(p, now_);
   if (e == RxEvent::kCompleted) {
     RxCompletion c;
     c.src = h.src_rank;
@@ -310,7 +311,7 @@ int RxWorker::run() noexcept {
     TscClock clock(0);
     uint64_t last_rx = rte_rdtsc();
     for (;;) {
-      const bool got = path_.poll(sink_, clock.wall().ps());
+      const bool got = path_.poll(sink_, RxPath::kStampWall);
       const uint64_t now = rte_rdtsc();
       if (got) last_rx = now;
       if (!pending_.empty()) {

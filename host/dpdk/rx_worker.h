@@ -84,8 +84,9 @@ class RxPath {
 
   // One round: up to 8 bursts of the port, decoded; data frames through the fault filter into the
   // Receivers; completions and feedback frames to `sink`; held-back frames released when nothing newer
-  // came; NACKs of idle messages; the ACK/NACK frames sent. `stamp_ps` goes into the ACK/NACK headers.
-  // Returns true when a frame was received.
+  // came; NACKs of idle messages; the ACK/NACK frames sent. `stamp_ps` goes into the ACK/NACK headers
+  // (kStampWall: this path's wall clock, ps). Returns true when a frame was received.
+  static constexpr uint64_t kStampWall = ~uint64_t{0};
   bool poll(RxSink& sink, uint64_t stamp_ps);
   // Nothing held back by reorder injection and no ACK/NACK waiting for the device.
   bool idle() const noexcept { return reorder_.empty() && tx_.empty(); }
@@ -131,6 +132,7 @@ class RxPath {
   std::vector<uint8_t> scratch_;
   uint64_t ip_id_ = 0;
   uint64_t stamp_ps_ = 0;
+  emu::Time now_;             // the wall clock of this round
   bool data_seen_ = false;
   bool nic_ = false;          // arrivals timed by the NIC
   ClockFit fit_;

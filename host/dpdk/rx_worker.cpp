@@ -311,6 +311,10 @@ int RxWorker::run() noexcept {
     TscClock clock(0);
     uint64_t last_rx = rte_rdtsc();
     for (;;) {
+      // Read before polling: every frame the main lcore sent before it asked to stop is in the port's
+      // queue by then, so the poll below sees it (checked after the poll, a frame sent between the two
+      // would be left behind for the next run on these ports).
+      const bool stopping = stop_.load(std::memory_order_acquire);
       const bool got = path_.poll(sink_, RxPath::kStampWall);
       const uint64_t now = rte_rdtsc();
       if (got) last_rx = now;
@@ -319,7 +323,7 @@ int RxWorker::run() noexcept {
                                                           static_cast<unsigned>(pending_.size()), nullptr);
         pending_.erase(pending_.begin(), pending_.begin() + n);
       }
-      if (stop_.load(std::memory_order_acquire)) {
+      if (stopping) {
         const bool quiet = clock.ticks_to_ns(now - last_rx) >= quiet_ns_ && path_.idle() && pending_.empty();
         if (quiet || now >= deadline_tsc_ || Eal::stop_requested()) break;
       }

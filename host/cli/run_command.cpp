@@ -61,6 +61,7 @@ struct RunArgs {
   // --fabric dpdk
   std::string dpdk_port = "ring";
   std::vector<std::string> dpdk_devargs;
+  std::string dpdk_rx_lcore = "auto";
   double dilation = 1;
   bool as_fast_as_possible = false;
   bool roce = false;
@@ -253,7 +254,9 @@ int run(const RunArgs& a) {
     eal_session.started = true;
     hd::PortConfig cfg;
     // Sized from the workload: its rank count sets what the fabric holds outside the device rings.
-    cfg.mbufs = cfg.mbufs_for(hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus())), 32);
+    // (one mempool cache per lcore that touches the pools: the main one and the receive side's).
+    cfg.mbufs = cfg.mbufs_for(hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus())), 32,
+                              std::min(2u, rte_lcore_count()));
     cfg.mtu = static_cast<uint16_t>(std::min<uint32_t>(a.wire_mtu, 65535));
     if (a.wire_mtu > 1500) cfg.data_room = hd::PortConfig::data_room_for_mtu(a.wire_mtu);
     if (!a.dpdk_devargs.empty()) {
@@ -276,6 +279,11 @@ int run(const RunArgs& a) {
     o.faults.duplicate_rate = a.duplicate_rate;
     o.faults.seed = a.fault_seed;
     o.pcap = a.pcap;
+    if (a.dpdk_rx_lcore == "off") {
+      o.rx_lcore = hd::DpdkFabricOptions::kRxLcoreOff;
+    } else if (a.dpdk_rx_lcore != "auto") {
+      o.rx_lcore = std::stoi(a.dpdk_rx_lcore);  // checked by the option's validator
+    }
     auto plan = a.address_plan.empty() ? hd::AddressPlan::make_default(static_cast<uint32_t>(topology.npus()))
                                        : hd::AddressPlan::load_yaml(a.address_plan);
     auto f = std::make_unique<hd::DpdkFabric>(topology, std::move(plan), *dpdk_ports, o);
@@ -408,6 +416,10 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_option("--dpdk-devargs", args->dpdk_devargs,
                       "DPDK: a device to use instead of --dpdk-port (rte_dev_probe devargs); once: A loops frames back, "
                       "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");
+  run_cmd->add_option("--dpdk-rx-lcore", args->dpdk_rx_lcore,
+                      "DPDK: the lcore of the receive side (port B, reassembly, ACK/NACK): auto (default: the first "
+                      "worker lcore of EAL's -l, when there are two ports and no --pcap), off (the main lcore) or an id")
+      ->check(CLI::IsMember({"auto", "off"}) | CLI::NonNegativeNumber);
   run_cmd->add_option("--dilation", args->dilation,
                       "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")
       ->check(CLI::Range(0.0, 1e6));

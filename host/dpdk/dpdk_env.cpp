@@ -193,6 +193,15 @@ void Port::setup() {
                              std::to_string(cfg_.data_room) + " bytes): " + errstr(rte_errno));
 
   rte_eth_conf conf{};
+  if (cfg_.rx_timestamps && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP) != 0) {
+    // The timestamp lives in a dynamic mbuf field the application registers; the driver fills it.
+    int offset = -1;
+    uint64_t flag = 0;
+    rc = rte_mbuf_dyn_rx_timestamp_register(&offset, &flag);
+    if (rc != 0) throw std::runtime_error(what + ": rte_mbuf_dyn_rx_timestamp_register: " + errstr(rte_errno));
+    conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
+    ts_offload_ = true;
+  }
   rc = rte_eth_dev_configure(id_, cfg_.rx_queues, cfg_.tx_queues, &conf);
   if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_configure: " + errstr(rc));
   uint16_t rx_desc = cfg_.rx_desc, tx_desc = cfg_.tx_desc;
@@ -221,11 +230,21 @@ void Port::setup() {
       throw std::runtime_error(what + ": rte_eth_promiscuous_enable: " + errstr(rc));
   }
   rte_eth_stats_reset(id_);
+  // Registered by us (the offload) or by a driver that timestamps anyway (net_pcap registers at probe).
+  const int field = rte_mbuf_dynfield_lookup(RTE_MBUF_DYNFIELD_TIMESTAMP_NAME, nullptr);
+  const int bit = rte_mbuf_dynflag_lookup(RTE_MBUF_DYNFLAG_RX_TIMESTAMP_NAME, nullptr);
+  if (field >= 0 && bit >= 0) {
+    ts_offset_ = field;
+    ts_flag_ = uint64_t{1} << bit;
+  }
 }
+
+bool Port::read_clock(uint64_t& out) const noexcept { return rte_eth_read_clock(id_, &out) == 0; }
 
 Port::Port(Port&& o) noexcept
     : id_(o.id_), cfg_(o.cfg_), name_(std::move(o.name_)), probed_(std::move(o.probed_)), pool_(o.pool_),
-      device_(o.device_), started_(o.started_), open_(o.open_) {
+      device_(o.device_), started_(o.started_), open_(o.open_), ts_offload_(o.ts_offload_), ts_offset_(o.ts_offset_),
+      ts_flag_(o.ts_flag_) {
   o.pool_ = nullptr;
   o.started_ = false;
   o.open_ = false;

@@ -5,6 +5,7 @@
 
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
 
 #include <atomic>
 #include <cstddef>
@@ -71,6 +72,8 @@ struct PortConfig {
   uint16_t mtu = 1500;            // set when the device supports it (ENOTSUP ignored)
   bool promiscuous = true;        // receive frames for the address plan's MACs, not only the port's
   int socket = SOCKET_ID_ANY;     // NUMA node of the mempool and rings
+  // Enable the NIC's RX timestamps (RTE_ETH_RX_OFFLOAD_TIMESTAMP) when the device offers them.
+  bool rx_timestamps = true;
 
   // Mbufs for `in_flight` packets held by the application (delay lines, retransmit buffers) on top of
   // every RX/TX descriptor, one burst per lcore in flight and the lcores' mempool caches; rounded up
@@ -123,6 +126,19 @@ class Port {
   // Returns how many were sent.
   uint32_t tx_all(rte_mbuf** pkts, uint32_t n, uint16_t queue = 0) noexcept;
 
+  // RX timestamps (README.md, "NIC hardware timestamps"). True when the device offered
+  // RTE_ETH_RX_OFFLOAD_TIMESTAMP and it was enabled.
+  bool rx_timestamp_offload() const noexcept { return ts_offload_; }
+  // The frame's RX timestamp (the mbuf dynamic field, in the device's clock) when the driver set one:
+  // with the offload, or drivers that always do (net_pcap: the pcap record's time in microseconds).
+  bool rx_timestamp(const rte_mbuf* m, uint64_t& out) const noexcept {
+    if ((m->ol_flags & ts_flag_) == 0) return false;
+    out = *RTE_MBUF_DYNFIELD(m, ts_offset_, const rte_mbuf_timestamp_t*);
+    return true;
+  }
+  // The device clock now (rte_eth_read_clock); false when the driver cannot read it.
+  bool read_clock(uint64_t& out) const noexcept;
+
   bool link_up() const noexcept;
   uint32_t link_speed_mbps() const noexcept;  // 0 when unknown
   PortStats stats() const;                    // rte_eth_stats_get; std::runtime_error on failure
@@ -141,6 +157,9 @@ class Port {
   rte_device* device_ = nullptr;
   bool started_ = false;
   bool open_ = false;
+  bool ts_offload_ = false;
+  int ts_offset_ = 0;      // of the timestamp dynamic field (valid when ts_flag_ != 0)
+  uint64_t ts_flag_ = 0;   // the RX timestamp dynamic flag; 0: never set by anyone here
 };
 
 // Two ring-based ethdevs cross-connected with rte_eth_from_rings: what `a` transmits `b` receives and

@@ -1,5 +1,9 @@
 #include "host/dpdk/dpdk_fabric.h"
 
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -128,8 +132,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
       clock_(opt_.dilation),
       rules_(plan_.decode_rules(opt_.mode)),
       npus_(static_cast<uint32_t>(model_.topology().npus())),
-      payload_(static_cast<uint32_t>(max_payload_for_mtu(opt_.mode, opt_.wire_mtu))),
-      faults_(opt_.faults) {
+      payload_(static_cast<uint32_t>(max_payload_for_mtu(opt_.mode, opt_.wire_mtu))) {
   if (!Eal::running()) throw std::logic_error("DpdkFabric: EAL is not running");
   if (plan_.size() < npus_) {
     throw std::invalid_argument(
@@ -156,22 +159,63 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   current_rto_ = rto_;
   stats_.rto_max = rto_;
   senders_.resize(npus_);
-  receivers_.resize(npus_);
   held_.resize(npus_);
   route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
   link_free_.resize(model_.topology().links().size());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   link_pace_.resize(model_.topology().links().size());
+  const int rx_lcore = choose_rx_lcore();
   if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap);
   scratch_.resize(16384);
   stats_.dilation = opt_.dilation;
+  stats_.main_lcore = rte_get_main_lcore();
+  RxPathConfig rc;
+  rc.npus = npus_;
+  rc.mode = opt_.mode;
+  rc.plan = &plan_;
+  rc.rules = rules_;
+  rc.window = opt_.window;
+  rc.nack_delay = opt_.nack_delay;
+  rc.faults = opt_.faults;
+  rx_path_ = std::make_unique<RxPath>(rc, ports_.b(), rx_lcore < 0 ? pcap_.get() : nullptr);
+  // From here on port B is the receive lcore's alone.
+  if (rx_lcore >= 0) worker_ = std::make_unique<RxWorker>(*rx_path_, static_cast<unsigned>(rx_lcore));
+}
+
+int DpdkFabric::choose_rx_lcore() const {
+  const bool two_ports = &ports_.a() != &ports_.b();
+  if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreOff) return -1;
+  if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreAuto) {
+    if (!two_ports || !opt_.pcap.empty()) return -1;
+    for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
+      if (rte_eal_get_lcore_state(id) == WAIT) return static_cast<int>(id);
+    }
+    return -1;
+  }
+  if (opt_.rx_lcore < 0) {
+    throw std::invalid_argument(fmt::format("RX lcore {}: expected an lcore id, auto or off", opt_.rx_lcore));
+  }
+  const auto id = static_cast<unsigned>(opt_.rx_lcore);
+  if (!two_ports) {
+    throw std::invalid_argument(fmt::format("RX lcore {}: the receive side needs a port of its own (data A -> B, "
+                                            "two devices); {} loops frames back", id, ports_.describe()));
+  }
+  if (!opt_.pcap.empty()) {
+    throw std::invalid_argument(
+        fmt::format("RX lcore {}: --pcap captures from one lcore only (use --dpdk-rx-lcore off)", id));
+  }
+  if (id >= RTE_MAX_LCORE || !rte_lcore_is_enabled(id) || id == rte_get_main_lcore() ||
+      rte_eal_get_lcore_state(id) != WAIT) {
+    throw std::invalid_argument(fmt::format("RX lcore {}: not an idle worker lcore of EAL (main lcore {}, {} lcores "
+                                            "enabled; give EAL e.g. -l 0-1)",
+                                            id, rte_get_main_lcore(), rte_lcore_count()));
+  }
+  return static_cast<int>(id);
 }
 
 DpdkFabric::~DpdkFabric() {
-  for (auto* q : {&tx_data_, &tx_feedback_}) {
-    for (rte_mbuf* m : *q) rte_pktmbuf_free(m);
-  }
-  for (const Held& h : reorder_) rte_pktmbuf_free(h.m);
+  worker_.reset();  // stops the receive lcore before anything it uses goes
+  for (rte_mbuf* m : tx_data_) rte_pktmbuf_free(m);
 }
 
 uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
@@ -193,18 +237,6 @@ Sender& DpdkFabric::sender(uint32_t src) {
   return *senders_[src];
 }
 
-Receiver& DpdkFabric::receiver(uint32_t dst) {
-  if (!receivers_[dst]) {
-    ReceiverConfig c;
-    c.sources = npus_;
-    c.window = opt_.window;
-    c.nack_delay = opt_.nack_delay;
-    receivers_[dst] = std::make_unique<Receiver>(c);
-    active_receivers_.push_back(dst);
-  }
-  return *receivers_[dst];
-}
-
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
   if (!started_) {
     // Wall time zero is the engine's time zero: the walker's start-up (reading the traces) between the
@@ -212,6 +244,7 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
     // frames would leave late and then catch up at the device's rate).
     started_ = true;
     clock_.restart();
+    if (!worker_) rx_path_->restart_clock();  // one time base for the pcap records
   }
   model_.send(m, ready);  // validates, and schedules the modelled delivery
   Record r;
@@ -350,28 +383,40 @@ bool DpdkFabric::poll() {
   }
   transmit();
   rx_any_ = false;
-  data_seen_ = false;
-  receive(ports_.b());
-  if (&ports_.a() != &ports_.b()) receive(ports_.a());
-  if (!data_seen_ && !reorder_.empty()) {
-    // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
-    std::vector<Held> release;
-    release.swap(reorder_);
-    for (const Held& h : release) process_held(h.m);
+  if (worker_) {
+    if (worker_->done() && !worker_->joined()) worker_->join();  // rethrows a failure of the receive lcore
+    take_completions();
+    receive(ports_.a());
+  } else {
+    if (rx_path_->poll(*this, engine_.now().ps())) rx_any_ = true;
+    if (&ports_.a() != &ports_.b()) receive(ports_.a());
   }
-  const emu::Time now = clock_.wall();
-  for (const uint32_t dst : active_receivers_) {
-    Receiver& rx = *receivers_[dst];
-    if (rx.active_messages() == 0) continue;
-    nacks_.clear();
-    rx.poll_nacks(now, nacks_);
-    for (const Nack& n : nacks_.nacks) {
-      feedback(dst, n.src, n.message_id, PacketKind::kNack, n.count, n.cumulative, n.covered,
-               std::span<const uint32_t>(nacks_.seqs).subspan(n.first, n.missing));
-    }
-  }
-  flush(ports_.b(), tx_feedback_);
   return rx_any_;
+}
+
+void DpdkFabric::take_completions() {
+  RxCompletion c[64];
+  for (;;) {
+    const unsigned n = worker_->take(c, 64);
+    for (unsigned i = 0; i < n; ++i) completed(c[i]);
+    if (n > 0) rx_any_ = true;
+    if (n < 64) break;
+  }
+}
+
+void DpdkFabric::completed(const RxCompletion& c) {
+  const auto w = by_wire_.find(pair_key(c.src, c.dst, c.wire_id, npus_));
+  if (w == by_wire_.end()) return;
+  Record& r = records_.at(w->second);
+  r.arrived = true;
+  r.rx_ticks = c.rx_ticks;
+  r.arrived_emulated = clock_.emulated_at(c.rx_ticks);
+  const uint64_t lat_ns = c.rx_ticks > r.tx_ticks ? clock_.ticks_to_ns(c.rx_ticks - r.tx_ticks) : 0;
+  stats_.latency_ns.record(lat_ns);
+  adapt_rto(lat_ns);
+  ++completed_messages_;
+  completed_bytes_ += r.bytes;
+  by_wire_.erase(w);
 }
 
 rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
@@ -554,95 +599,36 @@ void DpdkFabric::adapt_rto(uint64_t sample_ns) {
 }
 
 void DpdkFabric::receive(Port& port) {
-  rte_mbuf* pkts[kBurst];
-  for (int b = 0; b < kRxBursts; ++b) {
-    const uint16_t n = port.rx_burst(pkts, kBurst);
+  rte_mbuf* pkts[32];
+  for (int b = 0; b < 8; ++b) {
+    const uint16_t n = port.rx_burst(pkts, 32);
     for (uint16_t i = 0; i < n; ++i) {
       rte_mbuf* m = pkts[i];
       rx_any_ = true;
       ++stats_.frames_rx;
       stats_.frame_bytes_rx += m->pkt_len;
+      uint64_t ts = 0;
+      if (port.rx_timestamp(m, ts)) ++a_hw_timestamped_;
       DecodedFrame f;
       const Verdict v = decode_mbuf(m, rules_, f, scratch_);
       if (v != Verdict::kOurs) {
         ++stats_.not_ours;
         ++stats_.not_ours_by_verdict[static_cast<size_t>(v)];
-        rte_pktmbuf_free(m);
-        continue;
-      }
-      if (f.hdr.kind != PacketKind::kData) {
+      } else if (f.hdr.kind == PacketKind::kData) {
+        ++stats_.rx_invalid;  // data frames are port B's (the receive side's)
+      } else {
         handle(f);
-        rte_pktmbuf_free(m);
-        continue;
       }
-      data_seen_ = true;
-      const FaultDecision d = faults_.next();
-      if (d.drop) {
-        rte_pktmbuf_free(m);
-        continue;
-      }
-      if (d.reorder) {
-        reorder_.push_back(Held{m, 1 + static_cast<uint32_t>(faults_.uniform(8))});
-        continue;
-      }
-      handle(f);
-      if (d.duplicate) handle(f);
       rte_pktmbuf_free(m);
-      // Frames held back are released behind `after` later data frames.
-      for (size_t j = 0; j < reorder_.size();) {
-        if (--reorder_[j].after == 0) {
-          rte_mbuf* h = reorder_[j].m;
-          reorder_.erase(reorder_.begin() + static_cast<ptrdiff_t>(j));
-          process_held(h);
-        } else {
-          ++j;
-        }
-      }
     }
-    if (n < kBurst) break;
+    if (n < 32) break;
   }
-}
-
-void DpdkFabric::process_held(rte_mbuf* m) {
-  DecodedFrame f;
-  if (decode_mbuf(m, rules_, f, scratch_) == Verdict::kOurs) handle(f);
-  rte_pktmbuf_free(m);
 }
 
 void DpdkFabric::handle(const DecodedFrame& f) {
   const FabemuHeader& h = f.hdr;
   if (h.src_rank >= npus_ || h.dst_rank >= npus_) {
     ++stats_.rx_invalid;
-    return;
-  }
-  if (h.kind == PacketKind::kData) {
-    const RxPacket p{h.src_rank, h.message_id, h.seq, h.count, h.message_length, f.payload_bytes,
-                     (h.flags & kFlagRetransmit) != 0};
-    const RxEvent e = receiver(h.dst_rank).on_packet(p, clock_.wall());
-    if (e == RxEvent::kCompleted) {
-      const auto w = by_wire_.find(pair_key(h.src_rank, h.dst_rank, h.message_id, npus_));
-      if (w != by_wire_.end()) {
-        Record& r = records_.at(w->second);
-        r.arrived = true;
-        r.rx_ticks = clock_.ticks();
-        r.arrived_emulated = clock_.emulated();
-        const uint64_t lat_ns = clock_.ticks_to_ns(r.rx_ticks - r.tx_ticks);
-        stats_.latency_ns.record(lat_ns);
-        adapt_rto(lat_ns);
-        by_wire_.erase(w);
-      }
-    }
-    if (e == RxEvent::kCompleted || e == RxEvent::kStale) {
-      feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, h.count, h.count, {});
-    } else if (e == RxEvent::kAccepted && (h.seq & (kAckEvery - 1)) == kAckEvery - 1) {
-      // A partial ACK: everything below the first gap (or up to this packet) has arrived.
-      uint32_t gap = 0;
-      const size_t n = receiver(h.dst_rank).missing(h.src_rank, h.message_id, std::span<uint32_t>(&gap, 1));
-      const uint32_t cumulative = n > 0 ? gap : h.seq + 1;
-      if (cumulative > 0) {
-        feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, cumulative, cumulative, {});
-      }
-    }
     return;
   }
   // Feedback from receiver h.src_rank to sender h.dst_rank.
@@ -660,32 +646,11 @@ void DpdkFabric::handle(const DecodedFrame& f) {
   }
 }
 
-void DpdkFabric::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, uint32_t count,
-                          uint32_t cumulative, uint32_t covered, std::span<const uint32_t> missing) {
-  FrameSpec spec;
-  spec.mode = opt_.mode;
-  spec.src = plan_.at(from);
-  spec.dst = plan_.at(to);
-  if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{from} << 32 | to);
-  spec.ip_id = static_cast<uint16_t>(ip_id_++);
-  spec.hdr = FabemuHeader{kind, 0, from, to, id, cumulative, count, 0, covered, engine_.now().ps()};
-  spec.bth.opcode = kRcSendOnly;
-  spec.bth.dest_qp = to + 1;
-  spec.missing = missing;
-  rte_mbuf* m = frame(ports_.b(), spec);
-  if (m == nullptr) return;  // pool empty: the sender's timeout covers a lost ACK / NACK
-  if (kind == PacketKind::kAck) {
-    ++stats_.acks;
-  } else {
-    ++stats_.nacks;
-  }
-  tx_feedback_.push_back(m);
-}
-
 bool DpdkFabric::drain(emu::Duration limit) {
   const emu::Time start = clock_.wall();
   const auto busy = [&] {
-    if (!tx_data_.empty() || !tx_feedback_.empty() || !backlog_.empty() || !pacing_.empty()) return true;
+    if (!tx_data_.empty() || !backlog_.empty() || !pacing_.empty()) return true;
+    if (!worker_ && !rx_path_->idle()) return true;
     for (const uint32_t s : active_senders_) {
       if (senders_[s]->unacked_messages() > 0) return true;
     }
@@ -698,6 +663,16 @@ bool DpdkFabric::drain(emu::Duration limit) {
       break;
     }
     poll();
+  }
+  if (worker_ && !worker_->joined()) {
+    // The receive lcore stops once its port has been quiet for 2 ms (late re-ACKs sent), or at the limit;
+    // meanwhile this lcore keeps taking its completions and ACKs. Then its counters may be read.
+    const emu::Duration spent = clock_.wall() - start;
+    const uint64_t left_ns = spent < limit ? (limit - spent).ps() / 1000 : 0;
+    worker_->request_stop(2'000'000, rte_rdtsc() + clock_.hz() / 1'000'000 * (left_ns / 1000 + 1));
+    while (!worker_->done()) poll();
+    worker_->join();
+    take_completions();
   }
   // Then until the ports are quiet (late re-ACKs), so that no frame of this run is left for another.
   emu::Time quiet_since = clock_.wall();
@@ -721,22 +696,26 @@ const DpdkStats& DpdkFabric::stats() {
     s.nack_retransmissions += st.nack_retransmissions;
     s.timeout_retransmissions += st.timeout_retransmissions;
   }
+  // The receive side's counters: its lcore's own until it has stopped (then only what the completions
+  // told this lcore is known).
+  const bool rx_readable = !worker_ || worker_->joined();
   s.rx_duplicates = s.rx_reordered = s.rx_stale = 0;
-  s.bytes_completed = s.messages_completed = 0;
-  uint64_t invalid = 0;
-  for (const uint32_t r : active_receivers_) {
-    const ReceiverStats& st = receivers_[r]->stats();
-    s.rx_duplicates += st.duplicates;
-    s.rx_reordered += st.reordered;
-    s.rx_stale += st.stale;
-    invalid += st.invalid + st.out_of_window;
-    s.bytes_completed += st.bytes_completed;
-    s.messages_completed += st.completed;
+  s.rx_receiver_invalid = 0;
+  s.bytes_completed = completed_bytes_;
+  s.messages_completed = completed_messages_;
+  s.injected_drops = s.injected_duplicates = s.injected_reorders = 0;
+  if (rx_readable) {
+    const ReceiverStats st = rx_path_->receiver_totals();
+    s.rx_duplicates = st.duplicates;
+    s.rx_reordered = st.reordered;
+    s.rx_stale = st.stale;
+    s.rx_receiver_invalid = st.invalid + st.out_of_window;
+    s.bytes_completed = st.bytes_completed;
+    s.messages_completed = st.completed;
+    s.injected_drops = rx_path_->faults().dropped();
+    s.injected_duplicates = rx_path_->faults().duplicated();
+    s.injected_reorders = rx_path_->faults().reordered();
   }
-  s.rx_receiver_invalid = invalid;
-  s.injected_drops = faults_.dropped();
-  s.injected_duplicates = faults_.duplicated();
-  s.injected_reorders = faults_.reordered();
   s.links.clear();
   s.pacing_ratio = s.pacing_median_ratio = 0;
   s.pacing_periods = s.pacing_disturbed_periods = 0;
@@ -782,7 +761,47 @@ const DpdkStats& DpdkFabric::stats() {
                                            : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
     s.collectives.push_back(out);
   }
-  return s;
+  // The main lcore's counters plus the receive side's.
+  out_ = s;
+  out_.rx_lcore = rx_lcore();
+  out_.rx_clocks.clear();
+  const bool two_ports = &ports_.a() != &ports_.b();
+  DpdkStats::PortClock b;
+  b.port = ports_.b().name();
+  b.role = two_ports ? "data (B)" : "data and ACK/NACK (A = B)";
+  b.clock = rx_path_->clock_name();
+  b.offload = ports_.b().rx_timestamp_offload();
+  if (rx_readable) {
+    const RxPathStats& r = rx_path_->stats();
+    out_.frames_rx += r.frames_rx;
+    out_.frame_bytes_rx += r.frame_bytes_rx;
+    out_.frames_tx += r.frames_tx;
+    out_.frame_bytes_tx += r.frame_bytes_tx;
+    out_.acks += r.acks;
+    out_.nacks += r.nacks;
+    out_.not_ours += r.not_ours;
+    for (size_t v = 0; v < kVerdictCount; ++v) out_.not_ours_by_verdict[v] += r.not_ours_by_verdict[v];
+    out_.rx_invalid += r.rx_invalid;
+    out_.nic_arrivals = r.nic_arrivals;
+    if (worker_) {
+      out_.rx_lcore_frames = r.frames_rx;
+      out_.rx_lcore_polls = r.polls;
+    }
+    b.frames = r.frames_rx;
+    b.hw_timestamped = r.hw_timestamped;
+  }
+  out_.rx_clocks.push_back(b);
+  if (two_ports) {
+    DpdkStats::PortClock a;
+    a.port = ports_.a().name();
+    a.role = "ACK/NACK (A)";
+    a.clock = "tsc";  // feedback arrivals are not timed
+    a.offload = ports_.a().rx_timestamp_offload();
+    a.frames = s.frames_rx;
+    a.hw_timestamped = a_hw_timestamped_;
+    out_.rx_clocks.push_back(a);
+  }
+  return out_;
 }
 
 std::string format_dpdk_stats(const DpdkStats& s) {
@@ -799,6 +818,16 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                      s.frames_tx, s.frame_bytes_tx, s.data_frames, s.retransmissions, s.nack_retransmissions,
                      s.timeout_retransmissions, s.acks, s.nacks);
   out += fmt::format("  frames received     {} ({} bytes); not ours {}\n", s.frames_rx, s.frame_bytes_rx, s.not_ours);
+  if (s.rx_lcore >= 0) {
+    out += fmt::format("  lcores              main {} (walker, senders, pacing, port A); receive side on lcore {} "
+                       "({} frames in {} polls)\n", s.main_lcore, s.rx_lcore, s.rx_lcore_frames, s.rx_lcore_polls);
+  } else {
+    out += fmt::format("  lcores              main {} polls everything\n", s.main_lcore);
+  }
+  for (const DpdkStats::PortClock& c : s.rx_clocks) {
+    out += fmt::format("  arrival clock       {} {}: {} (RX timestamp offload {}), {} of {} frames hardware-timestamped\n",
+                       c.role, c.port, c.clock, c.offload ? "on" : "not offered", c.hw_timestamped, c.frames);
+  }
   out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive: SRTT + 4 RTTVAR of the wire latency)\n",
                      static_cast<double>(s.rto_max.ps()) / 1e9);
   for (size_t v = 1; v < kVerdictCount; ++v) {
@@ -847,8 +876,10 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     }
   }
   if (s.latency_ns.count() > 0) {
-    out += fmt::format("  wire latency        {} ns over {} messages (TSC, first frame sent to message reassembled)\n",
-                       histogram_text(s.latency_ns), s.latency_ns.count());
+    out += fmt::format("  wire latency        {} ns over {} messages (first frame sent, TSC, to message reassembled: "
+                       "{} by the NIC's clock, {} by the TSC)\n",
+                       histogram_text(s.latency_ns), s.latency_ns.count(), s.nic_arrivals,
+                       s.latency_ns.count() - std::min(s.latency_ns.count(), s.nic_arrivals));
   }
   return out;
 }
@@ -903,6 +934,19 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("frame_bytes_tx", fmt::format("{}", s.frame_bytes_tx));
   kv("frames_rx", fmt::format("{}", s.frames_rx));
   kv("frame_bytes_rx", fmt::format("{}", s.frame_bytes_rx));
+  kv("main_lcore", fmt::format("{}", s.main_lcore));
+  kv("rx_lcore", fmt::format("{}", s.rx_lcore));
+  kv("rx_lcore_frames", fmt::format("{}", s.rx_lcore_frames));
+  kv("rx_lcore_polls", fmt::format("{}", s.rx_lcore_polls));
+  kv("nic_arrivals", fmt::format("{}", s.nic_arrivals));
+  std::string clocks = "[";
+  for (size_t i = 0; i < s.rx_clocks.size(); ++i) {
+    const DpdkStats::PortClock& c = s.rx_clocks[i];
+    clocks += fmt::format("{}{{\"port\": \"{}\", \"role\": \"{}\", \"clock\": \"{}\", \"offload\": {}, \"frames\": {}, "
+                          "\"hw_timestamped\": {}}}",
+                          i == 0 ? "" : ", ", c.port, c.role, c.clock, c.offload, c.frames, c.hw_timestamped);
+  }
+  kv("rx_clocks", clocks + "]");
   kv("data_frames", fmt::format("{}", s.data_frames));
   kv("retransmissions", fmt::format("{}", s.retransmissions));
   kv("nack_retransmissions", fmt::format("{}", s.nack_retransmissions));

@@ -34,6 +34,7 @@
 #include "host/dpdk/pcap_writer.h"
 #include "host/dpdk/realtime.h"
 #include "host/dpdk/reassembly.h"
+#include "host/dpdk/rx_worker.h"
 #include "host/dpdk/wire.h"
 
 namespace fabemu::host::dpdk {
@@ -53,6 +54,13 @@ struct DpdkFabricOptions {
   // A message the model has delivered but the wire has not, with no frame received for this long
   // (wall time), is an error (std::runtime_error): a dead device must not hang the run.
   emu::Duration stall_timeout = emu::Duration::from_ms(10'000);
+  // The receive side's lcore (README.md, "Receive lcore"). kRxLcoreAuto: the first worker lcore EAL has
+  // (e.g. EAL -l 0-1), when a() != b() and no pcap is written; else the main lcore. kRxLcoreOff: the main
+  // lcore polls everything. An lcore id: that one (std::invalid_argument when it is not an idle worker
+  // lcore, a() == b() or pcap is on).
+  static constexpr int kRxLcoreAuto = -1;
+  static constexpr int kRxLcoreOff = -2;
+  int rx_lcore = kRxLcoreAuto;
 };
 
 // The devices the frames go through. Data frames are sent on a() and received on b(); ACKs and NACKs go
@@ -97,6 +105,21 @@ struct DpdkStats {
   uint64_t messages_completed = 0;
   uint64_t frames_tx = 0, frame_bytes_tx = 0;
   uint64_t frames_rx = 0, frame_bytes_rx = 0;
+  // Lcores: the main one (walker, model, senders, pacing, port A) and the receive side's (port B); -1:
+  // the receive side runs on the main lcore. Frames and polls of the receive lcore (its counters join
+  // these stats once it has stopped, in drain()).
+  unsigned main_lcore = 0;
+  int rx_lcore = -1;
+  uint64_t rx_lcore_frames = 0, rx_lcore_polls = 0;
+  // Which clock timed arrivals on each receiving port: "nic" (its RX timestamps, mapped to the TSC by a
+  // fit of rte_eth_read_clock samples) or "tsc"; how many frames carried a hardware timestamp.
+  struct PortClock {
+    std::string port, role, clock;
+    bool offload = false;             // RTE_ETH_RX_OFFLOAD_TIMESTAMP enabled
+    uint64_t frames = 0, hw_timestamped = 0;
+  };
+  std::vector<PortClock> rx_clocks;
+  uint64_t nic_arrivals = 0;          // messages whose arrival the NIC's clock timed (the others: TSC)
   uint64_t data_frames = 0;           // first transmissions
   uint64_t retransmissions = 0, nack_retransmissions = 0, timeout_retransmissions = 0;
   uint64_t acks = 0, nacks = 0;
@@ -167,7 +190,7 @@ std::string format_measured_vs_modelled(const DpdkStats& stats, const emu::RunRe
 // The stats as a JSON object (the report's "dpdk" section; docs/report.md).
 std::string dpdk_stats_to_json(const DpdkStats& stats);
 
-class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private emu::DeliveryListener {
+class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private emu::DeliveryListener, private RxSink {
  public:
   // `plan` must cover every NPU of the topology. EAL must be running; `ports` must outlive the fabric.
   // std::invalid_argument for bad options.
@@ -192,8 +215,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
 
   const emu::PacketFabric& model() const noexcept { return model_; }
   const emu::Topology& topology() const noexcept { return model_.topology(); }
-  // Refreshed on every call (counters of the senders and receivers are summed here).
+  // Refreshed on every call (counters of the senders and receivers are summed here; those of a receive
+  // lcore once it has stopped).
   const DpdkStats& stats();
+  // The receive side's lcore, -1 when it runs on the main lcore.
+  int rx_lcore() const noexcept { return worker_ ? static_cast<int>(worker_->lcore()) : -1; }
 
  private:
   struct Record {  // one walker message
@@ -239,19 +265,21 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   void on_delivered(uint64_t id, emu::Time at) override;  // the model delivers: wait for the wire
   void submit(uint64_t id);
   bool try_submit(uint64_t id, Record& r);
-  // One round of I/O: submit backlog, transmit, receive, NACK. Returns true when a frame was received.
+  // One round of I/O: submit backlog, transmit, receive (the RxPath inline, or the receive lcore's
+  // completions), ACK/NACK for the senders. Returns true when a frame or a completion was received.
   bool poll();
   void transmit();
+  // Port A's frames on the main lcore: ACKs and NACKs for the senders.
   void receive(Port& port);
-  void handle(const DecodedFrame& f);
-  void process_held(rte_mbuf* m);
-  void feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, uint32_t count, uint32_t cumulative,
-                uint32_t covered, std::span<const uint32_t> missing);
+  void handle(const DecodedFrame& f);  // an ACK or NACK for a sender
+  void completed(const RxCompletion& c) override;  // RxSink: a message reassembled
+  void feedback(const DecodedFrame& f) override { handle(f); }  // RxSink: port B loops frames back
+  void take_completions();
+  int choose_rx_lcore() const;
   // `meta` (parallel to `queue`): frames taken by the device are timed into link_pace_.
   void flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta = nullptr);
   rte_mbuf* frame(Port& port, const FrameSpec& spec);
   Sender& sender(uint32_t src);
-  Receiver& receiver(uint32_t dst);
   static uint64_t pair_key(uint32_t src, uint32_t dst, uint64_t wire_id, uint32_t npus) noexcept {
     return (uint64_t{src} * npus + dst) << 40 ^ wire_id;
   }
@@ -281,9 +309,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<Waiting> pacing_;
   uint64_t pacing_seq_ = 0;
   std::vector<std::unique_ptr<Sender>> senders_;
-  std::vector<std::unique_ptr<Receiver>> receivers_;
   std::vector<uint32_t> active_senders_;              // ranks with a Sender, in creation order
-  std::vector<uint32_t> active_receivers_;
   std::vector<std::optional<TxPacket>> held_;         // per sender: a packet waiting for its departure
   std::vector<emu::LinkId> route_;
   std::vector<emu::Time> link_free_;                  // per link: modelled FIFO of first hops (emulated)
@@ -295,21 +321,19 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<LinkPace> link_pace_;
   std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual
   std::vector<CollAcc> coll_acc_;                     // by Message::coll
-  std::vector<rte_mbuf*> tx_data_, tx_feedback_;      // frames built, not yet taken by the device
+  std::vector<rte_mbuf*> tx_data_;                    // frames built, not yet taken by the device
   std::vector<TxMeta> tx_meta_;
-  struct Held {
-    rte_mbuf* m;
-    uint32_t after;  // released after this many more data frames (or when the port is idle)
-  };
-  std::vector<Held> reorder_;
-  FaultFilter faults_;
   std::unique_ptr<PcapWriter> pcap_;
-  NackBatch nacks_;
+  // The receive side (port B): run inline by poll(), or by worker_ on its own lcore (then only the
+  // worker touches it until join()).
+  std::unique_ptr<RxPath> rx_path_;
+  std::unique_ptr<RxWorker> worker_;
+  uint64_t completed_messages_ = 0, completed_bytes_ = 0;  // completions seen by the main lcore
+  uint64_t a_hw_timestamped_ = 0;                     // port A frames with an RX timestamp
   std::vector<uint8_t> scratch_;
   std::vector<uint32_t> missing_;
   uint64_t ip_id_ = 0;
   bool rx_any_ = false;
-  bool data_seen_ = false;
   bool interrupted_ = false;
   bool started_ = false;  // the first send() restarted the clock
   uint64_t last_poll_ps_ = 0;
@@ -321,7 +345,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   emu::Duration current_rto_;  // what adapt_rto() last gave them
   double srtt_ns_ = 0, rttvar_ns_ = 0;
   void adapt_rto(uint64_t sample_ns);
-  DpdkStats stats_;
+  DpdkStats stats_;  // the main lcore's counters
+  DpdkStats out_;    // stats(): stats_ with the receive side's
 };
 
 }  // namespace fabemu::host::dpdk

@@ -43,6 +43,16 @@ emu::Time TscClock::wall() const noexcept {
   return emu::Time::from_ps(static_cast<uint64_t>(u128{t} * 1'000'000'000'000u / hz_));
 }
 
+emu::Time TscClock::wall_at(uint64_t t) const noexcept {
+  if (t <= start_) return emu::Time::from_ps(0);
+  return emu::Time::from_ps(static_cast<uint64_t>(u128{t - start_} * 1'000'000'000'000u / hz_));
+}
+
+emu::Time TscClock::emulated_at(uint64_t t) const noexcept {
+  if (dilation_q16_ == 0) return emu::Time::max();
+  return emu::Time::from_ps(static_cast<uint64_t>((u128{wall_at(t).ps()} << 16) / dilation_q16_));
+}
+
 emu::Time TscClock::emulated() const noexcept {
   if (dilation_q16_ == 0) return emu::Time::max();
   return emu::Time::from_ps(static_cast<uint64_t>((u128{wall().ps()} << 16) / dilation_q16_));

@@ -23,6 +23,9 @@ class TscClock {
   uint64_t hz() const noexcept { return hz_; }
   // Wall time since restart(), in picoseconds (undilated).
   emu::Time wall() const noexcept;
+  // Wall time at raw tick count `t` (0 for ticks before restart()), and the emulated time then.
+  emu::Time wall_at(uint64_t t) const noexcept;
+  emu::Time emulated_at(uint64_t t) const noexcept;
   // A tick difference in nanoseconds.
   uint64_t ticks_to_ns(uint64_t ticks) const noexcept;
   // Wall time since restart() divided by the dilation: the emulated time the wall clock says it is.

@@ -168,6 +168,27 @@ EOF2
     --no-telemetry -l 0 --vdev net_ring0
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["total_time_ps"] == 43051456 and r["dpdk"]["messages_completed"] == 96' \
     "$tmp/vdev.json" || fail "--fabric dpdk on an EAL --vdev"
+  # the receive side on an lcore of its own (EAL -l 0-1, --dpdk-rx-lcore auto): the same report as with
+  # everything on the main lcore (--dpdk-rx-lcore off)
+  for lc in auto off; do
+    expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
+      --dpdk-rx-lcore $lc -r "$tmp/lc_$lc.json" -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-$lc$$" \
+      --no-telemetry -l 0-1
+  done
+  python3 - "$tmp/lc_auto.json" "$tmp/lc_off.json" <<'EOF2' || fail "--dpdk-rx-lcore: the reports differ"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+da, db = a.pop("dpdk"), b.pop("dpdk")
+assert da["rx_lcore"] == 1 and db["rx_lcore"] == -1, (da["rx_lcore"], db["rx_lcore"])
+assert da["rx_lcore_frames"] == da["data_frames"] + da["retransmissions"] > 0, da["rx_lcore_frames"]
+assert da["messages_completed"] == db["messages_completed"] == 96
+assert da["bytes_completed"] == db["bytes_completed"] == da["message_bytes"]
+assert a["total_time_ps"] == 43051456
+assert a == b, [k for k in a if a[k] != b.get(k)]
+EOF2
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 0 -q -- \
+    --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-0$$" --no-telemetry -l 0-1
+  expect_text "$tmp/err" "RX lcore 0"
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -q -- -l 0
   expect_text "$tmp/err" "arguments after -- are EAL arguments"
   # the same timeline as the software packet model (as fast as possible: the walker sees the model's times)

@@ -10,10 +10,20 @@ namespace {
 
 std::string g_eal_error;
 
+std::string& lcores() {
+  static std::string list;  // a function-local static: usable from other translation units' initializers
+  return list;
+}
+
 class EalEnvironment : public ::testing::Environment {
  public:
   void SetUp() override {
     std::vector<std::string> args = host::dpdk::Eal::no_huge_args();
+    if (!lcores().empty()) {
+      for (size_t i = 0; i + 1 < args.size(); ++i) {
+        if (args[i] == "-l") args[i + 1] = lcores();
+      }
+    }
     if (const char* env = std::getenv("FABEMU_DPDK_TEST_EAL_ARGS"); env != nullptr) {
       args.clear();
       std::istringstream words(env);
@@ -32,5 +42,10 @@ const auto* const g_env = ::testing::AddGlobalTestEnvironment(new EalEnvironment
 }  // namespace
 
 const std::string& eal_error() { return g_eal_error; }
+
+bool request_eal_lcores(const std::string& list) {
+  lcores() = list;
+  return true;
+}
 
 }  // namespace fabemu::test

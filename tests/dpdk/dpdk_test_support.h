@@ -12,6 +12,9 @@
 namespace fabemu::test {
 // Why EAL did not start ("" when it did).
 const std::string& eal_error();
+// The EAL's lcore list (-l) instead of "0", for a test binary that needs more lcores; call it before
+// main() (a static initializer). FABEMU_DPDK_TEST_EAL_ARGS still replaces every argument.
+bool request_eal_lcores(const std::string& list);
 }  // namespace fabemu::test
 
 #define REQUIRE_EAL()                                                                                   \

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "host/config/astra_config.h"
+#include "tests/dpdk/dpdk_fabric_test_support.h"
 #include "tests/dpdk/dpdk_test_support.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_fabric.h"
@@ -29,109 +30,17 @@ namespace fd = fabemu::host::dpdk;
 namespace fs = std::filesystem;
 using namespace fabemu::emu;
 using namespace fabemu::emu::walker_test;
+using fabemu::test::DpdkRun;
+using fabemu::test::TempDir;
+using fabemu::test::Workload;
+using fabemu::test::expect_exact;
+using fabemu::test::generated_all_reduce;
+using fabemu::test::port_config;
+using fabemu::test::run_dpdk;
+using fabemu::test::run_software;
 
 namespace {
 
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "fabemu-dpdkfab-XXXXXX").string();
-    if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-constexpr uint32_t kModelMtu = 4096;
-
-// A workload, its network and walker options.
-struct Workload {
-  NetworkConfig net;
-  SystemConfig sys;
-  std::vector<std::string> files;
-  WalkerOptions options() const {
-    WalkerOptions o;
-    o.system = sys;
-    return o;
-  }
-};
-
-RunResult run_software(const Workload& w) {
-  Engine engine(1 << 12);
-  Topology topo(w.net);
-  PacketFabric fabric(engine, topo, kModelMtu);
-  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
-  return walker.run();
-}
-
-struct DpdkRun {
-  RunResult result;
-  fd::DpdkStats stats;
-  bool drained = false;
-};
-
-DpdkRun run_dpdk(const Workload& w, fd::DpdkPorts& ports, fd::DpdkFabricOptions opt) {
-  opt.model_mtu = kModelMtu;
-  Topology topo(w.net);
-  const auto plan = fd::AddressPlan::make_default(static_cast<uint32_t>(topo.npus()));
-  fd::DpdkFabric fabric(topo, plan, ports, opt);
-  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
-  DpdkRun out;
-  out.result = walker.run();
-  out.drained = fabric.drain();
-  out.stats = fabric.stats();
-  std::printf("%s", fd::format_dpdk_stats(out.stats).c_str());
-  return out;
-}
-
-fd::PortConfig port_config() {
-  fd::PortConfig cfg;
-  cfg.mbufs = cfg.mbufs_for(4096, 32);
-  return cfg;
-}
-
-// The same times as the software model, every message once, every byte once.
-void expect_exact(const RunResult& sw, const DpdkRun& d) {
-  ASSERT_TRUE(sw.stuck.empty());
-  ASSERT_TRUE(d.result.stuck.empty()) << d.result.stuck.front();
-  EXPECT_GT(sw.total.ps(), 0u);
-  EXPECT_EQ(d.result.total.ps(), sw.total.ps());
-  ASSERT_EQ(d.result.ranks.size(), sw.ranks.size());
-  for (size_t r = 0; r < sw.ranks.size(); ++r) {
-    EXPECT_EQ(d.result.ranks[r].finish.ps(), sw.ranks[r].finish.ps()) << "rank " << r;
-    EXPECT_EQ(d.result.ranks[r].exposed_comm.ps(), sw.ranks[r].exposed_comm.ps()) << "rank " << r;
-  }
-  const fd::DpdkStats& s = d.stats;
-  EXPECT_TRUE(d.drained);
-  EXPECT_GT(s.messages, 0u);
-  EXPECT_EQ(s.deliveries, s.messages + s.local_messages);
-  EXPECT_EQ(s.messages_completed, s.messages);
-  EXPECT_EQ(s.bytes_completed, s.message_bytes);
-  EXPECT_EQ(s.latency_ns.count(), s.messages);
-  EXPECT_EQ(s.not_ours, 0u);
-  EXPECT_EQ(s.rx_invalid + s.rx_receiver_invalid, 0u);
-  // Every frame sent arrived on the other port (the fault filter drops after receiving); drain() polls
-  // until the ports are quiet.
-  EXPECT_EQ(s.frames_rx, s.frames_tx);
-}
-
-Workload generated_all_reduce(const fabemu::test::ScratchDir& dir) {
-  Workload w;
-  w.net = network({dim(DimTopology::kRing, 8)});
-  w.sys = system_config(CollectiveAlgo::kRing, 4, 1);
-  fabemu::traces::CollectiveSpec spec;
-  spec.type = ChakraProtoMsg::ALL_REDUCE;
-  spec.ranks = 8;
-  spec.size_bytes = uint64_t{1} << 20;
-  w.files = fabemu::traces::generate_collective(spec, dir.file("allreduce"));
-  return w;
-}
 
 // The shared custom ring all-reduce (SEND/RECV), or nullopt when ../shared is absent.
 std::optional<Workload> custom_ring_all_reduce() {

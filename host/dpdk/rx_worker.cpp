@@ -1,0 +1,357 @@
+#include "host/dpdk/rx_worker.h"
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include <fmt/core.h>
+
+#include <atomic>
+#include <exception>
+#include <stdexcept>
+
+namespace fabemu::host::dpdk {
+
+namespace {
+constexpr uint16_t kBurst = 32;
+constexpr int kRxBursts = 8;         // rx bursts per poll
+constexpr uint32_t kAckEvery = 32;   // a partial ACK every this many packets of a message (a power of two)
+constexpr unsigned kRingSize = 65536;  // completions in flight worker -> main (2 MiB)
+constexpr uint64_t kClockSampleMs = 100;  // the NIC clock is sampled this often (and 8 times at start)
+}  // namespace
+
+// --- RxPath ----------------------------------------------------------------------------------------------
+
+RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
+    : cfg_(config), port_(port), pcap_(pcap), clock_(0), faults_(config.faults) {
+  receivers_.resize(cfg_.npus);
+  scratch_.resize(16384);
+  tx_.reserve(kBurst * kRxBursts * 2);
+  reorder_.reserve(kBurst * kRxBursts);
+  release_.reserve(kBurst * kRxBursts);
+  // The NIC's receive times are used when the offload is on and its clock can be read (to map it to the
+  // TSC); otherwise arrivals are TSC times (frames with a timestamp are still counted).
+  uint64_t probe = 0;
+  if (port_.rx_timestamp_offload() && port_.read_clock(probe)) {
+    nic_ = true;
+    sample_every_ = rte_get_tsc_hz() / 1000 * kClockSampleMs;
+    for (int i = 0; i < 8; ++i) {
+      sample_clock();
+      rte_delay_us_block(100);
+    }
+    next_sample_ = rte_rdtsc() + sample_every_;
+  }
+}
+
+RxPath::~RxPath() {
+  for (rte_mbuf* m : tx_) rte_pktmbuf_free(m);
+  for (const Held& h : reorder_) rte_pktmbuf_free(h.m);
+}
+
+void RxPath::sample_clock() noexcept {
+  // The pair is (NIC clock, the TSC midway through reading it).
+  const uint64_t t0 = rte_rdtsc();
+  uint64_t nic = 0;
+  if (!port_.read_clock(nic)) return;
+  const uint64_t t1 = rte_rdtsc();
+  fit_.add(nic, t0 + (t1 - t0) / 2);
+}
+
+Receiver& RxPath::receiver(uint32_t dst) {
+  if (!receivers_[dst]) {
+    ReceiverConfig c;
+    c.sources = cfg_.npus;
+    c.window = cfg_.window;
+    c.nack_delay = cfg_.nack_delay;
+    receivers_[dst] = std::make_unique<Receiver>(c);
+    active_receivers_.push_back(dst);
+  }
+  return *receivers_[dst];
+}
+
+ReceiverStats RxPath::receiver_totals() const noexcept {
+  ReceiverStats t;
+  for (const uint32_t r : active_receivers_) {
+    const ReceiverStats& s = receivers_[r]->stats();
+    t.packets += s.packets;
+    t.accepted += s.accepted;
+    t.duplicates += s.duplicates;
+    t.stale += s.stale;
+    t.reordered += s.reordered;
+    t.out_of_window += s.out_of_window;
+    t.invalid += s.invalid;
+    t.completed += s.completed;
+    t.bytes_completed += s.bytes_completed;
+    t.nacks += s.nacks;
+  }
+  return t;
+}
+
+bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
+  ++stats_.polls;
+  // One reading of the wall clock per round: the Receivers' timers (NACK delay, 200 us) need no finer.
+  now_ = clock_.wall();
+  stamp_ps_ = stamp_ps == kStampWall ? now_.ps() : stamp_ps;
+  if (nic_ && rte_rdtsc() >= next_sample_) {
+    sample_clock();
+    next_sample_ = rte_rdtsc() + sample_every_;
+  }
+  bool any = false;
+  data_seen_ = false;
+  rte_mbuf* pkts[kBurst];
+  for (int b = 0; b < kRxBursts; ++b) {
+    const uint16_t n = port_.rx_burst(pkts, kBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = pkts[i];
+      any = true;
+      ++stats_.frames_rx;
+      stats_.frame_bytes_rx += m->pkt_len;
+      uint64_t ts = 0;
+      const bool has_ts = port_.rx_timestamp(m, ts);
+      stats_.hw_timestamped += has_ts ? 1 : 0;
+      DecodedFrame f;
+      const Verdict v = decode_mbuf(m, cfg_.rules, f, scratch_);
+      if (v != Verdict::kOurs) {
+        ++stats_.not_ours;
+        ++stats_.not_ours_by_verdict[static_cast<size_t>(v)];
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      if (f.hdr.kind != PacketKind::kData) {
+        sink.feedback(f);
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      data_seen_ = true;
+      const FaultDecision d = faults_.next();
+      if (d.drop) {
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      if (d.reorder) {
+        reorder_.push_back(Held{m, 1 + static_cast<uint32_t>(faults_.uniform(8))});
+        continue;
+      }
+      handle(f, sink, has_ts, ts);
+      if (d.duplicate) handle(f, sink, has_ts, ts);
+      rte_pktmbuf_free(m);
+      // Frames held back are released behind `after` later data frames.
+      for (size_t j = 0; j < reorder_.size();) {
+        if (--reorder_[j].after == 0) {
+          rte_mbuf* h = reorder_[j].m;
+          reorder_.erase(reorder_.begin() + static_cast<ptrdiff_t>(j));
+          process_held(h, sink);
+        } else {
+          ++j;
+        }
+      }
+    }
+    if (n < kBurst) break;
+  }
+  if (!data_seen_ && !reorder_.empty()) {
+    // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
+    release_.swap(reorder_);
+    for (const Held& h : release_) process_held(h.m, sink);
+    release_.clear();
+  }
+  for (const uint32_t dst : active_receivers_) {
+    Receiver& rx = *receivers_[dst];
+    if (rx.active_messages() == 0) continue;
+    nacks_.clear();
+    rx.poll_nacks(now_, nacks_);
+    for (const Nack& n : nacks_.nacks) {
+      feedback(dst, n.src, n.message_id, PacketKind::kNack, n.count, n.cumulative, n.covered,
+               std::span<const uint32_t>(nacks_.seqs).subspan(n.first, n.missing));
+    }
+  }
+  flush();
+  return any;
+}
+
+void RxPath::process_held(rte_mbuf* m, RxSink& sink) {
+  DecodedFrame f;
+  uint64_t ts = 0;
+  const bool has_ts = port_.rx_timestamp(m, ts);
+  if (decode_mbuf(m, cfg_.rules, f, scratch_) == Verdict::kOurs) handle(f, sink, has_ts, ts);
+  rte_pktmbuf_free(m);
+}
+
+void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t ts) {
+  const FabemuHeader& h = f.hdr;
+  if (h.src_rank >= cfg_.npus || h.dst_rank >= cfg_.npus) {
+    ++stats_.rx_invalid;
+    return;
+  }
+  const RxPacket p{h.src_rank, h.message_id, h.seq, h.count, h.message_length, f.payload_bytes,
+                   (h.flags & kFlagRetransmit) != 0};
+  Receiver& rx = receiver(h.dst_rank);
+  const RxEvent e = rx.on_packet(p, now_);
+  if (e == RxEvent::kCompleted) {
+    RxCompletion c;
+    c.src = h.src_rank;
+    c.dst = h.dst_rank;
+    c.wire_id = h.message_id;
+    const uint64_t now = rte_rdtsc();
+    c.rx_ticks = now;
+    if (nic_ && has_ts && fit_.ready()) {
+      // The NIC's receive time of the frame that completed the message, on the TSC (never after now:
+      // the fit's error must not make a frame arrive in the future).
+      const uint64_t t = fit_.to_tsc(ts);
+      c.rx_ticks = t < now ? t : now;
+      c.nic = 1;
+      ++stats_.nic_arrivals;
+    }
+    ++stats_.completions;
+    sink.completed(c);
+  }
+  if (e == RxEvent::kCompleted || e == RxEvent::kStale) {
+    feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, h.count, h.count, {});
+  } else if (e == RxEvent::kAccepted && (h.seq & (kAckEvery - 1)) == kAckEvery - 1) {
+    // A partial ACK: everything below the first gap (or up to this packet) has arrived.
+    uint32_t gap = 0;
+    const size_t n = rx.missing(h.src_rank, h.message_id, std::span<uint32_t>(&gap, 1));
+    const uint32_t cumulative = n > 0 ? gap : h.seq + 1;
+    if (cumulative > 0) {
+      feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, cumulative, cumulative, {});
+    }
+  }
+}
+
+void RxPath::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, uint32_t count,
+                      uint32_t cumulative, uint32_t covered, std::span<const uint32_t> missing) {
+  FrameSpec spec;
+  spec.mode = cfg_.mode;
+  spec.src = cfg_.plan->at(from);
+  spec.dst = cfg_.plan->at(to);
+  if (cfg_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{from} << 32 | to);
+  spec.ip_id = static_cast<uint16_t>(ip_id_++);
+  spec.hdr = FabemuHeader{kind, 0, from, to, id, cumulative, count, 0, covered, stamp_ps_};
+  spec.bth.opcode = kRcSendOnly;
+  spec.bth.dest_qp = to + 1;
+  spec.missing = missing;
+  rte_mbuf* m = rte_pktmbuf_alloc(port_.pool());
+  if (m == nullptr) return;  // pool empty: the sender's timeout covers a lost ACK / NACK
+  // One prebuilt header per flow; at most 65,536 flows keep one, the rest are encoded whole.
+  const uint64_t key = uint64_t{from} * cfg_.npus + to;
+  auto t = templates_.find(key);
+  if (t == templates_.end() && templates_.size() < 65536) t = templates_.emplace(key, FrameTemplate(spec)).first;
+  const uint16_t len = t != templates_.end() && t->second.matches(spec) ? fill_mbuf(m, t->second, spec)
+                                                                        : fill_mbuf(m, spec);
+  if (len == 0) {
+    rte_pktmbuf_free(m);
+    throw std::logic_error("DpdkFabric: an ACK/NACK frame does not fit its mbuf");
+  }
+  if (pcap_ != nullptr) pcap_->write(mbuf_bytes(m), clock_.wall().ps() / 1000);
+  ++stats_.frames_tx;
+  stats_.frame_bytes_tx += len;
+  if (kind == PacketKind::kAck) {
+    ++stats_.acks;
+  } else {
+    ++stats_.nacks;
+  }
+  tx_.push_back(m);
+}
+
+void RxPath::flush() {
+  size_t sent = 0;
+  while (sent < tx_.size()) {
+    const auto n = static_cast<uint16_t>(std::min<size_t>(kBurst, tx_.size() - sent));
+    const uint16_t took = port_.tx_burst(tx_.data() + sent, n);
+    sent += took;
+    if (took < n) break;  // the device is full: the rest waits for the next poll
+  }
+  tx_.erase(tx_.begin(), tx_.begin() + static_cast<ptrdiff_t>(sent));
+}
+
+// --- RxWorker --------------------------------------------------------------------------------------------
+
+RxWorker::RxWorker(RxPath& path, unsigned lcore) : path_(path), lcore_(lcore) {
+  static std::atomic<unsigned> counter{0};
+  const std::string name = fmt::format("fe_rxc{}", counter.fetch_add(1));
+  ring_ = rte_ring_create_elem(name.c_str(), sizeof(RxCompletion), kRingSize, rte_lcore_to_socket_id(lcore),
+                               RING_F_SP_ENQ | RING_F_SC_DEQ);
+  if (ring_ == nullptr) {
+    throw std::runtime_error(fmt::format("RX lcore {}: rte_ring_create_elem: {}", lcore, rte_strerror(rte_errno)));
+  }
+  pending_.reserve(4096);
+  const int rc = rte_eal_remote_launch(&RxWorker::entry, this, lcore);
+  if (rc != 0) {
+    rte_ring_free(ring_);
+    throw std::runtime_error(fmt::format("RX lcore {}: rte_eal_remote_launch: {}", lcore, rte_strerror(-rc)));
+  }
+}
+
+RxWorker::~RxWorker() {
+  if (!joined_) {
+    request_stop(0, 0);
+    rte_eal_wait_lcore(lcore_);
+  }
+  rte_ring_free(ring_);
+}
+
+int RxWorker::entry(void* self) { return static_cast<RxWorker*>(self)->run(); }
+
+void RxWorker::RingSink::completed(const RxCompletion& c) {
+  RxCompletion copy = c;  // the ring's API takes a non-const pointer
+  if (!w_.pending_.empty() || rte_ring_sp_enqueue_elem(w_.ring_, &copy, sizeof(RxCompletion)) != 0) {
+    w_.pending_.push_back(c);  // the ring is full: passed on in order by the next rounds
+  }
+}
+
+void RxWorker::RingSink::feedback(const DecodedFrame& /*f*/) {
+  // ACKs/NACKs are the main lcore's (port A): one on the receive port is not for this fabric's senders.
+  w_.path_.count_invalid();
+}
+
+int RxWorker::run() noexcept {
+  try {
+    TscClock clock(0);
+    uint64_t last_rx = rte_rdtsc();
+    for (;;) {
+      // Read before polling: every frame the main lcore sent before it asked to stop is in the port's
+      // queue by then, so the poll below sees it (checked after the poll, a frame sent between the two
+      // would be left behind for the next run on these ports).
+      const bool stopping = stop_.load(std::memory_order_acquire);
+      const bool got = path_.poll(sink_, RxPath::kStampWall);
+      const uint64_t now = rte_rdtsc();
+      if (got) last_rx = now;
+      if (!pending_.empty()) {
+        const unsigned n = rte_ring_sp_enqueue_burst_elem(ring_, pending_.data(), sizeof(RxCompletion),
+                                                          static_cast<unsigned>(pending_.size()), nullptr);
+        pending_.erase(pending_.begin(), pending_.begin() + n);
+      }
+      if (stopping) {
+        const bool quiet = clock.ticks_to_ns(now - last_rx) >= quiet_ns_ && path_.idle() && pending_.empty();
+        if (quiet || now >= deadline_tsc_ || Eal::stop_requested()) break;
+      }
+    }
+  } catch (const std::exception& e) {
+    failure_ = fmt::format("RX lcore {}: {}", lcore_, e.what());
+  } catch (...) {
+    failure_ = fmt::format("RX lcore {}: unknown exception", lcore_);
+  }
+  done_.store(true, std::memory_order_release);
+  return 0;
+}
+
+unsigned RxWorker::take(RxCompletion* out, unsigned n) noexcept {
+  return rte_ring_sc_dequeue_burst_elem(ring_, out, sizeof(RxCompletion), n, nullptr);
+}
+
+void RxWorker::request_stop(uint64_t quiet_ns, uint64_t deadline_tsc) noexcept {
+  quiet_ns_ = quiet_ns;
+  deadline_tsc_ = deadline_tsc;
+  stop_.store(true, std::memory_order_release);
+}
+
+void RxWorker::join() {
+  if (joined_) return;
+  rte_eal_wait_lcore(lcore_);
+  joined_ = true;
+  if (!failure_.empty()) throw std::runtime_error(failure_);
+}
+
+}  // namespace fabemu::host::dpdk

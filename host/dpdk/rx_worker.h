@@ -1,0 +1,197 @@
+// The receive side of the DPDK fabric (README.md, "Receive lcore"): the port data frames arrive on, the
+// fault filter, the Receivers' reassembly and the ACKs/NACKs they send back. RxPath is that state and its
+// poll loop; the main lcore calls it inline (one lcore), or an RxWorker runs it on an lcore of its own,
+// owning the port entirely. Then the only state the two lcores share is a single-producer
+// single-consumer rte_ring of fixed-size RxCompletion records (worker -> main) and the worker's stop
+// request / done flags, each on a cache line of its own.
+#pragma once
+
+#include <rte_mbuf.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "host/dpdk/address_plan.h"
+#include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/nic_clock.h"
+#include "host/dpdk/pcap_writer.h"
+#include "host/dpdk/realtime.h"
+#include "host/dpdk/reassembly.h"
+#include "host/dpdk/wire.h"
+
+struct rte_ring;
+
+namespace fabemu::host::dpdk {
+
+// A message the receive side reassembled. 32 bytes: an element of the worker -> main ring.
+struct RxCompletion {
+  uint32_t src = 0, dst = 0;
+  uint64_t wire_id = 0;   // the sender's message id of the (src, dst) pair
+  uint64_t rx_ticks = 0;  // TSC when its last packet arrived (the NIC's timestamp mapped to the TSC, `nic`)
+  uint32_t nic = 0;       // 1: rx_ticks comes from the NIC's RX timestamp
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(RxCompletion) == 32);
+
+struct RxPathConfig {
+  uint32_t npus = 0;
+  WireMode mode = WireMode::kFabemu;
+  const AddressPlan* plan = nullptr;  // outlives the RxPath
+  DecodeRules rules;
+  uint32_t window = 1024;
+  emu::Duration nack_delay = emu::Duration::from_us(200);
+  FaultConfig faults;
+};
+
+// Counters of the receive side, summed into DpdkStats.
+struct RxPathStats {
+  uint64_t frames_rx = 0, frame_bytes_rx = 0;
+  uint64_t frames_tx = 0, frame_bytes_tx = 0;  // ACK and NACK frames built
+  uint64_t acks = 0, nacks = 0;
+  uint64_t not_ours = 0;
+  uint64_t not_ours_by_verdict[kVerdictCount] = {};
+  uint64_t rx_invalid = 0;      // ranks out of range; on the worker also feedback frames (they belong to A)
+  uint64_t hw_timestamped = 0;  // frames that carried an RX timestamp of the device
+  uint64_t nic_arrivals = 0;    // completions timed by the NIC's clock (the others by the TSC)
+  uint64_t completions = 0;
+  uint64_t polls = 0;
+};
+
+// What RxPath::poll reports to its owner.
+class RxSink {
+ public:
+  virtual void completed(const RxCompletion& c) = 0;
+  // An ACK or NACK (for the Senders) that arrived on the receive port (a port that loops frames back).
+  virtual void feedback(const DecodedFrame& f) = 0;
+
+ protected:
+  ~RxSink() = default;
+};
+
+// The receive side's state; one lcore at a time. Not copyable.
+class RxPath {
+ public:
+  // Also reads the port's clock when its RX timestamps are on (ClockFit, "nic"); std::invalid_argument
+  // for a bad fault configuration.
+  RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap);
+  ~RxPath();
+  RxPath(const RxPath&) = delete;
+  RxPath& operator=(const RxPath&) = delete;
+
+  // One round: up to 8 bursts of the port, decoded; data frames through the fault filter into the
+  // Receivers; completions and feedback frames to `sink`; held-back frames released when nothing newer
+  // came; NACKs of idle messages; the ACK/NACK frames sent. `stamp_ps` goes into the ACK/NACK headers
+  // (kStampWall: this path's wall clock, ps). Returns true when a frame was received.
+  static constexpr uint64_t kStampWall = ~uint64_t{0};
+  bool poll(RxSink& sink, uint64_t stamp_ps);
+  // Nothing held back by reorder injection and no ACK/NACK waiting for the device.
+  bool idle() const noexcept { return reorder_.empty() && tx_.empty(); }
+  // Wall time zero of the Receivers' timers and of the pcap records of ACKs/NACKs.
+  void restart_clock() noexcept { clock_.restart(); }
+
+  Port& port() noexcept { return port_; }
+  const RxPathStats& stats() const noexcept { return stats_; }
+  const FaultFilter& faults() const noexcept { return faults_; }
+  // The Receivers' counters summed.
+  ReceiverStats receiver_totals() const noexcept;
+  // "nic" when arrivals are timed by the device's RX timestamps (offload on and its clock readable,
+  // mapped to the TSC), else "tsc".
+  const char* clock_name() const noexcept { return nic_ ? "nic" : "tsc"; }
+  const ClockFit& clock_fit() const noexcept { return fit_; }
+  void count_invalid() noexcept { ++stats_.rx_invalid; }
+
+ private:
+  void handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t ts);
+  void process_held(rte_mbuf* m, RxSink& sink);
+  void feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, uint32_t count, uint32_t cumulative,
+                uint32_t covered, std::span<const uint32_t> missing);
+  void flush();
+  void sample_clock() noexcept;
+  Receiver& receiver(uint32_t dst);
+
+  RxPathConfig cfg_;
+  Port& port_;
+  PcapWriter* pcap_;
+  TscClock clock_;
+  FaultFilter faults_;
+  std::vector<std::unique_ptr<Receiver>> receivers_;
+  std::vector<uint32_t> active_receivers_;
+  std::unordered_map<uint64_t, FrameTemplate> templates_;  // ACK/NACK flows, by from * npus + to
+  std::vector<rte_mbuf*> tx_;
+  struct Held {
+    rte_mbuf* m;
+    uint32_t after;  // released after this many more data frames (or when the port is idle)
+  };
+  std::vector<Held> reorder_;
+  std::vector<Held> release_;
+  NackBatch nacks_;
+  std::vector<uint8_t> scratch_;
+  uint64_t ip_id_ = 0;
+  uint64_t stamp_ps_ = 0;
+  emu::Time now_;             // the wall clock of this round
+  bool data_seen_ = false;
+  bool nic_ = false;          // arrivals timed by the NIC
+  ClockFit fit_;
+  uint64_t next_sample_ = 0;  // TSC of the next clock sample
+  uint64_t sample_every_ = 0;
+  RxPathStats stats_;
+};
+
+// Runs an RxPath on an lcore of its own (rte_eal_remote_launch) until stopped. Main lcore API only.
+class RxWorker {
+ public:
+  // `lcore` must be an enabled worker lcore waiting for work. std::runtime_error when it cannot be
+  // launched or the ring cannot be created.
+  RxWorker(RxPath& path, unsigned lcore);
+  // Stops at once (without draining) and waits.
+  ~RxWorker();
+  RxWorker(const RxWorker&) = delete;
+  RxWorker& operator=(const RxWorker&) = delete;
+
+  // Completions the worker has passed over, up to `n`; returns how many.
+  unsigned take(RxCompletion* out, unsigned n) noexcept;
+  // Asks the worker to finish: it polls until its port has been quiet for `quiet_ns`, then passes its
+  // last completions and returns; at `deadline_tsc` (or a stop request of EAL) it returns anyway.
+  void request_stop(uint64_t quiet_ns, uint64_t deadline_tsc) noexcept;
+  // The worker has returned (or failed): join() will not wait.
+  bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+  // Waits for the worker (rte_eal_wait_lcore); afterwards its RxPath may be read. Rethrows the worker's
+  // failure as std::runtime_error.
+  void join();
+  bool joined() const noexcept { return joined_; }
+  unsigned lcore() const noexcept { return lcore_; }
+
+ private:
+  static int entry(void* self);  // rte_lcore_function_t
+  int run() noexcept;
+
+  class RingSink final : public RxSink {
+   public:
+    explicit RingSink(RxWorker& w) : w_(w) {}
+    void completed(const RxCompletion& c) override;
+    void feedback(const DecodedFrame& f) override;
+
+   private:
+    RxWorker& w_;
+  };
+
+  RxPath& path_;
+  unsigned lcore_;
+  rte_ring* ring_ = nullptr;
+  bool joined_ = false;
+  std::string failure_;  // written by the worker before done_
+  // Worker-local: completions the ring had no room for yet.
+  std::vector<RxCompletion> pending_;
+  RingSink sink_{*this};
+  // Main -> worker, written once (before the stop flag, which releases them).
+  alignas(64) std::atomic<bool> stop_{false};
+  uint64_t quiet_ns_ = 0, deadline_tsc_ = 0;
+  // Worker -> main, written once.
+  alignas(64) std::atomic<bool> done_{false};
+};
+
+}  // namespace fabemu::host::dpdk

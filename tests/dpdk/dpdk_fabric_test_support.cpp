@@ -1,0 +1,117 @@
+#include "tests/dpdk/dpdk_fabric_test_support.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <system_error>
+
+#include "host/config/astra_config.h"
+#include "traces/generate.h"
+#include "traces/trace_set.h"
+
+namespace fabemu::test {
+
+namespace fs = std::filesystem;
+using namespace emu;
+using namespace emu::walker_test;
+namespace fd = host::dpdk;
+
+TempDir::TempDir() {
+  std::string t = (fs::temp_directory_path() / "fabemu-dpdkfab-XXXXXX").string();
+  if (::mkdtemp(t.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path = t;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+}
+
+WalkerOptions Workload::options() const {
+  WalkerOptions o;
+  o.system = sys;
+  return o;
+}
+
+RunResult run_software(const Workload& w) {
+  Engine engine(1 << 12);
+  Topology topo(w.net);
+  PacketFabric fabric(engine, topo, kModelMtu);
+  traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
+  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
+  return walker.run();
+}
+
+DpdkRun run_dpdk(const Workload& w, fd::DpdkPorts& ports, fd::DpdkFabricOptions opt) {
+  opt.model_mtu = kModelMtu;
+  Topology topo(w.net);
+  const auto plan = fd::AddressPlan::make_default(static_cast<uint32_t>(topo.npus()));
+  fd::DpdkFabric fabric(topo, plan, ports, opt);
+  traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
+  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
+  DpdkRun out;
+  out.result = walker.run();
+  out.drained = fabric.drain();
+  out.stats = fabric.stats();
+  std::printf("%s", fd::format_dpdk_stats(out.stats).c_str());
+  return out;
+}
+
+fd::PortConfig port_config() {
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(4096, 32, 2);
+  return cfg;
+}
+
+void expect_exact(const RunResult& sw, const DpdkRun& d) {
+  ASSERT_TRUE(sw.stuck.empty());
+  ASSERT_TRUE(d.result.stuck.empty()) << d.result.stuck.front();
+  EXPECT_GT(sw.total.ps(), 0u);
+  EXPECT_EQ(d.result.total.ps(), sw.total.ps());
+  ASSERT_EQ(d.result.ranks.size(), sw.ranks.size());
+  for (size_t r = 0; r < sw.ranks.size(); ++r) {
+    EXPECT_EQ(d.result.ranks[r].finish.ps(), sw.ranks[r].finish.ps()) << "rank " << r;
+    EXPECT_EQ(d.result.ranks[r].exposed_comm.ps(), sw.ranks[r].exposed_comm.ps()) << "rank " << r;
+  }
+  const fd::DpdkStats& s = d.stats;
+  EXPECT_TRUE(d.drained);
+  EXPECT_GT(s.messages, 0u);
+  EXPECT_EQ(s.deliveries, s.messages + s.local_messages);
+  EXPECT_EQ(s.messages_completed, s.messages);
+  EXPECT_EQ(s.bytes_completed, s.message_bytes);
+  EXPECT_EQ(s.latency_ns.count(), s.messages);
+  EXPECT_EQ(s.not_ours, 0u);
+  EXPECT_EQ(s.rx_invalid + s.rx_receiver_invalid, 0u);
+  // Every frame sent arrived on the other port (the fault filter drops after receiving); drain() polls
+  // until the ports are quiet.
+  EXPECT_EQ(s.frames_rx, s.frames_tx);
+}
+
+Workload generated_all_reduce(const ScratchDir& dir) {
+  Workload w;
+  w.net = network({dim(DimTopology::kRing, 8)});
+  w.sys = system_config(CollectiveAlgo::kRing, 4, 1);
+  traces::CollectiveSpec spec;
+  spec.type = ChakraProtoMsg::ALL_REDUCE;
+  spec.ranks = 8;
+  spec.size_bytes = uint64_t{1} << 20;
+  w.files = traces::generate_collective(spec, dir.file("allreduce"));
+  return w;
+}
+
+std::optional<Workload> shared_microbenchmark(const std::string& coll, int n) {
+  const auto traces_dir = shared_traces_dir();
+  if (!traces_dir) return std::nullopt;
+  const fs::path configs = traces_dir->parent_path() / "configs" / "astra-sim";
+  const fs::path prefix = *traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
+                          (std::to_string(n) + "npus_1MB") / coll;
+  if (!fs::exists(prefix.string() + ".0.et")) return std::nullopt;
+  Workload w;
+  w.net = host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
+  w.sys = host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
+  for (const auto& f : traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
+  return w;
+}
+
+}  // namespace fabemu::test

@@ -1,0 +1,166 @@
+// The DPDK fabric with its receive side on an lcore of its own (README.md, "Receive lcore"): EAL with
+// -l 0-1, a ring pair; the RX worker on lcore 1 owns port B (decode, fault filter, reassembly, ACK/NACK)
+// and passes completions to the main lcore over an SPSC ring. The reports must be exactly the software
+// packet model's, every byte reassembled once, with and without injected loss and reordering. Its own
+// binary: EAL starts once per process, here with two lcores.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/dpdk_fabric.h"
+#include "tests/dpdk/dpdk_fabric_test_support.h"
+#include "tests/dpdk/dpdk_test_support.h"
+#include "tests/emulator/walker_test_util.h"
+
+namespace fd = fabemu::host::dpdk;
+using namespace fabemu::emu;
+using namespace fabemu::emu::walker_test;
+using namespace fabemu::test;
+
+namespace {
+
+const bool g_lcores = fabemu::test::request_eal_lcores("0-1");
+
+// The receive side ran on lcore 1 and received every frame of port B there; the arrival clock is the
+// TSC (a ring pair has no RX timestamps).
+void expect_on_lcore_one(const DpdkRun& d) {
+  const fd::DpdkStats& s = d.stats;
+  EXPECT_EQ(s.main_lcore, 0u);
+  EXPECT_EQ(s.rx_lcore, 1);
+  EXPECT_GT(s.rx_lcore_polls, 0u);
+  // Port B carries the data frames (first transmissions and retransmissions); port A the ACKs/NACKs.
+  EXPECT_EQ(s.rx_lcore_frames, s.data_frames + s.retransmissions);
+  ASSERT_EQ(s.rx_clocks.size(), 2u);
+  EXPECT_EQ(s.rx_clocks[0].clock, "tsc");
+  EXPECT_EQ(s.rx_clocks[0].frames, s.rx_lcore_frames);
+  EXPECT_EQ(s.rx_clocks[0].hw_timestamped, 0u);
+  EXPECT_EQ(s.rx_clocks[1].frames, s.acks + s.nacks);
+  EXPECT_EQ(s.nic_arrivals, 0u);
+}
+
+TEST(RxLcore, GeneratedAllReduceOnLcoreOneMatchesTheSoftwareModel) {
+  REQUIRE_EAL();
+  ASSERT_TRUE(g_lcores);
+  ASSERT_GE(rte_lcore_count(), 2u) << "EAL was started without lcore 1";
+  ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("lc1", port_config());
+  const DpdkRun d = run_dpdk(w, ports, fd::DpdkFabricOptions{});
+  expect_exact(sw, d);
+  expect_on_lcore_one(d);
+  // No loss: a retransmission can only be spurious (a timeout while the other lcore was descheduled on a
+  // loaded machine), and then its copy is detected as such.
+  EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
+  EXPECT_EQ(d.stats.message_bytes, uint64_t{14} << 20);
+  // The same run with the receive side on the main lcore: the same report.
+  fd::DpdkFabricOptions off;
+  off.rx_lcore = fd::DpdkFabricOptions::kRxLcoreOff;
+  const DpdkRun one = run_dpdk(w, ports, off);
+  expect_exact(sw, one);
+  EXPECT_EQ(one.stats.rx_lcore, -1);
+  EXPECT_EQ(one.stats.rx_lcore_frames, 0u);
+  EXPECT_EQ(one.stats.data_frames, d.stats.data_frames);
+  EXPECT_EQ(one.stats.message_bytes, d.stats.message_bytes);
+  EXPECT_EQ(one.stats.rx_duplicates + one.stats.rx_stale, one.stats.retransmissions);
+}
+
+// The 12 shared microbenchmarks with the receive side on lcore 1: the packet model's times, every
+// message once, every byte reassembled once.
+TEST(RxLcore, SharedMicrobenchmarksOnRingPair) {
+  REQUIRE_EAL();
+  if (!shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent";
+  auto ring = fd::DpdkPorts::ring("lcmb", port_config());
+  int runs = 0;
+  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+    for (const int n : {4, 8, 16}) {
+      const auto w = shared_microbenchmark(coll, n);
+      ASSERT_TRUE(w) << coll << " " << n;
+      ASSERT_EQ(w->files.size(), static_cast<size_t>(n));
+      SCOPED_TRACE(std::string(coll) + " " + std::to_string(n));
+      const RunResult sw = run_software(*w);
+      const DpdkRun d = run_dpdk(*w, ring, fd::DpdkFabricOptions{});
+      expect_exact(sw, d);
+      expect_on_lcore_one(d);
+      EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
+      EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 12);
+}
+
+// Loss, duplication and reordering injected on the receive lcore: still exactly the model's times, every
+// loss retransmitted.
+TEST(RxLcore, LossAndReorderingOnTheReceiveLcore) {
+  REQUIRE_EAL();
+  ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("lc2", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.faults.drop_rate = 0.01;
+  opt.faults.reorder_rate = 0.05;
+  opt.faults.duplicate_rate = 0.01;
+  opt.faults.seed = 7;
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  expect_on_lcore_one(d);
+  EXPECT_GT(d.stats.injected_drops, 0u);
+  EXPECT_GT(d.stats.injected_reorders, 0u);
+  EXPECT_GE(d.stats.retransmissions, d.stats.injected_drops);
+  EXPECT_GT(d.stats.rx_reordered, 0u);
+  EXPECT_GT(d.stats.rx_duplicates + d.stats.rx_stale, 0u);
+}
+
+// Dilated: arrivals the receive lcore timed give the per-collective measurement.
+TEST(RxLcore, DilatedRunMeasuresTheCollective) {
+  REQUIRE_EAL();
+  ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("lc3", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 500;
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  expect_on_lcore_one(d);
+  EXPECT_EQ(d.stats.late + d.stats.on_time, d.stats.messages);
+  ASSERT_EQ(d.stats.collectives.size(), 1u);
+  EXPECT_GT(d.stats.collectives[0].measured.ps(), 0u);
+  EXPECT_EQ(d.stats.collectives[0].messages, d.stats.messages);
+}
+
+TEST(RxLcore, ChoiceOfTheLcore) {
+  REQUIRE_EAL();
+  const NetworkConfig net = network({dim(DimTopology::kRing, 4)});
+  auto ports = fd::DpdkPorts::ring("lc4", port_config());
+  const auto make = [&](int lcore, std::string pcap = {}) {
+    fd::DpdkFabricOptions o;
+    o.rx_lcore = lcore;
+    o.pcap = std::move(pcap);
+    return std::make_unique<fd::DpdkFabric>(Topology(net), fd::AddressPlan::make_default(4), ports, o);
+  };
+  EXPECT_EQ(make(fd::DpdkFabricOptions::kRxLcoreAuto)->rx_lcore(), 1);
+  EXPECT_EQ(make(1)->rx_lcore(), 1);
+  EXPECT_EQ(make(fd::DpdkFabricOptions::kRxLcoreOff)->rx_lcore(), -1);
+  EXPECT_THROW(make(0), std::invalid_argument);   // the main lcore
+  EXPECT_THROW(make(7), std::invalid_argument);   // not enabled
+  EXPECT_THROW(make(-5), std::invalid_argument);
+  TempDir tmp;
+  const std::string pcap = (tmp.path / "x.pcap").string();
+  EXPECT_EQ(make(fd::DpdkFabricOptions::kRxLcoreAuto, pcap)->rx_lcore(), -1);  // pcap: one lcore
+  EXPECT_THROW(make(1, pcap), std::invalid_argument);
+  // One device looping frames back: no port of its own for the receive side.
+  {
+    auto loop = fd::DpdkPorts::devargs("net_null_lc4", "", port_config());
+    fd::DpdkFabricOptions o;
+    o.rx_lcore = 1;
+    EXPECT_THROW(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(4), loop, o), std::invalid_argument);
+  }
+}
+
+}  // namespace

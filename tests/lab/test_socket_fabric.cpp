@@ -433,6 +433,58 @@ TEST(SocketFabric, DilatedRunKeepsModelledTimesAndTakesTheWallTime) {
   EXPECT_EQ(s.stats.late + s.stats.on_time, s.stats.messages_received);
 }
 
+// LiveMetrics follow the run: after drain() they hold the final counters, the model's per-link bytes,
+// and running is false again.
+TEST(SocketFabric, LiveMetricsFollowTheRun) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir, 256 * 1024);
+  const Topology topo(w.net);
+  lab::LiveMetrics live(topo.links().size());
+  lab::SocketFabricOptions opt;
+  opt.model_mtu = kModelMtu;
+  opt.live = &live;
+  lab::SocketFabric f(topo, loopback(8), std::vector<bool>(8, true), opt);
+  fabemu::traces::ProcessGroups groups(8);
+  Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+  const RunResult r = walker.run();
+  ASSERT_TRUE(r.stuck.empty());
+  ASSERT_TRUE(f.drain());
+  const lab::SocketStats& s = f.stats();
+  EXPECT_FALSE(live.running.load());
+  EXPECT_EQ(live.messages_sent.load(), s.messages_sent);
+  EXPECT_EQ(live.bytes_sent.load(), uint64_t{14} << 18);
+  EXPECT_EQ(live.messages_received.load(), s.messages_received);
+  EXPECT_EQ(live.bytes_received.load(), s.bytes_received);
+  EXPECT_EQ(live.frames_sent.load(), s.datagrams_tx);
+  EXPECT_EQ(live.frames_received.load(), s.datagrams_rx);
+  EXPECT_EQ(live.retransmissions.load(), s.retransmissions);
+  EXPECT_GT(live.emulated_ps.load(), 0);
+  EXPECT_LE(live.emulated_ps.load(), static_cast<int64_t>(r.total.ps()));
+  uint64_t link_total = 0;
+  for (size_t l = 0; l < live.link_bytes.size(); ++l) {
+    EXPECT_EQ(live.link_bytes[l].load(), f.model().link_stats(static_cast<LinkId>(l)).bytes) << "link " << l;
+    link_total += live.link_bytes[l].load();
+  }
+  EXPECT_EQ(link_total, uint64_t{14} << 18);  // one hop per message on a ring all-reduce
+}
+
+// stop_requested ends the run early: no error, interrupted() says so.
+TEST(SocketFabric, StopRequestedEndsTheRun) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const Topology topo(w.net);
+  lab::SocketFabricOptions opt;
+  opt.model_mtu = kModelMtu;
+  int polls = 0;
+  opt.stop_requested = [&polls] { return ++polls > 50; };
+  lab::SocketFabric f(topo, loopback(8), std::vector<bool>(8, true), opt);
+  fabemu::traces::ProcessGroups groups(8);
+  Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+  walker.run();
+  EXPECT_TRUE(f.interrupted());
+  EXPECT_LT(f.stats().deliveries, 448u);
+}
+
 TEST(SocketFabric, BadOptionsAreRejected) {
   const Topology topo(network({dim(DimTopology::kRing, 4)}));
   EXPECT_THROW(lab::SocketFabric(topo, loopback(3), std::vector<bool>(4, true), {}), std::invalid_argument);

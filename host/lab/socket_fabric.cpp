@@ -29,7 +29,9 @@ using boost::asio::ip::udp;
 namespace {
 
 constexpr uint32_t kFramesPerSender = 64;  // per round, so that one sender cannot starve the others
-constexpr int kRxCalls = 8;                // receive calls per socket per round, at most
+// Receive calls per socket per round, at most: enough to drain what every sender may have sent it in a
+// round (a socket left with a backlog delays the ACKs, and the senders time out spuriously).
+constexpr int kRxCalls = 64;
 // A receiver acknowledges what it has in order every this many packets of a message (a power of two), so
 // that a paced message longer than the RTO is not resent while it is still going out.
 constexpr uint32_t kAckEvery = 32;
@@ -209,6 +211,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   std::vector<uint32_t> missing_;
   RtoEstimator rto_;
   bool rx_any_ = false, data_seen_ = false, interrupted_ = false, started_ = false;
+  bool local_feedback_ = false;  // feedback queued for a local sender this round
   int64_t last_poll_ns_ = 0, last_publish_ns_ = 0;
   struct Published {
     uint64_t messages_sent = 0, bytes_sent = 0, messages_received = 0, bytes_received = 0, frames_sent = 0,
@@ -494,6 +497,23 @@ bool SocketFabric::Impl::poll() {
     if (gap > kStallNs) ++stats_.poll_stalls;
   }
   last_poll_ns_ = now_ns;
+  // Receive first: after a stall of this thread (preemption), the ACKs that came meanwhile must reach the
+  // senders before their timers are looked at, or everything sent before the stall goes out again.
+  rx_any_ = false;
+  data_seen_ = false;
+  for (auto& so : socks_) receive(*so);
+  if (local_feedback_) {
+    // ACKs and NACKs to local senders go out now and are read back at once (loopback delivers within
+    // the send call), so that those senders see them before their timers.
+    local_feedback_ = false;
+    for (auto& so : socks_) flush(*so, so->feedback);
+    for (auto& so : socks_) receive(*so);
+  }
+  if (!data_seen_ && !reorder_.empty()) {
+    // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
+    for (size_t i = 0; i < reorder_.size(); ++i) handle_data(reorder_[i].h, reorder_[i].bytes);
+    reorder_.clear();
+  }
   if (!pacing_.empty()) {
     const emu::Time emulated = clock_.emulated();
     while (!pacing_.empty() && pacing_.front().depart_ps <= emulated.ps()) {
@@ -512,14 +532,6 @@ bool SocketFabric::Impl::poll() {
     backlog_.resize(kept);
   }
   transmit();
-  rx_any_ = false;
-  data_seen_ = false;
-  for (auto& so : socks_) receive(*so);
-  if (!data_seen_ && !reorder_.empty()) {
-    // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
-    for (size_t i = 0; i < reorder_.size(); ++i) handle_data(reorder_[i].h, reorder_[i].bytes);
-    reorder_.clear();
-  }
   const emu::Time wall = clock_.wall();
   for (const uint32_t dst : active_receivers_) {
     hd::Receiver& rx = *receivers_[dst];
@@ -788,6 +800,7 @@ void SocketFabric::Impl::feedback(uint32_t from, uint32_t to, uint64_t id, hd::P
     return;
   }
   const hd::FabemuHeader h{kind, 0, from, to, id, cumulative, count, 0, covered, stamp().ps()};
+  local_feedback_ = local_feedback_ || local_[to];
   const size_t len = encode_datagram(h, 0, missing, {slot(q, q.n), slot_bytes_});
   q.entries[q.n] = TxEntry{static_cast<uint32_t>(len), to, kNoLink, 0};
   ++q.n;

@@ -14,6 +14,13 @@ size_t words_for(uint32_t bits) noexcept { return (size_t{bits} + 63) / 64; }
 void set_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] |= uint64_t{1} << (i & 63); }
 void clear_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] &= ~(uint64_t{1} << (i & 63)); }
 bool get_bit(const std::vector<uint64_t>& v, uint64_t i) noexcept { return (v[i >> 6] >> (i & 63)) & 1; }
+// std::popcount is a libgcc call on baseline x86-64 (no POPCNT): the SWAR count inline.
+inline uint32_t bit_count(uint64_t x) noexcept {
+  x -= (x >> 1) & 0x5555555555555555ULL;
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  return static_cast<uint32_t>((x * 0x0101010101010101ULL) >> 56);
+}
 
 void check_window(uint32_t window, const char* who) {
   if (window == 0 || !std::has_single_bit(window)) {
@@ -243,7 +250,8 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
   return s.id;
 }
 
-void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out) {
+[[gnu::always_inline]] inline void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit,
+                                                TxPacket& out) {
   out.dst = s.dst;
   out.message_id = s.id;
   out.seq = seq;
@@ -331,7 +339,7 @@ bool Sender::expire(Time now) {
   return expired_.size() > queued;
 }
 
-bool Sender::next(Time now, TxPacket& out) {
+bool Sender::next_retransmission(Time now, TxPacket& out) {
   for (;;) {
     while (!nacked_.empty()) {
       const Ref r = nacked_.front();
@@ -359,8 +367,16 @@ bool Sender::next(Time now, TxPacket& out) {
       emit(s, r.slot, r.seq, now, true, out);
       return true;
     }
-    if (timers_.empty() && rearmed_.empty()) break;
-    if (!expire(now)) break;
+    if (!expire(now)) return false;
+  }
+}
+
+bool Sender::next(Time now, TxPacket& out) {
+  // Timers of messages acknowledged since (the usual case) are dropped on the way.
+  while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
+  if (!nacked_.empty() || !expired_.empty() || !rearmed_.empty() ||
+      (!timers_.empty() && timers_.front().from + config_.rto <= now)) [[unlikely]] {
+    if (next_retransmission(now, out)) return true;
   }
   while (!fresh_.empty()) {
     const uint32_t si = fresh_.front();
@@ -390,7 +406,7 @@ Time Sender::next_timeout() noexcept {
   return from == Time::max() ? from : from + config_.rto;
 }
 
-Sender::Slot* Sender::find(uint32_t dst, uint64_t id) noexcept {
+[[gnu::always_inline]] inline Sender::Slot* Sender::find(uint32_t dst, uint64_t id) noexcept {
   if (dst >= dests_.size()) return nullptr;
   const Dest& d = dests_[dst];
   if (d.slot_of.empty() || id < d.base || id >= d.next_id) return nullptr;
@@ -407,7 +423,7 @@ bool Sender::ack_packet(Slot& s, uint32_t seq) noexcept {
   return true;
 }
 
-bool Sender::finish_if_done(uint32_t si) {
+[[gnu::always_inline]] inline bool Sender::finish_if_done(uint32_t si) {
   Slot& s = slots_[si];
   if (s.unacked != 0) return false;
   Dest& d = dests_[s.dst];
@@ -439,9 +455,10 @@ bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
   for (uint32_t w = 0; uint64_t{w} * 64 < upto; ++w) {
     const uint32_t bits = std::min<uint32_t>(64, upto - w * 64);
     const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-    const uint64_t fresh = mask & ~s->acked[w];
-    s->acked[w] |= fresh;
-    s->unacked -= static_cast<uint32_t>(std::popcount(fresh));
+    const uint64_t before = s->acked[w];
+    const uint64_t fresh = mask & ~before;
+    s->acked[w] = before | fresh;
+    s->unacked -= before == 0 ? bits : bit_count(fresh);
   }
   return finish_if_done(static_cast<uint32_t>(s - slots_.data()));
 }

@@ -32,24 +32,26 @@ class Ring {
   size_t size() const noexcept { return size_; }
   T& front() noexcept { return buf_[head_]; }
   void pop() noexcept {
-    head_ = (head_ + 1) & (buf_.size() - 1);
+    head_ = (head_ + 1) & mask_;
     --size_;
   }
   void push(const T& v) {
     if (size_ == buf_.size()) [[unlikely]]
       grow();
-    buf_[(head_ + size_) & (buf_.size() - 1)] = v;
+    buf_[(head_ + size_) & mask_] = v;
     ++size_;
   }
 
  private:
   [[gnu::noinline]] void grow() {
     std::vector<T> next(buf_.empty() ? 16 : buf_.size() * 2);
-    for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & mask_];
     buf_.swap(next);
     head_ = 0;
+    mask_ = buf_.size() - 1;
   }
   std::vector<T> buf_;
+  size_t mask_ = 0;  // buf_.size() - 1 (kept: the size of a vector of T is a division by sizeof(T))
   size_t head_ = 0;
   size_t size_ = 0;
 };
@@ -247,7 +249,9 @@ class Sender {
     uint32_t low_word = 0;      // acked words below this one are all ones (where a timer check starts)
     bool armed = false;         // the message has a timer entry (timers_ or rearmed_)
     bool in_order = true;       // nothing resent yet: sent_at grows with seq (a check stops early)
-    uint64_t gen = 0;           // bumped on every submit and release: references to an earlier message go stale
+    // Bumped on every submit and release: references to an earlier message go stale (an entry outlives
+    // its message by at most an RTO, far fewer than 2^32 reuses of the slot).
+    uint32_t gen = 0;
     uint64_t cookie = 0;        // submit()'s
     std::vector<uint64_t> acked;    // per packet
     std::vector<uint64_t> pending;  // per packet: queued for a retransmission (NACK or timeout)
@@ -262,11 +266,11 @@ class Sender {
   struct Ref {  // a packet queued for retransmission
     uint32_t slot;
     uint32_t seq;
-    uint64_t gen;
+    uint32_t gen;
   };
   struct Timer {  // a message's retransmission timer: expires at `from` + rto
     uint32_t slot;
-    uint64_t gen;
+    uint32_t gen;
     Time from;
   };
   struct Later {
@@ -275,9 +279,10 @@ class Sender {
   Slot* find(uint32_t dst, uint64_t id) noexcept;
   bool ack_packet(Slot& s, uint32_t seq) noexcept;
   bool finish_if_done(uint32_t slot);
-  bool valid(uint32_t slot, uint64_t gen) const noexcept { return slots_[slot].gen == gen; }
+  bool valid(uint32_t slot, uint32_t gen) const noexcept { return slots_[slot].gen == gen; }
   // Pops expired message timers and checks their messages; true when packets were queued in expired_.
   bool expire(Time now);
+  bool next_retransmission(Time now, TxPacket& out);
   void check_message(uint32_t slot, Time now);
   void emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out);
 

@@ -19,7 +19,7 @@ namespace fabemu::host::dpdk {
 namespace {
 
 constexpr uint16_t kBurst = 32;
-constexpr size_t kTxQueueLimit = 256;     // frames built and not yet taken: stop building more
+constexpr size_t kTxQueueLimit = 256;     // frames built and not yet taken (with the mbuf stash): stop building more
 constexpr uint32_t kFramesPerSender = 64; // per poll, so that one sender cannot starve the others
 constexpr int kRxBursts = 8;              // rx bursts per port per poll
 // A receiver acknowledges what it has in order every this many packets of a message (a power of two), so
@@ -163,6 +163,11 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
   link_free_.resize(model_.topology().links().size());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
+  burst_ps_.reserve(model_.topology().links().size());
+  for (const emu::Link& l : model_.topology().links()) {
+    burst_ps_.push_back(clock_.to_wall(l.rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps());
+  }
+  if (uint64_t{npus_} * npus_ <= 65536) dense_templates_.resize(uint64_t{npus_} * npus_);
   link_pace_.resize(model_.topology().links().size());
   const int rx_lcore = choose_rx_lcore();
   if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap);
@@ -216,6 +221,7 @@ int DpdkFabric::choose_rx_lcore() const {
 DpdkFabric::~DpdkFabric() {
   worker_.reset();  // stops the receive lcore before anything it uses goes
   for (rte_mbuf* m : tx_data_) rte_pktmbuf_free(m);
+  if (stash_next_ < stash_n_) rte_pktmbuf_free_bulk(tx_stash_ + stash_next_, stash_n_ - stash_next_);
 }
 
 uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
@@ -295,7 +301,8 @@ void DpdkFabric::submit(uint64_t id) {
 bool DpdkFabric::try_submit(uint64_t id, Record& r) {
   Sender& s = sender(r.src);
   if (!s.can_submit(r.dst)) return false;
-  r.wire_id = s.submit(r.dst, r.bytes, id);  // every packet carries the walker id (no lookup per frame)
+  // Every packet carries the record's address (no lookup per frame).
+  r.wire_id = s.submit(r.dst, r.bytes, reinterpret_cast<uintptr_t>(&r));
   r.submitted = true;
   by_wire_[pair_key(r.src, r.dst, r.wire_id, npus_)] = id;
   return true;
@@ -419,16 +426,29 @@ void DpdkFabric::completed(const RxCompletion& c) {
   by_wire_.erase(w);
 }
 
-rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
-  rte_mbuf* m = rte_pktmbuf_alloc(port.pool());
-  if (m == nullptr) return nullptr;
+FrameTemplate* DpdkFabric::flow_template(const FrameSpec& spec) {
   // One prebuilt header per flow (FrameTemplate: incremental checksums, cached CRC parts).
   const uint64_t key = uint64_t{spec.hdr.src_rank} * npus_ + spec.hdr.dst_rank;
-  // At most 65,536 flows keep a template (an all-to-all of 16k ranks has 2^28): the rest are encoded whole.
-  auto t = templates_.find(key);
-  if (t == templates_.end() && templates_.size() < 65536) t = templates_.emplace(key, FrameTemplate(spec)).first;
-  const uint16_t len = t != templates_.end() && t->second.matches(spec) ? fill_mbuf(m, t->second, spec)
-                                                                        : fill_mbuf(m, spec);
+  FrameTemplate* t;
+  if (!dense_templates_.empty()) {
+    std::unique_ptr<FrameTemplate>& d = dense_templates_[key];
+    if (!d) [[unlikely]] d = std::make_unique<FrameTemplate>(spec);
+    t = d.get();
+  } else {
+    // At most 65,536 flows keep a template (an all-to-all of 16k ranks has 2^28): the rest are encoded whole.
+    auto it = templates_.find(key);
+    if (it == templates_.end()) {
+      if (templates_.size() >= 65536) return nullptr;
+      it = templates_.emplace(key, FrameTemplate(spec)).first;
+    }
+    t = &it->second;
+  }
+  return t->matches(spec) ? t : nullptr;
+}
+
+uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
+  FrameTemplate* t = flow_template(spec);
+  const uint16_t len = t != nullptr ? fill_mbuf(m, *t, spec) : fill_mbuf(m, spec);
   if (len == 0) {
     rte_pktmbuf_free(m);
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
@@ -436,31 +456,55 @@ rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
   if (pcap_) pcap_->write(mbuf_bytes(m), clock_.wall().ps() / 1000);
   ++stats_.frames_tx;
   stats_.frame_bytes_tx += len;
+  return len;
+}
+
+rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
+  rte_mbuf* m = rte_pktmbuf_alloc(port.pool());
+  if (m == nullptr) return nullptr;
+  build(m, spec);
   return m;
+}
+
+bool DpdkFabric::refill_stash() {
+  stash_next_ = stash_n_ = 0;
+  if (rte_pktmbuf_alloc_bulk(ports_.a().pool(), tx_stash_, kTxStash) == 0) {
+    stash_n_ = kTxStash;
+    return true;
+  }
+  // Fewer than a stash left in the pool (and the lcore cache): one at a time.
+  rte_mbuf* m = rte_pktmbuf_alloc(ports_.a().pool());
+  if (m == nullptr) return false;
+  tx_stash_[0] = m;
+  stash_n_ = 1;
+  return true;
 }
 
 void DpdkFabric::transmit() {
   const emu::Time wall = clock_.wall();
   const emu::Time emulated = clock_.emulated();
   const emu::Time stamp = clock_.as_fast_as_possible() ? engine_.now() : emulated;
+  const bool pacing = !clock_.as_fast_as_possible();
+  FrameSpec spec;
+  spec.mode = opt_.mode;
   for (const uint32_t src : active_senders_) {
     Sender& s = *senders_[src];
-    for (uint32_t k = 0; k < kFramesPerSender && tx_data_.size() < kTxQueueLimit; ++k) {
+    spec.src = plan_.at(src);
+    uint32_t spec_dst = ~0u;
+    // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built.
+    for (uint32_t k = 0; k < kFramesPerSender && tx_data_.size() + kTxStash < kTxQueueLimit; ++k) {
       TxPacket p;
       if (held_[src]) {
         p = *held_[src];
       } else if (!s.next(wall, p)) {
         break;
       }
-      Record* rec = nullptr;
-      if (!p.retransmit) {
-        const auto w = records_.find(p.cookie);
-        if (w != records_.end()) rec = &w->second;
-      }
+      // A first transmission's cookie is its record (retransmissions are neither paced nor counted).
+      Record* rec = p.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(p.cookie));
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
       // no earlier than its link's rate allows after the frame before (pace_next_ps_).
       uint64_t scheduled_ps = 0, target_ps = 0;
-      const bool paced = rec != nullptr && !clock_.as_fast_as_possible();
+      const bool paced = rec != nullptr && pacing;
       if (paced) {
         scheduled_ps = clock_.to_wall((rec->depart + rec->rate.ser(p.offset)).since_start()).ps();
         target_ps = std::max(scheduled_ps, pace_next_ps_[rec->first_link]);
@@ -469,24 +513,25 @@ void DpdkFabric::transmit() {
           break;
         }
       }
-      FrameSpec spec;
-      spec.mode = opt_.mode;
-      spec.src = plan_.at(src);
-      spec.dst = plan_.at(p.dst);
-      if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | p.dst);
-      spec.ip_id = static_cast<uint16_t>(ip_id_++);
-      spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, p.dst,
-                              p.message_id, p.seq, p.count, p.message_length, p.offset, stamp.ps()};
-      spec.bth.opcode = rc_send_opcode(p.seq, p.count);
-      spec.bth.dest_qp = p.dst + 1;
-      spec.bth.psn = p.seq & 0xFFFFFF;
-      spec.bth.ack_req = p.seq + 1 == p.count;
-      spec.payload_bytes = p.bytes;
-      rte_mbuf* m = frame(ports_.a(), spec);
+      rte_mbuf* m = data_mbuf();
       if (m == nullptr) {  // pool empty: try again next poll
         held_[src] = p;
         break;
       }
+      if (p.dst != spec_dst) {
+        spec_dst = p.dst;
+        spec.dst = plan_.at(p.dst);
+        if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | p.dst);
+        spec.bth.dest_qp = p.dst + 1;
+      }
+      spec.ip_id = static_cast<uint16_t>(ip_id_++);
+      spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, p.dst,
+                              p.message_id, p.seq, p.count, p.message_length, p.offset, stamp.ps()};
+      spec.bth.opcode = rc_send_opcode(p.seq, p.count);
+      spec.bth.psn = p.seq & 0xFFFFFF;
+      spec.bth.ack_req = p.seq + 1 == p.count;
+      spec.payload_bytes = p.bytes;
+      build(m, spec);
       held_[src].reset();
       tx_data_.push_back(m);
       TxMeta meta{~0u, static_cast<uint32_t>(p.bytes), 0, 0};
@@ -497,7 +542,7 @@ void DpdkFabric::transmit() {
         if (paced) {
           meta.scheduled_ps = scheduled_ps;
           const uint64_t now_ps = clock_.wall().ps();
-          const uint64_t burst_ps = clock_.to_wall(rec->rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps();
+          const uint64_t burst_ps = burst_ps_[rec->first_link];
           const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
           meta.paced_ps = anchor;
           pace_next_ps_[rec->first_link] = anchor + clock_.to_wall(rec->rate.ser(p.bytes)).ps();

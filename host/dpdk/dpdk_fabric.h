@@ -278,7 +278,19 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   int choose_rx_lcore() const;
   // `meta` (parallel to `queue`): frames taken by the device are timed into link_pace_.
   void flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta = nullptr);
+  // A frame from `port`'s pool (nullptr when it is empty), built by build().
   rte_mbuf* frame(Port& port, const FrameSpec& spec);
+  // Writes spec's frame into `m` from its flow's template, captures and counts it; returns its length.
+  uint16_t build(rte_mbuf* m, const FrameSpec& spec);
+  // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
+  FrameTemplate* flow_template(const FrameSpec& spec);
+  // An mbuf of port a()'s pool for a data frame, from a stash refilled kTxStash at a time (nullptr when
+  // the pool is empty).
+  rte_mbuf* data_mbuf() {
+    if (stash_next_ == stash_n_ && !refill_stash()) return nullptr;
+    return tx_stash_[stash_next_++];
+  }
+  bool refill_stash();
   Sender& sender(uint32_t src);
   static uint64_t pair_key(uint32_t src, uint32_t dst, uint64_t wire_id, uint32_t npus) noexcept {
     return (uint64_t{src} * npus + dst) << 40 ^ wire_id;
@@ -294,9 +306,17 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint32_t npus_;
   uint32_t payload_;
   emu::DeliveryListener* listener_ = nullptr;
-  std::unordered_map<uint64_t, Record> records_;      // by walker id
+  // By walker id. A record's address is its packets' Sender cookie (stable: nodes do not move), so the
+  // transmit loop finds it without a lookup; it is erased only once the message has arrived.
+  std::unordered_map<uint64_t, Record> records_;
   std::unordered_map<uint64_t, uint64_t> by_wire_;    // pair_key -> walker id
-  std::unordered_map<uint64_t, FrameTemplate> templates_;  // by src * npus + dst: frames of that flow
+  // Frames of flow src -> dst: by src * npus + dst, dense when npus^2 <= 65,536, else a map of at most 65,536.
+  std::vector<std::unique_ptr<FrameTemplate>> dense_templates_;
+  std::unordered_map<uint64_t, FrameTemplate> templates_;
+  static constexpr uint16_t kTxStash = 32;
+  rte_mbuf* tx_stash_[kTxStash] = {};                 // allocated from a()'s pool, not yet used
+  uint16_t stash_next_ = 0, stash_n_ = 0;
+  std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
   // D > 0: walker ids waiting for their modelled departure, a min-heap of (departure ps, sequence, id),
   // so that the sender's retransmission timers start when a message really goes out.

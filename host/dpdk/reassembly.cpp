@@ -14,6 +14,13 @@ size_t words_for(uint32_t bits) noexcept { return (size_t{bits} + 63) / 64; }
 void set_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] |= uint64_t{1} << (i & 63); }
 void clear_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] &= ~(uint64_t{1} << (i & 63)); }
 bool get_bit(const std::vector<uint64_t>& v, uint64_t i) noexcept { return (v[i >> 6] >> (i & 63)) & 1; }
+// std::popcount is a libgcc call on baseline x86-64 (no POPCNT): the SWAR count inline.
+inline uint32_t bit_count(uint64_t x) noexcept {
+  x -= (x >> 1) & 0x5555555555555555ULL;
+  x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  return static_cast<uint32_t>((x * 0x0101010101010101ULL) >> 56);
+}
 
 void check_window(uint32_t window, const char* who) {
   if (window == 0 || !std::has_single_bit(window)) {
@@ -197,12 +204,12 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
       bytes <= config_.payload_per_packet ? 1 : (bytes + config_.payload_per_packet - 1) / config_.payload_per_packet;
   if (count64 > UINT32_MAX) throw std::out_of_range("Sender::submit: message needs more than 2^32 packets");
   Dest& d = dests_[dst];
-  if (d.slot_of.empty()) {
+  if (d.slot_of.empty()) [[unlikely]] {
     d.slot_of.assign(config_.window, kNone);
     d.done.assign(words_for(config_.window), 0);
   }
   uint32_t si;
-  if (free_slots_.empty()) {
+  if (free_slots_.empty()) [[unlikely]] {
     slots_.emplace_back();
     si = static_cast<uint32_t>(slots_.size() - 1);
   } else {
@@ -216,20 +223,26 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
   s.length = bytes;
   s.next_new = 0;
   s.unacked = s.count;
-  s.live = true;
+  s.low_word = 0;
+  s.armed = false;
+  s.in_order = true;
   ++s.gen;
   s.cookie = cookie;
   // The per-packet arrays keep their largest size across reuse; only the message's words are cleared.
-  // sent_at needs no clearing: an entry is read only through a timer of this message, after emit()
-  // has written it.
+  // sent_at needs no clearing: an entry is read only for a packet sent, after emit() has written it.
   const size_t words = words_for(s.count);
-  if (s.acked.size() < words) {
+  if (s.acked.size() < words) [[unlikely]] {
     s.acked.resize(words);
     s.pending.resize(words);
   }
-  std::fill_n(s.acked.begin(), words, 0);
-  std::fill_n(s.pending.begin(), words, 0);
-  if (s.sent_at.size() < s.count) s.sent_at.resize(s.count);
+  if (words == 1) {
+    s.acked[0] = 0;
+    s.pending[0] = 0;
+  } else {
+    std::fill_n(s.acked.begin(), words, 0);
+    std::fill_n(s.pending.begin(), words, 0);
+  }
+  if (s.sent_at.size() < s.count) [[unlikely]] s.sent_at.resize(s.count);
   d.slot_of[s.id & (config_.window - 1)] = si;
   fresh_.push(si);
   ++live_;
@@ -237,7 +250,8 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
   return s.id;
 }
 
-void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out) {
+[[gnu::always_inline]] inline void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit,
+                                                TxPacket& out) {
   out.dst = s.dst;
   out.message_id = s.id;
   out.seq = seq;
@@ -248,43 +262,126 @@ void Sender::emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmi
   out.retransmit = retransmit;
   out.cookie = s.cookie;
   s.sent_at[seq] = now;
-  timers_.push(Ref{slot, seq, s.gen, now});
+  if (retransmit) s.in_order = false;
+  // The message's timer runs from its first transmission, or from this one when the last check found
+  // nothing left to time (every packet sent so far was acknowledged).
+  if (!s.armed) {
+    timers_.push(Timer{slot, s.gen, now});
+    s.armed = true;
+  }
+}
+
+void Sender::check_message(uint32_t si, Time now) {
+  Slot& s = slots_[si];
+  ++stats_.timer_checks;
+  s.armed = false;
+  const Duration rto = config_.rto;
+  Time earliest = Time::max();
+  const uint32_t words = static_cast<uint32_t>(words_for(s.next_new));
+  while (s.low_word < words && s.acked[s.low_word] == ~uint64_t{0}) ++s.low_word;
+  for (uint32_t w = s.low_word; w < words; ++w) {
+    const uint32_t sent_bits = std::min<uint32_t>(64, s.next_new - w * 64);
+    const uint64_t sent = sent_bits == 64 ? ~uint64_t{0} : (uint64_t{1} << sent_bits) - 1;
+    uint64_t open = sent & ~s.acked[w];
+    if (open == 0) continue;
+    // Queued for a retransmission: it goes out at `now` or later, and is timed from then.
+    if ((open & s.pending[w]) != 0) earliest = std::min(earliest, now);
+    open &= ~s.pending[w];
+    while (open != 0) {
+      const uint32_t seq = w * 64 + static_cast<uint32_t>(std::countr_zero(open));
+      open &= open - 1;
+      const Time at = s.sent_at[seq];
+      if (at + rto <= now) {
+        set_bit(s.pending, seq);
+        expired_.push(Ref{si, seq, s.gen});
+        earliest = std::min(earliest, now);
+      } else {
+        earliest = std::min(earliest, at);
+        // Never resent: send times grow with seq, so nothing after this one has expired either.
+        if (s.in_order) {
+          w = words;  // ends the scan
+          break;
+        }
+      }
+    }
+  }
+  if (earliest != Time::max()) {
+    rearmed_.push_back(Timer{si, s.gen, earliest});
+    std::push_heap(rearmed_.begin(), rearmed_.end(), Later{});
+    s.armed = true;
+  }
+}
+
+bool Sender::expire(Time now) {
+  const Duration rto = config_.rto;
+  const size_t queued = expired_.size();
+  for (;;) {
+    while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
+    while (!rearmed_.empty() && !valid(rearmed_.front().slot, rearmed_.front().gen)) {
+      std::pop_heap(rearmed_.begin(), rearmed_.end(), Later{});
+      rearmed_.pop_back();
+    }
+    const bool ring = !timers_.empty() && timers_.front().from + rto <= now;
+    const bool heap = !rearmed_.empty() && rearmed_.front().from + rto <= now;
+    if (!ring && !heap) break;
+    uint32_t si;
+    if (ring && (!heap || timers_.front().from <= rearmed_.front().from)) {
+      si = timers_.front().slot;
+      timers_.pop();
+    } else {
+      si = rearmed_.front().slot;
+      std::pop_heap(rearmed_.begin(), rearmed_.end(), Later{});
+      rearmed_.pop_back();
+    }
+    check_message(si, now);
+    if (expired_.size() > queued) return true;
+  }
+  return expired_.size() > queued;
+}
+
+bool Sender::next_retransmission(Time now, TxPacket& out) {
+  for (;;) {
+    while (!nacked_.empty()) {
+      const Ref r = nacked_.front();
+      nacked_.pop();
+      if (!valid(r.slot, r.gen)) continue;
+      Slot& s = slots_[r.slot];
+      if (!get_bit(s.pending, r.seq)) continue;
+      clear_bit(s.pending, r.seq);
+      if (get_bit(s.acked, r.seq)) continue;
+      ++stats_.retransmissions;
+      ++stats_.nack_retransmissions;
+      emit(s, r.slot, r.seq, now, true, out);
+      return true;
+    }
+    while (!expired_.empty()) {
+      const Ref r = expired_.front();
+      expired_.pop();
+      if (!valid(r.slot, r.gen)) continue;
+      Slot& s = slots_[r.slot];
+      if (!get_bit(s.pending, r.seq)) continue;
+      clear_bit(s.pending, r.seq);
+      if (get_bit(s.acked, r.seq)) continue;
+      ++stats_.retransmissions;
+      ++stats_.timeout_retransmissions;
+      emit(s, r.slot, r.seq, now, true, out);
+      return true;
+    }
+    if (!expire(now)) return false;
+  }
 }
 
 bool Sender::next(Time now, TxPacket& out) {
-  while (!nacked_.empty()) {
-    const Ref r = nacked_.front();
-    nacked_.pop();
-    if (!valid(r)) continue;
-    Slot& s = slots_[r.slot];
-    if (!get_bit(s.pending, r.seq)) continue;
-    clear_bit(s.pending, r.seq);
-    if (get_bit(s.acked, r.seq)) continue;
-    ++stats_.retransmissions;
-    ++stats_.nack_retransmissions;
-    emit(s, r.slot, r.seq, now, true, out);
-    return true;
-  }
-  while (!timers_.empty()) {
-    const Ref r = timers_.front();
-    // Stale timers (acknowledged, or sent again since) are dropped on the way.
-    if (!valid(r) || get_bit(slots_[r.slot].acked, r.seq) || slots_[r.slot].sent_at[r.seq] != r.sent) {
-      timers_.pop();
-      continue;
-    }
-    if (r.sent + config_.rto > now) break;
-    timers_.pop();
-    Slot& s = slots_[r.slot];
-    clear_bit(s.pending, r.seq);  // this retransmission serves a pending NACK too
-    ++stats_.retransmissions;
-    ++stats_.timeout_retransmissions;
-    emit(s, r.slot, r.seq, now, true, out);
-    return true;
+  // Timers of messages acknowledged since (the usual case) are dropped on the way.
+  while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
+  if (!nacked_.empty() || !expired_.empty() || !rearmed_.empty() ||
+      (!timers_.empty() && timers_.front().from + config_.rto <= now)) [[unlikely]] {
+    if (next_retransmission(now, out)) return true;
   }
   while (!fresh_.empty()) {
     const uint32_t si = fresh_.front();
     Slot& s = slots_[si];
-    if (!s.live || s.next_new >= s.count) {
+    if (s.next_new >= s.count) [[unlikely]] {  // released (acknowledged) before it was all sent
       fresh_.pop();
       continue;
     }
@@ -298,22 +395,23 @@ bool Sender::next(Time now, TxPacket& out) {
 }
 
 Time Sender::next_timeout() noexcept {
-  while (!timers_.empty()) {
-    const Ref r = timers_.front();
-    if (valid(r) && !get_bit(slots_[r.slot].acked, r.seq) && slots_[r.slot].sent_at[r.seq] == r.sent) {
-      return r.sent + config_.rto;
-    }
-    timers_.pop();
+  while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
+  while (!rearmed_.empty() && !valid(rearmed_.front().slot, rearmed_.front().gen)) {
+    std::pop_heap(rearmed_.begin(), rearmed_.end(), Later{});
+    rearmed_.pop_back();
   }
-  return Time::max();
+  Time from = Time::max();
+  if (!timers_.empty()) from = timers_.front().from;
+  if (!rearmed_.empty()) from = std::min(from, rearmed_.front().from);
+  return from == Time::max() ? from : from + config_.rto;
 }
 
-Sender::Slot* Sender::find(uint32_t dst, uint64_t id) noexcept {
+[[gnu::always_inline]] inline Sender::Slot* Sender::find(uint32_t dst, uint64_t id) noexcept {
   if (dst >= dests_.size()) return nullptr;
   const Dest& d = dests_[dst];
   if (d.slot_of.empty() || id < d.base || id >= d.next_id) return nullptr;
   const uint32_t si = d.slot_of[id & (config_.window - 1)];
-  if (si == kNone || !slots_[si].live || slots_[si].id != id) return nullptr;
+  if (si == kNone || slots_[si].id != id || slots_[si].dst != dst) return nullptr;
   return &slots_[si];
 }
 
@@ -325,7 +423,7 @@ bool Sender::ack_packet(Slot& s, uint32_t seq) noexcept {
   return true;
 }
 
-bool Sender::finish_if_done(uint32_t si) {
+[[gnu::always_inline]] inline bool Sender::finish_if_done(uint32_t si) {
   Slot& s = slots_[si];
   if (s.unacked != 0) return false;
   Dest& d = dests_[s.dst];
@@ -341,7 +439,8 @@ bool Sender::finish_if_done(uint32_t si) {
     clear_bit(d.done, d.base & (config_.window - 1));
     ++d.base;
   }
-  s.live = false;
+  ++s.gen;  // its timer entry and queued retransmissions go stale
+  s.armed = false;
   free_slots_.push_back(si);
   --live_;
   ++stats_.messages_acked;
@@ -351,14 +450,15 @@ bool Sender::finish_if_done(uint32_t si) {
 bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
   Slot* s = find(dst, message_id);
   if (s == nullptr) return false;  // already complete: a repeated ACK
-  // ack_packet for every seq below min(cumulative, count) that was sent, a word at a time.
   const uint32_t upto = std::min({cumulative, s->count, s->next_new});
+  // ack_packet for every seq below min(cumulative, count) that was sent, a word at a time.
   for (uint32_t w = 0; uint64_t{w} * 64 < upto; ++w) {
     const uint32_t bits = std::min<uint32_t>(64, upto - w * 64);
     const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-    const uint64_t fresh = mask & ~s->acked[w];
-    s->acked[w] |= fresh;
-    s->unacked -= static_cast<uint32_t>(std::popcount(fresh));
+    const uint64_t before = s->acked[w];
+    const uint64_t fresh = mask & ~before;
+    s->acked[w] = before | fresh;
+    s->unacked -= before == 0 ? bits : bit_count(fresh);
   }
   return finish_if_done(static_cast<uint32_t>(s - slots_.data()));
 }
@@ -379,7 +479,7 @@ bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uin
   for (const uint32_t seq : missing) {
     if (seq >= s->next_new || get_bit(s->acked, seq) || get_bit(s->pending, seq)) continue;
     set_bit(s->pending, seq);
-    nacked_.push(Ref{si, seq, s->gen, Time::zero()});
+    nacked_.push(Ref{si, seq, s->gen});
   }
   return finish_if_done(si);
 }

@@ -32,24 +32,26 @@ class Ring {
   size_t size() const noexcept { return size_; }
   T& front() noexcept { return buf_[head_]; }
   void pop() noexcept {
-    head_ = (head_ + 1) & (buf_.size() - 1);
+    head_ = (head_ + 1) & mask_;
     --size_;
   }
   void push(const T& v) {
     if (size_ == buf_.size()) [[unlikely]]
       grow();
-    buf_[(head_ + size_) & (buf_.size() - 1)] = v;
+    buf_[(head_ + size_) & mask_] = v;
     ++size_;
   }
 
  private:
   [[gnu::noinline]] void grow() {
     std::vector<T> next(buf_.empty() ? 16 : buf_.size() * 2);
-    for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & (buf_.size() - 1)];
+    for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & mask_];
     buf_.swap(next);
     head_ = 0;
+    mask_ = buf_.size() - 1;
   }
   std::vector<T> buf_;
+  size_t mask_ = 0;  // buf_.size() - 1 (kept: the size of a vector of T is a division by sizeof(T))
   size_t head_ = 0;
   size_t size_ = 0;
 };
@@ -187,6 +189,7 @@ struct SenderStats {
   uint64_t retransmissions = 0;      // nack_retransmissions + timeout_retransmissions
   uint64_t nack_retransmissions = 0;
   uint64_t timeout_retransmissions = 0;
+  uint64_t timer_checks = 0;         // message timers that expired and had their packets checked
 };
 
 // One packet to put on the wire.
@@ -202,6 +205,12 @@ struct TxPacket {
   uint64_t cookie = 0;  // submit()'s cookie: the caller's id of the message, on each of its packets
 };
 
+// Selective repeat with one retransmission timer per message in flight (not per packet): a packet is
+// sent again once it has been unacknowledged for the RTO since its last transmission, exactly as with a
+// timer per packet, but the per-packet cost of a first transmission is one store of its send time. The
+// message's timer runs from a time no later than the last transmission of any of its sent,
+// unacknowledged packets; when it expires, the message's packets are checked (only then), the expired
+// ones are queued for retransmission and the timer restarts from the earliest remaining one.
 class Sender {
  public:
   // std::invalid_argument on zero payload_per_packet or destinations, or a window not a power of two.
@@ -213,11 +222,12 @@ class Sender {
   uint64_t submit(uint32_t dst, uint64_t bytes, uint64_t cookie = 0);
   bool can_submit(uint32_t dst) const noexcept;
   // The next packet to send at `now`: NACKed packets first, then timed-out ones, then new ones.
-  // False when there is nothing to send now (see next_timeout()).
+  // False when there is nothing to send now (see next_timeout()). `now` must not go backwards.
   bool next(Time now, TxPacket& out);
-  // The earliest time a packet already sent times out (Time::max() when none).
+  // When the earliest message timer expires (Time::max() when none): no packet times out before it
+  // (next() may find that a message acknowledged since needs nothing resent then).
   Time next_timeout() noexcept;
-  // Changes the retransmission timeout of packets sent from now on (an adaptive RTO).
+  // Changes the retransmission timeout (an adaptive RTO); it applies to every running timer.
   void set_rto(Duration rto) noexcept { config_.rto = rto; }
   Duration rto() const noexcept { return config_.rto; }
   // Feedback from `dst` about `message_id`. Returns true when this completed the message (freed).
@@ -231,16 +241,20 @@ class Sender {
   static constexpr uint32_t kNone = 0xFFFFFFFF;
   struct Slot {
     uint32_t dst = 0;
-    uint64_t id = 0;
     uint32_t count = 0;
+    uint64_t id = 0;
     uint64_t length = 0;
     uint32_t next_new = 0;      // first seq never sent
     uint32_t unacked = 0;       // packets not acknowledged (sent or not)
-    bool live = false;
-    uint64_t gen = 0;           // bumped on every reuse, so references to an earlier message go stale
+    uint32_t low_word = 0;      // acked words below this one are all ones (where a timer check starts)
+    bool armed = false;         // the message has a timer entry (timers_ or rearmed_)
+    bool in_order = true;       // nothing resent yet: sent_at grows with seq (a check stops early)
+    // Bumped on every submit and release: references to an earlier message go stale (an entry outlives
+    // its message by at most an RTO, far fewer than 2^32 reuses of the slot).
+    uint32_t gen = 0;
     uint64_t cookie = 0;        // submit()'s
     std::vector<uint64_t> acked;    // per packet
-    std::vector<uint64_t> pending;  // per packet: queued for a NACK retransmission
+    std::vector<uint64_t> pending;  // per packet: queued for a retransmission (NACK or timeout)
     std::vector<Time> sent_at;      // per packet: last transmission
   };
   struct Dest {
@@ -249,16 +263,27 @@ class Sender {
     std::vector<uint32_t> slot_of;  // window ring
     std::vector<uint64_t> done;     // window ring: acknowledged-id bits
   };
-  struct Ref {
+  struct Ref {  // a packet queued for retransmission
     uint32_t slot;
     uint32_t seq;
-    uint64_t gen;
-    Time sent;  // timers only: the transmission this timer belongs to
+    uint32_t gen;
+  };
+  struct Timer {  // a message's retransmission timer: expires at `from` + rto
+    uint32_t slot;
+    uint32_t gen;
+    Time from;
+  };
+  struct Later {
+    bool operator()(const Timer& a, const Timer& b) const noexcept { return a.from > b.from; }
   };
   Slot* find(uint32_t dst, uint64_t id) noexcept;
   bool ack_packet(Slot& s, uint32_t seq) noexcept;
   bool finish_if_done(uint32_t slot);
-  bool valid(const Ref& r) const noexcept { return slots_[r.slot].live && slots_[r.slot].gen == r.gen; }
+  bool valid(uint32_t slot, uint32_t gen) const noexcept { return slots_[slot].gen == gen; }
+  // Pops expired message timers and checks their messages; true when packets were queued in expired_.
+  bool expire(Time now);
+  bool next_retransmission(Time now, TxPacket& out);
+  void check_message(uint32_t slot, Time now);
   void emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out);
 
   SenderConfig config_;
@@ -266,8 +291,10 @@ class Sender {
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   detail::Ring<uint32_t> fresh_;   // slots with packets never sent, in submission order
-  detail::Ring<Ref> nacked_;
-  detail::Ring<Ref> timers_;       // in send order == expiry order (one rto for all)
+  detail::Ring<Ref> nacked_;       // NACKed packets to resend
+  detail::Ring<Ref> expired_;      // timed-out packets to resend
+  detail::Ring<Timer> timers_;     // armed at a transmission: in time order (now never goes back)
+  std::vector<Timer> rearmed_;     // re-armed after a check, at an earlier time than timers_' back: a min-heap
   size_t live_ = 0;
   SenderStats stats_;
 };

@@ -182,6 +182,106 @@ TEST(Sender, CumulativeAckCoversOnlySentPackets) {
   EXPECT_EQ(tx.unacked_messages(), 0u);
 }
 
+// One timer per message, yet per-packet timeouts: 100 packets sent one per microsecond, never
+// acknowledged, are each resent exactly at their own send time + RTO, once per RTO, in order.
+TEST(Sender, PerMessageTimerResendsEachPacketAtItsOwnTimeout) {
+  Sender tx(SenderConfig{.destinations = 2, .payload_per_packet = 10, .window = 4, .rto = 100_us});
+  EXPECT_EQ(tx.submit(1, 1000), 0u);  // 100 packets
+  TxPacket p;
+  std::vector<Time> first(100), second(100);
+  std::vector<int> resent(100, 0);
+  for (uint64_t us = 1; us <= 260; ++us) {
+    const Time now = Time::from_us(us);
+    // At most one new packet per microsecond; retransmissions come first and are all taken.
+    int fresh = 0;
+    while (fresh == 0 && tx.next(now, p)) {
+      if (!p.retransmit) {
+        first[p.seq] = now;
+        ++fresh;
+        continue;
+      }
+      ASSERT_LT(p.seq, 100u);
+      ++resent[p.seq];
+      if (resent[p.seq] == 1) second[p.seq] = now;
+    }
+  }
+  for (uint32_t seq = 0; seq < 100; ++seq) {
+    EXPECT_EQ(first[seq], Time::from_us(1 + seq)) << seq;
+    EXPECT_EQ(second[seq], Time::from_us(101 + seq)) << seq;  // exactly its own RTO
+    EXPECT_EQ(resent[seq], seq + 201 <= 260 ? 2 : 1) << seq;  // and again one RTO later
+  }
+  EXPECT_EQ(tx.stats().timeout_retransmissions, 100u + 60u);
+  EXPECT_TRUE(tx.on_ack(1, 0, 100));
+  EXPECT_EQ(tx.next_timeout(), Time::max());
+}
+
+// A lost middle packet of a 100-packet message: the NACK acknowledges the others and resends it; when
+// that copy is lost too, it is resent exactly once per RTO after it, and nothing else is ever resent.
+TEST(Sender, LostMiddlePacketResentOnceAfterTheRto) {
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 10, .window = 2, .rto = 100_us});
+  EXPECT_EQ(tx.submit(0, 1000), 0u);
+  TxPacket p;
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(tx.next(Time::from_us(1), p));
+  EXPECT_FALSE(tx.next(Time::from_us(1), p));
+  EXPECT_FALSE(tx.on_ack(0, 0, 50));  // partial ACK: 0..49
+  const uint32_t missing[] = {50};
+  EXPECT_FALSE(tx.on_nack(0, 0, 50, 100, missing));  // 51..99 arrived, 50 is missing
+  std::vector<std::pair<uint64_t, TxPacket>> resent;
+  for (uint64_t us = 20; us <= 300; ++us) {
+    while (tx.next(Time::from_us(us), p)) resent.emplace_back(us, p);
+  }
+  ASSERT_EQ(resent.size(), 3u);
+  EXPECT_EQ(resent[0].first, 20u);  // the NACK's retransmission, at the first chance
+  EXPECT_EQ(resent[1].first, 120u);  // that copy's RTO
+  EXPECT_EQ(resent[2].first, 220u);
+  for (const auto& [us, q] : resent) {
+    EXPECT_EQ(q.seq, 50u) << us;
+    EXPECT_TRUE(q.retransmit);
+    EXPECT_EQ(q.offset, 500u);
+  }
+  EXPECT_EQ(tx.stats().nack_retransmissions, 1u);
+  EXPECT_EQ(tx.stats().timeout_retransmissions, 2u);
+  EXPECT_TRUE(tx.on_ack(0, 0, 100));
+  EXPECT_EQ(tx.unacked_messages(), 0u);
+  EXPECT_EQ(tx.next_timeout(), Time::max());
+  EXPECT_FALSE(tx.next(Time::from_us(1000), p));
+}
+
+// ACKs release messages: an acknowledged message is never resent, and a later message in its slot
+// does not inherit its timer (it times out one RTO after its own transmission).
+TEST(Sender, AckReleasesAndSlotReuseStartsAFreshTimer) {
+  Sender tx(SenderConfig{.destinations = 3, .payload_per_packet = 100, .window = 2, .rto = 100_us});
+  EXPECT_EQ(tx.submit(1, 250), 0u);  // 3 packets
+  EXPECT_EQ(tx.submit(2, 0), 0u);    // 1 packet
+  TxPacket p;
+  while (tx.next(Time::from_us(1), p)) {
+  }
+  EXPECT_EQ(tx.next_timeout(), Time::from_us(101));
+  EXPECT_TRUE(tx.on_ack(2, 0, 1));
+  EXPECT_FALSE(tx.on_ack(1, 0, 2));  // partial: 0 and 1
+  EXPECT_EQ(tx.unacked_messages(), 1u);
+  EXPECT_EQ(tx.submit(2, 50), 1u);  // reuses the released slot
+  ASSERT_TRUE(tx.next(Time::from_us(60), p));
+  EXPECT_EQ(p.dst, 2u);
+  EXPECT_FALSE(p.retransmit);
+  // At 101: only seq 2 of dst 1's message (the ACK covered 0 and 1; dst 2's first message is gone).
+  ASSERT_TRUE(tx.next(Time::from_us(101), p));
+  EXPECT_EQ(p.dst, 1u);
+  EXPECT_EQ(p.seq, 2u);
+  EXPECT_TRUE(p.retransmit);
+  EXPECT_FALSE(tx.next(Time::from_us(159), p));
+  ASSERT_TRUE(tx.next(Time::from_us(160), p));  // dst 2's second message: its own RTO
+  EXPECT_EQ(p.dst, 2u);
+  EXPECT_EQ(p.message_id, 1u);
+  EXPECT_TRUE(p.retransmit);
+  EXPECT_TRUE(tx.on_ack(1, 0, 3));
+  EXPECT_TRUE(tx.on_ack(2, 1, 1));
+  EXPECT_FALSE(tx.next(Time::from_us(1000), p));
+  EXPECT_EQ(tx.stats().timeout_retransmissions, 2u);
+  EXPECT_EQ(tx.stats().messages_acked, 3u);
+  EXPECT_EQ(tx.next_timeout(), Time::max());
+}
+
 TEST(FaultFilter, SeededAndCalibrated) {
   const FaultConfig cfg{.drop_rate = 0.01, .duplicate_rate = 0.01, .reorder_rate = 0.05, .seed = 42};
   FaultFilter a(cfg), b(cfg);

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <utility>
 
+#include "host/dpdk/fabemu_header.h"
+
 namespace fabemu::host::dpdk {
 
 namespace {
@@ -25,14 +27,9 @@ inline void put32(uint8_t* p, uint32_t v) noexcept {
   put16(p, static_cast<uint16_t>(v >> 16));
   put16(p + 2, static_cast<uint16_t>(v));
 }
-inline void put64(uint8_t* p, uint64_t v) noexcept {
-  put32(p, static_cast<uint32_t>(v >> 32));
-  put32(p + 4, static_cast<uint32_t>(v));
-}
 inline uint16_t get16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 inline uint32_t get24(const uint8_t* p) noexcept { return uint32_t{p[0]} << 16 | uint32_t{p[1]} << 8 | p[2]; }
 inline uint32_t get32(const uint8_t* p) noexcept { return uint32_t{get16(p)} << 16 | get16(p + 2); }
-inline uint64_t get64(const uint8_t* p) noexcept { return uint64_t{get32(p)} << 32 | get32(p + 4); }
 
 // --- CRC-32 (reflected 0xEDB88320), slicing-by-8 tables built at compile time ---
 constexpr uint32_t kPoly = 0xEDB88320u;
@@ -171,22 +168,6 @@ size_t udp_payload_bytes(WireMode mode, size_t payload_bytes) noexcept {
              : kBthBytes + kFabemuHeaderBytes + payload_bytes + roce_pad(payload_bytes) + kIcrcBytes;
 }
 
-void write_header(uint8_t* h, const FabemuHeader& f) noexcept {
-  put32(h + 0, kFabemuMagic);
-  put8(h + 4, kFabemuVersion);
-  put8(h + 5, static_cast<uint8_t>(f.kind));
-  put16(h + 6, f.flags);
-  put32(h + 8, f.src_rank);
-  put32(h + 12, f.dst_rank);
-  put64(h + 16, f.message_id);
-  put32(h + 24, f.seq);
-  put32(h + 28, f.count);
-  put64(h + 32, f.message_length);
-  put64(h + 40, f.offset);
-  put64(h + 48, f.tx_time_ps);
-  put32(h + 56, crc32_update(0, {h, 56}));
-}
-
 void write_bth(uint8_t* b, const Bth& t, size_t pad) noexcept {
   put8(b + 0, t.opcode);
   put8(b + 1, static_cast<uint8_t>((t.solicited ? 0x80 : 0) | (t.mig_req ? 0x40 : 0) | (pad << 4) | (t.tver & 0x0F)));
@@ -197,25 +178,14 @@ void write_bth(uint8_t* b, const Bth& t, size_t pad) noexcept {
   put24(b + 9, t.psn & 0xFFFFFF);
 }
 
-// --- template path: native-order values stored big-endian in one move each ---
-inline void store_be16(uint8_t* p, uint16_t v) noexcept {
-  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap16(v);
-  std::memcpy(p, &v, 2);
-}
-inline void store_be32(uint8_t* p, uint32_t v) noexcept {
-  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
-  std::memcpy(p, &v, 4);
-}
-inline void store_be64(uint8_t* p, uint64_t v) noexcept {
-  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
-  std::memcpy(p, &v, 8);
-}
+// --- template path: native-order values stored big-endian in one move each (store_be*: fabemu_header.h) ---
 inline uint32_t hi32(uint64_t v) noexcept { return static_cast<uint32_t>(v >> 32); }
 inline uint32_t lo32(uint64_t v) noexcept { return static_cast<uint32_t>(v); }
 
 // Byte offsets in the fabemu header of the fields that change from packet to packet of a flow's messages
 // of one size (message id and seq are contiguous).
-constexpr size_t kIdAt = 16, kSeqAt = 24, kOffsetAt = 40, kTimeAt = 48, kCrcAt = 56;
+constexpr size_t kIdAt = kHeaderIdAt, kSeqAt = kHeaderSeqAt, kOffsetAt = kHeaderOffsetAt, kTimeAt = kHeaderTimeAt,
+                 kCrcAt = kHeaderCrcAt;
 
 // The contribution of the big-endian N-byte value v at byte At of an End-byte block to the register after
 // the block, from a zero register: the CRC is linear in the data, so what repeats is computed once.
@@ -274,9 +244,7 @@ size_t max_payload_for_mtu(WireMode mode, size_t mtu) noexcept {
 
 size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept {
   const FabemuHeader& h = spec.hdr;
-  const size_t payload = h.kind == PacketKind::kData   ? spec.payload_bytes
-                         : h.kind == PacketKind::kNack ? spec.missing.size() * 4
-                                                       : 0;
+  const size_t payload = header_payload_bytes(h.kind, spec.payload_bytes, spec.missing);
   const size_t pad = spec.mode == WireMode::kRoceV2 ? roce_pad(payload) : 0;
   const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(spec.mode, payload);
   if (kIpv4HeaderBytes + udp_len > 65535) return 0;
@@ -316,12 +284,12 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept {
     write_bth(l4, spec.bth, pad);
     l4 += kBthBytes;
   }
-  write_header(l4, h);
+  write_fabemu_header(h, std::span<uint8_t, kFabemuHeaderBytes>(l4, kFabemuHeaderBytes));
   uint8_t* body = l4 + kFabemuHeaderBytes;
   // The checksum sums only the bytes that may be non-zero: zero padding adds nothing.
   uint64_t sum = pseudo_header_sum(spec.src.ip, spec.dst.ip, static_cast<uint16_t>(udp_len)) + sum16(udp, body - udp);
   if (h.kind == PacketKind::kNack) {
-    for (size_t i = 0; i < spec.missing.size(); ++i) put32(body + 4 * i, spec.missing[i]);
+    store_missing(body, spec.missing);
     sum += sum16(body, payload);
   } else {
     std::memset(body, 0, payload);
@@ -418,6 +386,7 @@ constexpr detail::ZeroRun kHeaderRun = make_header_run();  // a register across 
 size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
   const FabemuHeader& h = spec.hdr;
   const bool roce = t.mode_ == WireMode::kRoceV2;
+  // header_payload_bytes() spelled out: inlined, GCC 12 hoists both loads and a cmov ahead of the data branch.
   const size_t payload = h.kind == PacketKind::kData   ? spec.payload_bytes
                          : h.kind == PacketKind::kNack ? spec.missing.size() * 4
                                                        : 0;
@@ -459,17 +428,7 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   }
 
   // The fabemu header. Its CRC: the message's part from the cache, the packet's fields by table.
-  const uint32_t w_kind = uint32_t{kFabemuVersion} << 24 | uint32_t{static_cast<uint8_t>(h.kind)} << 16 | h.flags;
-  store_be32(l4 + 0, kFabemuMagic);
-  store_be32(l4 + 4, w_kind);
-  store_be32(l4 + 8, h.src_rank);
-  store_be32(l4 + 12, h.dst_rank);
-  store_be64(l4 + 16, h.message_id);
-  store_be32(l4 + kSeqAt, h.seq);
-  store_be32(l4 + 28, h.count);
-  store_be64(l4 + 32, h.message_length);
-  store_be64(l4 + kOffsetAt, h.offset);
-  store_be64(l4 + kTimeAt, h.tx_time_ps);
+  const uint32_t w_kind = store_header_fields(l4, h);
   const FrameTemplate::MessageKey key{h.kind,
                                       h.flags,
                                       h.src_rank,
@@ -518,6 +477,7 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
 
   uint8_t* body = l4 + kFabemuHeaderBytes;
   if (h.kind == PacketKind::kNack) {
+    // store_missing() spelled out, as above: the same instructions as before the header was shared.
     for (size_t i = 0; i < spec.missing.size(); ++i) store_be32(body + 4 * i, spec.missing[i]);
     sum += sum16(body, payload);
   } else if (payload != 0) {
@@ -615,39 +575,16 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
     l4 += kBthBytes;
     l4_len -= kBthBytes + kIcrcBytes + pad;
   }
-  if (l4_len >= 4 && get32(l4) != kFabemuMagic) return Verdict::kBadMagic;
-  if (l4_len < kFabemuHeaderBytes) return Verdict::kTruncated;
-  if (l4[4] != kFabemuVersion) return Verdict::kBadVersion;
-  if (crc32_update(0, {l4, 56}) != get32(l4 + 56)) return Verdict::kBadHeaderCrc;
-
   FabemuHeader h;
-  const uint8_t kind = l4[5];
-  h.kind = static_cast<PacketKind>(kind);
-  h.flags = get16(l4 + 6);
-  h.src_rank = get32(l4 + 8);
-  h.dst_rank = get32(l4 + 12);
-  h.message_id = get64(l4 + 16);
-  h.seq = get32(l4 + 24);
-  h.count = get32(l4 + 28);
-  h.message_length = get64(l4 + 32);
-  h.offset = get64(l4 + 40);
-  h.tx_time_ps = get64(l4 + 48);
-  const size_t payload = l4_len - kFabemuHeaderBytes;
-  switch (h.kind) {
-    case PacketKind::kData:
-      if (h.seq >= h.count || payload > h.message_length || h.offset > h.message_length - payload) {
-        return Verdict::kBadFields;
-      }
-      break;
-    case PacketKind::kAck:
-      if (payload != 0 || h.seq > h.count) return Verdict::kBadFields;
-      break;
-    case PacketKind::kNack:
-      if (payload % 4 != 0 || h.seq > h.count || h.offset > h.count) return Verdict::kBadFields;
-      break;
-    default:
-      return Verdict::kBadFields;
+  switch (parse_fabemu_header({l4, l4_len}, h)) {
+    case HeaderVerdict::kOk: break;
+    case HeaderVerdict::kTruncated: return Verdict::kTruncated;
+    case HeaderVerdict::kBadMagic: return Verdict::kBadMagic;
+    case HeaderVerdict::kBadVersion: return Verdict::kBadVersion;
+    case HeaderVerdict::kBadHeaderCrc: return Verdict::kBadHeaderCrc;
+    case HeaderVerdict::kBadFields: return Verdict::kBadFields;
   }
+  const size_t payload = l4_len - kFabemuHeaderBytes;
 
   std::memcpy(out.dst.mac.data(), f, 6);
   std::memcpy(out.src.mac.data(), f + 6, 6);

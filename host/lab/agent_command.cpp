@@ -26,6 +26,7 @@ struct AgentCommandOptions {
   unsigned heartbeat_ms = 1000;
   unsigned idle_timeout_ms = 10000;
   std::size_t max_frame_bytes = lab::kDefaultMaxFrameBytes;
+  std::string work_dir;
 };
 
 int run_agent(const AgentCommandOptions& o) {
@@ -38,6 +39,7 @@ int run_agent(const AgentCommandOptions& o) {
   options.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
   options.max_frame_bytes = o.max_frame_bytes;
   options.pre_auth_max_frame_bytes = std::min(options.pre_auth_max_frame_bytes, o.max_frame_bytes);
+  options.work_dir = o.work_dir;
   if (o.heartbeat_ms >= o.idle_timeout_ms) {
     spdlog::warn("--heartbeat-ms {} is not below --idle-timeout-ms {}: quiet peers will be timed out",
                  o.heartbeat_ms, o.idle_timeout_ms);
@@ -81,6 +83,10 @@ void add_agent_command(CLI::App& app, int& status) {
                   "Largest frame accepted after authentication (64 KiB before it)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31));
+  cmd->add_option("--work-dir", o->work_dir,
+                  "Folder for each run's shards and configuration (removed when the run ends); default: TMPDIR")
+      ->type_name("DIR")
+      ->check(CLI::ExistingDirectory);
   cmd->callback([o, &status] { status = run_agent(*o); });
 }
 

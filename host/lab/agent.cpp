@@ -365,7 +365,7 @@ class Session : public std::enable_shared_from_this<Session> {
     run->assign = assign;
     run->trace_paths.assign(world, "");
     const std::filesystem::path base =
-        state_->options.work_dir.empty() ? std::filesystem::temp_directory_path() : state_->options.work_dir;
+        state_->options.work_dir.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(state_->options.work_dir);
     run->dir = base / fmt::format("fabemu-run-{}-{}", safe_name(run->run_id), ::getpid());
     std::error_code ec;
     std::filesystem::create_directories(run->dir, ec);
@@ -466,43 +466,71 @@ class Session : public std::enable_shared_from_this<Session> {
       input.start_realtime_ns = at;
       input.stop = &run->stop;
       input.live = live;
-      auto output = std::make_shared<ReplayOutput>();
-      std::string error;
+      // The results go out as soon as they exist; the thread may keep serving its peers (socket fabric)
+      // until the coordinator's Stop.
+      bool delivered = false;
       try {
-        *output = replay(input);
+        replay(input, [&](ReplayOutput&& result) {
+          auto output = std::make_shared<ReplayOutput>(std::move(result));
+          delivered = true;
+          asio::post(io, [run, weak, output] { send_results(run, weak, *output); });
+        });
       } catch (const std::exception& e) {
-        error = e.what();
+        if (delivered) {
+          spdlog::warn("lab agent: run {}: after the results: {}", run->run_id, e.what());
+        } else {
+          asio::post(io, [run, weak, error = std::string(e.what())] { send_error(run, weak, error); });
+        }
       }
-      asio::post(io, [run, weak, state, output, error] { on_run_finished(run, weak, state, *output, error); });
+      asio::post(io, [run, state] { on_run_finished(run, state); });
     });
   }
 
  public:
-  static void on_run_finished(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Session>& weak,
-                              const std::weak_ptr<Agent::State>& state, ReplayOutput& output, const std::string& error) {
-    if (run->thread.joinable()) run->thread.join();
-    const auto session = weak.lock();
-    if (session && !session->closed_ && !session->closing_ && session->run_ == run) {
-      if (!error.empty()) {
-        session->fail(proto::ERROR_RUN_FAILED, fmt::format("run {}: {}", run->run_id, error));
-      } else {
-        for (auto& rank : output.ranks) {
-          proto::Envelope e;
-          *e.mutable_rank_result() = std::move(rank);
-          session->send(e);
-        }
-        proto::Envelope done;
-        *done.mutable_run_done() = std::move(output.done);
-        session->send(done);
-        spdlog::info("lab agent: {}: run {}: {}; results sent", session->peer_, run->run_id,
-                     done.run_done().interrupted() ? "stopped" : "finished");
-      }
-      session->run_.reset();
-    } else {
-      spdlog::warn("lab agent: run {}: ended{}{}; its coordinator is gone, results dropped", run->run_id,
-                   error.empty() ? "" : ": ", error);
+  static std::shared_ptr<Session> owner(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Session>& weak) {
+    auto session = weak.lock();
+    if (session && !session->closed_ && !session->closing_ && session->run_ == run) return session;
+    return nullptr;
+  }
+
+  static void send_results(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Session>& weak,
+                           ReplayOutput& output) {
+    const auto session = owner(run, weak);
+    if (!session) {
+      spdlog::warn("lab agent: run {}: ended; its coordinator is gone, results dropped", run->run_id);
+      return;
     }
-    if (const auto s = state.lock(); s && s->run == run) s->run.reset();
+    for (auto& rank : output.ranks) {
+      proto::Envelope e;
+      *e.mutable_rank_result() = std::move(rank);
+      session->send(e);
+    }
+    proto::Envelope done;
+    *done.mutable_run_done() = std::move(output.done);
+    session->send(done);
+    spdlog::info("lab agent: {}: run {}: {}; results sent", session->peer_, run->run_id,
+                 done.run_done().interrupted() ? "stopped" : "finished");
+  }
+
+  static void send_error(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Session>& weak,
+                         const std::string& error) {
+    const auto session = owner(run, weak);
+    if (!session) {
+      spdlog::warn("lab agent: run {}: failed: {}; its coordinator is gone, results dropped", run->run_id, error);
+      return;
+    }
+    session->fail(proto::ERROR_RUN_FAILED, fmt::format("run {}: {}", run->run_id, error));
+  }
+
+  // The run thread is over: join it, forget the run, remove its folder.
+  static void on_run_finished(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Agent::State>& state) {
+    if (run->thread.joinable()) run->thread.join();
+    if (const auto s = state.lock(); s) {
+      if (s->run == run) s->run.reset();
+      for (const auto& session : s->sessions) {
+        if (session->run_ == run) session->run_.reset();
+      }
+    }
     run->remove_dir();
     run->work.reset();
   }

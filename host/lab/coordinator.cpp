@@ -47,6 +47,7 @@ enum class Phase {
   kReady,        // prepared, waiting for the others
   kRunning,      // Start sent, collecting results
   kReprobing,    // RunDone received, re-probing the clock
+  kFinished,     // results and drift in; Stop once every agent is here (a wire keeps serving till then)
   kClosed        // done, lost or failed
 };
 
@@ -237,9 +238,9 @@ class Coordinator {
     p.report.lost = true;
     p.report.lost_reason = reason;
     close(p);
-    if (was == Phase::kReprobing) {  // its results are in: only the drift figure is missing
+    if (was == Phase::kReprobing || was == Phase::kFinished) {  // its results are in
       p.report.lost = false;
-      return;
+      return finish_if_all_done();
     }
     spdlog::error("lab: {}: {}", who(p), reason);
     if (was < Phase::kRunning && !started_) {
@@ -273,7 +274,7 @@ class Coordinator {
         stop.mutable_stop()->set_run_id(outcome_.run_id);
         stop.mutable_stop()->set_reason(reason);
         send(*q, stop);
-      } else if (q->phase != Phase::kClosed && q->phase != Phase::kReprobing) {
+      } else if (q->phase != Phase::kClosed && q->phase != Phase::kReprobing && q->phase != Phase::kFinished) {
         stop_and_close(*q, reason);
       }
     }
@@ -289,6 +290,19 @@ class Coordinator {
         }
       }
     });
+    finish_if_all_done();
+  }
+
+  // Every agent has its results in (or is gone): release them all.
+  void finish_if_all_done() {
+    if (!std::all_of(peers_.begin(), peers_.end(), [](const auto& q) {
+          return q->phase == Phase::kFinished || q->phase == Phase::kClosed;
+        })) {
+      return;
+    }
+    for (auto& q : peers_) {
+      if (q->phase == Phase::kFinished) stop_and_close(*q, "run over");
+    }
   }
 
   void send_probe(Peer& p) {
@@ -372,7 +386,8 @@ class Coordinator {
     p.samples.clear();
     if (p.phase == Phase::kReprobing) {
       p.report.after = estimate;
-      return stop_and_close(p, "run over");
+      p.phase = Phase::kFinished;
+      return finish_if_all_done();
     }
     p.report.clock = estimate;
     spdlog::info("lab: {}: authenticated ({}), clock offset {} ns, round trip {} ns", who(p), p.report.agent_id,
@@ -444,7 +459,10 @@ class Coordinator {
       }
       spdlog::info("lab: {}: results in ({} ranks{})", who(p), p.rank_reports.size(),
                    d.interrupted() ? ", interrupted" : "");
-      if (aborting_ || options_.reprobes == 0) return stop_and_close(p, "run over");
+      if (aborting_ || options_.reprobes == 0) {
+        p.phase = Phase::kFinished;
+        return finish_if_all_done();
+      }
       p.phase = Phase::kReprobing;
       return send_probe(p);
     }

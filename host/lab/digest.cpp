@@ -28,7 +28,7 @@ MdCtx new_ctx() {
   return ctx;
 }
 
-std::string final(EVP_MD_CTX* ctx) {
+std::string finish_digest(EVP_MD_CTX* ctx) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int n = 0;
   if (EVP_DigestFinal_ex(ctx, md.data(), &n) != 1) throw LabError(proto::ERROR_INTERNAL, "SHA-256 failed");
@@ -40,7 +40,7 @@ std::string final(EVP_MD_CTX* ctx) {
 std::string sha256(std::string_view bytes) {
   MdCtx ctx = new_ctx();
   if (EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size()) != 1) throw LabError(proto::ERROR_INTERNAL, "SHA-256 failed");
-  return final(ctx.get());
+  return finish_digest(ctx.get());
 }
 
 std::string sha256_file(const std::string& path) {
@@ -56,7 +56,7 @@ std::string sha256_file(const std::string& path) {
     }
   }
   if (in.bad()) throw LabError(proto::ERROR_RUN_FAILED, fmt::format("{}: read error", path));
-  return final(ctx.get());
+  return finish_digest(ctx.get());
 }
 
 std::string to_hex(std::string_view bytes) {

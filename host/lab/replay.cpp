@@ -156,7 +156,7 @@ ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::
   return c;
 }
 
-ReplayOutput replay(const ReplayInput& in) {
+void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& deliver) {
   const proto::AssignRanks& assign = *in.assign;
   const proto::RunSpec& spec = assign.spec();
   const size_t world = assign.world_size();
@@ -262,7 +262,7 @@ ReplayOutput replay(const ReplayInput& in) {
   out.done.set_interrupted(fabric.interrupted());
   out.done.set_started_ns(started);
   out.done.set_wall_ns(ended - started);
-  return out;
+  deliver(std::move(out));
 }
 
 }  // namespace fabemu::lab

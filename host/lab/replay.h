@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,9 +40,11 @@ struct ReplayOutput {
   proto::RunDone done;
 };
 
-// Waits for the start time (or the stop flag), walks, packs. Throws (traces::TraceError,
-// std::invalid_argument, ...) for bad input; the message names the file / rank.
-ReplayOutput replay(const ReplayInput& input);
+// Waits for the start time (or the stop flag), walks, packs and hands the results to `deliver`. A data
+// plane with a wire then keeps answering its peers (retransmissions, ACKs) until the stop flag is set, so
+// that agents still finishing are served; the model returns at once. Throws (traces::TraceError,
+// std::invalid_argument, ...) for bad input before `deliver`; the message names the file / rank.
+void replay(const ReplayInput& input, const std::function<void(ReplayOutput&&)>& deliver);
 
 // Timeline slices per RankResult frame at most (keeps frames far below the 64 MiB limit).
 inline constexpr std::size_t kSlicesPerFrame = 50'000;

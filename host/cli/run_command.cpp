@@ -22,6 +22,7 @@
 #include "host/lab/auth.h"
 #include "host/lab/coordinator.h"
 #include "host/lab/lab_config.h"
+#include "host/lab/socket_fabric.h"
 #include "traces/process_groups.h"
 #include "traces/trace_set.h"
 
@@ -79,6 +80,8 @@ struct RunArgs {
   // --agents: a multi-host lab run (host/lab/README.md)
   std::string agents;
   std::string metrics;
+  // --fabric socket
+  uint16_t socket_base_port = 0;
 };
 
 #ifdef FABEMU_HAVE_DPDK
@@ -274,8 +277,8 @@ int run(const RunArgs& a) {
     }
     model = "packet";
   }
-  if (a.fabric == "dpdk" || a.fabric == "fpga") {
-    // The DPDK fabric delivers at the times of the packet model, the FPGA kernel computes them: FIFO links
+  if (a.fabric == "dpdk" || a.fabric == "fpga" || a.fabric == "socket") {
+    // The DPDK and socket fabrics delivers at the times of the packet model, the FPGA kernel computes them: FIFO links
     // either way, no analytical mode.
     if (!a.model.empty() && a.model != "packet") {
       throw std::invalid_argument(fmt::format(
@@ -335,6 +338,7 @@ int run(const RunArgs& a) {
   host::dpdk::DpdkFabric* dpdk = nullptr;
 #endif
   host::fpga::FpgaFabric* fpga = nullptr;
+  lab::SocketFabric* socket = nullptr;
   if (a.fabric == "fpga") {
     auto f = host::fpga::make_fpga_fabric(engine, topology, mtu, a.device.empty() ? "hwemu" : a.device, a.xclbin);
     fpga = f.get();
@@ -378,6 +382,29 @@ int run(const RunArgs& a) {
 #else
     throw std::invalid_argument("--fabric dpdk: this fabemu was built without DPDK");
 #endif
+  } else if (a.fabric == "socket") {
+    // Every rank local, one UDP socket each on 127.0.0.1 (--socket-base-port P: P + rank; 0: any free port).
+    const auto npus = static_cast<uint32_t>(topology.npus());
+    if (a.socket_base_port != 0 && uint32_t{a.socket_base_port} + npus - 1 > 65535) {
+      throw std::invalid_argument(fmt::format("--socket-base-port {}: {} ranks do not fit below port 65536",
+                                              a.socket_base_port, npus));
+    }
+    std::vector<boost::asio::ip::udp::endpoint> eps;
+    for (uint32_t r = 0; r < npus; ++r) {
+      eps.emplace_back(boost::asio::ip::make_address("127.0.0.1"),
+                       static_cast<uint16_t>(a.socket_base_port == 0 ? 0 : a.socket_base_port + r));
+    }
+    lab::SocketFabricOptions o;
+    o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
+    o.dilation = a.as_fast_as_possible ? 0.0 : a.dilation;
+    o.faults.drop_rate = a.drop_rate;
+    o.faults.reorder_rate = a.reorder_rate;
+    o.faults.duplicate_rate = a.duplicate_rate;
+    o.faults.seed = a.fault_seed;
+    auto f = std::make_unique<lab::SocketFabric>(topology, std::move(eps), std::vector<bool>(npus, true), o);
+    socket = f.get();
+    packet = &f->model();
+    fabric = std::move(f);
   } else if (model == "packet") {
     auto p = std::make_unique<emu::PacketFabric>(engine, topology, mtu == 0 ? ~uint32_t{0} : mtu);
     packet = p.get();
@@ -410,6 +437,13 @@ int run(const RunArgs& a) {
     result.sections.emplace_back("dpdk", host::dpdk::dpdk_stats_to_json(st));
   }
 #endif
+  std::string socket_section;
+  if (socket != nullptr) {
+    if (!socket->drain()) result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
+    const lab::SocketStats& st = socket->stats();
+    socket_section = lab::format_socket_stats(st);
+    result.sections.emplace_back("socket", lab::socket_stats_to_json(st));
+  }
   result.workload = a.workload;
   result.fabric = a.fabric;
   result.model = model == "packet" ? fmt::format("packet (mtu {})", mtu == 0 ? std::string("whole messages")
@@ -453,6 +487,7 @@ int run(const RunArgs& a) {
   }
   if (!a.quiet) std::cout << emu::format_summary(result, a.top);
   if (!a.quiet && !fpga_section.empty()) std::cout << "\n" << fpga_section;
+  if (!a.quiet && !socket_section.empty()) std::cout << "\n" << socket_section;
 #ifdef FABEMU_HAVE_DPDK
   if (!a.quiet && !dpdk_section.empty()) std::cout << "\n" << dpdk_section << "  ports               "
                                                      << dpdk_ports->describe() << "\n";
@@ -488,9 +523,10 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   fc->excludes(net);
   run_cmd->add_option("--fabric", args->fabric,
                       "Fabric backend: software (the model), dpdk (real frames, delivered at the packet model's "
-                      "times; EAL arguments after --) or fpga (the FPGA kernel computes every packet-hop of the "
+                      "times; EAL arguments after --), socket (UDP datagrams between one loopback socket per rank, delivered at "
+                      "the packet model's times) or fpga (the FPGA kernel computes every packet-hop of the "
                       "packet model: --device)")
-      ->check(CLI::IsMember({"software", "dpdk", "fpga"}));
+      ->check(CLI::IsMember({"software", "dpdk", "socket", "fpga"}));
   run_cmd->add_option("--device", args->device,
                       "FPGA: the device computing the packet model's link times: hwemu (the RTL under Verilator, "
                       "default), model (the C++ cycle model) or xrt:N (board N, with --xclbin)");
@@ -519,6 +555,8 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
       ->check(CLI::Range(0.0, 1.0));
   run_cmd->add_option("--fault-seed", args->fault_seed, "DPDK: seed of the fault injection (default 1)");
   run_cmd->add_option("--pcap", args->pcap, "DPDK: capture every frame sent to this pcap file");
+  run_cmd->add_option("--socket-base-port", args->socket_base_port,
+                      "socket: rank r receives on 127.0.0.1 UDP port P + r (default 0: a free port per rank)");
 
   run_cmd->add_option("--model,-m", args->model, "analytical (congestion-unaware, default) or packet (FIFO links)")
       ->check(CLI::IsMember({"analytical", "packet"}));

@@ -54,6 +54,9 @@ struct SocketFabricOptions {
   // Polled every round of I/O; true ends the run early: no more deliveries, interrupted() is true.
   std::function<bool()> stop_requested;
   LiveMetrics* live = nullptr;        // when set, kept current (link_bytes sized to the topology's links)
+  // Datagrams per sendmmsg/recvmmsg call (1..1024); 1: one Boost.Asio send_to/receive_from per datagram.
+  uint32_t batch = 32;
+  int socket_buffer_bytes = 4 << 20;  // SO_RCVBUF/SO_SNDBUF asked (SO_*BUFFORCE first, then capped by rmem_max)
 };
 
 struct SocketStats {
@@ -70,9 +73,23 @@ struct SocketStats {
   uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
   uint64_t not_ours = 0;              // datagrams that are not valid fabemu datagrams for a local rank
   uint64_t send_errors = 0;           // sendto failures other than EAGAIN (retried by the reliability layer)
-  uint64_t late = 0, on_time = 0;     // D > 0: messages complete after / by their modelled delivery
-  emu::LogHistogram latency_ns;       // per message with a local source and destination... or either end
+  uint64_t late = 0, on_time = 0;     // D > 0: local-destination messages reassembled after / by their modelled delivery
+  // Per message with a local source: its first datagram sent to the ACK that completes it (wall ns, one
+  // way plus the ACK's way back; the adaptive RTO's sample).
+  emu::LogHistogram latency_ns;
   emu::LogHistogram lateness_ns;      // D > 0: emulated ns late, for the late ones
+  // Additions of the implementation:
+  uint64_t deliveries = 0;            // messages handed to the walker
+  uint64_t data_datagrams = 0;        // first transmissions of data packets
+  uint64_t feedback_dropped = 0;      // ACK/NACK not queued (socket full): the sender's timeout covers them
+  uint64_t rx_invalid = 0;            // ours but refused by the receiver (window, inconsistent) or feedback for no sender
+  uint64_t not_ours_by_verdict[8] = {};  // by DatagramVerdict (host/lab/datagram.h)
+  emu::Duration rto_max;              // the largest (adaptive) retransmission timeout used
+  // D > 0: |actual - modelled departure| of each paced first transmission, wall ns (after sendmmsg returned).
+  emu::LogHistogram jitter_ns;
+  uint64_t poll_gap_max_ns = 0, poll_stalls = 0;  // gaps between rounds of I/O (stalls: over 100 us)
+  int rcvbuf_bytes = 0, sndbuf_bytes = 0;         // what the kernel granted (it reports twice the value set)
+  uint32_t batch = 0;
 };
 
 std::string format_socket_stats(const SocketStats& stats);
@@ -98,6 +115,12 @@ class SocketFabric final : public emu::Fabric {
   // returns true or stop_requested does.
   void serve(const std::function<bool()>& until);
   bool interrupted() const noexcept;
+
+  // The endpoint of every rank: local ones as bound (port 0 resolved to the port the kernel chose).
+  const std::vector<boost::asio::ip::udp::endpoint>& endpoints() const noexcept;
+  // Where a remote rank receives, when it is known only after construction (its process bound port 0).
+  // std::logic_error for a local rank or after the first send().
+  void set_remote_endpoint(uint32_t rank, const boost::asio::ip::udp::endpoint& endpoint);
 
   const emu::PacketFabric& model() const noexcept;
   const SocketStats& stats();  // refreshed on every call

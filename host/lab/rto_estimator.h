@@ -1,0 +1,46 @@
+// RFC 6298's retransmission-timeout estimator (SRTT + 4 RTTVAR, gains 1/8 and 1/4) on whole-message
+// round trips, never below a floor (the configured RTO) nor above a ceiling. The same rule as
+// DpdkFabric::adapt_rto (which could use this class).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "emulator/time.h"
+
+namespace fabemu::lab {
+
+class RtoEstimator {
+ public:
+  explicit RtoEstimator(emu::Duration floor, emu::Duration ceiling = emu::Duration::from_ms(1000))
+      : floor_(floor), ceiling_(std::max(floor, ceiling)), current_(floor), max_(floor) {}
+
+  // One sample (ns). True when the RTO moved by more than 1/8: only then need the senders be told.
+  bool sample(uint64_t ns) noexcept {
+    const double x = static_cast<double>(ns);
+    if (srtt_ns_ == 0) {
+      srtt_ns_ = x;
+      rttvar_ns_ = x / 2;
+    } else {
+      rttvar_ns_ = 0.75 * rttvar_ns_ + 0.25 * std::abs(srtt_ns_ - x);
+      srtt_ns_ = 0.875 * srtt_ns_ + 0.125 * x;
+    }
+    const double want_ns = std::min(static_cast<double>(ceiling_.ps()) / 1000.0, srtt_ns_ + 4 * rttvar_ns_);
+    const emu::Duration want = std::max(floor_, emu::Duration::from_ps(static_cast<uint64_t>(want_ns) * 1000));
+    if (want.ps() * 8 > current_.ps() * 9 || want.ps() * 9 < current_.ps() * 8) {
+      current_ = want;
+      max_ = std::max(max_, want);
+      return true;
+    }
+    return false;
+  }
+  emu::Duration rto() const noexcept { return current_; }
+  emu::Duration max() const noexcept { return max_; }
+
+ private:
+  emu::Duration floor_, ceiling_, current_, max_;
+  double srtt_ns_ = 0, rttvar_ns_ = 0;
+};
+
+}  // namespace fabemu::lab

@@ -1,0 +1,457 @@
+// The socket fabric on loopback UDP: the walker replays workloads as real datagrams between sockets of
+// this process, and must report exactly the software packet model's times, every message reassembled
+// once; also split over two fabric instances (two "hosts") on two threads, under injected loss and
+// reordering, with a dead peer (stall timeout), and datagram decoding against every corrupted byte.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host/config/astra_config.h"
+#include "host/lab/datagram.h"
+#include "host/lab/socket_fabric.h"
+#include "tests/emulator/walker_test_util.h"
+#include "traces/generate.h"
+#include "traces/trace_set.h"
+
+namespace fs = std::filesystem;
+namespace hd = fabemu::host::dpdk;
+namespace lab = fabemu::lab;
+using boost::asio::ip::udp;
+using namespace fabemu::emu;
+using namespace fabemu::emu::walker_test;
+
+namespace {
+
+constexpr uint32_t kModelMtu = 4096;
+
+struct Workload {
+  NetworkConfig net;
+  SystemConfig sys;
+  std::vector<std::string> files;
+  WalkerOptions options() const {
+    WalkerOptions o;
+    o.system = sys;
+    return o;
+  }
+};
+
+// The packet model, counting the messages per (src, dst) on the way.
+class CountingFabric final : public Fabric {
+ public:
+  CountingFabric(Engine& e, Topology t) : inner_(e, std::move(t), kModelMtu) {}
+  void send(const Message& m, Time ready) override {
+    ++count[{m.src, m.dst}];
+    inner_.send(m, ready);
+  }
+  using Fabric::send;
+  Engine& engine() override { return inner_.engine(); }
+  void set_listener(DeliveryListener* l) override { inner_.set_listener(l); }
+  std::map<std::pair<int32_t, int32_t>, uint64_t> count;
+
+ private:
+  PacketFabric inner_;
+};
+
+struct SoftwareRun {
+  RunResult result;
+  std::map<std::pair<int32_t, int32_t>, uint64_t> count;
+  // Messages from a rank in [lo, hi) to another rank (anywhere), and to a rank in [lo, hi) from another.
+  uint64_t from(int32_t lo, int32_t hi) const {
+    uint64_t n = 0;
+    for (const auto& [k, v] : count) n += k.first >= lo && k.first < hi && k.first != k.second ? v : 0;
+    return n;
+  }
+  uint64_t to(int32_t lo, int32_t hi) const {
+    uint64_t n = 0;
+    for (const auto& [k, v] : count) n += k.second >= lo && k.second < hi && k.first != k.second ? v : 0;
+    return n;
+  }
+};
+
+SoftwareRun run_software(const Workload& w) {
+  Engine engine(1 << 12);
+  CountingFabric fabric(engine, Topology(w.net));
+  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
+  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
+  SoftwareRun out;
+  out.result = walker.run();
+  out.count = fabric.count;
+  return out;
+}
+
+std::vector<udp::endpoint> loopback(size_t n) {
+  return std::vector<udp::endpoint>(n, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+}
+
+struct SocketRun {
+  RunResult result;
+  lab::SocketStats stats;
+  bool drained = false;
+};
+
+SocketRun run_socket(const Workload& w, lab::SocketFabricOptions opt) {
+  opt.model_mtu = kModelMtu;
+  Topology topo(w.net);
+  const size_t n = static_cast<size_t>(topo.npus());
+  lab::SocketFabric fabric(topo, loopback(n), std::vector<bool>(n, true), opt);
+  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
+  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
+  SocketRun out;
+  out.result = walker.run();
+  out.drained = fabric.drain();
+  out.stats = fabric.stats();
+  std::printf("%s", lab::format_socket_stats(out.stats).c_str());
+  return out;
+}
+
+void expect_same_times(const RunResult& sw, const RunResult& r) {
+  ASSERT_TRUE(sw.stuck.empty());
+  ASSERT_TRUE(r.stuck.empty()) << r.stuck.front();
+  EXPECT_GT(sw.total.ps(), 0u);
+  EXPECT_EQ(r.total.ps(), sw.total.ps());
+  ASSERT_EQ(r.ranks.size(), sw.ranks.size());
+  for (size_t i = 0; i < sw.ranks.size(); ++i) {
+    EXPECT_EQ(r.ranks[i].finish.ps(), sw.ranks[i].finish.ps()) << "rank " << i;
+    EXPECT_EQ(r.ranks[i].exposed_comm.ps(), sw.ranks[i].exposed_comm.ps()) << "rank " << i;
+  }
+  EXPECT_EQ(r.messages, sw.messages);
+  EXPECT_EQ(r.message_bytes, sw.message_bytes);
+}
+
+// All ranks local: every message between two ranks went on the wire once and was reassembled once.
+void expect_all_local_exact(const SoftwareRun& sw, const SocketRun& s) {
+  expect_same_times(sw.result, s.result);
+  const lab::SocketStats& st = s.stats;
+  const int32_t n = static_cast<int32_t>(sw.result.ranks.size());
+  EXPECT_TRUE(s.drained);
+  EXPECT_EQ(st.messages_sent, sw.from(0, n));
+  EXPECT_EQ(st.messages_received, st.messages_sent);
+  EXPECT_EQ(st.bytes_received, st.bytes_sent);
+  EXPECT_EQ(st.messages_sent + st.local_messages, sw.result.messages);
+  EXPECT_EQ(st.model_only_messages, 0u);
+  EXPECT_EQ(st.deliveries, sw.result.messages);
+  EXPECT_EQ(st.latency_ns.count(), st.messages_sent);
+  EXPECT_EQ(st.not_ours, 0u);
+  EXPECT_EQ(st.rx_invalid, 0u);
+  EXPECT_LE(st.datagrams_rx, st.datagrams_tx);
+  EXPECT_EQ(st.data_datagrams + st.retransmissions + st.acks + st.nacks, st.datagrams_tx) << "all feedback arrived";
+}
+
+Workload generated_all_reduce(const fabemu::test::ScratchDir& dir, uint64_t bytes = uint64_t{1} << 20) {
+  Workload w;
+  w.net = network({dim(DimTopology::kRing, 8)});
+  w.sys = system_config(CollectiveAlgo::kRing, 4, 1);
+  fabemu::traces::CollectiveSpec spec;
+  spec.type = ChakraProtoMsg::ALL_REDUCE;
+  spec.ranks = 8;
+  spec.size_bytes = bytes;
+  w.files = fabemu::traces::generate_collective(spec, dir.file("allreduce"));
+  return w;
+}
+
+// --- datagrams ---
+
+hd::FabemuHeader data_header() {
+  return hd::FabemuHeader{hd::PacketKind::kData, 0, 1, 2, 77, 1, 3, 3000, 1400, 123456789};
+}
+
+TEST(Datagram, RoundTripAndEveryCorruptedByteIsRejected) {
+  const lab::DatagramRules rules{8, 1400, 2};
+  std::vector<uint8_t> buf(2000);
+  const size_t len = lab::encode_datagram(data_header(), 1400, {}, buf);
+  ASSERT_EQ(len, 60u + 1400u);
+  const std::span<const uint8_t> d(buf.data(), len);
+  lab::DecodedDatagram out;
+  ASSERT_EQ(lab::decode_datagram(d, rules, out), lab::DatagramVerdict::kOurs);
+  EXPECT_EQ(out.hdr, data_header());
+  EXPECT_EQ(out.payload_bytes, 1400u);
+  // Every byte, header and payload, each with three corruptions: never ours.
+  size_t rejected = 0;
+  for (size_t i = 0; i < len; ++i) {
+    for (const uint8_t x : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xFF}}) {
+      std::vector<uint8_t> c(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(len));
+      c[i] ^= x;
+      lab::DecodedDatagram o;
+      const auto v = lab::decode_datagram(c, rules, o);
+      EXPECT_NE(v, lab::DatagramVerdict::kOurs) << "byte " << i << " ^ " << int{x};
+      rejected += v != lab::DatagramVerdict::kOurs;
+      if (i >= 60) {
+        EXPECT_EQ(v, lab::DatagramVerdict::kBadPayload);
+      }
+      if (i < 4) {
+        EXPECT_EQ(v, lab::DatagramVerdict::kBadMagic);
+      }
+    }
+  }
+  EXPECT_EQ(rejected, len * 3);
+  // The same for an ACK (header only).
+  const hd::FabemuHeader ack{hd::PacketKind::kAck, 0, 5, 2, 9, 4, 4, 0, 4, 1};
+  const size_t alen = lab::encode_datagram(ack, 0, {}, buf);
+  ASSERT_EQ(alen, 60u);
+  ASSERT_EQ(lab::decode_datagram({buf.data(), alen}, rules, out), lab::DatagramVerdict::kOurs);
+  EXPECT_EQ(out.hdr, ack);
+  for (size_t i = 0; i < alen; ++i) {
+    std::vector<uint8_t> c(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(alen));
+    c[i] ^= 0x10;
+    EXPECT_NE(lab::decode_datagram(c, rules, out), lab::DatagramVerdict::kOurs) << "ACK byte " << i;
+  }
+  // Truncated by one byte, and one byte too long.
+  EXPECT_EQ(lab::decode_datagram(d.first(59), rules, out), lab::DatagramVerdict::kTruncated);
+  EXPECT_EQ(lab::decode_datagram(d.first(len - 1), rules, out), lab::DatagramVerdict::kBadFields);
+  std::vector<uint8_t> longer(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(len));
+  longer.push_back(0);
+  EXPECT_EQ(lab::decode_datagram(longer, rules, out), lab::DatagramVerdict::kBadFields);
+}
+
+TEST(Datagram, NotLocalAndImpossibleLayoutsAreRejected) {
+  std::vector<uint8_t> buf(2000);
+  lab::DecodedDatagram out;
+  size_t len = lab::encode_datagram(data_header(), 1400, {}, buf);
+  // Valid, but for rank 2: not ours on rank 3's socket.
+  EXPECT_EQ(lab::decode_datagram({buf.data(), len}, lab::DatagramRules{8, 1400, 3}, out), lab::DatagramVerdict::kNotLocal);
+  // A sender with another payload size (every process of a run must agree).
+  EXPECT_EQ(lab::decode_datagram({buf.data(), len}, lab::DatagramRules{8, 1024, 2}, out),
+            lab::DatagramVerdict::kBadFields);
+  // Ranks beyond the workload, src == dst, offset not seq * payload: valid CRC, still refused.
+  const lab::DatagramRules rules{8, 1400, 2};
+  for (auto mutate : std::vector<void (*)(hd::FabemuHeader&)>{
+           [](hd::FabemuHeader& h) { h.src_rank = 8; }, [](hd::FabemuHeader& h) { h.src_rank = 2; },
+           [](hd::FabemuHeader& h) { h.offset = 1399; }, [](hd::FabemuHeader& h) { h.count = 4; },
+           [](hd::FabemuHeader& h) { h.flags = 2; }, [](hd::FabemuHeader& h) { h.kind = hd::PacketKind{4}; }}) {
+    hd::FabemuHeader h = data_header();
+    mutate(h);
+    len = lab::encode_datagram(h, 1400, {}, buf);
+    EXPECT_NE(lab::decode_datagram({buf.data(), len}, rules, out), lab::DatagramVerdict::kOurs);
+  }
+  // A NACK: its list must be increasing and within [cumulative, covered).
+  const hd::FabemuHeader nack{hd::PacketKind::kNack, 0, 5, 2, 9, 3, 20, 0, 12, 1};
+  const std::vector<uint32_t> good{3, 5, 11}, unsorted{5, 3}, beyond{3, 12};
+  len = lab::encode_datagram(nack, 0, good, buf);
+  ASSERT_EQ(lab::decode_datagram({buf.data(), len}, rules, out), lab::DatagramVerdict::kOurs);
+  ASSERT_EQ(out.missing_count(), 3u);
+  EXPECT_EQ(out.missing(2), 11u);
+  len = lab::encode_datagram(nack, 0, unsorted, buf);
+  EXPECT_EQ(lab::decode_datagram({buf.data(), len}, rules, out), lab::DatagramVerdict::kBadPayload);
+  len = lab::encode_datagram(nack, 0, beyond, buf);
+  EXPECT_EQ(lab::decode_datagram({buf.data(), len}, rules, out), lab::DatagramVerdict::kBadPayload);
+}
+
+// --- the fabric ---
+
+// The 12 shared microbenchmarks (all-reduce, all-gather, reduce-scatter, all-to-all on 4, 8 and 16 NPUs,
+// 1 MiB) on the matching ASTRA-sim Ring network, every rank local on loopback: the packet model's times.
+TEST(SocketFabric, SharedMicrobenchmarksOnLoopback) {
+  FABEMU_REQUIRE_SHARED(traces_dir);
+  const fs::path configs = traces_dir.parent_path() / "configs" / "astra-sim";
+  int runs = 0;
+  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+    for (const int n : {4, 8, 16}) {
+      const fs::path prefix = traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
+                              (std::to_string(n) + "npus_1MB") / coll;
+      ASSERT_TRUE(fs::exists(prefix.string() + ".0.et")) << prefix;
+      Workload w;
+      w.net = fabemu::host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
+      w.sys = fabemu::host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
+      for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
+      ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
+      SCOPED_TRACE(prefix.string());
+      const SoftwareRun sw = run_software(w);
+      const SocketRun s = run_socket(w, lab::SocketFabricOptions{});
+      expect_all_local_exact(sw, s);
+      EXPECT_EQ(s.stats.bytes_sent, sw.result.message_bytes);
+      ++runs;
+    }
+  }
+  EXPECT_EQ(runs, 12);
+}
+
+TEST(SocketFabric, OneDatagramPerCallGivesTheSameResult) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const SoftwareRun sw = run_software(w);
+  lab::SocketFabricOptions opt;
+  opt.batch = 1;  // Boost.Asio send_to / receive_from
+  const SocketRun s = run_socket(w, opt);
+  expect_all_local_exact(sw, s);
+  // 8 ranks x 2 x 7 steps of 1/8 MiB in 4 chunks each: 14 MiB.
+  EXPECT_EQ(s.stats.bytes_sent, uint64_t{14} << 20);
+}
+
+TEST(SocketFabric, LossAndReorderingStillGiveTheModelledTimes) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const SoftwareRun sw = run_software(w);
+  lab::SocketFabricOptions opt;
+  opt.faults.drop_rate = 0.01;
+  opt.faults.reorder_rate = 0.05;
+  opt.faults.duplicate_rate = 0.01;
+  opt.faults.seed = 7;
+  const SocketRun s = run_socket(w, opt);
+  expect_same_times(sw.result, s.result);
+  EXPECT_TRUE(s.drained);
+  EXPECT_EQ(s.stats.messages_received, s.stats.messages_sent);
+  EXPECT_EQ(s.stats.bytes_received, uint64_t{14} << 20);
+  EXPECT_GT(s.stats.injected_drops, 0u);
+  EXPECT_GT(s.stats.injected_reorders, 0u);
+  EXPECT_GE(s.stats.retransmissions, s.stats.injected_drops);
+  EXPECT_GT(s.stats.rx_reordered, 0u);
+  EXPECT_GT(s.stats.rx_duplicates + s.stats.rx_stale, 0u);
+}
+
+// Two "hosts" in one process: ranks 0-3 on one fabric, 4-7 on another, each with its own walker over the
+// whole workload on its own thread. Both report the model's times; each side sends exactly the messages
+// whose source it hosts and reassembles those whose destination it hosts.
+TEST(SocketFabric, SplitOverTwoInstancesOnTwoThreads) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const SoftwareRun sw = run_software(w);
+  const Topology topo(w.net);
+  std::vector<bool> a_local(8, false), b_local(8, false);
+  for (int r = 0; r < 8; ++r) (r < 4 ? a_local : b_local)[static_cast<size_t>(r)] = true;
+  lab::SocketFabricOptions opt;
+  opt.model_mtu = kModelMtu;
+  lab::SocketFabric a(topo, loopback(8), a_local, opt);
+  lab::SocketFabric b(topo, loopback(8), b_local, opt);
+  for (uint32_t r = 0; r < 8; ++r) {
+    if (r < 4) {
+      b.set_remote_endpoint(r, a.endpoints()[r]);
+    } else {
+      a.set_remote_endpoint(r, b.endpoints()[r]);
+    }
+  }
+  struct Side {
+    RunResult result;
+    bool drained = false;
+    std::string error;
+  } sa, sb;
+  std::atomic<int> finished{0};
+  const auto run = [&](lab::SocketFabric& f, Side& out) {
+    try {
+      fabemu::traces::ProcessGroups groups(8);
+      Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+      out.result = walker.run();
+      out.drained = f.drain();
+      ++finished;
+      // Keep answering the other side's retransmissions until it is done too.
+      f.serve([&] { return finished.load() == 2; });
+    } catch (const std::exception& e) {
+      out.error = e.what();
+      ++finished;
+    }
+  };
+  std::thread ta(run, std::ref(a), std::ref(sa));
+  std::thread tb(run, std::ref(b), std::ref(sb));
+  ta.join();
+  tb.join();
+  ASSERT_EQ(sa.error, "");
+  ASSERT_EQ(sb.error, "");
+  expect_same_times(sw.result, sa.result);
+  expect_same_times(sw.result, sb.result);
+  EXPECT_TRUE(sa.drained);
+  EXPECT_TRUE(sb.drained);
+  const lab::SocketStats& x = a.stats();
+  const lab::SocketStats& y = b.stats();
+  std::printf("%s%s", lab::format_socket_stats(x).c_str(), lab::format_socket_stats(y).c_str());
+  EXPECT_EQ(x.messages_sent, sw.from(0, 4));
+  EXPECT_EQ(x.messages_received, sw.to(0, 4));
+  EXPECT_EQ(y.messages_sent, sw.from(4, 8));
+  EXPECT_EQ(y.messages_received, sw.to(4, 8));
+  // On a ring, 3 -> 4 and 7 -> 0 cross: 2 x 7 steps x 4 chunks each way... counted, not assumed.
+  const uint64_t a_to_b = sw.count.at({3, 4}), b_to_a = sw.count.at({7, 0});
+  EXPECT_GT(a_to_b, 0u);
+  EXPECT_EQ(x.messages_sent - x.messages_received + b_to_a, a_to_b);
+  EXPECT_EQ(x.model_only_messages, sw.from(4, 8) - b_to_a);
+  EXPECT_EQ(y.model_only_messages, sw.from(0, 4) - a_to_b);
+  EXPECT_EQ(x.deliveries, sw.result.messages);
+  EXPECT_EQ(y.deliveries, sw.result.messages);
+  EXPECT_EQ(x.not_ours + y.not_ours, 0u);
+}
+
+// A peer that never answers: the run ends with an error naming the message's ranks once nothing has
+// arrived for stall_timeout, not before and not much later.
+TEST(SocketFabric, DeadPeerEndsTheRunAfterTheStallTimeout) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir, 64 * 1024);
+  const Topology topo(w.net);
+  boost::asio::io_context io;
+  udp::socket dead(io, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));  // never read
+  std::vector<udp::endpoint> eps = loopback(8);
+  std::vector<bool> local(8, false);
+  for (size_t r = 0; r < 8; ++r) {
+    if (r < 4) {
+      local[r] = true;
+    } else {
+      eps[r] = dead.local_endpoint();
+    }
+  }
+  lab::SocketFabricOptions opt;
+  opt.model_mtu = kModelMtu;
+  opt.stall_timeout = Duration::from_ms(300);
+  lab::SocketFabric f(topo, eps, local, opt);
+  fabemu::traces::ProcessGroups groups(8);
+  Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string what;
+  try {
+    walker.run();
+  } catch (const std::runtime_error& e) {
+    what = e.what();
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("after %lld ms: %s\n", static_cast<long long>(ms), what.c_str());
+  ASSERT_NE(what, "");
+  EXPECT_TRUE(what.find("rank 3 -> 4") != std::string::npos || what.find("rank 7 -> 0") != std::string::npos) << what;
+  EXPECT_NE(what.find("300 ms"), std::string::npos) << what;
+  EXPECT_GE(ms, 300);
+  EXPECT_LT(ms, 3000);
+}
+
+// D > 0: the same times, frames paced to their modelled departures, and the run takes the dilated time.
+TEST(SocketFabric, DilatedRunKeepsModelledTimesAndTakesTheWallTime) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir, 256 * 1024);
+  const SoftwareRun sw = run_software(w);
+  lab::SocketFabricOptions opt;
+  opt.dilation = 200;
+  const auto t0 = std::chrono::steady_clock::now();
+  const SocketRun s = run_socket(w, opt);
+  const auto wall_ps = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()) * 1000;
+  expect_all_local_exact(sw, s);
+  EXPECT_GE(wall_ps, sw.result.total.ps() * 200);
+  EXPECT_GE(s.stats.wall.ps(), sw.result.total.ps() * 200);
+  EXPECT_EQ(s.stats.jitter_ns.count(), s.stats.data_datagrams);
+  EXPECT_EQ(s.stats.late + s.stats.on_time, s.stats.messages_received);
+}
+
+TEST(SocketFabric, BadOptionsAreRejected) {
+  const Topology topo(network({dim(DimTopology::kRing, 4)}));
+  EXPECT_THROW(lab::SocketFabric(topo, loopback(3), std::vector<bool>(4, true), {}), std::invalid_argument);
+  EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(3, true), {}), std::invalid_argument);
+  lab::SocketFabricOptions o;
+  o.payload = 0;
+  EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(4, true), o), std::invalid_argument);
+  o = {};
+  o.window = 1000;
+  EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(4, true), o), std::invalid_argument);
+  o = {};
+  o.dilation = -1;
+  EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(4, true), o), std::invalid_argument);
+  // A port already taken.
+  lab::SocketFabric first(topo, loopback(4), std::vector<bool>(4, true), {});
+  std::vector<udp::endpoint> eps = loopback(4);
+  eps[2] = first.endpoints()[1];
+  EXPECT_THROW(lab::SocketFabric(topo, eps, std::vector<bool>(4, true), {}), boost::system::system_error);
+  EXPECT_THROW(first.set_remote_endpoint(1, eps[0]), std::logic_error);
+}
+
+}  // namespace

@@ -19,6 +19,7 @@
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
 #include "host/fpga/fpga_fabric.h"
+#include "host/lab/address.h"
 #include "host/lab/auth.h"
 #include "host/lab/coordinator.h"
 #include "host/lab/lab_config.h"
@@ -184,6 +185,7 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
   request.trace_paths = paths;
   lab::CoordinatorOptions options;
   options.token = lab::read_token_file(request.lab.token_file);
+  if (!a.metrics.empty()) options.metrics = lab::parse_endpoint(a.metrics);
   auto& spec = request.spec;
   const auto ship = [&spec](const char* role, const std::string& path) {
     if (path.empty()) return;
@@ -269,6 +271,7 @@ int run(const RunArgs& a) {
       default_algorithms(system, network.dims.size());
     }
   }
+  if (!a.metrics.empty() && a.agents.empty()) throw std::invalid_argument("--metrics needs --agents");
   if (!a.agents.empty()) {
     // The agents replay the packet model (FIFO links), as the DPDK fabric does.
     if (a.fabric != "software") throw std::invalid_argument("--agents: the lab file's \"fabric\" chooses the fabric, not --fabric");
@@ -590,6 +593,9 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "Lab file (YAML): run on `fabemu agent`s on several hosts, this process coordinating "
                       "(host/lab/README.md); the packet model, --dilation paces it")
       ->type_name("LAB.yaml");
+  run_cmd->add_option("--metrics", args->metrics,
+                      "With --agents: serve the coordinator's Prometheus metrics (GET /metrics) here during the run")
+      ->type_name("ADDR:PORT");
   run_cmd->footer("Arguments after `--` are EAL arguments (--fabric dpdk); without them: no hugepages, lcore 0.");
   run_cmd->callback([args, run_cmd, &status, &passthrough]() {
     if (args->fabric_config.empty() && args->network.empty()) {

@@ -13,6 +13,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 #include "host/lab/auth.h"
 #include "host/lab/digest.h"
 #include "host/lab/error.h"
+#include "host/lab/metrics.h"
 
 namespace fabemu::lab {
 
@@ -89,6 +91,10 @@ class Coordinator {
   }
 
   LabRunOutcome run() {
+    if (options_.metrics) {
+      metrics_ = std::make_unique<MetricsServer>(io_, *options_.metrics, [this] { return render_metrics_text(); });
+      spdlog::info("lab: metrics on {}", to_string(metrics_->local_endpoint()));
+    }
     for (auto& p : peers_) connect(*p);
     io_.run();
     outcome_.ended_ns = realtime_ns();
@@ -217,7 +223,31 @@ class Coordinator {
     p.socket.close(ignored);
     if (std::all_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->phase == Phase::kClosed; })) {
       grace_.cancel();
+      if (metrics_) metrics_->close();
     }
+  }
+
+  std::string render_metrics_text() const {
+    live_.running.store(started_ && std::any_of(peers_.begin(), peers_.end(), [](const auto& q) {
+      return q->phase == Phase::kRunning;
+    }));
+    std::string out = render_metrics(live_, {{"role", "coordinator"}});
+    out += "# HELP fabemu_lab_agents Agents of the run by state.\n# TYPE fabemu_lab_agents gauge\n";
+    const std::pair<const char*, std::function<bool(const Peer&)>> states[] = {
+        {"connecting", [](const Peer& q) { return q.phase < Phase::kPreparing && q.phase != Phase::kClosed; }},
+        {"preparing", [](const Peer& q) { return q.phase == Phase::kPreparing || q.phase == Phase::kReady; }},
+        {"running", [](const Peer& q) { return q.phase == Phase::kRunning; }},
+        {"finished", [](const Peer& q) { return q.report.done && !q.report.lost; }},
+        {"lost", [](const Peer& q) { return q.report.lost; }}};
+    for (const auto& [name, test] : states) {
+      out += fmt::format("fabemu_lab_agents{{role=\"coordinator\",state=\"{}\"}} {}\n", name,
+                         std::count_if(peers_.begin(), peers_.end(), [&](const auto& q) { return test(*q); }));
+    }
+    size_t lost = 0;
+    for (const auto& q : peers_) lost += q->report.lost ? q->config.ranks.size() : 0;
+    out += fmt::format("# HELP fabemu_lab_ranks_lost Ranks whose agent was lost.\n# TYPE fabemu_lab_ranks_lost gauge\n"
+                       "fabemu_lab_ranks_lost{{role=\"coordinator\"}} {}\n", lost);
+    return out;
   }
 
   // Stop (when it knows us), then close once written.
@@ -477,6 +507,8 @@ class Coordinator {
   std::map<const Peer*, std::string> agent_nonce_;
   std::vector<std::string> shards_;
   LabRunOutcome outcome_;
+  mutable LiveMetrics live_;
+  std::unique_ptr<MetricsServer> metrics_;
   bool started_ = false;
   bool aborting_ = false;
 };
@@ -591,10 +623,11 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
     agents_json += fmt::format(
         "{}\n      {{\"name\": {}, \"host\": {}, \"control\": {}, \"ranks\": {}, \"status\": \"{}\", \"lost_reason\": {}, "
         "\"clock_offset_ns\": {}, \"clock_rtt_ns\": {}, \"clock_residual_bound_ns\": {}, \"clock_drift_ns\": {}, "
-        "\"start_skew_ns\": {}, \"wall_ns\": {}}}",
+        "\"start_skew_ns\": {}, \"wall_ns\": {}{}}}",
         agents_json.empty() ? "" : ",", json_string(a.name), json_string(a.agent_id), json_string(a.control),
         json_string(format_ranks(a.ranks)), status, json_string(a.lost_reason), a.clock.offset_ns, a.clock.delay_ns,
-        a.clock.delay_ns / 2, drift, skew, a.wall_ns);
+        a.clock.delay_ns / 2, drift, skew, a.wall_ns,
+        a.socket_json.empty() ? std::string() : ", \"socket\": " + a.socket_json);
     m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}\n",
                           a.name, a.control, format_ranks(a.ranks), status, a.clock.offset_ns, a.clock.delay_ns,
                           a.clock.delay_ns / 2,

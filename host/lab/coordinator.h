@@ -6,6 +6,7 @@
 // ranks. host/lab/README.md, "Run protocol".
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -28,6 +29,9 @@ struct CoordinatorOptions {
   unsigned clock_probes = 8;                     // before the start (minimum-delay filter)
   unsigned reprobes = 4;                         // after the run: the drift over the run
   std::size_t max_frame_bytes = kDefaultMaxFrameBytes;
+  // `--metrics`: a Prometheus endpoint on the coordinator's io_context for the run's duration (agents
+  // connected / prepared / running / finished / lost, lost ranks).
+  std::optional<boost::asio::ip::tcp::endpoint> metrics;
 };
 
 struct LabRunRequest {

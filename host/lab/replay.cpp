@@ -14,7 +14,9 @@
 #include "emulator/walker.h"
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
+#include "host/lab/address.h"
 #include "host/lab/clock.h"
+#include "host/lab/socket_fabric.h"
 #include "host/lab/live_metrics.h"
 #include "traces/process_groups.h"
 
@@ -27,12 +29,12 @@ namespace {
 class PacedModelFabric final : public emu::Fabric, private emu::DeliveryListener {
  public:
   PacedModelFabric(emu::PacketFabric& inner, double dilation, int64_t start_ns, const std::atomic<bool>* stop,
-                   LiveMetrics* live)
-      : inner_(inner), dilation_(dilation), start_ns_(start_ns), stop_(stop), live_(live) {}
+                   LiveMetrics* live, const std::vector<bool>& local)
+      : inner_(inner), dilation_(dilation), start_ns_(start_ns), stop_(stop), live_(live), local_(local) {}
 
   void send(const emu::Message& m, emu::Time ready) override {
     inner_.send(m, ready);
-    if (live_ != nullptr) {
+    if (live_ != nullptr && m.src >= 0 && static_cast<size_t>(m.src) < local_.size() && local_[m.src]) {
       LiveMetrics::add(live_->messages_sent, 1);
       LiveMetrics::add(live_->bytes_sent, m.bytes);
     }
@@ -74,6 +76,7 @@ class PacedModelFabric final : public emu::Fabric, private emu::DeliveryListener
   int64_t start_ns_;
   const std::atomic<bool>* stop_;
   LiveMetrics* live_;
+  const std::vector<bool>& local_;
   emu::DeliveryListener* listener_ = nullptr;
   bool interrupted_ = false;
   emu::Time interrupted_at_;
@@ -189,21 +192,52 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
     opt.timeline_message_limit = spec.timeline_messages();
   }
 
-  if (assign.fabric_config() != "model") {
-    throw std::invalid_argument(fmt::format("lab fabric \"{}\" is not available on this agent", assign.fabric_config()));
-  }
   emu::Engine engine(1 << 16);
   emu::Topology topology(config.network);
-  emu::PacketFabric packet(engine, topology, spec.mtu() == 0 ? ~uint32_t{0} : spec.mtu());
-  PacedModelFabric fabric(packet, spec.dilation(), in.start_realtime_ns, in.stop, in.live);
-  emu::Walker walker(fabric, config.network, in.trace_paths, groups, opt, nullptr);
+  const uint32_t model_mtu = spec.mtu() == 0 ? ~uint32_t{0} : spec.mtu();
+  std::unique_ptr<emu::PacketFabric> model_packet;
+  std::unique_ptr<PacedModelFabric> paced;
+  std::unique_ptr<SocketFabric> socket;
+  emu::Fabric* fabric = nullptr;
+  const emu::PacketFabric* packet = nullptr;
+  if (assign.fabric_config() == "model") {
+    model_packet = std::make_unique<emu::PacketFabric>(engine, topology, model_mtu);
+    paced = std::make_unique<PacedModelFabric>(*model_packet, spec.dilation(), in.start_realtime_ns, in.stop, in.live, local);
+    fabric = paced.get();
+    packet = model_packet.get();
+  } else if (assign.fabric_config() == "socket") {
+    std::vector<boost::asio::ip::udp::endpoint> endpoints(world);
+    for (const proto::RankAssignment& ra : assign.ranks()) {
+      if (ra.rank() >= world) throw std::invalid_argument(fmt::format("rank {} outside the run", ra.rank()));
+      const auto ep = parse_endpoint(ra.endpoint());
+      endpoints[ra.rank()] = boost::asio::ip::udp::endpoint(ep.address(), ep.port());
+    }
+    SocketFabricOptions o;
+    o.model_mtu = model_mtu;
+    o.dilation = spec.dilation();
+    o.start_realtime_ns = in.start_realtime_ns;
+    const std::atomic<bool>* stop = in.stop;
+    o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
+    o.live = in.live;
+    socket = std::make_unique<SocketFabric>(topology, std::move(endpoints), local, std::move(o));
+    fabric = socket.get();
+    packet = &socket->model();
+  } else {
+    throw std::invalid_argument(fmt::format("lab fabric \"{}\" is not available on this agent", assign.fabric_config()));
+  }
+  emu::Walker walker(*fabric, config.network, in.trace_paths, groups, opt, nullptr);
 
-  // The agreed start: every agent begins its walk at the same instant.
+  // The agreed start: every agent begins its walk at the same instant (sleep, then spin the last 2 ms).
   for (;;) {
     if (in.stop != nullptr && in.stop->load()) break;
     const int64_t now = realtime_ns();
     if (now >= in.start_realtime_ns) break;
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(in.start_realtime_ns - now, 10'000'000)));
+    const int64_t left = in.start_realtime_ns - now;
+    if (left > 2'000'000) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left - 1'000'000, 10'000'000)));
+    } else {
+      std::this_thread::yield();
+    }
   }
   if (in.live != nullptr) in.live->running.store(true);
   const int64_t started = realtime_ns();
@@ -211,15 +245,24 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   const int64_t ended = realtime_ns();
   if (in.live != nullptr) in.live->running.store(false);
 
-  if (fabric.interrupted()) {
-    result.warnings.push_back(fmt::format("run interrupted (stopped by the coordinator) at {} ps of emulated time",
-                                          fabric.interrupted_at().ps()));
+  const bool interrupted = paced ? paced->interrupted() : socket->interrupted();
+  if (interrupted) {
+    const emu::Time at = paced ? paced->interrupted_at() : socket->engine().now();
+    result.warnings.push_back(
+        fmt::format("run interrupted (stopped by the coordinator) at {} ps of emulated time", at.ps()));
     for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
     result.stuck.clear();
   }
-  const auto& links = packet.topology().links();
+  std::string socket_json;
+  if (socket) {
+    if (!interrupted && !socket->drain()) {
+      result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
+    }
+    socket_json = socket_stats_to_json(socket->stats());
+  }
+  const auto& links = packet->topology().links();
   for (uint32_t id = 0; id < links.size(); ++id) {
-    const auto& st = packet.link_stats(id);
+    const auto& st = packet->link_stats(id);
     if (st.bytes == 0 && st.packets == 0) continue;
     emu::LinkResult lr;
     lr.id = id;
@@ -259,10 +302,13 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   result.ranks = std::move(own);
   out.done.set_run_id(assign.run_id());
   out.done.set_report_json(emu::report_to_json(result));
-  out.done.set_interrupted(fabric.interrupted());
+  out.done.set_interrupted(interrupted);
+  out.done.set_socket_json(socket_json);
   out.done.set_started_ns(started);
   out.done.set_wall_ns(ended - started);
   deliver(std::move(out));
+  // Peers may still need our ACKs (or retransmissions) to finish: serve until the coordinator's Stop.
+  if (socket && !interrupted) socket->serve([] { return false; });
 }
 
 }  // namespace fabemu::lab

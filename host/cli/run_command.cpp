@@ -1,5 +1,7 @@
 // `fabemu run`: replay a workload over a target fabric and report how long it takes and why.
 #include <fmt/core.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <fstream>
@@ -179,6 +181,8 @@ void default_algorithms(emu::SystemConfig& s, size_t dims) {
 // this process coordinates and writes the same report and timeline a single-host run writes.
 int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std::vector<std::string>& paths,
                   const emu::WalkerOptions& opt, uint32_t mtu, emu::ChromeTimeline* timeline) {
+  // Logs go to stderr: stdout carries the summary.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("fabemu-lab"));
   lab::LabRunRequest request;
   request.lab = lab::load_lab_config(a.agents);
   lab::validate_ranks(request.lab, static_cast<uint32_t>(paths.size()));

@@ -3,7 +3,10 @@
 // killed mid-run makes the coordinator name its ranks and exit 1 within 10 s with a partial report; a
 // coordinator killed mid-run makes the agents stop, clean up and serve the next coordinator.
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -103,6 +106,39 @@ bool wait_for_text(const std::string& file, const std::string& text, std::chrono
   return false;
 }
 
+// GET /metrics from 127.0.0.1:port; the whole answer ("" when it cannot connect).
+std::string http_get_metrics(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 5000) <= 0) break;
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n <= 0) break;
+        answer.append(buffer, static_cast<size_t>(n));
+      }
+    }
+  }
+  ::close(fd);
+  return answer;
+}
+
+// The port of the first "metrics on [http://]127.0.0.1:PORT" in a log, or -1.
+int metrics_port(const std::string& log) {
+  std::smatch m;
+  const std::string text = slurp(log);
+  if (!std::regex_search(text, m, std::regex(R"(metrics on (?:http://)?127\.0\.0\.1:(\d+))"))) return -1;
+  return std::stoi(m[1].str());
+}
+
 bool empty_dir(const fs::path& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
 
 class LabRun : public ::testing::Test {
@@ -130,18 +166,26 @@ class LabRun : public ::testing::Test {
     }
   }
 
+  // Starts agent i (again, after a kill); agent 0 serves metrics too.
   void start_agent(int i) {
     const fs::path work = scratch_.path() / fmt_name("work", i);
     fs::create_directories(work);
-    work_.push_back(work);
-    Child c = spawn({FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", token_, "--work-dir",
-                     work.string(), "--heartbeat-ms", "200", "--idle-timeout-ms", "3000"},
-                    "", scratch_.file(fmt_name("agent", i) + ".log"));
+    std::vector<std::string> args = {FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", token_,
+                                     "--work-dir", work.string(), "--heartbeat-ms", "200", "--idle-timeout-ms", "3000"};
+    if (i == 0) args.insert(args.end(), {"--metrics", "127.0.0.1:0"});
+    Child c = spawn(args, "", scratch_.file(fmt_name("agent", i) + ".log"));
     const std::string line = read_line(c.stdout_fd, 10s);
     std::smatch m;
     ASSERT_TRUE(std::regex_match(line, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+))"))) << line;
-    ports_.push_back(std::stoi(m[1].str()));
-    agents_.push_back(c);
+    if (static_cast<size_t>(i) < agents_.size()) {
+      if (agents_[i].stdout_fd >= 0) ::close(agents_[i].stdout_fd);
+      agents_[i] = c;
+      ports_[i] = std::stoi(m[1].str());
+    } else {
+      work_.push_back(work);
+      ports_.push_back(std::stoi(m[1].str()));
+      agents_.push_back(c);
+    }
   }
   static std::string fmt_name(const char* what, int i) { return std::string(what) + std::to_string(i); }
 
@@ -278,49 +322,56 @@ TEST_F(LabRun, SharedMicrobenchmarksMatchTheSingleHostRun) {
 }
 
 TEST_F(LabRun, AKilledAgentStopsTheRunWithAPartialReport) {
-  // Paced so that the run lasts about 20 s: the kill comes well inside it.
+  // Paced so that the run would last about 20 s: the kill comes well inside it.
   auto single_args = workload_args("all_reduce", 8);
   single_args.insert(single_args.begin(), {"run", "-m", "packet", "-q", "-r", scratch_.file("single.json")});
   ASSERT_EQ(run_fabemu(single_args, "single"), 0);
   const emu::RunResult single = emu::read_report_file(scratch_.file("single.json"));
   const double dilation = std::min(1e6, 20e12 / static_cast<double>(single.total.ps()));
 
-  const std::string lab = write_lab(3, 6, 8);
-  std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", std::to_string(dilation),
-                                   "-r", scratch_.file("partial.json")};
-  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
-  const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
-  coordinator_ = c.pid;
-  ASSERT_TRUE(wait_for_text(scratch_.file("agent1.log"), "starts in", 15s)) << slurp(scratch_.file("coord.err"));
-  std::this_thread::sleep_for(1500ms);  // past the start margin: the walk is under way
-  ASSERT_EQ(::kill(agents_[1].pid, SIGKILL), 0);
-  const auto killed = Clock::now();
-  const int status = wait_exit(c.pid, 10s);
-  const auto took = Clock::now() - killed;
-  coordinator_ = status == -1 ? c.pid : -1;
-  ASSERT_EQ(status, 1) << "the coordinator did not exit 1 within 10 s of the kill: " << slurp(scratch_.file("coord.err"));
-  std::printf("coordinator exited %.3f s after the kill\n", std::chrono::duration<double>(took).count());
-  const std::string err = slurp(scratch_.file("coord.err"));
-  EXPECT_NE(err.find("rank(s) 3-5 lost"), std::string::npos) << err;
-  EXPECT_NE(err.find("agent b"), std::string::npos) << err;
+  for (const std::string fabric : {"model", "socket"}) {
+    SCOPED_TRACE(fabric);
+    const std::string lab = write_lab(3, 6, 8, fabric);
+    std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", std::to_string(dilation),
+                                     "-r", scratch_.file("partial.json")};
+    for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+    const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
+    coordinator_ = c.pid;
+    ASSERT_TRUE(wait_for_text(scratch_.file("agent1.log"), "starts in", 15s)) << slurp(scratch_.file("coord.err"));
+    std::this_thread::sleep_for(1500ms);  // past the start margin: the walk is under way
+    ASSERT_EQ(::kill(agents_[1].pid, SIGKILL), 0);
+    const auto killed = Clock::now();
+    const int status = wait_exit(c.pid, 10s);
+    const auto took = Clock::now() - killed;
+    coordinator_ = status == -1 ? c.pid : -1;
+    ASSERT_EQ(status, 1) << "the coordinator did not exit 1 within 10 s of the kill: " << slurp(scratch_.file("coord.err"));
+    wait_exit(agents_[1].pid, 5s);
+    std::printf("%s: the coordinator exited %.3f s after the kill\n", fabric.c_str(),
+                std::chrono::duration<double>(took).count());
+    const std::string err = slurp(scratch_.file("coord.err"));
+    EXPECT_NE(err.find("rank(s) 3-5 lost"), std::string::npos) << err;
+    EXPECT_NE(err.find("agent b"), std::string::npos) << err;
 
-  const emu::RunResult partial = emu::read_report_file(scratch_.file("partial.json"));
-  ASSERT_EQ(partial.ranks.size(), 5u);
-  EXPECT_EQ(partial.ranks[2].rank, 2);
-  EXPECT_EQ(partial.ranks[3].rank, 6);
-  bool named = false;
-  for (const auto& w : partial.warnings) named = named || w.find("ranks 3-5 have no result") != std::string::npos;
-  EXPECT_TRUE(named);
-  const auto doc = nlohmann::json::parse(slurp(scratch_.file("partial.json")));
-  EXPECT_EQ(doc.at("lab").at("lost_ranks"), "3-5");
-  EXPECT_EQ(doc.at("lab").at("agents")[1].at("status"), "lost");
-  EXPECT_EQ(doc.at("lab").at("agents")[0].at("status"), "interrupted");
-  // The survivors stopped their runs, removed their folders and still serve.
-  for (const int i : {0, 2}) {
-    EXPECT_TRUE(alive(agents_[i].pid));
-    const auto deadline = Clock::now() + 5s;
-    while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+    const emu::RunResult partial = emu::read_report_file(scratch_.file("partial.json"));
+    ASSERT_EQ(partial.ranks.size(), 5u);
+    EXPECT_EQ(partial.ranks[2].rank, 2);
+    EXPECT_EQ(partial.ranks[3].rank, 6);
+    bool named = false;
+    for (const auto& w : partial.warnings) named = named || w.find("ranks 3-5 have no result") != std::string::npos;
+    EXPECT_TRUE(named);
+    const auto doc = nlohmann::json::parse(slurp(scratch_.file("partial.json")));
+    EXPECT_EQ(doc.at("lab").at("lost_ranks"), "3-5");
+    EXPECT_EQ(doc.at("lab").at("agents")[1].at("status"), "lost");
+    EXPECT_EQ(doc.at("lab").at("agents")[0].at("status"), "interrupted");
+    EXPECT_EQ(doc.at("lab").at("agents")[2].at("status"), "interrupted");
+    // The survivors stopped their runs, removed their folders and still serve.
+    for (const int i : {0, 2}) {
+      EXPECT_TRUE(alive(agents_[i].pid));
+      const auto deadline = Clock::now() + 5s;
+      while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+      EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+    }
+    start_agent(1);
   }
 }
 
@@ -350,6 +401,36 @@ TEST_F(LabRun, AgentsStopAndCleanUpWhenTheCoordinatorDies) {
   for (const auto& w : workload_args("all_reduce", 8)) again.push_back(w);
   ASSERT_EQ(run_fabemu(again, "again"), 0) << slurp(scratch_.file("again.err"));
   EXPECT_EQ(emu::read_report_file(scratch_.file("again.json")).ranks.size(), 8u);
+}
+
+TEST_F(LabRun, MetricsEndpointsServeDuringTheRun) {
+  const std::string lab = write_lab(3, 6, 8, "model");
+  std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000", "--metrics",
+                                   "127.0.0.1:0"};
+  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+  const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
+  coordinator_ = c.pid;
+  ASSERT_TRUE(wait_for_text(scratch_.file("agent0.log"), "starts in", 15s)) << slurp(scratch_.file("coord.err"));
+  std::this_thread::sleep_for(1s);  // past the start margin
+  const int coordinator_port = metrics_port(scratch_.file("coord.err"));
+  const int agent_port = metrics_port(scratch_.file("agent0.log"));
+  ASSERT_GT(coordinator_port, 0) << slurp(scratch_.file("coord.err"));
+  ASSERT_GT(agent_port, 0) << slurp(scratch_.file("agent0.log"));
+  const std::string coordinator = http_get_metrics(coordinator_port);
+  EXPECT_NE(coordinator.find("200 OK"), std::string::npos) << coordinator;
+  EXPECT_NE(coordinator.find("fabemu_lab_agents{role=\"coordinator\",state=\"running\"} 3"), std::string::npos)
+      << coordinator;
+  EXPECT_NE(coordinator.find("fabemu_running{role=\"coordinator\"} 1"), std::string::npos) << coordinator;
+  const std::string agent = http_get_metrics(agent_port);
+  EXPECT_NE(agent.find("fabemu_running{role=\"agent\","), std::string::npos) << agent;
+  EXPECT_NE(agent.find("} 1\n"), std::string::npos) << agent;
+  ::kill(c.pid, SIGKILL);
+  wait_exit(c.pid, 5s);
+  coordinator_ = -1;
+  // Between runs the agent's endpoint still answers, idle.
+  EXPECT_TRUE(wait_for_text(scratch_.file("agent0.log"), "results dropped", 6s));
+  const std::string idle = http_get_metrics(agent_port);
+  EXPECT_NE(idle.find("fabemu_running{role=\"agent\","), std::string::npos) << idle;
 }
 
 TEST_F(LabRun, BadLabFilesAndTokensAreClearErrors) {

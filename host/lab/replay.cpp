@@ -219,7 +219,16 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
     const std::atomic<bool>* stop = in.stop;
     o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
     o.live = in.live;
-    socket = std::make_unique<SocketFabric>(topology, std::move(endpoints), local, std::move(o));
+    std::string mine;
+    for (const uint32_t r : assign.local_ranks()) {
+      mine += fmt::format("{}rank {} at {}:{}", mine.empty() ? "" : ", ", r, endpoints[r].address().to_string(),
+                          endpoints[r].port());
+    }
+    try {
+      socket = std::make_unique<SocketFabric>(topology, std::move(endpoints), local, std::move(o));
+    } catch (const boost::system::system_error& e) {
+      throw std::runtime_error(fmt::format("socket fabric: cannot bind the data plane ({}): {}", mine, e.what()));
+    }
     fabric = socket.get();
     packet = &socket->model();
   } else {

@@ -433,6 +433,46 @@ TEST_F(LabRun, MetricsEndpointsServeDuringTheRun) {
   EXPECT_NE(idle.find("fabemu_running{role=\"agent\","), std::string::npos) << idle;
 }
 
+TEST_F(LabRun, SharedStorageShipsPathsCheckedBySha256) {
+  std::string lab_text = slurp(write_lab(3, 6, 8, "model"));
+  lab_text.replace(lab_text.find("shared_storage: false"), 21, "shared_storage: true");
+  std::ofstream(scratch_.file("lab.yaml")) << lab_text;
+  std::vector<std::string> args = {"run", "--agents", scratch_.file("lab.yaml"), "--as-fast-as-possible", "-q", "-r",
+                                   scratch_.file("shared.json")};
+  for (const auto& w : workload_args("all_gather", 8)) args.push_back(w);
+  ASSERT_EQ(run_fabemu(args, "shared"), 0) << slurp(scratch_.file("shared.err"));
+  EXPECT_EQ(emu::read_report_file(scratch_.file("shared.json")).ranks.size(), 8u);
+  // The agents read the traces in place: nothing but the configuration went into their folders.
+  EXPECT_NE(slurp(scratch_.file("agent0.log")).find("traces checked"), std::string::npos);
+}
+
+TEST_F(LabRun, ABadTraceStopsTheRunNamingTheFile) {
+  // A copy of the 8-rank all_reduce with rank 5's trace cut short.
+  const fs::path dir = scratch_.path() / "bad";
+  fs::create_directories(dir);
+  for (int r = 0; r < 8; ++r) {
+    const std::string name = "all_reduce." + std::to_string(r) + ".et";
+    fs::copy_file(prefix("all_reduce", 8).parent_path() / name, dir / name);
+  }
+  const fs::path cut = dir / "all_reduce.5.et";
+  fs::resize_file(cut, fs::file_size(cut) - 7);
+  const std::string lab = write_lab(3, 6, 8, "model");
+  auto args = workload_args("all_reduce", 8);
+  args[1] = (dir / "all_reduce").string();
+  args.insert(args.begin(), {"run", "--agents", lab, "--as-fast-as-possible"});
+  EXPECT_EQ(run_fabemu(args, "badtrace", 20s), 2);
+  const std::string err = slurp(scratch_.file("badtrace.err"));
+  EXPECT_NE(err.find("all_reduce.5.et"), std::string::npos) << err;
+  EXPECT_NE(err.find("ERROR_RUN_FAILED"), std::string::npos) << err;
+  // The agents are fine and clean.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(alive(agents_[i].pid));
+    const auto deadline = Clock::now() + 5s;
+    while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+  }
+}
+
 TEST_F(LabRun, BadLabFilesAndTokensAreClearErrors) {
   // Rank 7 hosted by nobody.
   const std::string lab = write_lab(3, 6, 7);

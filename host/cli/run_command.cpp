@@ -1,11 +1,14 @@
 // `fabemu run`: replay a workload over a target fabric and report how long it takes and why.
 #include <fmt/core.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "emulator/packet_fabric.h"
@@ -18,6 +21,10 @@
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
 #include "host/fpga/fpga_fabric.h"
+#include "host/lab/address.h"
+#include "host/lab/auth.h"
+#include "host/lab/coordinator.h"
+#include "host/lab/lab_config.h"
 #include "host/lab/socket_fabric.h"
 #include "traces/process_groups.h"
 #include "traces/trace_set.h"
@@ -74,6 +81,9 @@ struct RunArgs {
   uint64_t fault_seed = 1;
   std::string pcap;
   std::vector<std::string> eal_args;  // after `--`
+  // --agents: a multi-host lab run (host/lab/README.md)
+  std::string agents;
+  std::string metrics;
   // --fabric socket
   uint16_t socket_base_port = 0;
 };
@@ -168,6 +178,85 @@ void default_algorithms(emu::SystemConfig& s, size_t dims) {
   }
 }
 
+// `--agents lab.yaml`: the agents replay the workload (each the whole model, its own ranks on the wire);
+// this process coordinates and writes the same report and timeline a single-host run writes.
+int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std::vector<std::string>& paths,
+                  const emu::WalkerOptions& opt, uint32_t mtu, emu::ChromeTimeline* timeline) {
+  // Logs go to stderr: stdout carries the summary.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("fabemu-lab"));
+  lab::LabRunRequest request;
+  request.lab = lab::load_lab_config(a.agents);
+  lab::validate_ranks(request.lab, static_cast<uint32_t>(paths.size()));
+  request.trace_paths = paths;
+  lab::CoordinatorOptions options;
+  options.token = lab::read_token_file(request.lab.token_file);
+  if (!a.metrics.empty()) options.metrics = lab::parse_endpoint(a.metrics);
+  auto& spec = request.spec;
+  const auto ship = [&spec](const char* role, const std::string& path) {
+    if (path.empty()) return;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (!in) throw std::runtime_error(fmt::format("{}: cannot read", path));
+    auto* f = spec.add_files();
+    f->set_role(role);
+    f->set_name(path);
+    f->set_content(ss.str());
+  };
+  ship("fabric", a.fabric_config);
+  ship("network", a.fabric_config.empty() ? a.network : "");
+  ship("system", a.fabric_config.empty() ? a.system : "");
+  ship("comm_groups", a.comm_groups);
+  spec.set_model("packet");
+  spec.set_mtu(mtu);
+  spec.set_comm_streams(a.comm_streams);
+  spec.set_compute_model(a.compute_model);
+  spec.set_peak_tflops(a.peak_tflops);
+  spec.set_mem_bw_gbps(a.mem_bw_gbps);
+  for (const double f : opt.compute_scale) spec.add_compute_scale(f);
+  spec.set_closed_form(opt.closed_form);
+  spec.set_strict(opt.strict);
+  spec.set_timeline(timeline != nullptr);
+  spec.set_timeline_messages(a.timeline_messages);
+  spec.set_dilation(a.as_fast_as_possible ? 0.0 : a.dilation);
+
+  const lab::LabRunOutcome outcome = lab::run_lab(request, options);
+  if (!outcome.fatal.empty()) {
+    throw std::runtime_error(fmt::format("lab run (agents from {}): {}", a.agents, outcome.fatal));
+  }
+  lab::MergedLabRun merged = lab::merge_lab_run(outcome);
+  emu::RunResult& result = merged.result;
+  if (timeline != nullptr) {
+    lab::replay_timeline(outcome, *timeline);
+    timeline->finish();
+  }
+  result.workload = a.workload;
+  result.fabric = "lab:" + request.lab.fabric;
+  result.model = fmt::format("packet (mtu {})", mtu == 0 ? std::string("whole messages") : std::to_string(mtu));
+  result.topology = describe_network(network);
+  if (!a.report.empty()) {
+    std::ofstream out(a.report, std::ios::binary);
+    out << emu::report_to_json(result);
+    out.close();
+    if (!out) throw std::runtime_error(fmt::format("cannot write the report {}", a.report));
+  }
+  if (!a.quiet) std::cout << emu::format_summary(result, a.top) << "\n" << merged.text;
+  if (!merged.lost_ranks.empty()) {
+    fmt::print(stderr, "fabemu: lab run incomplete: rank(s) {} lost; the report holds the rest\n",
+               lab::format_ranks(merged.lost_ranks));
+    for (const auto& ag : outcome.agents) {
+      if (ag.lost) fmt::print(stderr, "  agent {} ({}): {}\n", ag.name, ag.control, ag.lost_reason);
+    }
+    return kExitFindings;
+  }
+  if (!result.stuck.empty()) {
+    fmt::print(stderr, "fabemu: the workload deadlocked; {} thing(s) wait forever:\n", result.stuck.size());
+    for (const auto& s : result.stuck) fmt::print(stderr, "  {}\n", s);
+    return kExitFindings;
+  }
+  return kExitOk;
+}
+
 int run(const RunArgs& a) {
   emu::NetworkConfig network;
   emu::SystemConfig system;
@@ -186,6 +275,15 @@ int run(const RunArgs& a) {
     } else {
       default_algorithms(system, network.dims.size());
     }
+  }
+  if (!a.metrics.empty() && a.agents.empty()) throw std::invalid_argument("--metrics needs --agents");
+  if (!a.agents.empty()) {
+    // The agents replay the packet model (FIFO links), as the DPDK fabric does.
+    if (a.fabric != "software") throw std::invalid_argument("--agents: the lab file's \"fabric\" chooses the fabric, not --fabric");
+    if (!a.model.empty() && a.model != "packet") {
+      throw std::invalid_argument("--agents runs the packet model (FIFO links); --model analytical does not apply");
+    }
+    model = "packet";
   }
   if (a.fabric == "dpdk" || a.fabric == "fpga" || a.fabric == "socket") {
     // The DPDK and socket fabrics delivers at the times of the packet model, the FPGA kernel computes them: FIFO links
@@ -231,6 +329,8 @@ int run(const RunArgs& a) {
     opt.timeline = timeline.get();
     opt.timeline_message_limit = a.timeline_messages;
   }
+
+  if (!a.agents.empty()) return run_on_agents(a, network, paths, opt, mtu, timeline.get());
 
   emu::Engine engine(1 << 16);
   emu::Topology topology(network);
@@ -505,6 +605,13 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "Timeline: message slices written at most (default 1000000; collectives are always there)");
   run_cmd->add_option("--top", args->top, "Slowest collectives listed in the summary")->check(CLI::Range(0, 1000));
   run_cmd->add_flag("--quiet,-q", args->quiet, "Print nothing but errors (use with --report)");
+  run_cmd->add_option("--agents", args->agents,
+                      "Lab file (YAML): run on `fabemu agent`s on several hosts, this process coordinating "
+                      "(host/lab/README.md); the packet model, --dilation paces it")
+      ->type_name("LAB.yaml");
+  run_cmd->add_option("--metrics", args->metrics,
+                      "With --agents: serve the coordinator's Prometheus metrics (GET /metrics) here during the run")
+      ->type_name("ADDR:PORT");
   run_cmd->footer("Arguments after `--` are EAL arguments (--fabric dpdk); without them: no hugepages, lcore 0.");
   run_cmd->callback([args, run_cmd, &status, &passthrough]() {
     if (args->fabric_config.empty() && args->network.empty()) {

@@ -10,12 +10,25 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <atomic>
+#include <cctype>
 #include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
 #include <set>
+#include <thread>
+
+#include <unistd.h>
 
 #include "host/lab/auth.h"
 #include "host/lab/clock.h"
+#include "host/lab/digest.h"
 #include "host/lab/error.h"
+#include "host/lab/replay.h"
 
 namespace fabemu::lab {
 
@@ -36,6 +49,51 @@ std::string endpoint_text(const tcp::socket& socket) {
 
 class Session;
 
+// One assigned run: its folder (configs and shards, removed at the end), the run thread and its stop flag.
+struct AgentRun {
+  std::string run_id;
+  proto::AssignRanks assign;
+  std::filesystem::path dir;
+  std::vector<std::string> trace_paths;  // per rank; "" until its shard came
+  std::size_t shards = 0;
+  std::uint64_t trace_bytes = 0;
+  std::map<std::string, std::string> config_paths;
+  bool prepared = false;
+  bool started = false;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;  // while the thread runs
+
+  ~AgentRun() {
+    stop = true;
+    if (thread.joinable()) {
+      if (thread.get_id() == std::this_thread::get_id()) {
+        thread.detach();
+      } else {
+        thread.join();
+      }
+    }
+    remove_dir();
+  }
+  void remove_dir() {
+    if (dir.empty()) return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (ec) {
+      spdlog::warn("lab agent: run {}: cannot remove {}: {}", run_id, dir.string(), ec.message());
+    } else {
+      spdlog::info("lab agent: run {}: removed {}", run_id, dir.string());
+    }
+    dir.clear();
+  }
+};
+
+std::string safe_name(std::string_view name) {
+  std::string out;
+  for (const char c : name) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+  return out.empty() ? std::string("file") : out;
+}
+
 }  // namespace
 
 struct Agent::State {
@@ -45,6 +103,7 @@ struct Agent::State {
   AgentOptions options;
   tcp::acceptor acceptor;
   std::set<std::shared_ptr<Session>> sessions;
+  std::shared_ptr<AgentRun> run;  // at most one at a time
   bool stopped = false;
 };
 
@@ -75,7 +134,21 @@ class Session : public std::enable_shared_from_this<Session> {
     heartbeat_timer_.cancel();
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
+    abandon_run("the coordinator's connection closed");
     state_->sessions.erase(shared_from_this());
+  }
+
+  // The connection is gone: the run stops; its folder goes now, or when its thread ends.
+  void abandon_run(const char* why) {
+    if (!run_) return;
+    auto run = std::move(run_);
+    run_.reset();
+    if (run->started) {
+      if (!run->stop.exchange(true)) spdlog::warn("lab agent: run {}: {}: stopping the run", run->run_id, why);
+      return;  // on_run_finished cleans up
+    }
+    spdlog::info("lab agent: run {}: {} before the start", run->run_id, why);
+    if (state_->run == run) state_->run.reset();
   }
 
   // Tells the peer why, logs it with the peer's address, and closes once the Error is written.
@@ -251,8 +324,17 @@ class Session : public std::enable_shared_from_this<Session> {
         return send(reply);
       }
       case proto::Envelope::kStop:
+        if (run_ && run_->started) {
+          // Stop the walk; its (partial) results are sent, then the coordinator closes.
+          spdlog::info("lab agent: {}: stop ({}): stopping run {}", peer_, envelope.stop().reason(), run_->run_id);
+          run_->stop = true;
+          return;
+        }
         spdlog::info("lab agent: {}: stop ({}); closing", peer_, envelope.stop().reason());
         return close_now();
+      case proto::Envelope::kAssignRanks: return on_assign(envelope.assign_ranks());
+      case proto::Envelope::kTraceShard: return on_shard(envelope.trace_shard());
+      case proto::Envelope::kStart: return on_start(envelope.start());
       default:
         return fail(proto::ERROR_PROTOCOL,
                     fmt::format("{} is not served by this agent (protocol version {})", body_name(envelope),
@@ -260,6 +342,200 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  void on_assign(const proto::AssignRanks& assign) {
+    if (run_ || state_->run) {
+      return fail(proto::ERROR_BUSY, fmt::format("busy: this agent already has run {}",
+                                                 (run_ ? run_ : state_->run)->run_id));
+    }
+    const std::uint32_t world = assign.world_size();
+    if (assign.run_id().empty() || world == 0 || assign.ranks_size() != static_cast<int>(world) ||
+        assign.local_ranks_size() == 0) {
+      return fail(proto::ERROR_MALFORMED, fmt::format("assign_ranks: run id \"{}\", {} ranks listed for a world of {}, "
+                                                      "{} local", assign.run_id(), assign.ranks_size(), world,
+                                                      assign.local_ranks_size()));
+    }
+    for (const std::uint32_t r : assign.local_ranks()) {
+      if (r >= world) return fail(proto::ERROR_MALFORMED, fmt::format("assign_ranks: local rank {} >= {}", r, world));
+    }
+    if (assign.fabric_config() != "model" && assign.fabric_config() != "socket") {
+      return fail(proto::ERROR_RUN_FAILED, fmt::format("assign_ranks: unknown lab fabric \"{}\"", assign.fabric_config()));
+    }
+    auto run = std::make_shared<AgentRun>();
+    run->run_id = assign.run_id();
+    run->assign = assign;
+    run->trace_paths.assign(world, "");
+    const std::filesystem::path base =
+        state_->options.work_dir.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(state_->options.work_dir);
+    run->dir = base / fmt::format("fabemu-run-{}-{}", safe_name(run->run_id), ::getpid());
+    std::error_code ec;
+    std::filesystem::create_directories(run->dir, ec);
+    if (ec) {
+      const std::string where = run->dir.string();
+      run->dir.clear();
+      return fail(proto::ERROR_RUN_FAILED, fmt::format("cannot create the run folder {}: {}", where, ec.message()));
+    }
+    for (const proto::ConfigFile& f : assign.spec().files()) {
+      const auto path = run->dir / fmt::format("{}-{}", safe_name(f.role()), safe_name(std::filesystem::path(f.name()).filename().string()));
+      std::ofstream out(path, std::ios::binary);
+      out << f.content();
+      out.close();
+      if (!out) return fail(proto::ERROR_RUN_FAILED, fmt::format("cannot write {}", path.string()));
+      run->config_paths[f.role()] = path.string();
+    }
+    run_ = run;
+    state_->run = run;
+    spdlog::info("lab agent: {}: run {}: {} of {} ranks here, fabric {}, folder {}", peer_, run->run_id,
+                 assign.local_ranks_size(), world, assign.fabric_config(), run->dir.string());
+  }
+
+  void on_shard(const proto::TraceShard& shard) {
+    if (!run_ || run_->prepared) return fail(proto::ERROR_PROTOCOL, "trace_shard outside of a run's preparation");
+    AgentRun& run = *run_;
+    if (shard.rank() >= run.trace_paths.size() || !run.trace_paths[shard.rank()].empty()) {
+      return fail(proto::ERROR_MALFORMED, fmt::format("trace_shard for rank {}: not a rank of run {} or sent twice",
+                                                      shard.rank(), run.run_id));
+    }
+    const std::string what = fmt::format("rank {} ({})", shard.rank(), shard.name());
+    std::string path;
+    try {
+      if (!shard.path().empty()) {
+        if (const std::string digest = sha256_file(shard.path()); digest != shard.sha256()) {
+          return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: {} on this host is not the coordinator's file "
+                                                           "(sha256 {} here, {} there)", what, shard.path(),
+                                                           to_hex(digest), to_hex(shard.sha256())));
+        }
+        path = shard.path();
+      } else {
+        const std::string digest = sha256(shard.bytes());
+        if (digest != shard.sha256()) {
+          return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: sha256 mismatch: {} received, {} announced", what,
+                                                           to_hex(digest), to_hex(shard.sha256())));
+        }
+        // Cached by content: ranks with identical traces share a file.
+        path = (run.dir / fmt::format("{}-{}", to_hex(digest).substr(0, 16),
+                                      safe_name(std::filesystem::path(shard.name()).filename().string())))
+                   .string();
+        if (!std::filesystem::exists(path)) {
+          std::ofstream out(path, std::ios::binary);
+          out << shard.bytes();
+          out.close();
+          if (!out) return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: cannot write {}", what, path));
+        }
+      }
+    } catch (const LabError& e) {
+      return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: {}", what, e.what()));
+    }
+    run.trace_bytes += shard.path().empty() ? shard.bytes().size() : std::filesystem::file_size(path);
+    run.trace_paths[shard.rank()] = path;
+    if (++run.shards < run.trace_paths.size()) return;
+    try {
+      (void)load_replay_config(run.assign.spec(), run.config_paths);
+    } catch (const std::exception& e) {
+      return fail(proto::ERROR_RUN_FAILED, fmt::format("run {}: configuration: {}", run.run_id, e.what()));
+    }
+    run.prepared = true;
+    proto::Envelope reply;
+    reply.mutable_prepared()->set_run_id(run.run_id);
+    reply.mutable_prepared()->set_trace_bytes(run.trace_bytes);
+    send(reply);
+    spdlog::info("lab agent: {}: run {}: {} traces checked ({} bytes), ready", peer_, run.run_id, run.shards,
+                 run.trace_bytes);
+  }
+
+  void on_start(const proto::Start& start) {
+    if (!run_ || !run_->prepared || run_->started || start.run_id() != run_->run_id) {
+      return fail(proto::ERROR_PROTOCOL, fmt::format("start of run \"{}\": not a prepared run of this connection",
+                                                     start.run_id()));
+    }
+    auto run = run_;
+    run->started = true;
+    run->work.emplace(state_->io.get_executor());
+    const std::int64_t now = realtime_ns();
+    spdlog::info("lab agent: {}: run {}: starts in {:.3f} ms", peer_, run->run_id,
+                 static_cast<double>(start.at() - now) / 1e6);
+    std::weak_ptr<Session> weak = shared_from_this();
+    std::weak_ptr<Agent::State> state = state_;
+    asio::io_context& io = state_->io;
+    LiveMetrics* live = state_->options.live;
+    const std::int64_t at = start.at();
+    run->thread = std::thread([run, weak, state, &io, live, at] {
+      ReplayInput input;
+      input.assign = &run->assign;
+      input.trace_paths = run->trace_paths;
+      input.config_paths = run->config_paths;
+      input.start_realtime_ns = at;
+      input.stop = &run->stop;
+      input.live = live;
+      // The results go out as soon as they exist; the thread may keep serving its peers (socket fabric)
+      // until the coordinator's Stop.
+      bool delivered = false;
+      try {
+        replay(input, [&](ReplayOutput&& result) {
+          auto output = std::make_shared<ReplayOutput>(std::move(result));
+          delivered = true;
+          asio::post(io, [run, weak, output] { send_results(run, weak, *output); });
+        });
+      } catch (const std::exception& e) {
+        if (delivered) {
+          spdlog::warn("lab agent: run {}: after the results: {}", run->run_id, e.what());
+        } else {
+          asio::post(io, [run, weak, error = std::string(e.what())] { send_error(run, weak, error); });
+        }
+      }
+      asio::post(io, [run, state] { on_run_finished(run, state); });
+    });
+  }
+
+ public:
+  static std::shared_ptr<Session> owner(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Session>& weak) {
+    auto session = weak.lock();
+    if (session && !session->closed_ && !session->closing_ && session->run_ == run) return session;
+    return nullptr;
+  }
+
+  static void send_results(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Session>& weak,
+                           ReplayOutput& output) {
+    const auto session = owner(run, weak);
+    if (!session) {
+      spdlog::warn("lab agent: run {}: ended; its coordinator is gone, results dropped", run->run_id);
+      return;
+    }
+    for (auto& rank : output.ranks) {
+      proto::Envelope e;
+      *e.mutable_rank_result() = std::move(rank);
+      session->send(e);
+    }
+    proto::Envelope done;
+    *done.mutable_run_done() = std::move(output.done);
+    session->send(done);
+    spdlog::info("lab agent: {}: run {}: {}; results sent", session->peer_, run->run_id,
+                 done.run_done().interrupted() ? "stopped" : "finished");
+  }
+
+  static void send_error(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Session>& weak,
+                         const std::string& error) {
+    const auto session = owner(run, weak);
+    if (!session) {
+      spdlog::warn("lab agent: run {}: failed: {}; its coordinator is gone, results dropped", run->run_id, error);
+      return;
+    }
+    session->fail(proto::ERROR_RUN_FAILED, fmt::format("run {}: {}", run->run_id, error));
+  }
+
+  // The run thread is over: join it, forget the run, remove its folder.
+  static void on_run_finished(const std::shared_ptr<AgentRun>& run, const std::weak_ptr<Agent::State>& state) {
+    if (run->thread.joinable()) run->thread.join();
+    if (const auto s = state.lock(); s) {
+      if (s->run == run) s->run.reset();
+      for (const auto& session : s->sessions) {
+        if (session->run_ == run) session->run_.reset();
+      }
+    }
+    run->remove_dir();
+    run->work.reset();
+  }
+
+ private:
   void send(const proto::Envelope& envelope) {
     if (closed_) return;
     try {
@@ -336,6 +612,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string coordinator_nonce_;
   std::string agent_nonce_;
   std::uint64_t heartbeat_seq_ = 0;
+  std::shared_ptr<AgentRun> run_;  // the run this coordinator assigned
 };
 
 void accept_next(const std::shared_ptr<Agent::State>& state) {
@@ -369,6 +646,13 @@ Agent::~Agent() {
   state_->acceptor.close(ignored);
   const auto sessions = state_->sessions;
   for (const auto& session : sessions) session->close_now();
+  if (auto run = state_->run) {
+    // The run thread ends at its next poll of the flag; its completion (if ever run) finds it joined.
+    run->stop = true;
+    if (run->thread.joinable()) run->thread.join();
+    run->remove_dir();
+    state_->run.reset();
+  }
 }
 
 void Agent::start() { accept_next(state_); }
@@ -388,5 +672,7 @@ void Agent::stop() {
 tcp::endpoint Agent::local_endpoint() const { return state_->acceptor.local_endpoint(); }
 
 std::size_t Agent::connection_count() const { return state_->sessions.size(); }
+
+bool Agent::busy() const { return state_->run != nullptr; }
 
 }  // namespace fabemu::lab

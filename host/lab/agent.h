@@ -1,5 +1,6 @@
 // The lab agent: serves the control plane on one TCP port, one Boost.Asio io_context, no thread per
-// connection. After the handshake it answers heartbeats and clock probes (the run protocol comes later).
+// connection. After the handshake it answers heartbeats and clock probes and serves the run protocol
+// (README "Run protocol"): one run at a time, walked on a run thread while the io_context keeps serving.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "host/lab/framing.h"
+#include "host/lab/live_metrics.h"
 
 namespace fabemu::lab {
 
@@ -21,6 +23,8 @@ struct AgentOptions {
   std::size_t max_frame_bytes = kDefaultMaxFrameBytes;   // limit after authentication
   std::size_t pre_auth_max_frame_bytes = kPreAuthMaxFrameBytes;  // limit before it
   std::string agent_id;                                  // reported in AuthResult; default: host name
+  std::string work_dir;                                  // runs' temporary folders go here; default: TMPDIR
+  LiveMetrics* live = nullptr;                           // the run thread keeps it current (metrics endpoint)
 };
 
 class Agent {
@@ -40,6 +44,8 @@ class Agent {
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   // Connections currently open (for tests and metrics).
   std::size_t connection_count() const;
+  // A run is assigned (preparing, running, or sending its results).
+  bool busy() const;
 
   struct State;
 

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/host_name.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <algorithm>
 #include <csignal>
@@ -15,6 +16,8 @@
 #include "host/lab/address.h"
 #include "host/lab/agent.h"
 #include "host/lab/auth.h"
+#include "host/lab/live_metrics.h"
+#include "host/lab/metrics.h"
 
 namespace fabemu::cli {
 
@@ -26,6 +29,8 @@ struct AgentCommandOptions {
   unsigned heartbeat_ms = 1000;
   unsigned idle_timeout_ms = 10000;
   std::size_t max_frame_bytes = lab::kDefaultMaxFrameBytes;
+  std::string work_dir;
+  std::string metrics;
 };
 
 int run_agent(const AgentCommandOptions& o) {
@@ -38,18 +43,31 @@ int run_agent(const AgentCommandOptions& o) {
   options.idle_timeout = std::chrono::milliseconds(o.idle_timeout_ms);
   options.max_frame_bytes = o.max_frame_bytes;
   options.pre_auth_max_frame_bytes = std::min(options.pre_auth_max_frame_bytes, o.max_frame_bytes);
+  options.work_dir = o.work_dir;
   if (o.heartbeat_ms >= o.idle_timeout_ms) {
     spdlog::warn("--heartbeat-ms {} is not below --idle-timeout-ms {}: quiet peers will be timed out",
                  o.heartbeat_ms, o.idle_timeout_ms);
   }
 
   boost::asio::io_context io;
+  // The run thread keeps `live` current; the endpoint renders it on the io_context's thread.
+  lab::LiveMetrics live;
+  std::unique_ptr<lab::MetricsServer> metrics;
+  if (!o.metrics.empty()) {
+    options.live = &live;
+    const std::string id = options.agent_id.empty() ? boost::asio::ip::host_name() : options.agent_id;
+    metrics = std::make_unique<lab::MetricsServer>(io, lab::parse_endpoint(o.metrics), [&live, id] {
+      return lab::render_metrics(live, {{"role", "agent"}, {"agent", id}});
+    });
+    spdlog::info("lab agent: metrics on http://{}/metrics", lab::to_string(metrics->local_endpoint()));
+  }
   lab::Agent agent(io, std::move(options));
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&agent](const boost::system::error_code& ec, int signal) {
+  signals.async_wait([&agent, &metrics](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     spdlog::info("lab agent: signal {}: stopping", signal);
     agent.stop();
+    if (metrics) metrics->close();
   });
   agent.start();
   fmt::print("listening on {}\n", lab::to_string(agent.local_endpoint()));
@@ -81,6 +99,13 @@ void add_agent_command(CLI::App& app, int& status) {
                   "Largest frame accepted after authentication (64 KiB before it)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 31));
+  cmd->add_option("--work-dir", o->work_dir,
+                  "Folder for each run's shards and configuration (removed when the run ends); default: TMPDIR")
+      ->type_name("DIR")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--metrics", o->metrics,
+                  "Serve Prometheus metrics (GET /metrics) of this agent's runs at this address; port 0 picks one")
+      ->type_name("ADDR:PORT");
   cmd->callback([o, &status] { status = run_agent(*o); });
 }
 

@@ -67,6 +67,8 @@ std::string_view body_name(const proto::Envelope& envelope) {
     case proto::Envelope::kStart: return "start";
     case proto::Envelope::kRankResult: return "rank_result";
     case proto::Envelope::kStop: return "stop";
+    case proto::Envelope::kPrepared: return "prepared";
+    case proto::Envelope::kRunDone: return "run_done";
     case proto::Envelope::BODY_NOT_SET: break;
   }
   return "empty";

@@ -1,0 +1,323 @@
+#include "host/lab/replay.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "emulator/packet_fabric.h"
+#include "emulator/report_json.h"
+#include "emulator/topology.h"
+#include "emulator/walker.h"
+#include "host/config/astra_config.h"
+#include "host/config/fabric_config.h"
+#include "host/lab/address.h"
+#include "host/lab/clock.h"
+#include "host/lab/socket_fabric.h"
+#include "host/lab/live_metrics.h"
+#include "traces/process_groups.h"
+
+namespace fabemu::lab {
+
+namespace {
+
+// The packet model with no wire (lab.yaml `fabric: model`): every delivery is paced to the dilated wall
+// clock (D > 0) and the stop flag is polled on each, so a stopped run ends at its next delivery.
+class PacedModelFabric final : public emu::Fabric, private emu::DeliveryListener {
+ public:
+  PacedModelFabric(emu::PacketFabric& inner, double dilation, int64_t start_ns, const std::atomic<bool>* stop,
+                   LiveMetrics* live, const std::vector<bool>& local)
+      : inner_(inner), dilation_(dilation), start_ns_(start_ns), stop_(stop), live_(live), local_(local) {}
+
+  void send(const emu::Message& m, emu::Time ready) override {
+    inner_.send(m, ready);
+    if (live_ != nullptr && m.src >= 0 && static_cast<size_t>(m.src) < local_.size() && local_[m.src]) {
+      LiveMetrics::add(live_->messages_sent, 1);
+      LiveMetrics::add(live_->bytes_sent, m.bytes);
+    }
+  }
+  using Fabric::send;
+  emu::Engine& engine() override { return inner_.engine(); }
+  void set_listener(emu::DeliveryListener* listener) override {
+    listener_ = listener;
+    inner_.set_listener(listener == nullptr ? nullptr : this);
+  }
+  bool interrupted() const { return interrupted_; }
+  emu::Time interrupted_at() const { return interrupted_at_; }
+
+ private:
+  bool stop_requested() const { return stop_ != nullptr && stop_->load(std::memory_order_relaxed); }
+
+  void on_delivered(uint64_t id, emu::Time at) override {
+    if (interrupted_) return;  // nothing is delivered after a stop: the walk ends with what is in flight
+    if (dilation_ > 0) {
+      const auto target = start_ns_ + static_cast<int64_t>(static_cast<double>(at.ps()) / 1000.0 * dilation_);
+      for (;;) {
+        if (stop_requested()) break;
+        const int64_t now = realtime_ns();
+        if (now >= target) break;
+        std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(target - now, 10'000'000)));
+      }
+    }
+    if (stop_requested()) {
+      interrupted_ = true;
+      interrupted_at_ = at;
+      return;
+    }
+    if (live_ != nullptr) live_->emulated_ps.store(static_cast<int64_t>(at.ps()), std::memory_order_relaxed);
+    if (listener_ != nullptr) listener_->on_delivered(id, at);
+  }
+
+  emu::PacketFabric& inner_;
+  double dilation_;
+  int64_t start_ns_;
+  const std::atomic<bool>* stop_;
+  LiveMetrics* live_;
+  const std::vector<bool>& local_;
+  emu::DeliveryListener* listener_ = nullptr;
+  bool interrupted_ = false;
+  emu::Time interrupted_at_;
+};
+
+// Numbers every slice the replicated model emits (the same sequence on every agent) and keeps those of
+// local ranks: node slices of the rank, messages it sent.
+class RecordingTimeline final : public emu::TimelineSink {
+ public:
+  explicit RecordingTimeline(const std::vector<bool>& local) : local_(local), slices_(local.size()) {}
+
+  void node_slice(int32_t rank, int32_t track, const std::string& name, const char* kind, uint64_t node_id,
+                  emu::Time start, emu::Time end, uint64_t bytes) override {
+    const uint64_t seq = seq_++;
+    if (!is_local(rank)) return;
+    proto::TimelineSlice& s = slices_[static_cast<size_t>(rank)].emplace_back();
+    s.set_seq(seq);
+    s.set_rank(rank);
+    s.set_track(track);
+    s.set_name(name);
+    s.set_kind(kind);
+    s.set_node_id(node_id);
+    s.set_start_ps(start.ps());
+    s.set_end_ps(end.ps());
+    s.set_bytes(bytes);
+  }
+  void message_slice(int32_t src, int32_t dst, uint64_t bytes, emu::Time sent, emu::Time delivered,
+                     uint64_t collective_index) override {
+    const uint64_t seq = seq_++;
+    if (!is_local(src)) return;
+    proto::TimelineSlice& s = slices_[static_cast<size_t>(src)].emplace_back();
+    s.set_seq(seq);
+    s.set_message(true);
+    s.set_rank(src);
+    s.set_track(dst);
+    s.set_node_id(collective_index);
+    s.set_start_ps(sent.ps());
+    s.set_end_ps(delivered.ps());
+    s.set_bytes(bytes);
+  }
+  std::vector<proto::TimelineSlice>& of(size_t rank) { return slices_[rank]; }
+
+ private:
+  bool is_local(int32_t rank) const { return rank >= 0 && static_cast<size_t>(rank) < local_.size() && local_[rank]; }
+  const std::vector<bool>& local_;
+  std::vector<std::vector<proto::TimelineSlice>> slices_;
+  uint64_t seq_ = 0;
+};
+
+void default_algorithms(emu::SystemConfig& s, size_t dims) {
+  for (auto* list : {&s.all_reduce, &s.all_gather, &s.reduce_scatter, &s.all_to_all}) {
+    if (list->empty()) list->assign(dims, emu::CollectiveImpl{});
+  }
+}
+
+const std::string* find_path(const std::map<std::string, std::string>& paths, const char* role) {
+  const auto it = paths.find(role);
+  return it == paths.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::string, std::string>& paths) {
+  (void)spec;
+  ReplayConfig c;
+  if (const std::string* fabric = find_path(paths, "fabric")) {
+    host::FabricFile f = host::load_fabric_yaml(*fabric);
+    c.network = std::move(f.network);
+    c.system = std::move(f.system);
+    return c;
+  }
+  const std::string* network = find_path(paths, "network");
+  if (network == nullptr) throw std::invalid_argument("the run names neither a fabric file nor a network file");
+  c.network = host::load_network_yml(*network);
+  if (const std::string* system = find_path(paths, "system")) {
+    c.system = host::load_system_json(*system, c.network.dims.size());
+  } else {
+    default_algorithms(c.system, c.network.dims.size());
+  }
+  return c;
+}
+
+void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& deliver) {
+  const proto::AssignRanks& assign = *in.assign;
+  const proto::RunSpec& spec = assign.spec();
+  const size_t world = assign.world_size();
+  if (in.trace_paths.size() != world) {
+    throw std::invalid_argument(fmt::format("{} trace files for a run of {} ranks", in.trace_paths.size(), world));
+  }
+  std::vector<bool> local(world, false);
+  for (const uint32_t r : assign.local_ranks()) local.at(r) = true;
+
+  ReplayConfig config = load_replay_config(spec, in.config_paths);
+  traces::ProcessGroups groups(static_cast<int64_t>(world));
+  if (const std::string* g = find_path(in.config_paths, "comm_groups")) groups.load_file(*g);
+
+  emu::WalkerOptions opt;
+  opt.system = config.system;
+  opt.comm_streams = spec.comm_streams();
+  if (spec.compute_model() == "duration") {
+    opt.compute_model = emu::ComputeModel::kDuration;
+  } else if (spec.compute_model() == "roofline") {
+    opt.compute_model = emu::ComputeModel::kRoofline;
+  }
+  opt.peak_tflops = spec.peak_tflops();
+  opt.mem_bw_gbps = spec.mem_bw_gbps();
+  opt.compute_scale.assign(spec.compute_scale().begin(), spec.compute_scale().end());
+  opt.closed_form = spec.closed_form();
+  opt.strict = spec.strict();
+  RecordingTimeline timeline(local);
+  if (spec.timeline()) {
+    opt.timeline = &timeline;
+    opt.timeline_message_limit = spec.timeline_messages();
+  }
+
+  emu::Engine engine(1 << 16);
+  emu::Topology topology(config.network);
+  const uint32_t model_mtu = spec.mtu() == 0 ? ~uint32_t{0} : spec.mtu();
+  std::unique_ptr<emu::PacketFabric> model_packet;
+  std::unique_ptr<PacedModelFabric> paced;
+  std::unique_ptr<SocketFabric> socket;
+  emu::Fabric* fabric = nullptr;
+  const emu::PacketFabric* packet = nullptr;
+  if (assign.fabric_config() == "model") {
+    model_packet = std::make_unique<emu::PacketFabric>(engine, topology, model_mtu);
+    paced = std::make_unique<PacedModelFabric>(*model_packet, spec.dilation(), in.start_realtime_ns, in.stop, in.live, local);
+    fabric = paced.get();
+    packet = model_packet.get();
+  } else if (assign.fabric_config() == "socket") {
+    std::vector<boost::asio::ip::udp::endpoint> endpoints(world);
+    for (const proto::RankAssignment& ra : assign.ranks()) {
+      if (ra.rank() >= world) throw std::invalid_argument(fmt::format("rank {} outside the run", ra.rank()));
+      const auto ep = parse_endpoint(ra.endpoint());
+      endpoints[ra.rank()] = boost::asio::ip::udp::endpoint(ep.address(), ep.port());
+    }
+    SocketFabricOptions o;
+    o.model_mtu = model_mtu;
+    o.dilation = spec.dilation();
+    o.start_realtime_ns = in.start_realtime_ns;
+    const std::atomic<bool>* stop = in.stop;
+    o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
+    o.live = in.live;
+    std::string mine;
+    for (const uint32_t r : assign.local_ranks()) {
+      mine += fmt::format("{}rank {} at {}:{}", mine.empty() ? "" : ", ", r, endpoints[r].address().to_string(),
+                          endpoints[r].port());
+    }
+    try {
+      socket = std::make_unique<SocketFabric>(topology, std::move(endpoints), local, std::move(o));
+    } catch (const boost::system::system_error& e) {
+      throw std::runtime_error(fmt::format("socket fabric: cannot bind the data plane ({}): {}", mine, e.what()));
+    }
+    fabric = socket.get();
+    packet = &socket->model();
+  } else {
+    throw std::invalid_argument(fmt::format("lab fabric \"{}\" is not available on this agent", assign.fabric_config()));
+  }
+  emu::Walker walker(*fabric, config.network, in.trace_paths, groups, opt, nullptr);
+
+  // The agreed start: every agent begins its walk at the same instant (sleep, then spin the last 2 ms).
+  for (;;) {
+    if (in.stop != nullptr && in.stop->load()) break;
+    const int64_t now = realtime_ns();
+    if (now >= in.start_realtime_ns) break;
+    const int64_t left = in.start_realtime_ns - now;
+    if (left > 2'000'000) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left - 1'000'000, 10'000'000)));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  if (in.live != nullptr) in.live->running.store(true);
+  const int64_t started = realtime_ns();
+  emu::RunResult result = walker.run();
+  const int64_t ended = realtime_ns();
+  if (in.live != nullptr) in.live->running.store(false);
+
+  const bool interrupted = paced ? paced->interrupted() : socket->interrupted();
+  if (interrupted) {
+    const emu::Time at = paced ? paced->interrupted_at() : socket->engine().now();
+    result.warnings.push_back(
+        fmt::format("run interrupted (stopped by the coordinator) at {} ps of emulated time", at.ps()));
+    for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
+    result.stuck.clear();
+  }
+  std::string socket_json;
+  if (socket) {
+    if (!interrupted && !socket->drain()) {
+      result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
+    }
+    socket_json = socket_stats_to_json(socket->stats());
+  }
+  const auto& links = packet->topology().links();
+  for (uint32_t id = 0; id < links.size(); ++id) {
+    const auto& st = packet->link_stats(id);
+    if (st.bytes == 0 && st.packets == 0) continue;
+    emu::LinkResult lr;
+    lr.id = id;
+    lr.from = links[id].from;
+    lr.to = links[id].to;
+    lr.dim = links[id].dim;
+    lr.bytes = st.bytes;
+    lr.packets = st.packets;
+    lr.busy = links[id].rate.ser(st.bytes);
+    lr.utilization = result.total.ps() == 0
+                         ? 0.0
+                         : static_cast<double>(lr.busy.ps()) / static_cast<double>(result.total.ps());
+    result.links.push_back(lr);
+  }
+
+  ReplayOutput out;
+  std::vector<emu::RankResult> own;
+  for (const emu::RankResult& k : result.ranks) {
+    if (k.rank < 0 || static_cast<size_t>(k.rank) >= world || !local[static_cast<size_t>(k.rank)]) continue;
+    own.push_back(k);
+    emu::RunResult one;
+    one.npus = result.npus;
+    one.ranks.push_back(k);
+    std::vector<proto::TimelineSlice>& slices = timeline.of(static_cast<size_t>(k.rank));
+    size_t next = 0;
+    do {
+      proto::RankResult& rr = out.ranks.emplace_back();
+      rr.set_rank(static_cast<uint32_t>(k.rank));
+      rr.set_ok(true);
+      if (next == 0) rr.set_report_json(emu::report_to_json(one));
+      const size_t end = std::min(slices.size(), next + kSlicesPerFrame);
+      for (size_t i = next; i < end; ++i) *rr.add_slices() = std::move(slices[i]);
+      next = end;
+      rr.set_more(next < slices.size());
+    } while (next < slices.size());
+  }
+  result.ranks = std::move(own);
+  out.done.set_run_id(assign.run_id());
+  out.done.set_report_json(emu::report_to_json(result));
+  out.done.set_interrupted(interrupted);
+  out.done.set_socket_json(socket_json);
+  out.done.set_started_ns(started);
+  out.done.set_wall_ns(ended - started);
+  deliver(std::move(out));
+  // Peers may still need our ACKs (or retransmissions) to finish: serve until the coordinator's Stop.
+  if (socket && !interrupted) socket->serve([] { return false; });
+}
+
+}  // namespace fabemu::lab

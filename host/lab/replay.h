@@ -1,0 +1,52 @@
+// An agent's share of a lab run: the whole workload replayed over the packet model (the replicated model
+// of host/lab/socket_fabric.h), with the results and timeline slices of its own ranks packed for the
+// coordinator. Runs on the agent's run thread; the coordinator merges what every agent returns
+// (host/lab/coordinator.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "emulator/config.h"
+#include "host/lab/lab.pb.h"
+
+namespace fabemu::lab {
+
+struct LiveMetrics;
+
+// The network and system a RunSpec describes, loaded from the agent's copies of the coordinator's files
+// (`paths`: role -> file). Throws traces::TraceError naming the file for bad input.
+struct ReplayConfig {
+  emu::NetworkConfig network;
+  emu::SystemConfig system;
+};
+ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::string, std::string>& paths);
+
+struct ReplayInput {
+  const proto::AssignRanks* assign = nullptr;   // the run: spec, ranks, fabric
+  std::vector<std::string> trace_paths;         // per rank, on this host
+  std::map<std::string, std::string> config_paths;
+  int64_t start_realtime_ns = 0;                // emulated time 0, this host's CLOCK_REALTIME
+  const std::atomic<bool>* stop = nullptr;      // polled; true ends the run early (interrupted)
+  LiveMetrics* live = nullptr;
+};
+
+struct ReplayOutput {
+  std::vector<proto::RankResult> ranks;  // per local rank, several when its timeline is long (`more`)
+  proto::RunDone done;
+};
+
+// Waits for the start time (or the stop flag), walks, packs and hands the results to `deliver`. A data
+// plane with a wire then keeps answering its peers (retransmissions, ACKs) until the stop flag is set, so
+// that agents still finishing are served; the model returns at once. Throws (traces::TraceError,
+// std::invalid_argument, ...) for bad input before `deliver`; the message names the file / rank.
+void replay(const ReplayInput& input, const std::function<void(ReplayOutput&&)>& deliver);
+
+// Timeline slices per RankResult frame at most (keeps frames far below the 64 MiB limit).
+inline constexpr std::size_t kSlicesPerFrame = 50'000;
+
+}  // namespace fabemu::lab

@@ -1,0 +1,98 @@
+// lab.yaml: the agents, their addresses and ranks; every mistake named with the file and the line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "host/lab/lab_config.h"
+#include "tests/support/test_support.h"
+#include "traces/error.h"
+
+namespace fabemu::lab {
+namespace {
+
+std::string write(const test::ScratchDir& dir, const std::string& text) {
+  const std::string path = dir.file("lab.yaml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The TraceError's message, or "" when loading (and validating for `world` ranks) succeeds.
+std::string error_of(const std::string& path, uint32_t world) {
+  try {
+    LabConfig c = load_lab_config(path);
+    validate_ranks(c, world);
+  } catch (const traces::TraceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr const char* kGood = R"(token_file: lab.token
+fabric: model
+agents:
+  - name: a
+    control: 127.0.0.1:7401
+    data: 127.0.0.1:47000
+    ranks: 0-2,5
+  - name: b
+    control: "[::1]:7402"
+    data: "[::1]:47000"
+    ranks: [3, 4, 6-7]
+)";
+
+TEST(LabConfig, ReadsAgentsRanksAndDataEndpoints) {
+  test::ScratchDir dir;
+  const std::string path = write(dir, kGood);
+  LabConfig c = load_lab_config(path);
+  EXPECT_EQ(c.token_file, dir.file("lab.token"));
+  EXPECT_EQ(c.fabric, "model");
+  EXPECT_FALSE(c.shared_storage);
+  ASSERT_EQ(c.agents.size(), 2u);
+  EXPECT_EQ(c.agents[0].ranks, (std::vector<uint32_t>{0, 1, 2, 5}));
+  EXPECT_EQ(c.agents[1].ranks, (std::vector<uint32_t>{3, 4, 6, 7}));
+  EXPECT_EQ(c.agents[1].control.port(), 7402);
+  EXPECT_TRUE(c.agents[1].control.address().is_v6());
+  validate_ranks(c, 8);
+  EXPECT_EQ(c.owner, (std::vector<uint32_t>{0, 0, 0, 1, 1, 0, 1, 1}));
+  EXPECT_EQ(c.endpoints[5].port(), 47003);  // a's fourth rank
+  EXPECT_EQ(c.endpoints[6].port(), 47002);  // b's third rank
+  EXPECT_EQ(format_ranks(c.agents[0].ranks), "0-2,5");
+}
+
+TEST(LabConfig, MistakesNameTheFileAndLine) {
+  test::ScratchDir dir;
+  std::string text = kGood;
+  EXPECT_NE(error_of(write(dir, text), 9).find("no agent hosts rank(s) 8"), std::string::npos);
+  EXPECT_NE(error_of(write(dir, text), 7).find("rank 7 is not a rank of the workload (0..6)"), std::string::npos);
+
+  std::string twice = text;
+  twice.replace(twice.find("6-7"), 3, "5-7");
+  const std::string e1 = error_of(write(dir, twice), 8);
+  EXPECT_NE(e1.find("line 8"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("rank 5 is agent a's already"), std::string::npos) << e1;
+
+  std::string bad_addr = text;
+  bad_addr.replace(bad_addr.find("127.0.0.1:7401"), 14, "localhost:7401");
+  const std::string e2 = error_of(write(dir, bad_addr), 8);
+  EXPECT_NE(e2.find("line 5"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("agent a: key \"control\""), std::string::npos) << e2;
+
+  std::string unknown = text;
+  unknown.replace(unknown.find("fabric: model"), 13, "fabrik: model");
+  const std::string e3 = error_of(write(dir, unknown), 8);
+  EXPECT_NE(e3.find("line 2"), std::string::npos) << e3;
+  EXPECT_NE(e3.find("did you mean \"fabric\""), std::string::npos) << e3;
+
+  std::string fabric = text;
+  fabric.replace(fabric.find("fabric: model"), 13, "fabric: dpdk");
+  EXPECT_NE(error_of(write(dir, fabric), 8).find("\"dpdk\" is not a lab fabric"), std::string::npos);
+
+  std::string range = text;
+  range.replace(range.find("0-2,5"), 5, "2-0");
+  const std::string e4 = error_of(write(dir, range), 8);
+  EXPECT_NE(e4.find("line 7"), std::string::npos) << e4;
+  EXPECT_NE(e4.find("\"2-0\" is not a rank or a range"), std::string::npos) << e4;
+}
+
+}  // namespace
+}  // namespace fabemu::lab

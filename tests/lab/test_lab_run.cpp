@@ -1,0 +1,502 @@
+// A lab run end to end: three `fabemu agent` processes on loopback and `fabemu run --agents` coordinating.
+// The shared 8- and 16-rank microbenchmarks give the single-host packet model's report and timeline; an agent
+// killed mid-run makes the coordinator name its ranks and exit 1 within 10 s with a partial report; a
+// coordinator killed mid-run makes the agents stop, clean up and serve the next coordinator.
+#include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "emulator/report_json.h"
+#include "tests/support/test_support.h"
+
+extern char** environ;
+
+namespace fabemu::lab {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct Child {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // a pipe when no stdout file was given
+};
+
+Child spawn(const std::vector<std::string>& args, const std::string& stdout_file, const std::string& stderr_file) {
+  int pipe_fds[2] = {-1, -1};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdout_file.empty()) {
+    if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  Child child;
+  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
+  if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  child.stdout_fd = pipe_fds[0];
+  return child;
+}
+
+std::string read_line(int fd, std::chrono::milliseconds timeout) {
+  std::string line;
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char c = 0;
+    if (::read(fd, &c, 1) != 1) break;
+    if (c == '\n') return line;
+    line += c;
+  }
+  return line;
+}
+
+// Exit status (128 + signal when killed), or -1 when still running after `timeout`.
+int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  do {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::this_thread::sleep_for(10ms);
+  } while (Clock::now() < deadline);
+  return -1;
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0 && wait_exit(pid, 0ms) == -1; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Waits until `file` contains `text`.
+bool wait_for_text(const std::string& file, const std::string& text, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (slurp(file).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// GET /metrics from 127.0.0.1:port; the whole answer ("" when it cannot connect).
+std::string http_get_metrics(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      for (;;) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 5000) <= 0) break;
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n <= 0) break;
+        answer.append(buffer, static_cast<size_t>(n));
+      }
+    }
+  }
+  ::close(fd);
+  return answer;
+}
+
+// The port of the first "metrics on [http://]127.0.0.1:PORT" in a log, or -1.
+int metrics_port(const std::string& log) {
+  std::smatch m;
+  const std::string text = slurp(log);
+  if (!std::regex_search(text, m, std::regex(R"(metrics on (?:http://)?127\.0\.0\.1:(\d+))"))) return -1;
+  return std::stoi(m[1].str());
+}
+
+bool empty_dir(const fs::path& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
+
+class LabRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    traces_ = test::shared_traces_dir();
+    if (!traces_) GTEST_SKIP() << "../shared/traces is absent: lab run test skipped";
+    configs_ = traces_->parent_path() / "configs" / "astra-sim";
+    token_ = scratch_.file("lab.token");
+    std::ofstream(token_) << "lab-run-test-token\n";
+    ::chmod(token_.c_str(), 0600);
+    for (int i = 0; i < 3; ++i) start_agent(i);
+  }
+  void TearDown() override {
+    for (auto& a : agents_) {
+      if (a.pid > 0) {
+        ::kill(a.pid, SIGKILL);
+        wait_exit(a.pid, 5s);
+      }
+      if (a.stdout_fd >= 0) ::close(a.stdout_fd);
+    }
+    if (coordinator_ > 0) {
+      ::kill(coordinator_, SIGKILL);
+      wait_exit(coordinator_, 5s);
+    }
+  }
+
+  // Starts agent i (again, after a kill); agent 0 serves metrics too.
+  void start_agent(int i) {
+    const fs::path work = scratch_.path() / fmt_name("work", i);
+    fs::create_directories(work);
+    std::vector<std::string> args = {FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", token_,
+                                     "--work-dir", work.string(), "--heartbeat-ms", "200", "--idle-timeout-ms", "3000"};
+    if (i == 0) args.insert(args.end(), {"--metrics", "127.0.0.1:0"});
+    Child c = spawn(args, "", scratch_.file(fmt_name("agent", i) + ".log"));
+    const std::string line = read_line(c.stdout_fd, 10s);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, std::regex(R"(listening on 127\.0\.0\.1:(\d+))"))) << line;
+    if (static_cast<size_t>(i) < agents_.size()) {
+      if (agents_[i].stdout_fd >= 0) ::close(agents_[i].stdout_fd);
+      agents_[i] = c;
+      ports_[i] = std::stoi(m[1].str());
+    } else {
+      work_.push_back(work);
+      ports_.push_back(std::stoi(m[1].str()));
+      agents_.push_back(c);
+    }
+  }
+  static std::string fmt_name(const char* what, int i) { return std::string(what) + std::to_string(i); }
+
+  // lab.yaml over the three agents: `split` gives the first rank of agents b and c.
+  std::string write_lab(int first_b, int first_c, int ranks, const std::string& fabric = "model") {
+    const std::string path = scratch_.file("lab.yaml");
+    std::ofstream out(path);
+    out << "token_file: lab.token\nfabric: " << fabric << "\nshared_storage: false\nagents:\n";
+    const int firsts[4] = {0, first_b, first_c, ranks};
+    const char* names[3] = {"a", "b", "c"};
+    for (int i = 0; i < 3; ++i) {
+      out << "  - name: " << names[i] << "\n    control: 127.0.0.1:" << ports_[i] << "\n    data: 127.0.0.1:"
+          << 47100 + 100 * i << "\n    ranks: " << firsts[i] << "-" << firsts[i + 1] - 1 << "\n";
+    }
+    return path;
+  }
+
+  fs::path prefix(const std::string& coll, int n) const {
+    return *traces_ / "astra-sim/examples/workload/microbenchmarks" / coll / (std::to_string(n) + "npus_1MB") / coll;
+  }
+  std::vector<std::string> workload_args(const std::string& coll, int n) const {
+    return {"-w", prefix(coll, n).string(), "-n", (configs_ / ("Ring_" + std::to_string(n) + "npus.yml")).string(),
+            "-s", (configs_ / "system_ring_4chunks.json").string()};
+  }
+
+  // Runs fabemu to the end (at most `timeout`); its exit status.
+  int run_fabemu(std::vector<std::string> args, const std::string& name, std::chrono::milliseconds timeout = 60s) {
+    args.insert(args.begin(), FABEMU_CLI_PATH);
+    const Child c = spawn(args, scratch_.file(name + ".out"), scratch_.file(name + ".err"));
+    coordinator_ = c.pid;
+    const int status = wait_exit(c.pid, timeout);
+    if (status != -1) coordinator_ = -1;
+    return status;
+  }
+
+  std::optional<fs::path> traces_;
+  fs::path configs_;
+  test::ScratchDir scratch_;
+  std::string token_;
+  std::vector<Child> agents_;
+  std::vector<int> ports_;
+  std::vector<fs::path> work_;
+  pid_t coordinator_ = -1;
+};
+
+std::string LabRunRange(int lo, int hi) { return std::to_string(lo) + "-" + std::to_string(hi); }
+
+void expect_same_report(const emu::RunResult& single, const emu::RunResult& lab, int n) {
+  ASSERT_EQ(lab.ranks.size(), static_cast<size_t>(n));
+  ASSERT_EQ(single.ranks.size(), static_cast<size_t>(n));
+  EXPECT_EQ(lab.total, single.total);
+  EXPECT_GT(lab.total.ps(), 0u);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(lab.ranks[r].rank, r);
+    EXPECT_EQ(lab.ranks[r].finish, single.ranks[r].finish) << "rank " << r;
+    EXPECT_EQ(lab.ranks[r].comm_busy, single.ranks[r].comm_busy) << "rank " << r;
+    EXPECT_EQ(lab.ranks[r].nodes, single.ranks[r].nodes) << "rank " << r;
+  }
+  ASSERT_EQ(lab.collectives.size(), single.collectives.size());
+  ASSERT_FALSE(lab.collectives.empty());
+  for (size_t i = 0; i < lab.collectives.size(); ++i) {
+    EXPECT_EQ(lab.collectives[i].type, single.collectives[i].type);
+    EXPECT_EQ(lab.collectives[i].issued_first, single.collectives[i].issued_first);
+    EXPECT_EQ(lab.collectives[i].issued_last, single.collectives[i].issued_last);
+    EXPECT_EQ(lab.collectives[i].finished, single.collectives[i].finished);
+    EXPECT_EQ(lab.collectives[i].messages, single.collectives[i].messages);
+    EXPECT_EQ(lab.collectives[i].message_bytes, single.collectives[i].message_bytes);
+  }
+  ASSERT_EQ(lab.links.size(), single.links.size());
+  for (size_t i = 0; i < lab.links.size(); ++i) {
+    EXPECT_EQ(lab.links[i].bytes, single.links[i].bytes);
+    EXPECT_EQ(lab.links[i].busy, single.links[i].busy);
+  }
+  EXPECT_EQ(lab.messages, single.messages);
+  EXPECT_EQ(lab.message_bytes, single.message_bytes);
+  EXPECT_TRUE(lab.stuck.empty());
+}
+
+TEST_F(LabRun, SharedMicrobenchmarksMatchTheSingleHostRun) {
+  int runs = 0;
+  for (const std::string fabric : {"model", "socket"}) {
+  for (const int n : {8, 16}) {
+    for (const std::string coll : {"all_reduce", "all_to_all"}) {
+      SCOPED_TRACE(fabric + " " + coll + " " + std::to_string(n));
+      const int b = n == 8 ? 3 : 6, c = n == 8 ? 6 : 11;
+      const std::string lab = write_lab(b, c, n, fabric);
+      auto single_args = workload_args(coll, n);
+      auto lab_args = single_args;
+      single_args.insert(single_args.begin(), {"run", "-m", "packet", "-q", "-r", scratch_.file("single.json"), "-t",
+                                               scratch_.file("single.timeline.json")});
+      lab_args.insert(lab_args.begin(), {"run", "--agents", lab, "--as-fast-as-possible", "-r",
+                                         scratch_.file("lab.json"), "-t", scratch_.file("lab.timeline.json")});
+      ASSERT_EQ(run_fabemu(single_args, "single"), 0) << slurp(scratch_.file("single.err"));
+      ASSERT_EQ(run_fabemu(lab_args, "lab"), 0) << slurp(scratch_.file("lab.err"));
+      const emu::RunResult single = emu::read_report_file(scratch_.file("single.json"));
+      const emu::RunResult merged = emu::read_report_file(scratch_.file("lab.json"));
+      expect_same_report(single, merged, n);
+      // The timeline: every rank's slices, in the single-host order: the same bytes.
+      EXPECT_EQ(slurp(scratch_.file("lab.timeline.json")), slurp(scratch_.file("single.timeline.json")));
+      // The lab section: three agents done, their ranks, the clock and the control plane's figures.
+      const auto doc = nlohmann::json::parse(slurp(scratch_.file("lab.json")));
+      const auto& section = doc.at("lab");
+      ASSERT_EQ(section.at("agents").size(), 3u);
+      EXPECT_EQ(section.at("agents")[1].at("ranks"), LabRunRange(b, c - 1));
+      for (const auto& a : section.at("agents")) {
+        EXPECT_EQ(a.at("status"), "done");
+        // One host, one clock: the true offset is 0, so the estimate is within its bound rtt/2 (NTP's
+        // guarantee when the four timestamps are ordered), to the rounding of the two halvings.
+        const int64_t bound = a.at("clock_residual_bound_ns").get<int64_t>();
+        EXPECT_GT(a.at("clock_rtt_ns").get<int64_t>(), 0);
+        EXPECT_EQ(bound, a.at("clock_rtt_ns").get<int64_t>() / 2);
+        EXPECT_LE(std::abs(a.at("clock_offset_ns").get<int64_t>()), bound + 1);
+        // The walk began at the agreed instant (Start.at in the agent's clock): never before it, and within
+        // the start margin after it (scheduling latency on a loaded host).
+        const int64_t skew = a.at("start_skew_ns").get<int64_t>();
+        EXPECT_GE(skew, 0);
+        EXPECT_LT(skew, 500'000'000);
+      }
+      EXPECT_EQ(section.at("lost_ranks"), "");
+      if (fabric == "socket") {
+        // Each agent put on the wire only what its ranks send: together, every message once.
+        uint64_t sent = 0;
+        for (const auto& a : section.at("agents")) sent += a.at("socket").at("messages_sent").get<uint64_t>();
+        EXPECT_EQ(sent, merged.messages);
+      }
+      std::printf("lab %s %s %d ranks: setup %.3f ms (Start sent), residual bounds %lld/%lld/%lld ns, start skews "
+                  "%lld/%lld/%lld ns\n",
+                  fabric.c_str(), coll.c_str(), n, section.at("setup_ns").get<double>() / 1e6,
+                  static_cast<long long>(section.at("agents")[0].at("clock_residual_bound_ns").get<int64_t>()),
+                  static_cast<long long>(section.at("agents")[1].at("clock_residual_bound_ns").get<int64_t>()),
+                  static_cast<long long>(section.at("agents")[2].at("clock_residual_bound_ns").get<int64_t>()),
+                  static_cast<long long>(section.at("agents")[0].at("start_skew_ns").get<int64_t>()),
+                  static_cast<long long>(section.at("agents")[1].at("start_skew_ns").get<int64_t>()),
+                  static_cast<long long>(section.at("agents")[2].at("start_skew_ns").get<int64_t>()));
+      ++runs;
+    }
+  }
+  }
+  EXPECT_EQ(runs, 8);
+  // Every run's folder is gone from every agent.
+  for (const auto& w : work_) EXPECT_TRUE(empty_dir(w)) << w;
+}
+
+TEST_F(LabRun, AKilledAgentStopsTheRunWithAPartialReport) {
+  // Paced so that the run would last about 20 s: the kill comes well inside it.
+  auto single_args = workload_args("all_reduce", 8);
+  single_args.insert(single_args.begin(), {"run", "-m", "packet", "-q", "-r", scratch_.file("single.json")});
+  ASSERT_EQ(run_fabemu(single_args, "single"), 0);
+  const emu::RunResult single = emu::read_report_file(scratch_.file("single.json"));
+  const double dilation = std::min(1e6, 20e12 / static_cast<double>(single.total.ps()));
+
+  for (const std::string fabric : {"model", "socket"}) {
+    SCOPED_TRACE(fabric);
+    const std::string lab = write_lab(3, 6, 8, fabric);
+    std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", std::to_string(dilation),
+                                     "-r", scratch_.file("partial.json")};
+    for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+    const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
+    coordinator_ = c.pid;
+    ASSERT_TRUE(wait_for_text(scratch_.file("agent1.log"), "starts in", 15s)) << slurp(scratch_.file("coord.err"));
+    std::this_thread::sleep_for(1500ms);  // past the start margin: the walk is under way
+    ASSERT_EQ(::kill(agents_[1].pid, SIGKILL), 0);
+    const auto killed = Clock::now();
+    const int status = wait_exit(c.pid, 10s);
+    const auto took = Clock::now() - killed;
+    coordinator_ = status == -1 ? c.pid : -1;
+    ASSERT_EQ(status, 1) << "the coordinator did not exit 1 within 10 s of the kill: " << slurp(scratch_.file("coord.err"));
+    wait_exit(agents_[1].pid, 5s);
+    std::printf("%s: the coordinator exited %.3f s after the kill\n", fabric.c_str(),
+                std::chrono::duration<double>(took).count());
+    const std::string err = slurp(scratch_.file("coord.err"));
+    EXPECT_NE(err.find("rank(s) 3-5 lost"), std::string::npos) << err;
+    EXPECT_NE(err.find("agent b"), std::string::npos) << err;
+
+    const emu::RunResult partial = emu::read_report_file(scratch_.file("partial.json"));
+    ASSERT_EQ(partial.ranks.size(), 5u);
+    EXPECT_EQ(partial.ranks[2].rank, 2);
+    EXPECT_EQ(partial.ranks[3].rank, 6);
+    bool named = false;
+    for (const auto& w : partial.warnings) named = named || w.find("ranks 3-5 have no result") != std::string::npos;
+    EXPECT_TRUE(named);
+    const auto doc = nlohmann::json::parse(slurp(scratch_.file("partial.json")));
+    EXPECT_EQ(doc.at("lab").at("lost_ranks"), "3-5");
+    EXPECT_EQ(doc.at("lab").at("agents")[1].at("status"), "lost");
+    EXPECT_EQ(doc.at("lab").at("agents")[0].at("status"), "interrupted");
+    EXPECT_EQ(doc.at("lab").at("agents")[2].at("status"), "interrupted");
+    // The survivors stopped their runs, removed their folders and still serve.
+    for (const int i : {0, 2}) {
+      EXPECT_TRUE(alive(agents_[i].pid));
+      const auto deadline = Clock::now() + 5s;
+      while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+      EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+    }
+    start_agent(1);
+  }
+}
+
+TEST_F(LabRun, AgentsStopAndCleanUpWhenTheCoordinatorDies) {
+  const std::string lab = write_lab(3, 6, 8);
+  std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000"};
+  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+  const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
+  coordinator_ = c.pid;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_for_text(scratch_.file(fmt_name("agent", i) + ".log"), "starts in", 15s)) << i;
+  }
+  std::this_thread::sleep_for(1s);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(empty_dir(work_[i])) << "the run's folder exists while it runs";
+  ASSERT_EQ(::kill(c.pid, SIGKILL), 0);
+  EXPECT_NE(wait_exit(c.pid, 5s), -1);
+  coordinator_ = -1;
+  // Within the agents' idle timeout (3 s; the closed connection is usually seen at once): runs stopped,
+  // folders removed, agents alive.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(wait_for_text(scratch_.file(fmt_name("agent", i) + ".log"), "results dropped", 6s)) << i;
+    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+    EXPECT_TRUE(alive(agents_[i].pid));
+  }
+  // And they serve the next coordinator.
+  std::vector<std::string> again = {"run", "--agents", lab, "--as-fast-as-possible", "-q", "-r", scratch_.file("again.json")};
+  for (const auto& w : workload_args("all_reduce", 8)) again.push_back(w);
+  ASSERT_EQ(run_fabemu(again, "again"), 0) << slurp(scratch_.file("again.err"));
+  EXPECT_EQ(emu::read_report_file(scratch_.file("again.json")).ranks.size(), 8u);
+}
+
+TEST_F(LabRun, MetricsEndpointsServeDuringTheRun) {
+  const std::string lab = write_lab(3, 6, 8, "model");
+  std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000", "--metrics",
+                                   "127.0.0.1:0"};
+  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+  const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
+  coordinator_ = c.pid;
+  ASSERT_TRUE(wait_for_text(scratch_.file("agent0.log"), "starts in", 15s)) << slurp(scratch_.file("coord.err"));
+  std::this_thread::sleep_for(1s);  // past the start margin
+  const int coordinator_port = metrics_port(scratch_.file("coord.err"));
+  const int agent_port = metrics_port(scratch_.file("agent0.log"));
+  ASSERT_GT(coordinator_port, 0) << slurp(scratch_.file("coord.err"));
+  ASSERT_GT(agent_port, 0) << slurp(scratch_.file("agent0.log"));
+  const std::string coordinator = http_get_metrics(coordinator_port);
+  EXPECT_NE(coordinator.find("200 OK"), std::string::npos) << coordinator;
+  EXPECT_NE(coordinator.find("fabemu_lab_agents{role=\"coordinator\",state=\"running\"} 3"), std::string::npos)
+      << coordinator;
+  EXPECT_NE(coordinator.find("fabemu_running{role=\"coordinator\"} 1"), std::string::npos) << coordinator;
+  const std::string agent = http_get_metrics(agent_port);
+  EXPECT_NE(agent.find("fabemu_running{role=\"agent\","), std::string::npos) << agent;
+  EXPECT_NE(agent.find("} 1\n"), std::string::npos) << agent;
+  ::kill(c.pid, SIGKILL);
+  wait_exit(c.pid, 5s);
+  coordinator_ = -1;
+  // Between runs the agent's endpoint still answers, idle.
+  EXPECT_TRUE(wait_for_text(scratch_.file("agent0.log"), "results dropped", 6s));
+  const std::string idle = http_get_metrics(agent_port);
+  EXPECT_NE(idle.find("fabemu_running{role=\"agent\","), std::string::npos) << idle;
+}
+
+TEST_F(LabRun, SharedStorageShipsPathsCheckedBySha256) {
+  std::string lab_text = slurp(write_lab(3, 6, 8, "model"));
+  lab_text.replace(lab_text.find("shared_storage: false"), 21, "shared_storage: true");
+  std::ofstream(scratch_.file("lab.yaml")) << lab_text;
+  std::vector<std::string> args = {"run", "--agents", scratch_.file("lab.yaml"), "--as-fast-as-possible", "-q", "-r",
+                                   scratch_.file("shared.json")};
+  for (const auto& w : workload_args("all_gather", 8)) args.push_back(w);
+  ASSERT_EQ(run_fabemu(args, "shared"), 0) << slurp(scratch_.file("shared.err"));
+  EXPECT_EQ(emu::read_report_file(scratch_.file("shared.json")).ranks.size(), 8u);
+  // The agents read the traces in place: nothing but the configuration went into their folders.
+  EXPECT_NE(slurp(scratch_.file("agent0.log")).find("traces checked"), std::string::npos);
+}
+
+TEST_F(LabRun, ABadTraceStopsTheRunNamingTheFile) {
+  // A copy of the 8-rank all_reduce with rank 5's trace cut short.
+  const fs::path dir = scratch_.path() / "bad";
+  fs::create_directories(dir);
+  for (int r = 0; r < 8; ++r) {
+    const std::string name = "all_reduce." + std::to_string(r) + ".et";
+    fs::copy_file(prefix("all_reduce", 8).parent_path() / name, dir / name);
+  }
+  const fs::path cut = dir / "all_reduce.5.et";
+  fs::resize_file(cut, fs::file_size(cut) - 7);
+  const std::string lab = write_lab(3, 6, 8, "model");
+  auto args = workload_args("all_reduce", 8);
+  args[1] = (dir / "all_reduce").string();
+  args.insert(args.begin(), {"run", "--agents", lab, "--as-fast-as-possible"});
+  EXPECT_EQ(run_fabemu(args, "badtrace", 20s), 2);
+  const std::string err = slurp(scratch_.file("badtrace.err"));
+  EXPECT_NE(err.find("all_reduce.5.et"), std::string::npos) << err;
+  EXPECT_NE(err.find("ERROR_RUN_FAILED"), std::string::npos) << err;
+  // The agents are fine and clean.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(alive(agents_[i].pid));
+    const auto deadline = Clock::now() + 5s;
+    while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+  }
+}
+
+TEST_F(LabRun, BadLabFilesAndTokensAreClearErrors) {
+  // Rank 7 hosted by nobody.
+  const std::string lab = write_lab(3, 6, 7);
+  std::vector<std::string> args = {"run", "--agents", lab};
+  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+  EXPECT_EQ(run_fabemu(args, "missing"), 2);
+  EXPECT_NE(slurp(scratch_.file("missing.err")).find("no agent hosts rank(s) 7"), std::string::npos)
+      << slurp(scratch_.file("missing.err"));
+  // A token the agents do not know.
+  write_lab(3, 6, 8);
+  std::ofstream(token_) << "another-token\n";
+  EXPECT_EQ(run_fabemu(args, "token"), 2);
+  EXPECT_NE(slurp(scratch_.file("token.err")).find("ERROR_AUTH_FAILED"), std::string::npos)
+      << slurp(scratch_.file("token.err"));
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(alive(agents_[i].pid));
+}
+
+}  // namespace
+}  // namespace fabemu::lab

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -41,6 +43,30 @@
 
 namespace fabemu::cli {
 namespace {
+
+// SIGINT/SIGTERM as a stop flag for a run that polls (the socket fabric), while the guard lives; the
+// previous handlers come back when it goes. (EAL installs its own for the DPDK fabric.)
+class StopSignals {
+ public:
+  StopSignals() {
+    flag_.store(false, std::memory_order_relaxed);
+    prev_int_ = std::signal(SIGINT, on_signal);
+    prev_term_ = std::signal(SIGTERM, on_signal);
+  }
+  ~StopSignals() {
+    std::signal(SIGINT, prev_int_);
+    std::signal(SIGTERM, prev_term_);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  static bool requested() noexcept { return flag_.load(std::memory_order_relaxed); }
+
+ private:
+  static void on_signal(int) { flag_.store(true, std::memory_order_relaxed); }
+  static inline std::atomic<bool> flag_{false};
+  void (*prev_int_)(int) = SIG_DFL;
+  void (*prev_term_)(int) = SIG_DFL;
+};
 
 struct RunArgs {
   std::string workload;
@@ -191,6 +217,7 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
   lab::CoordinatorOptions options;
   options.token = lab::read_token_file(request.lab.token_file);
   if (!a.metrics.empty()) options.metrics = lab::parse_endpoint(a.metrics);
+  options.handle_signals = true;
   auto& spec = request.spec;
   const auto ship = [&spec](const char* role, const std::string& path) {
     if (path.empty()) return;
@@ -230,6 +257,12 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
     lab::replay_timeline(outcome, *timeline);
     timeline->finish();
   }
+  if (outcome.interrupted) {
+    // Not a deadlock: what the agents were still running when the signal came is reported as warnings.
+    result.warnings.push_back("lab run interrupted (SIGINT/SIGTERM): the agents were stopped");
+    for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
+    result.stuck.clear();
+  }
   result.workload = a.workload;
   result.fabric = "lab:" + request.lab.fabric;
   result.model = fmt::format("packet (mtu {})", mtu == 0 ? std::string("whole messages") : std::to_string(mtu));
@@ -247,6 +280,10 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
     for (const auto& ag : outcome.agents) {
       if (ag.lost) fmt::print(stderr, "  agent {} ({}): {}\n", ag.name, ag.control, ag.lost_reason);
     }
+    return kExitFindings;
+  }
+  if (outcome.interrupted) {
+    fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
     return kExitFindings;
   }
   if (!result.stuck.empty()) {
@@ -347,6 +384,7 @@ int run(const RunArgs& a) {
 #endif
   host::fpga::FpgaFabric* fpga = nullptr;
   lab::SocketFabric* socket = nullptr;
+  std::optional<StopSignals> stop_signals;
   if (a.fabric == "fpga") {
     auto f = host::fpga::make_fpga_fabric(engine, topology, mtu, a.device.empty() ? "hwemu" : a.device, a.xclbin);
     fpga = f.get();
@@ -416,6 +454,8 @@ int run(const RunArgs& a) {
     o.faults.reorder_rate = a.reorder_rate;
     o.faults.duplicate_rate = a.duplicate_rate;
     o.faults.seed = a.fault_seed;
+    stop_signals.emplace();
+    o.stop_requested = [] { return StopSignals::requested(); };
     auto f = std::make_unique<lab::SocketFabric>(topology, std::move(eps), std::vector<bool>(npus, true), o);
     socket = f.get();
     packet = &f->model();
@@ -453,7 +493,15 @@ int run(const RunArgs& a) {
   }
 #endif
   std::string socket_section;
+  bool socket_interrupted = false;
   if (socket != nullptr) {
+    socket_interrupted = socket->interrupted();
+    if (socket_interrupted) {
+      result.warnings.push_back(fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time",
+                                            socket->engine().now().ps()));
+      for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
+      result.stuck.clear();
+    }
     if (!socket->drain()) result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
     const lab::SocketStats& st = socket->stats();
     socket_section = lab::format_socket_stats(st);
@@ -503,6 +551,10 @@ int run(const RunArgs& a) {
   if (!a.quiet) std::cout << emu::format_summary(result, a.top);
   if (!a.quiet && !fpga_section.empty()) std::cout << "\n" << fpga_section;
   if (!a.quiet && !socket_section.empty()) std::cout << "\n" << socket_section;
+  if (socket_interrupted) {
+    fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
+    return kExitFindings;
+  }
 #ifdef FABEMU_HAVE_DPDK
   if (!a.quiet && !dpdk_section.empty()) std::cout << "\n" << dpdk_section << "  ports               "
                                                      << dpdk_ports->describe() << "\n";

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -76,7 +77,7 @@ struct Peer {
 class Coordinator {
  public:
   Coordinator(const LabRunRequest& request, const CoordinatorOptions& options)
-      : request_(request), options_(options), grace_(io_) {
+      : request_(request), options_(options), grace_(io_), signals_(io_) {
     outcome_.began_ns = realtime_ns();
     outcome_.run_id = to_hex(random_nonce()).substr(0, 12);
     outcome_.fabric = request.lab.fabric;
@@ -94,6 +95,21 @@ class Coordinator {
     if (options_.metrics) {
       metrics_ = std::make_unique<MetricsServer>(io_, *options_.metrics, [this] { return render_metrics_text(); });
       spdlog::info("lab: metrics on {}", to_string(metrics_->local_endpoint()));
+    }
+    // SIGINT/SIGTERM: stop the agents and still gather what they have (a partial report), as for a lost agent.
+    if (options_.handle_signals) {
+      signals_.add(SIGINT);
+      signals_.add(SIGTERM);
+      signals_.async_wait([this](boost::system::error_code ec, int signo) {
+        if (ec) return;
+        outcome_.interrupted = true;
+        const std::string why = fmt::format("interrupted by {}", signo == SIGINT ? "SIGINT" : "SIGTERM");
+        if (std::any_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->phase == Phase::kRunning; })) {
+          abort_run(why);
+        } else {
+          fatal(why + " before the run started");
+        }
+      });
     }
     for (auto& p : peers_) connect(*p);
     io_.run();
@@ -223,6 +239,8 @@ class Coordinator {
     p.socket.close(ignored);
     if (std::all_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->phase == Phase::kClosed; })) {
       grace_.cancel();
+      boost::system::error_code ignored_signals;
+      signals_.cancel(ignored_signals);
       if (metrics_) metrics_->close();
     }
   }
@@ -503,6 +521,7 @@ class Coordinator {
   const CoordinatorOptions& options_;
   asio::io_context io_;
   asio::steady_timer grace_;
+  asio::signal_set signals_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::map<const Peer*, std::string> agent_nonce_;
   std::vector<std::string> shards_;

@@ -32,6 +32,9 @@ struct CoordinatorOptions {
   // `--metrics`: a Prometheus endpoint on the coordinator's io_context for the run's duration (agents
   // connected / prepared / running / finished / lost, lost ranks).
   std::optional<boost::asio::ip::tcp::endpoint> metrics;
+  // SIGINT/SIGTERM stop the run like a lost agent does (Stop to all, partial results gathered within
+  // stop_grace) and set LabRunOutcome::interrupted; before the start they end it (fatal). The CLI sets it.
+  bool handle_signals = false;
 };
 
 struct LabRunRequest {
@@ -71,6 +74,7 @@ struct LabRunOutcome {
   int64_t start_sent_ns = 0;  // Start sent to every agent
   int64_t start_at_ns = 0;    // the agreed start
   int64_t ended_ns = 0;
+  bool interrupted = false;   // SIGINT/SIGTERM stopped the run (CoordinatorOptions::handle_signals)
   uint64_t trace_bytes = 0;   // shipped (or checked on shared storage) per agent
 };
 

@@ -283,6 +283,8 @@ class Sender {
   // Pops expired message timers and checks their messages; true when packets were queued in expired_.
   bool expire(Time now);
   bool next_retransmission(Time now, TxPacket& out);
+  // The first packet of `queue` still to resend, sent (counted in `reason_count` too); false when none.
+  bool resend_queued(detail::Ring<Ref>& queue, uint64_t& reason_count, Time now, TxPacket& out);
   void check_message(uint32_t slot, Time now);
   void emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out);
 

@@ -34,6 +34,7 @@
 #include "host/dpdk/pcap_writer.h"
 #include "host/dpdk/realtime.h"
 #include "host/dpdk/reassembly.h"
+#include "host/dpdk/rto_estimator.h"
 #include "host/dpdk/rx_worker.h"
 #include "host/dpdk/wire.h"
 
@@ -235,6 +236,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     emu::Rate rate = emu::Rate::from_ps_per_byte_q32(0);  // of that link
     uint32_t first_link = 0;
     bool submitted = false, arrived = false, local = false;
+    bool retransmitted = false;  // a frame of it was sent again: no RTT sample (Karn's rule)
   };
 
   struct TxMeta {                                     // per frame of tx_data_: its link and schedule
@@ -361,9 +363,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint64_t from_ps, to_ps;  // wall
   };
   std::vector<Stall> stalls_;  // in time order
-  emu::Duration rto_;  // the senders' minimum retransmission timeout (opt_.rto, longer for slow paced links)
-  emu::Duration current_rto_;  // what adapt_rto() last gave them
-  double srtt_ns_ = 0, rttvar_ns_ = 0;
+  // The senders' retransmission timeout: adaptive, at least opt_.rto (longer for slow paced links).
+  RtoEstimator rto_{emu::Duration::from_ps(0)};
   void adapt_rto(uint64_t sample_ns);
   DpdkStats stats_;  // the main lcore's counters
   DpdkStats out_;    // stats(): stats_ with the receive side's

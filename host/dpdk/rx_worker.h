@@ -61,6 +61,45 @@ struct RxPathStats {
   uint64_t polls = 0;
 };
 
+// One receive round of a port: up to kRxBursts bursts of kRxBurst frames (fewer when a burst comes short).
+inline constexpr uint16_t kRxBurst = 32;
+inline constexpr int kRxBursts = 8;
+
+// The receive loop both receive paths run (RxPath::poll on port B, DpdkFabric on a separate port A): each
+// frame counted in `c` (frames_rx, frame_bytes_rx, not_ours, not_ours_by_verdict: RxPathStats or
+// DpdkStats), its RX timestamp read (counted in `hw_timestamped`) and decoded. A frame not ours is counted
+// and freed; one of ours goes to `ours(m, f, has_ts, ts)`, which then owns the mbuf. Returns whether a
+// frame was received. Inline: the per-frame work is the callers' own loop.
+template <class Counters, class Ours>
+inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint8_t>& scratch, Counters& c,
+                          uint64_t& hw_timestamped, Ours&& ours) {
+  bool any = false;
+  rte_mbuf* pkts[kRxBurst];
+  for (int b = 0; b < kRxBursts; ++b) {
+    const uint16_t n = port.rx_burst(pkts, kRxBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = pkts[i];
+      any = true;
+      ++c.frames_rx;
+      c.frame_bytes_rx += m->pkt_len;
+      uint64_t ts = 0;
+      const bool has_ts = port.rx_timestamp(m, ts);
+      hw_timestamped += has_ts ? 1 : 0;
+      DecodedFrame f;
+      const Verdict v = decode_mbuf(m, rules, f, scratch);
+      if (v != Verdict::kOurs) {
+        ++c.not_ours;
+        ++c.not_ours_by_verdict[static_cast<size_t>(v)];
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      ours(m, f, has_ts, ts);
+    }
+    if (n < kRxBurst) break;
+  }
+  return any;
+}
+
 // What RxPath::poll reports to its owner.
 class RxSink {
  public:

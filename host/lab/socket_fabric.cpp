@@ -17,9 +17,10 @@
 #include <unordered_set>
 #include <utility>
 
+#include "host/dpdk/histogram_format.h"
+#include "host/dpdk/rto_estimator.h"
 #include "host/lab/datagram.h"
 #include "host/lab/dilated_clock.h"
-#include "host/lab/rto_estimator.h"
 
 namespace fabemu::lab {
 
@@ -55,15 +56,6 @@ struct WireKeyHash {
     return static_cast<size_t>(x * 0xBF58476D1CE4E5B9ULL);
   }
 };
-
-std::string histogram_text(const emu::LogHistogram& h) {
-  return fmt::format("min {}, median {}, p99 {}, max {}", h.min(), h.quantile(0.5), h.quantile(0.99), h.max());
-}
-
-std::string histogram_json(const emu::LogHistogram& h) {
-  return fmt::format("{{\"count\": {}, \"min\": {}, \"mean\": {:.3f}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}",
-                     h.count(), h.min(), h.mean(), h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.max());
-}
 
 void set_buffer(int fd, int force_opt, int opt, int bytes) {
   // SO_*BUFFORCE passes rmem_max/wmem_max with CAP_NET_ADMIN; otherwise the plain option, capped.
@@ -114,6 +106,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
     bool acked = false;               // completely acknowledged (or no local source)
     bool delivered = false;           // handed to the walker
     bool numbered = false;            // its ready-time event gave it its wire id
+    bool retransmitted = false;       // a datagram of it was sent again: no RTT sample (Karn's rule)
   };
   struct TxEntry {
     uint32_t len;
@@ -209,7 +202,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   hd::FaultFilter faults_;
   hd::NackBatch nacks_;
   std::vector<uint32_t> missing_;
-  RtoEstimator rto_;
+  hd::RtoEstimator rto_;
   bool rx_any_ = false, data_seen_ = false, interrupted_ = false, started_ = false;
   bool local_feedback_ = false;  // feedback queued for a local sender this round
   int64_t last_poll_ns_ = 0, last_publish_ns_ = 0;
@@ -252,16 +245,8 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endp
   }
   if (opt_.stall_timeout.ps() == 0) throw std::invalid_argument("socket fabric: zero stall timeout");
   model_.set_listener(this);
-  emu::Duration floor = opt_.rto;
-  if (!clock_.as_fast_as_possible()) {
-    // At least four partial-ACK intervals of the slowest link, paced (as the DPDK fabric).
-    uint64_t slowest = 0;
-    for (const emu::Link& l : model_.topology().links()) slowest = std::max(slowest, l.rate.ps_per_byte_q32());
-    const emu::Duration interval =
-        clock_.to_wall(emu::Rate::from_ps_per_byte_q32(slowest).ser(uint64_t{opt_.payload} * kAckEvery));
-    floor = std::max(floor, emu::Duration::from_ps(interval.ps() * 4));
-  }
-  rto_ = RtoEstimator(floor);
+  // At least four partial-ACK intervals of the slowest link, paced (as the DPDK fabric).
+  rto_ = hd::RtoEstimator(hd::paced_rto_floor(opt_.rto, model_.topology(), uint64_t{opt_.payload} * kAckEvery, clock_));
   if (opt_.start_realtime_ns != 0) {
     clock_.start_at_realtime(opt_.start_realtime_ns);
     started_ = true;
@@ -571,9 +556,12 @@ void SocketFabric::Impl::transmit() {
         break;
       }
       Record* rec = nullptr;
-      if (!p.retransmit) {
-        const auto w = records_.find(p.cookie);
-        if (w != records_.end()) rec = &w->second;
+      if (const auto w = records_.find(p.cookie); w != records_.end()) {
+        if (!p.retransmit) {
+          rec = &w->second;
+        } else {
+          w->second.retransmitted = true;  // Karn's rule: no RTT sample from this message
+        }
       }
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes on the
       // dilated clock, nor earlier than its link's rate allows after the datagram before.
@@ -782,7 +770,7 @@ void SocketFabric::Impl::handle_feedback(const DecodedDatagram& d) {
   if (r.tx_first_ns >= 0) {
     const auto ns = static_cast<uint64_t>(std::max<int64_t>(0, clock_.since_start_ns() - r.tx_first_ns));
     stats_.latency_ns.record(ns);
-    if (rto_.sample(ns)) {
+    if (!r.retransmitted && rto_.sample(ns)) {  // Karn's rule: a retransmission makes the sample ambiguous
       for (const uint32_t src : active_senders_) senders_[src]->set_rto(rto_.rto());
       stats_.rto_max = rto_.max();
     }
@@ -950,15 +938,15 @@ std::string format_socket_stats(const SocketStats& s) {
   if (s.dilation > 0) {
     out += fmt::format("  late deliveries     {} of {} (wire slower than the target){}\n", s.late, s.late + s.on_time,
                        s.late == 0 ? std::string()
-                                   : fmt::format(": by {} (emulated ns)", histogram_text(s.lateness_ns)));
+                                   : fmt::format(": by {} (emulated ns)", hd::histogram_text(s.lateness_ns)));
     out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} datagrams (wall, after sendmmsg)\n",
-                       histogram_text(s.jitter_ns), s.jitter_ns.count());
+                       hd::histogram_text(s.jitter_ns), s.jitter_ns.count());
     out += fmt::format("  polling             {} stalls over 100 us, longest gap {} ns\n", s.poll_stalls,
                        s.poll_gap_max_ns);
   }
   if (s.latency_ns.count() > 0) {
     out += fmt::format("  message latency     {} ns over {} messages (first datagram sent to its last ACK)\n",
-                       histogram_text(s.latency_ns), s.latency_ns.count());
+                       hd::histogram_text(s.latency_ns), s.latency_ns.count());
   }
   return out;
 }
@@ -1010,9 +998,9 @@ std::string socket_stats_to_json(const SocketStats& s) {
   kv("feedback_dropped", n(s.feedback_dropped));
   kv("late", n(s.late));
   kv("on_time", n(s.on_time));
-  kv("lateness_ns", histogram_json(s.lateness_ns));
-  kv("latency_ns", histogram_json(s.latency_ns));
-  kv("jitter_ns", histogram_json(s.jitter_ns));
+  kv("lateness_ns", hd::histogram_json(s.lateness_ns, false));
+  kv("latency_ns", hd::histogram_json(s.latency_ns, false));
+  kv("jitter_ns", hd::histogram_json(s.jitter_ns, false));
   kv("poll_gap_max_ns", n(s.poll_gap_max_ns));
   kv("poll_stalls", n(s.poll_stalls));
   kv("rcvbuf_bytes", fmt::format("{}", s.rcvbuf_bytes));

@@ -18,6 +18,7 @@
 #include "host/config/astra_config.h"
 #include "host/lab/datagram.h"
 #include "host/lab/socket_fabric.h"
+#include "tests/dpdk/fabric_test_support.h"
 #include "tests/emulator/walker_test_util.h"
 #include "traces/generate.h"
 #include "traces/trace_set.h"
@@ -31,18 +32,12 @@ using namespace fabemu::emu::walker_test;
 
 namespace {
 
-constexpr uint32_t kModelMtu = 4096;
-
-struct Workload {
-  NetworkConfig net;
-  SystemConfig sys;
-  std::vector<std::string> files;
-  WalkerOptions options() const {
-    WalkerOptions o;
-    o.system = sys;
-    return o;
-  }
-};
+using fabemu::test::expect_faults_recovered;
+using fabemu::test::generated_all_reduce;
+using fabemu::test::injected_faults;
+using fabemu::test::kModelMtu;
+using fabemu::test::walk;
+using fabemu::test::Workload;
 
 // The packet model, counting the messages per (src, dst) on the way.
 class CountingFabric final : public Fabric {
@@ -80,10 +75,8 @@ struct SoftwareRun {
 SoftwareRun run_software(const Workload& w) {
   Engine engine(1 << 12);
   CountingFabric fabric(engine, Topology(w.net));
-  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
   SoftwareRun out;
-  out.result = walker.run();
+  out.result = walk(fabric, w);
   out.count = fabric.count;
   return out;
 }
@@ -103,10 +96,8 @@ SocketRun run_socket(const Workload& w, lab::SocketFabricOptions opt) {
   Topology topo(w.net);
   const size_t n = static_cast<size_t>(topo.npus());
   lab::SocketFabric fabric(topo, loopback(n), std::vector<bool>(n, true), opt);
-  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
   SocketRun out;
-  out.result = walker.run();
+  out.result = walk(fabric, w);
   out.drained = fabric.drain();
   out.stats = fabric.stats();
   std::printf("%s", lab::format_socket_stats(out.stats).c_str());
@@ -144,18 +135,6 @@ void expect_all_local_exact(const SoftwareRun& sw, const SocketRun& s) {
   EXPECT_EQ(st.rx_invalid, 0u);
   EXPECT_LE(st.datagrams_rx, st.datagrams_tx);
   EXPECT_EQ(st.data_datagrams + st.retransmissions + st.acks + st.nacks, st.datagrams_tx) << "all feedback arrived";
-}
-
-Workload generated_all_reduce(const fabemu::test::ScratchDir& dir, uint64_t bytes = uint64_t{1} << 20) {
-  Workload w;
-  w.net = network({dim(DimTopology::kRing, 8)});
-  w.sys = system_config(CollectiveAlgo::kRing, 4, 1);
-  fabemu::traces::CollectiveSpec spec;
-  spec.type = ChakraProtoMsg::ALL_REDUCE;
-  spec.ranks = 8;
-  spec.size_bytes = bytes;
-  w.files = fabemu::traces::generate_collective(spec, dir.file("allreduce"));
-  return w;
 }
 
 // --- datagrams ---
@@ -291,20 +270,13 @@ TEST(SocketFabric, LossAndReorderingStillGiveTheModelledTimes) {
   const Workload w = generated_all_reduce(dir);
   const SoftwareRun sw = run_software(w);
   lab::SocketFabricOptions opt;
-  opt.faults.drop_rate = 0.01;
-  opt.faults.reorder_rate = 0.05;
-  opt.faults.duplicate_rate = 0.01;
-  opt.faults.seed = 7;
+  opt.faults = injected_faults();
   const SocketRun s = run_socket(w, opt);
   expect_same_times(sw.result, s.result);
   EXPECT_TRUE(s.drained);
   EXPECT_EQ(s.stats.messages_received, s.stats.messages_sent);
   EXPECT_EQ(s.stats.bytes_received, uint64_t{14} << 20);
-  EXPECT_GT(s.stats.injected_drops, 0u);
-  EXPECT_GT(s.stats.injected_reorders, 0u);
-  EXPECT_GE(s.stats.retransmissions, s.stats.injected_drops);
-  EXPECT_GT(s.stats.rx_reordered, 0u);
-  EXPECT_GT(s.stats.rx_duplicates + s.stats.rx_stale, 0u);
+  expect_faults_recovered(s.stats);
 }
 
 // Two "hosts" in one process: ranks 0-3 on one fabric, 4-7 on another, each with its own walker over the

@@ -134,8 +134,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   stats_.rto_max = rto_.rto();
   senders_.resize(npus_);
   held_.resize(npus_);
-  route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
-  link_free_.resize(model_.topology().links().size());
+  pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   burst_ps_.reserve(model_.topology().links().size());
   for (const emu::Link& l : model_.topology().links()) {
@@ -205,16 +204,14 @@ uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
 }
 
 Sender& DpdkFabric::sender(uint32_t src) {
-  if (!senders_[src]) {
+  return endpoint_of(senders_, active_senders_, src, [&] {
     SenderConfig c;
     c.destinations = npus_;
     c.payload_per_packet = payload_;
     c.window = opt_.window;
     c.rto = rto_.rto();
-    senders_[src] = std::make_unique<Sender>(c);
-    active_senders_.push_back(src);
-  }
-  return *senders_[src];
+    return c;
+  });
 }
 
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
@@ -254,19 +251,14 @@ void DpdkFabric::on_event(uint64_t id) { submit(id); }
 
 void DpdkFabric::submit(uint64_t id) {
   Record& r = records_.at(id);
-  const emu::Topology& topo = model_.topology();
-  const auto route = topo.route(static_cast<int32_t>(r.src), static_cast<int32_t>(r.dst), r.flow, route_);
-  r.first_link = route[0];
-  const emu::Link& link = topo.link(r.first_link);
-  // The first hop's FIFO for the wire's pacing (the model's own queues decide deliveries).
-  r.depart = std::max(engine_.now(), link_free_[r.first_link]);
-  link_free_[r.first_link] = r.depart + link.rate.ser(r.bytes);
-  r.rate = link.rate;
+  const MessagePacing::FirstHop hop = pacing_.book(model_.topology(), r.src, r.dst, r.flow, r.bytes, engine_.now());
+  r.first_link = hop.link;
+  r.depart = hop.depart;
+  r.rate = hop.rate;
   ++stats_.messages;
   stats_.message_bytes += r.bytes;
   if (!clock_.as_fast_as_possible()) {
-    pacing_.push_back(Waiting{r.depart.ps(), pacing_seq_++, id});
-    std::push_heap(pacing_.begin(), pacing_.end(), std::greater<>());
+    pacing_.wait(r.depart, id);
     return;
   }
   if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);
@@ -343,12 +335,9 @@ bool DpdkFabric::poll() {
     }
     last_poll_ps_ = now;
   }
-  if (!pacing_.empty()) {
+  if (pacing_.waiting()) {
     const emu::Time emulated = clock_.emulated();
-    while (!pacing_.empty() && pacing_.front().depart_ps <= emulated.ps()) {
-      const uint64_t id = pacing_.front().id;
-      std::pop_heap(pacing_.begin(), pacing_.end(), std::greater<>());
-      pacing_.pop_back();
+    for (uint64_t id; pacing_.pop_due(emulated, id);) {
       if (!backlog_.empty() || !try_submit(id, records_.at(id))) backlog_.push_back(id);
     }
   }
@@ -647,7 +636,7 @@ void DpdkFabric::handle(const DecodedFrame& f) {
 bool DpdkFabric::drain(emu::Duration limit) {
   const emu::Time start = clock_.wall();
   const auto busy = [&] {
-    if (!tx_data_.empty() || !backlog_.empty() || !pacing_.empty()) return true;
+    if (!tx_data_.empty() || !backlog_.empty() || pacing_.waiting()) return true;
     if (!worker_ && !rx_path_->idle()) return true;
     for (const uint32_t s : active_senders_) {
       if (senders_[s]->unacked_messages() > 0) return true;

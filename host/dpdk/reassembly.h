@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -300,6 +301,18 @@ class Sender {
   size_t live_ = 0;
   SenderStats stats_;
 };
+
+// The endpoint (Sender, Receiver) of `rank` in `all`, made from `config()` on first use and then listed in
+// `active` (in creation order).
+template <class T, class MakeConfig>
+T& endpoint_of(std::vector<std::unique_ptr<T>>& all, std::vector<uint32_t>& active, uint32_t rank,
+               MakeConfig&& config) {
+  if (!all[rank]) [[unlikely]] {
+    all[rank] = std::make_unique<T>(config());
+    active.push_back(rank);
+  }
+  return *all[rank];
+}
 
 // --- fault injection ---
 

@@ -60,15 +60,13 @@ void RxPath::sample_clock() noexcept {
 }
 
 Receiver& RxPath::receiver(uint32_t dst) {
-  if (!receivers_[dst]) {
+  return endpoint_of(receivers_, active_receivers_, dst, [&] {
     ReceiverConfig c;
     c.sources = cfg_.npus;
     c.window = cfg_.window;
     c.nack_delay = cfg_.nack_delay;
-    receivers_[dst] = std::make_unique<Receiver>(c);
-    active_receivers_.push_back(dst);
-  }
-  return *receivers_[dst];
+    return c;
+  });
 }
 
 ReceiverStats RxPath::receiver_totals() const noexcept {

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "host/dpdk/histogram_format.h"
+#include "host/dpdk/message_pacing.h"
 #include "host/dpdk/rto_estimator.h"
 #include "host/lab/datagram.h"
 #include "host/lab/dilated_clock.h"
@@ -133,12 +134,6 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
     uint32_t bytes;
     uint32_t after;  // released after this many later data packets (or when the sockets are idle)
   };
-  struct Waiting {  // D > 0: a message waiting for its modelled departure
-    uint64_t depart_ps, seq, id;
-    bool operator>(const Waiting& o) const noexcept {
-      return depart_ps != o.depart_ps ? depart_ps > o.depart_ps : seq > o.seq;
-    }
-  };
 
   void on_event(uint64_t id) override;                    // a message's ready time: give it its wire id
   void on_delivered(uint64_t id, emu::Time at) override;  // the model delivers: gate on the wire
@@ -189,14 +184,11 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   std::unordered_map<uint64_t, uint64_t> next_wire_;                // pair -> next wire id (model order)
   std::unordered_map<uint64_t, uint64_t> next_submit_;              // pair -> next wire id given to the Sender
   std::vector<uint64_t> backlog_;                                   // walker ids waiting for a window slot
-  std::vector<Waiting> pacing_;
-  uint64_t pacing_seq_ = 0;
+  hd::MessagePacing pacing_;                                        // first hops; D > 0: messages waiting to depart
   std::vector<std::unique_ptr<hd::Sender>> senders_;
   std::vector<std::unique_ptr<hd::Receiver>> receivers_;
   std::vector<uint32_t> active_senders_, active_receivers_;
   std::vector<std::optional<hd::TxPacket>> held_;                   // per sender: waiting for its departure
-  std::vector<emu::LinkId> route_;
-  std::vector<emu::Time> link_free_;                                // first-hop FIFO (emulated)
   std::vector<uint64_t> pace_next_ps_;                              // per first link, wall: the pacer's next slot
   std::vector<HeldRx> reorder_;
   hd::FaultFilter faults_;
@@ -286,8 +278,7 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endp
   senders_.resize(npus_);
   receivers_.resize(npus_);
   held_.resize(npus_);
-  route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
-  link_free_.resize(model_.topology().links().size());
+  pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   published_.link_bytes.assign(model_.topology().links().size(), 0);
   stats_.dilation = opt_.dilation;
@@ -305,29 +296,25 @@ void SocketFabric::Impl::set_remote_endpoint(uint32_t rank, const udp::endpoint&
 }
 
 hd::Sender& SocketFabric::Impl::sender(uint32_t src) {
-  if (!senders_[src]) {
+  return hd::endpoint_of(senders_, active_senders_, src, [&] {
     hd::SenderConfig c;
     c.destinations = npus_;
     c.payload_per_packet = opt_.payload;
     c.window = opt_.window;
     c.rto = rto_.rto();
-    senders_[src] = std::make_unique<hd::Sender>(c);
-    active_senders_.push_back(src);
-  }
-  return *senders_[src];
+    return c;
+  });
 }
 
 hd::Receiver& SocketFabric::Impl::receiver(uint32_t dst) {
-  if (!receivers_[dst]) {
+  return hd::endpoint_of(receivers_, active_receivers_, dst, [&] {
     hd::ReceiverConfig c;
     c.sources = npus_;
     c.window = opt_.window;
     c.nack_delay = opt_.nack_delay;
     c.max_missing_per_nack = kMaxMissingPerNack;
-    receivers_[dst] = std::make_unique<hd::Receiver>(c);
-    active_receivers_.push_back(dst);
-  }
-  return *receivers_[dst];
+    return c;
+  });
 }
 
 // --- the model's side ----------------------------------------------------------------------------------
@@ -392,17 +379,12 @@ void SocketFabric::Impl::on_event(uint64_t id) {
   tx_wait_.emplace(key, id);
   ++stats_.messages_sent;
   stats_.bytes_sent += r.bytes;
-  const emu::Topology& topo = model_.topology();
-  const auto route = topo.route(static_cast<int32_t>(r.src), static_cast<int32_t>(r.dst), r.flow, route_);
-  r.first_link = route[0];
-  const emu::Link& link = topo.link(r.first_link);
-  // The first hop's FIFO, for pacing only (the model's own queues decide the deliveries).
-  r.depart = std::max(engine_.now(), link_free_[r.first_link]);
-  link_free_[r.first_link] = r.depart + link.rate.ser(r.bytes);
-  r.rate = link.rate;
+  const hd::MessagePacing::FirstHop hop = pacing_.book(model_.topology(), r.src, r.dst, r.flow, r.bytes, engine_.now());
+  r.first_link = hop.link;
+  r.depart = hop.depart;
+  r.rate = hop.rate;
   if (!clock_.as_fast_as_possible()) {
-    pacing_.push_back(Waiting{r.depart.ps(), pacing_seq_++, id});
-    std::push_heap(pacing_.begin(), pacing_.end(), std::greater<>());
+    pacing_.wait(r.depart, id);
     return;
   }
   if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);
@@ -499,14 +481,9 @@ bool SocketFabric::Impl::poll() {
     for (size_t i = 0; i < reorder_.size(); ++i) handle_data(reorder_[i].h, reorder_[i].bytes);
     reorder_.clear();
   }
-  if (!pacing_.empty()) {
+  if (pacing_.waiting()) {
     const emu::Time emulated = clock_.emulated();
-    while (!pacing_.empty() && pacing_.front().depart_ps <= emulated.ps()) {
-      const uint64_t id = pacing_.front().id;
-      std::pop_heap(pacing_.begin(), pacing_.end(), std::greater<>());
-      pacing_.pop_back();
-      backlog_.push_back(id);
-    }
+    for (uint64_t id; pacing_.pop_due(emulated, id);) backlog_.push_back(id);
   }
   if (!backlog_.empty()) {
     // In order: once one waits, later ones wait too (a pair's wire ids must reach its Sender in order).
@@ -800,7 +777,7 @@ bool SocketFabric::Impl::drain(emu::Duration limit) {
   const int64_t start = clock_.since_start_ns();
   const auto limit_ns = static_cast<int64_t>(limit.ps() / 1000);
   const auto busy = [&] {
-    if (!backlog_.empty() || !pacing_.empty()) return true;
+    if (!backlog_.empty() || pacing_.waiting()) return true;
     for (const auto& so : socks_) {
       if (so->data.n > 0 || so->feedback.n > 0) return true;
     }

@@ -6,8 +6,6 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "host/config/astra_config.h"
-#include "traces/trace_set.h"
 
 namespace fabemu::test {
 
@@ -75,20 +73,6 @@ void expect_exact(const RunResult& sw, const DpdkRun& d) {
   // Every frame sent arrived on the other port (the fault filter drops after receiving); drain() polls
   // until the ports are quiet.
   EXPECT_EQ(s.frames_rx, s.frames_tx);
-}
-
-std::optional<Workload> shared_microbenchmark(const std::string& coll, int n) {
-  const auto traces_dir = shared_traces_dir();
-  if (!traces_dir) return std::nullopt;
-  const fs::path configs = traces_dir->parent_path() / "configs" / "astra-sim";
-  const fs::path prefix = *traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
-                          (std::to_string(n) + "npus_1MB") / coll;
-  if (!fs::exists(prefix.string() + ".0.et")) return std::nullopt;
-  Workload w;
-  w.net = host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
-  w.sys = host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
-  for (const auto& f : traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
-  return w;
 }
 
 }  // namespace fabemu::test

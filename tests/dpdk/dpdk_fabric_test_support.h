@@ -38,8 +38,4 @@ host::dpdk::PortConfig port_config();
 // The same times as the software model, every message once, every byte once.
 void expect_exact(const emu::RunResult& sw, const DpdkRun& d);
 
-// One of the 12 shared microbenchmarks (coll: all_reduce, all_gather, reduce_scatter, all_to_all; n: 4, 8,
-// 16) on Ring_<n>npus.yml with system_ring_4chunks.json, or nullopt when ../shared is absent.
-std::optional<Workload> shared_microbenchmark(const std::string& coll, int n);
-
 }  // namespace fabemu::test

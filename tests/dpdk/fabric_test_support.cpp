@@ -1,10 +1,14 @@
 #include "tests/dpdk/fabric_test_support.h"
 
+#include <filesystem>
+
+#include "host/config/astra_config.h"
 #include "traces/generate.h"
 #include "traces/trace_set.h"
 
 namespace fabemu::test {
 
+namespace fs = std::filesystem;
 using namespace emu;
 using namespace emu::walker_test;
 
@@ -39,6 +43,20 @@ host::dpdk::FaultConfig injected_faults() {
   f.duplicate_rate = 0.01;
   f.seed = 7;
   return f;
+}
+
+std::optional<Workload> shared_microbenchmark(const std::string& coll, int n) {
+  const auto traces_dir = shared_traces_dir();
+  if (!traces_dir) return std::nullopt;
+  const fs::path configs = traces_dir->parent_path() / "configs" / "astra-sim";
+  const fs::path prefix = *traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
+                          (std::to_string(n) + "npus_1MB") / coll;
+  if (!fs::exists(prefix.string() + ".0.et")) return std::nullopt;
+  Workload w;
+  w.net = host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
+  w.sys = host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
+  for (const auto& f : traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
+  return w;
 }
 
 }  // namespace fabemu::test

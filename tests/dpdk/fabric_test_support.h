@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ emu::RunResult walk(emu::Fabric& fabric, const Workload& w);
 
 // 8-rank ring all-reduce of `bytes` (generate_collective), 4 chunks.
 Workload generated_all_reduce(const ScratchDir& dir, uint64_t bytes = uint64_t{1} << 20);
+
+// One of the 12 shared microbenchmarks (coll: all_reduce, all_gather, reduce_scatter, all_to_all; n: 4, 8,
+// 16) on Ring_<n>npus.yml with system_ring_4chunks.json, or nullopt when ../shared is absent.
+std::optional<Workload> shared_microbenchmark(const std::string& coll, int n);
 
 // The loss, reordering and duplication the fault tests inject (seed 7).
 host::dpdk::FaultConfig injected_faults();

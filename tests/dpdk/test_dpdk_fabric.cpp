@@ -40,6 +40,7 @@ using fabemu::test::injected_faults;
 using fabemu::test::port_config;
 using fabemu::test::run_dpdk;
 using fabemu::test::run_software;
+using fabemu::test::shared_microbenchmark;
 
 namespace {
 
@@ -143,9 +144,7 @@ TEST(DpdkFabric, ThroughMemif) {
 // once (the receivers count bytes completed; duplicates would show as rx_duplicates or stale copies).
 TEST(DpdkFabric, SharedMicrobenchmarksOnRingPairAndMemif) {
   REQUIRE_EAL();
-  const auto traces_dir = fabemu::test::shared_traces_dir();
-  if (!traces_dir) GTEST_SKIP() << "../shared/traces is absent";
-  const fs::path configs = traces_dir->parent_path() / "configs" / "astra-sim";
+  if (!fabemu::test::shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent";
   auto ring = fd::DpdkPorts::ring("fabmb", port_config());
   TempDir tmp;
   std::optional<fd::DpdkPorts> memif;
@@ -157,15 +156,11 @@ TEST(DpdkFabric, SharedMicrobenchmarksOnRingPairAndMemif) {
   int runs = 0;
   for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
     for (const int n : {4, 8, 16}) {
-      const fs::path prefix = *traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
-                              (std::to_string(n) + "npus_1MB") / coll;
-      ASSERT_TRUE(fs::exists(prefix.string() + ".0.et")) << prefix;
-      Workload w;
-      w.net = fabemu::host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
-      w.sys = fabemu::host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
-      for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
+      const auto found = shared_microbenchmark(coll, n);
+      ASSERT_TRUE(found) << coll << " " << n;
+      const Workload& w = *found;
       ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(prefix.string());
+      SCOPED_TRACE(std::string(coll) + " " + std::to_string(n));
       const RunResult sw = run_software(w);
       const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
       expect_exact(sw, d);

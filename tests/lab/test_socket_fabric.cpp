@@ -36,6 +36,7 @@ using fabemu::test::expect_faults_recovered;
 using fabemu::test::generated_all_reduce;
 using fabemu::test::injected_faults;
 using fabemu::test::kModelMtu;
+using fabemu::test::shared_microbenchmark;
 using fabemu::test::walk;
 using fabemu::test::Workload;
 
@@ -229,20 +230,15 @@ TEST(Datagram, NotLocalAndImpossibleLayoutsAreRejected) {
 // The 12 shared microbenchmarks (all-reduce, all-gather, reduce-scatter, all-to-all on 4, 8 and 16 NPUs,
 // 1 MiB) on the matching ASTRA-sim Ring network, every rank local on loopback: the packet model's times.
 TEST(SocketFabric, SharedMicrobenchmarksOnLoopback) {
-  FABEMU_REQUIRE_SHARED(traces_dir);
-  const fs::path configs = traces_dir.parent_path() / "configs" / "astra-sim";
+  if (!fabemu::test::shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent: shared-trace test skipped";
   int runs = 0;
   for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
     for (const int n : {4, 8, 16}) {
-      const fs::path prefix = traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
-                              (std::to_string(n) + "npus_1MB") / coll;
-      ASSERT_TRUE(fs::exists(prefix.string() + ".0.et")) << prefix;
-      Workload w;
-      w.net = fabemu::host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
-      w.sys = fabemu::host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
-      for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
+      const auto found = shared_microbenchmark(coll, n);
+      ASSERT_TRUE(found) << coll << " " << n;
+      const Workload& w = *found;
       ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(prefix.string());
+      SCOPED_TRACE(std::string(coll) + " " + std::to_string(n));
       const SoftwareRun sw = run_software(w);
       const SocketRun s = run_socket(w, lab::SocketFabricOptions{});
       expect_all_local_exact(sw, s);

@@ -37,12 +37,7 @@ DpdkRun run_dpdk(const Workload& w, fd::DpdkPorts& ports, fd::DpdkFabricOptions 
   Topology topo(w.net);
   const auto plan = fd::AddressPlan::make_default(static_cast<uint32_t>(topo.npus()));
   fd::DpdkFabric fabric(topo, plan, ports, opt);
-  DpdkRun out;
-  out.result = walk(fabric, w);
-  out.drained = fabric.drain();
-  out.stats = fabric.stats();
-  std::printf("%s", fd::format_dpdk_stats(out.stats).c_str());
-  return out;
+  return run_through(fabric, w, fd::format_dpdk_stats);
 }
 
 fd::PortConfig port_config() {

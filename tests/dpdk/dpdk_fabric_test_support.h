@@ -25,11 +25,7 @@ struct TempDir {
 
 emu::RunResult run_software(const Workload& w);
 
-struct DpdkRun {
-  emu::RunResult result;
-  host::dpdk::DpdkStats stats;
-  bool drained = false;
-};
+using DpdkRun = FabricRun<host::dpdk::DpdkStats>;
 // The workload through a DpdkFabric on `ports` (MTU kModelMtu); prints the DPDK summary.
 DpdkRun run_dpdk(const Workload& w, host::dpdk::DpdkPorts& ports, host::dpdk::DpdkFabricOptions opt);
 

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "emulator/report.h"
@@ -30,12 +32,48 @@ struct Workload {
 // The workload's walker over `fabric`.
 emu::RunResult walk(emu::Fabric& fabric, const Workload& w);
 
-// 8-rank ring all-reduce of `bytes` (generate_collective), 4 chunks.
-Workload generated_all_reduce(const ScratchDir& dir, uint64_t bytes = uint64_t{1} << 20);
-
 // One of the 12 shared microbenchmarks (coll: all_reduce, all_gather, reduce_scatter, all_to_all; n: 4, 8,
 // 16) on Ring_<n>npus.yml with system_ring_4chunks.json, or nullopt when ../shared is absent.
 std::optional<Workload> shared_microbenchmark(const std::string& coll, int n);
+
+// A workload's run through a fabric: the walker's result, then the fabric drained, and its stats.
+template <class Stats>
+struct FabricRun {
+  emu::RunResult result;
+  Stats stats;
+  bool drained = false;
+};
+// Walks `w` over `fabric`, drains it and prints its summary (`format(stats)`).
+template <class Fabric, class Format>
+auto run_through(Fabric& fabric, const Workload& w, Format&& format) {
+  FabricRun<std::decay_t<decltype(fabric.stats())>> out;
+  out.result = walk(fabric, w);
+  out.drained = fabric.drain();
+  out.stats = fabric.stats();
+  std::printf("%s", format(out.stats).c_str());
+  return out;
+}
+
+// Calls `run(workload, n)` for each of the 12 shared microbenchmarks (n ranks; a failure when one is
+// missing), under a SCOPED_TRACE of its name. The caller skips first when shared_traces_dir() is absent.
+template <class Run>
+void for_each_shared_microbenchmark(Run&& run) {
+  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
+    for (const int n : {4, 8, 16}) {
+      const std::string name = std::string(coll) + " " + std::to_string(n);
+      const std::optional<Workload> w = shared_microbenchmark(coll, n);
+      if (!w || w->files.size() != static_cast<size_t>(n)) {
+        ADD_FAILURE() << name << ": missing or incomplete";
+        continue;
+      }
+      SCOPED_TRACE(name);
+      run(*w, n);
+    }
+  }
+}
+
+// 8-rank ring all-reduce of `bytes` (generate_collective), 4 chunks.
+Workload generated_all_reduce(const ScratchDir& dir, uint64_t bytes = uint64_t{1} << 20);
 
 // The loss, reordering and duplication the fault tests inject (seed 7).
 host::dpdk::FaultConfig injected_faults();

@@ -30,17 +30,7 @@ namespace fd = fabemu::host::dpdk;
 namespace fs = std::filesystem;
 using namespace fabemu::emu;
 using namespace fabemu::emu::walker_test;
-using fabemu::test::DpdkRun;
-using fabemu::test::TempDir;
-using fabemu::test::Workload;
-using fabemu::test::expect_exact;
-using fabemu::test::expect_faults_recovered;
-using fabemu::test::generated_all_reduce;
-using fabemu::test::injected_faults;
-using fabemu::test::port_config;
-using fabemu::test::run_dpdk;
-using fabemu::test::run_software;
-using fabemu::test::shared_microbenchmark;
+using namespace fabemu::test;
 
 namespace {
 
@@ -154,27 +144,20 @@ TEST(DpdkFabric, SharedMicrobenchmarksOnRingPairAndMemif) {
     std::printf("memif did not come up (%s): ring pair only\n", e.what());
   }
   int runs = 0;
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-    for (const int n : {4, 8, 16}) {
-      const auto found = shared_microbenchmark(coll, n);
-      ASSERT_TRUE(found) << coll << " " << n;
-      const Workload& w = *found;
-      ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(std::string(coll) + " " + std::to_string(n));
-      const RunResult sw = run_software(w);
-      const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
-      expect_exact(sw, d);
-      EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
-      EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+  for_each_shared_microbenchmark([&](const Workload& w, int n) {
+    const RunResult sw = run_software(w);
+    const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
+    expect_exact(sw, d);
+    EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
+    EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+    ++runs;
+    if (memif && n == 8) {
+      const DpdkRun m = run_dpdk(w, *memif, fd::DpdkFabricOptions{});
+      expect_exact(sw, m);
+      EXPECT_EQ(m.stats.message_bytes, sw.message_bytes);
       ++runs;
-      if (memif && n == 8) {
-        const DpdkRun m = run_dpdk(w, *memif, fd::DpdkFabricOptions{});
-        expect_exact(sw, m);
-        EXPECT_EQ(m.stats.message_bytes, sw.message_bytes);
-        ++runs;
-      }
     }
-  }
+  });
   EXPECT_EQ(runs, memif ? 16 : 12);
 }
 

@@ -88,21 +88,15 @@ TEST(RxLcore, SharedMicrobenchmarksOnRingPair) {
   if (!shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent";
   auto ring = fd::DpdkPorts::ring("lcmb", port_config());
   int runs = 0;
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-    for (const int n : {4, 8, 16}) {
-      const auto w = shared_microbenchmark(coll, n);
-      ASSERT_TRUE(w) << coll << " " << n;
-      ASSERT_EQ(w->files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(std::string(coll) + " " + std::to_string(n));
-      const RunResult sw = run_software(*w);
-      const DpdkRun d = run_dpdk(*w, ring, fd::DpdkFabricOptions{});
-      expect_exact(sw, d);
-      expect_on_lcore_one(d);
-      EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
-      EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
-      ++runs;
-    }
-  }
+  for_each_shared_microbenchmark([&](const Workload& w, int) {
+    const RunResult sw = run_software(w);
+    const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
+    expect_exact(sw, d);
+    expect_on_lcore_one(d);
+    EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
+    EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+    ++runs;
+  });
   EXPECT_EQ(runs, 12);
 }
 

@@ -32,13 +32,7 @@ using namespace fabemu::emu::walker_test;
 
 namespace {
 
-using fabemu::test::expect_faults_recovered;
-using fabemu::test::generated_all_reduce;
-using fabemu::test::injected_faults;
-using fabemu::test::kModelMtu;
-using fabemu::test::shared_microbenchmark;
-using fabemu::test::walk;
-using fabemu::test::Workload;
+using namespace fabemu::test;
 
 // The packet model, counting the messages per (src, dst) on the way.
 class CountingFabric final : public Fabric {
@@ -86,23 +80,14 @@ std::vector<udp::endpoint> loopback(size_t n) {
   return std::vector<udp::endpoint>(n, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
 }
 
-struct SocketRun {
-  RunResult result;
-  lab::SocketStats stats;
-  bool drained = false;
-};
+using SocketRun = fabemu::test::FabricRun<lab::SocketStats>;
 
 SocketRun run_socket(const Workload& w, lab::SocketFabricOptions opt) {
   opt.model_mtu = kModelMtu;
   Topology topo(w.net);
   const size_t n = static_cast<size_t>(topo.npus());
   lab::SocketFabric fabric(topo, loopback(n), std::vector<bool>(n, true), opt);
-  SocketRun out;
-  out.result = walk(fabric, w);
-  out.drained = fabric.drain();
-  out.stats = fabric.stats();
-  std::printf("%s", lab::format_socket_stats(out.stats).c_str());
-  return out;
+  return fabemu::test::run_through(fabric, w, lab::format_socket_stats);
 }
 
 void expect_same_times(const RunResult& sw, const RunResult& r) {
@@ -232,20 +217,13 @@ TEST(Datagram, NotLocalAndImpossibleLayoutsAreRejected) {
 TEST(SocketFabric, SharedMicrobenchmarksOnLoopback) {
   if (!fabemu::test::shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent: shared-trace test skipped";
   int runs = 0;
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-    for (const int n : {4, 8, 16}) {
-      const auto found = shared_microbenchmark(coll, n);
-      ASSERT_TRUE(found) << coll << " " << n;
-      const Workload& w = *found;
-      ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(std::string(coll) + " " + std::to_string(n));
-      const SoftwareRun sw = run_software(w);
-      const SocketRun s = run_socket(w, lab::SocketFabricOptions{});
-      expect_all_local_exact(sw, s);
-      EXPECT_EQ(s.stats.bytes_sent, sw.result.message_bytes);
-      ++runs;
-    }
-  }
+  for_each_shared_microbenchmark([&](const Workload& w, int) {
+    const SoftwareRun sw = run_software(w);
+    const SocketRun s = run_socket(w, lab::SocketFabricOptions{});
+    expect_all_local_exact(sw, s);
+    EXPECT_EQ(s.stats.bytes_sent, sw.result.message_bytes);
+    ++runs;
+  });
   EXPECT_EQ(runs, 12);
 }
 

@@ -523,22 +523,15 @@ void DpdkFabric::transmit() {
 }
 
 void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta) {
-  size_t sent = 0;
-  while (sent < queue.size()) {
-    const auto n = static_cast<uint16_t>(std::min<size_t>(kBurst, queue.size() - sent));
-    const uint16_t took = port.tx_burst(queue.data() + sent, n);
-    if (meta != nullptr && took > 0) {
-      // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
-      const uint64_t now = clock_.wall().ps();
-      for (size_t i = sent; i < sent + took; ++i) {
-        const TxMeta& t = (*meta)[i];
-        if (t.link != ~0u) record_departure(t.link, t.scheduled_ps, t.paced_ps, now, t.bytes);
-      }
+  const size_t sent = send_bursts(port, queue, kBurst, [&](size_t first, uint16_t took) {
+    if (meta == nullptr) return;
+    // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
+    const uint64_t now = clock_.wall().ps();
+    for (size_t i = first; i < first + took; ++i) {
+      const TxMeta& t = (*meta)[i];
+      if (t.link != ~0u) record_departure(t.link, t.scheduled_ps, t.paced_ps, now, t.bytes);
     }
-    sent += took;
-    if (took < n) break;  // the device is full: the rest waits for the next poll
-  }
-  queue.erase(queue.begin(), queue.begin() + static_cast<ptrdiff_t>(sent));
+  });
   if (meta != nullptr) meta->erase(meta->begin(), meta->begin() + static_cast<ptrdiff_t>(sent));
 }
 

@@ -232,16 +232,7 @@ void RxPath::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, 
   tx_.push_back(m);
 }
 
-void RxPath::flush() {
-  size_t sent = 0;
-  while (sent < tx_.size()) {
-    const auto n = static_cast<uint16_t>(std::min<size_t>(kBurst, tx_.size() - sent));
-    const uint16_t took = port_.tx_burst(tx_.data() + sent, n);
-    sent += took;
-    if (took < n) break;  // the device is full: the rest waits for the next poll
-  }
-  tx_.erase(tx_.begin(), tx_.begin() + static_cast<ptrdiff_t>(sent));
-}
+void RxPath::flush() { send_bursts(port_, tx_, kBurst, [](size_t, uint16_t) {}); }
 
 // --- RxWorker --------------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -98,6 +99,23 @@ inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint
     if (n < kRxBurst) break;
   }
   return any;
+}
+
+// Hands `queue` to the port's transmit queue in bursts of up to `burst` frames, until the device is full
+// or the queue empty; `taken(first, n)` after each burst that took n > 0 frames (indices into `queue`).
+// Removes what was taken from `queue` and returns how many.
+template <class Taken>
+inline size_t send_bursts(Port& port, std::vector<rte_mbuf*>& queue, uint16_t burst, Taken&& taken) {
+  size_t sent = 0;
+  while (sent < queue.size()) {
+    const auto n = static_cast<uint16_t>(std::min<size_t>(burst, queue.size() - sent));
+    const uint16_t took = port.tx_burst(queue.data() + sent, n);
+    if (took > 0) taken(sent, took);
+    sent += took;
+    if (took < n) break;  // the device is full: the rest waits for the next poll
+  }
+  queue.erase(queue.begin(), queue.begin() + static_cast<ptrdiff_t>(sent));
+  return sent;
 }
 
 // What RxPath::poll reports to its owner.

@@ -14,6 +14,8 @@
 #include <thread>
 #include <utility>
 
+#include "host/dpdk/histogram_format.h"
+
 namespace fabemu::host::dpdk {
 
 namespace {
@@ -21,7 +23,6 @@ namespace {
 constexpr uint16_t kBurst = 32;
 constexpr size_t kTxQueueLimit = 256;     // frames built and not yet taken (with the mbuf stash): stop building more
 constexpr uint32_t kFramesPerSender = 64; // per poll, so that one sender cannot starve the others
-constexpr int kRxBursts = 8;              // rx bursts per port per poll
 // A receiver acknowledges what it has in order every this many packets of a message (a power of two), so
 // that a paced message longer than the retransmission timeout is not resent while it is still going out.
 constexpr uint32_t kAckEvery = 32;
@@ -31,25 +32,6 @@ constexpr uint32_t kAckEvery = 32;
 constexpr uint64_t kPacingBurstFrames = 64;
 constexpr uint64_t kStallNs = 100'000;     // a gap between two polls longer than this is a stall
 constexpr size_t kMaxStalls = size_t{1} << 20;
-
-// "min A, median B, p99 C, max D" of a histogram.
-std::string histogram_text(const emu::LogHistogram& h) {
-  return fmt::format("min {}, median {}, p99 {}, max {}", h.min(), h.quantile(0.5), h.quantile(0.99), h.max());
-}
-
-std::string histogram_json(const emu::LogHistogram& h) {
-  std::string out = fmt::format(
-      "{{\"count\": {}, \"min\": {}, \"mean\": {:.3f}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"p999\": {}, "
-      "\"max\": {}, \"buckets\": [",
-      h.count(), h.min(), h.mean(), h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.quantile(0.999), h.max());
-  bool first = true;
-  h.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) {
-    out += fmt::format("{}[{}, {}, {}]", first ? "" : ", ", lo, hi, n);
-    first = false;
-  });
-  out += "]}";
-  return out;
-}
 
 double rate_gbps(emu::Rate r) {
   const uint64_t raw = r.ps_per_byte_q32();
@@ -148,20 +130,11 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   }
   model_.set_listener(this);
   // The retransmission timeout covers at least four partial-ACK intervals of the slowest link, paced.
-  rto_ = opt_.rto;
-  if (!clock_.as_fast_as_possible()) {
-    uint64_t slowest = 0;
-    for (const emu::Link& l : model_.topology().links()) slowest = std::max(slowest, l.rate.ps_per_byte_q32());
-    const emu::Duration interval =
-        clock_.to_wall(emu::Rate::from_ps_per_byte_q32(slowest).ser(uint64_t{payload_} * kAckEvery));
-    rto_ = std::max(rto_, emu::Duration::from_ps(interval.ps() * 4));
-  }
-  current_rto_ = rto_;
-  stats_.rto_max = rto_;
+  rto_ = RtoEstimator(paced_rto_floor(opt_.rto, model_.topology(), uint64_t{payload_} * kAckEvery, clock_));
+  stats_.rto_max = rto_.rto();
   senders_.resize(npus_);
   held_.resize(npus_);
-  route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
-  link_free_.resize(model_.topology().links().size());
+  pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   burst_ps_.reserve(model_.topology().links().size());
   for (const emu::Link& l : model_.topology().links()) {
@@ -225,22 +198,20 @@ DpdkFabric::~DpdkFabric() {
 }
 
 uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
-  constexpr uint32_t kFeedbackPerPoll = kBurst * kRxBursts;  // one ACK/NACK per frame received, at most
-  constexpr uint32_t kReorderHeld = kBurst * kRxBursts;      // held back by --reorder-rate (one round)
+  constexpr uint32_t kFeedbackPerPoll = kRxBurst * kRxBursts;  // one ACK/NACK per frame received, at most
+  constexpr uint32_t kReorderHeld = kRxBurst * kRxBursts;      // held back by --reorder-rate (one round)
   return static_cast<uint32_t>(kTxQueueLimit) + npus + kFeedbackPerPoll + kReorderHeld;
 }
 
 Sender& DpdkFabric::sender(uint32_t src) {
-  if (!senders_[src]) {
+  return endpoint_of(senders_, active_senders_, src, [&] {
     SenderConfig c;
     c.destinations = npus_;
     c.payload_per_packet = payload_;
     c.window = opt_.window;
-    c.rto = current_rto_;
-    senders_[src] = std::make_unique<Sender>(c);
-    active_senders_.push_back(src);
-  }
-  return *senders_[src];
+    c.rto = rto_.rto();
+    return c;
+  });
 }
 
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
@@ -280,19 +251,14 @@ void DpdkFabric::on_event(uint64_t id) { submit(id); }
 
 void DpdkFabric::submit(uint64_t id) {
   Record& r = records_.at(id);
-  const emu::Topology& topo = model_.topology();
-  const auto route = topo.route(static_cast<int32_t>(r.src), static_cast<int32_t>(r.dst), r.flow, route_);
-  r.first_link = route[0];
-  const emu::Link& link = topo.link(r.first_link);
-  // The first hop's FIFO for the wire's pacing (the model's own queues decide deliveries).
-  r.depart = std::max(engine_.now(), link_free_[r.first_link]);
-  link_free_[r.first_link] = r.depart + link.rate.ser(r.bytes);
-  r.rate = link.rate;
+  const MessagePacing::FirstHop hop = pacing_.book(model_.topology(), r.src, r.dst, r.flow, r.bytes, engine_.now());
+  r.first_link = hop.link;
+  r.depart = hop.depart;
+  r.rate = hop.rate;
   ++stats_.messages;
   stats_.message_bytes += r.bytes;
   if (!clock_.as_fast_as_possible()) {
-    pacing_.push_back(Waiting{r.depart.ps(), pacing_seq_++, id});
-    std::push_heap(pacing_.begin(), pacing_.end(), std::greater<>());
+    pacing_.wait(r.depart, id);
     return;
   }
   if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);
@@ -369,12 +335,9 @@ bool DpdkFabric::poll() {
     }
     last_poll_ps_ = now;
   }
-  if (!pacing_.empty()) {
+  if (pacing_.waiting()) {
     const emu::Time emulated = clock_.emulated();
-    while (!pacing_.empty() && pacing_.front().depart_ps <= emulated.ps()) {
-      const uint64_t id = pacing_.front().id;
-      std::pop_heap(pacing_.begin(), pacing_.end(), std::greater<>());
-      pacing_.pop_back();
+    for (uint64_t id; pacing_.pop_due(emulated, id);) {
       if (!backlog_.empty() || !try_submit(id, records_.at(id))) backlog_.push_back(id);
     }
   }
@@ -420,7 +383,7 @@ void DpdkFabric::completed(const RxCompletion& c) {
   r.arrived_emulated = clock_.emulated_at(c.rx_ticks);
   const uint64_t lat_ns = c.rx_ticks > r.tx_ticks ? clock_.ticks_to_ns(c.rx_ticks - r.tx_ticks) : 0;
   stats_.latency_ns.record(lat_ns);
-  adapt_rto(lat_ns);
+  if (!r.retransmitted) adapt_rto(lat_ns);  // Karn's rule: a retransmission makes the sample ambiguous
   ++completed_messages_;
   completed_bytes_ += r.bytes;
   by_wire_.erase(w);
@@ -501,6 +464,11 @@ void DpdkFabric::transmit() {
       }
       // A first transmission's cookie is its record (retransmissions are neither paced nor counted).
       Record* rec = p.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(p.cookie));
+      if (p.retransmit) [[unlikely]] {
+        // Karn's rule: the message's round trip is no RTT sample any more (until reassembled).
+        const auto w = by_wire_.find(pair_key(src, p.dst, p.message_id, npus_));
+        if (w != by_wire_.end()) records_.at(w->second).retransmitted = true;
+      }
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
       // no earlier than its link's rate allows after the frame before (pace_next_ps_).
       uint64_t scheduled_ps = 0, target_ps = 0;
@@ -555,22 +523,15 @@ void DpdkFabric::transmit() {
 }
 
 void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta) {
-  size_t sent = 0;
-  while (sent < queue.size()) {
-    const auto n = static_cast<uint16_t>(std::min<size_t>(kBurst, queue.size() - sent));
-    const uint16_t took = port.tx_burst(queue.data() + sent, n);
-    if (meta != nullptr && took > 0) {
-      // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
-      const uint64_t now = clock_.wall().ps();
-      for (size_t i = sent; i < sent + took; ++i) {
-        const TxMeta& t = (*meta)[i];
-        if (t.link != ~0u) record_departure(t.link, t.scheduled_ps, t.paced_ps, now, t.bytes);
-      }
+  const size_t sent = send_bursts(port, queue, kBurst, [&](size_t first, uint16_t took) {
+    if (meta == nullptr) return;
+    // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
+    const uint64_t now = clock_.wall().ps();
+    for (size_t i = first; i < first + took; ++i) {
+      const TxMeta& t = (*meta)[i];
+      if (t.link != ~0u) record_departure(t.link, t.scheduled_ps, t.paced_ps, now, t.bytes);
     }
-    sent += took;
-    if (took < n) break;  // the device is full: the rest waits for the next poll
-  }
-  queue.erase(queue.begin(), queue.begin() + static_cast<ptrdiff_t>(sent));
+  });
   if (meta != nullptr) meta->erase(meta->begin(), meta->begin() + static_cast<ptrdiff_t>(sent));
 }
 
@@ -620,54 +581,28 @@ void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
   if (act > 0) ratios.push_back(sched / act);
 }
 
-// RFC 6298's estimator on the wire latency of whole messages (first frame sent to reassembled: it covers
-// the device queues and the kernel path of af_packet, where a fixed RTO gives spurious retransmissions):
-// the senders' RTO follows SRTT + 4 RTTVAR, never below the configured (or pacing-scaled) rto_ nor above
-// one second.
+// RFC 6298's estimator (RtoEstimator) on the wire latency of whole messages (first frame sent to
+// reassembled: it covers the device queues and the kernel path of af_packet, where a fixed RTO gives
+// spurious retransmissions): the senders' RTO follows SRTT + 4 RTTVAR, never below the configured (or
+// pacing-scaled) floor nor above one second.
 void DpdkFabric::adapt_rto(uint64_t sample_ns) {
-  const double x = static_cast<double>(sample_ns);
-  if (srtt_ns_ == 0) {
-    srtt_ns_ = x;
-    rttvar_ns_ = x / 2;
-  } else {
-    rttvar_ns_ = 0.75 * rttvar_ns_ + 0.25 * std::abs(srtt_ns_ - x);
-    srtt_ns_ = 0.875 * srtt_ns_ + 0.125 * x;
-  }
-  const double want_ns = std::min(1e9, srtt_ns_ + 4 * rttvar_ns_);
-  const emu::Duration want = std::max(rto_, emu::Duration::from_ps(static_cast<uint64_t>(want_ns) * 1000));
-  // Only a change of more than 1/8 reaches the senders.
-  if (want.ps() * 8 > current_rto_.ps() * 9 || want.ps() * 9 < current_rto_.ps() * 8) {
-    current_rto_ = want;
-    for (const uint32_t s : active_senders_) senders_[s]->set_rto(want);
-    stats_.rto_max = std::max(stats_.rto_max, want);
-  }
+  if (!rto_.sample(sample_ns)) return;  // only a change of more than 1/8 reaches the senders
+  for (const uint32_t s : active_senders_) senders_[s]->set_rto(rto_.rto());
+  stats_.rto_max = rto_.max();
 }
 
 void DpdkFabric::receive(Port& port) {
-  rte_mbuf* pkts[32];
-  for (int b = 0; b < 8; ++b) {
-    const uint16_t n = port.rx_burst(pkts, 32);
-    for (uint16_t i = 0; i < n; ++i) {
-      rte_mbuf* m = pkts[i];
-      rx_any_ = true;
-      ++stats_.frames_rx;
-      stats_.frame_bytes_rx += m->pkt_len;
-      uint64_t ts = 0;
-      if (port.rx_timestamp(m, ts)) ++a_hw_timestamped_;
-      DecodedFrame f;
-      const Verdict v = decode_mbuf(m, rules_, f, scratch_);
-      if (v != Verdict::kOurs) {
-        ++stats_.not_ours;
-        ++stats_.not_ours_by_verdict[static_cast<size_t>(v)];
-      } else if (f.hdr.kind == PacketKind::kData) {
-        ++stats_.rx_invalid;  // data frames are port B's (the receive side's)
-      } else {
-        handle(f);
-      }
-      rte_pktmbuf_free(m);
+  // Port A carries the feedback only: a data frame there is invalid (data frames are port B's).
+  const bool any = receive_round(port, rules_, scratch_, stats_, a_hw_timestamped_,
+                                 [&](rte_mbuf* m, const DecodedFrame& f, bool, uint64_t) {
+    if (f.hdr.kind == PacketKind::kData) {
+      ++stats_.rx_invalid;
+    } else {
+      handle(f);
     }
-    if (n < 32) break;
-  }
+    rte_pktmbuf_free(m);
+  });
+  if (any) rx_any_ = true;
 }
 
 void DpdkFabric::handle(const DecodedFrame& f) {
@@ -694,7 +629,7 @@ void DpdkFabric::handle(const DecodedFrame& f) {
 bool DpdkFabric::drain(emu::Duration limit) {
   const emu::Time start = clock_.wall();
   const auto busy = [&] {
-    if (!tx_data_.empty() || !backlog_.empty() || !pacing_.empty()) return true;
+    if (!tx_data_.empty() || !backlog_.empty() || pacing_.waiting()) return true;
     if (!worker_ && !rx_path_->idle()) return true;
     for (const uint32_t s : active_senders_) {
       if (senders_[s]->unacked_messages() > 0) return true;
@@ -1017,9 +952,9 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("not_ours_by_verdict", verdicts + "}");
   kv("late", fmt::format("{}", s.late));
   kv("on_time", fmt::format("{}", s.on_time));
-  kv("lateness_ns", histogram_json(s.lateness_ns));
-  kv("latency_ns", histogram_json(s.latency_ns));
-  kv("jitter_ns", histogram_json(s.jitter_ns));
+  kv("lateness_ns", histogram_json(s.lateness_ns, true));
+  kv("latency_ns", histogram_json(s.latency_ns, true));
+  kv("jitter_ns", histogram_json(s.jitter_ns, true));
   kv("poll_gap_max_ns", fmt::format("{}", s.poll_gap_max_ns));
   kv("poll_stalls", fmt::format("{}", s.poll_stalls));
   kv("pacing_ratio", num(s.pacing_ratio));

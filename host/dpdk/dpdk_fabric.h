@@ -31,9 +31,11 @@
 #include "emulator/topology.h"
 #include "host/dpdk/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/message_pacing.h"
 #include "host/dpdk/pcap_writer.h"
 #include "host/dpdk/realtime.h"
 #include "host/dpdk/reassembly.h"
+#include "host/dpdk/rto_estimator.h"
 #include "host/dpdk/rx_worker.h"
 #include "host/dpdk/wire.h"
 
@@ -235,6 +237,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     emu::Rate rate = emu::Rate::from_ps_per_byte_q32(0);  // of that link
     uint32_t first_link = 0;
     bool submitted = false, arrived = false, local = false;
+    bool retransmitted = false;  // a frame of it was sent again: no RTT sample (Karn's rule)
   };
 
   struct TxMeta {                                     // per frame of tx_data_: its link and schedule
@@ -318,21 +321,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint16_t stash_next_ = 0, stash_n_ = 0;
   std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
-  // D > 0: walker ids waiting for their modelled departure, a min-heap of (departure ps, sequence, id),
-  // so that the sender's retransmission timers start when a message really goes out.
-  struct Waiting {
-    uint64_t depart_ps, seq, id;
-    bool operator>(const Waiting& o) const noexcept {
-      return depart_ps != o.depart_ps ? depart_ps > o.depart_ps : seq > o.seq;
-    }
-  };
-  std::vector<Waiting> pacing_;
-  uint64_t pacing_seq_ = 0;
+  // First hops and, at D > 0, the walker ids waiting for their modelled departure.
+  MessagePacing pacing_;
   std::vector<std::unique_ptr<Sender>> senders_;
   std::vector<uint32_t> active_senders_;              // ranks with a Sender, in creation order
   std::vector<std::optional<TxPacket>> held_;         // per sender: a packet waiting for its departure
-  std::vector<emu::LinkId> route_;
-  std::vector<emu::Time> link_free_;                  // per link: modelled FIFO of first hops (emulated)
   // Per first link, wall ps: the earliest departure of its next frame at the link's rate (a token bucket
   // one frame deep). A frame leaves at max(its modelled departure, pace_next_); when it leaves later than
   // that by more than one frame time, the schedule restarts from now (minus one frame time): a late
@@ -361,9 +354,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint64_t from_ps, to_ps;  // wall
   };
   std::vector<Stall> stalls_;  // in time order
-  emu::Duration rto_;  // the senders' minimum retransmission timeout (opt_.rto, longer for slow paced links)
-  emu::Duration current_rto_;  // what adapt_rto() last gave them
-  double srtt_ns_ = 0, rttvar_ns_ = 0;
+  // The senders' retransmission timeout: adaptive, at least opt_.rto (longer for slow paced links).
+  RtoEstimator rto_{emu::Duration::from_ps(0)};
   void adapt_rto(uint64_t sample_ns);
   DpdkStats stats_;  // the main lcore's counters
   DpdkStats out_;    // stats(): stats_ with the receive side's

@@ -339,34 +339,27 @@ bool Sender::expire(Time now) {
   return expired_.size() > queued;
 }
 
+bool Sender::resend_queued(detail::Ring<Ref>& queue, uint64_t& reason_count, Time now, TxPacket& out) {
+  while (!queue.empty()) {
+    const Ref r = queue.front();
+    queue.pop();
+    if (!valid(r.slot, r.gen)) continue;
+    Slot& s = slots_[r.slot];
+    if (!get_bit(s.pending, r.seq)) continue;
+    clear_bit(s.pending, r.seq);
+    if (get_bit(s.acked, r.seq)) continue;
+    ++stats_.retransmissions;
+    ++reason_count;
+    emit(s, r.slot, r.seq, now, true, out);
+    return true;
+  }
+  return false;
+}
+
 bool Sender::next_retransmission(Time now, TxPacket& out) {
   for (;;) {
-    while (!nacked_.empty()) {
-      const Ref r = nacked_.front();
-      nacked_.pop();
-      if (!valid(r.slot, r.gen)) continue;
-      Slot& s = slots_[r.slot];
-      if (!get_bit(s.pending, r.seq)) continue;
-      clear_bit(s.pending, r.seq);
-      if (get_bit(s.acked, r.seq)) continue;
-      ++stats_.retransmissions;
-      ++stats_.nack_retransmissions;
-      emit(s, r.slot, r.seq, now, true, out);
-      return true;
-    }
-    while (!expired_.empty()) {
-      const Ref r = expired_.front();
-      expired_.pop();
-      if (!valid(r.slot, r.gen)) continue;
-      Slot& s = slots_[r.slot];
-      if (!get_bit(s.pending, r.seq)) continue;
-      clear_bit(s.pending, r.seq);
-      if (get_bit(s.acked, r.seq)) continue;
-      ++stats_.retransmissions;
-      ++stats_.timeout_retransmissions;
-      emit(s, r.slot, r.seq, now, true, out);
-      return true;
-    }
+    if (resend_queued(nacked_, stats_.nack_retransmissions, now, out)) return true;
+    if (resend_queued(expired_, stats_.timeout_retransmissions, now, out)) return true;
     if (!expire(now)) return false;
   }
 }

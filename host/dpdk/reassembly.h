@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -283,6 +284,8 @@ class Sender {
   // Pops expired message timers and checks their messages; true when packets were queued in expired_.
   bool expire(Time now);
   bool next_retransmission(Time now, TxPacket& out);
+  // The first packet of `queue` still to resend, sent (counted in `reason_count` too); false when none.
+  bool resend_queued(detail::Ring<Ref>& queue, uint64_t& reason_count, Time now, TxPacket& out);
   void check_message(uint32_t slot, Time now);
   void emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out);
 
@@ -298,6 +301,18 @@ class Sender {
   size_t live_ = 0;
   SenderStats stats_;
 };
+
+// The endpoint (Sender, Receiver) of `rank` in `all`, made from `config()` on first use and then listed in
+// `active` (in creation order).
+template <class T, class MakeConfig>
+T& endpoint_of(std::vector<std::unique_ptr<T>>& all, std::vector<uint32_t>& active, uint32_t rank,
+               MakeConfig&& config) {
+  if (!all[rank]) [[unlikely]] {
+    all[rank] = std::make_unique<T>(config());
+    active.push_back(rank);
+  }
+  return *all[rank];
+}
 
 // --- fault injection ---
 

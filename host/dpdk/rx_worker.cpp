@@ -16,8 +16,7 @@
 namespace fabemu::host::dpdk {
 
 namespace {
-constexpr uint16_t kBurst = 32;
-constexpr int kRxBursts = 8;         // rx bursts per poll
+constexpr uint16_t kBurst = 32;      // tx burst of ACK/NACK frames
 constexpr uint32_t kAckEvery = 32;   // a partial ACK every this many packets of a message (a power of two)
 constexpr unsigned kRingSize = 65536;  // completions in flight worker -> main (2 MiB)
 constexpr uint64_t kClockSampleMs = 100;  // the NIC clock is sampled this often (and 8 times at start)
@@ -29,9 +28,9 @@ RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
     : cfg_(config), port_(port), pcap_(pcap), clock_(0), faults_(config.faults) {
   receivers_.resize(cfg_.npus);
   scratch_.resize(16384);
-  tx_.reserve(kBurst * kRxBursts * 2);
-  reorder_.reserve(kBurst * kRxBursts);
-  release_.reserve(kBurst * kRxBursts);
+  tx_.reserve(kRxBurst * kRxBursts * 2);
+  reorder_.reserve(kRxBurst * kRxBursts);
+  release_.reserve(kRxBurst * kRxBursts);
   // The NIC's receive times are used when the offload is on and its clock can be read (to map it to the
   // TSC); otherwise arrivals are TSC times (frames with a timestamp are still counted).
   uint64_t probe = 0;
@@ -61,15 +60,13 @@ void RxPath::sample_clock() noexcept {
 }
 
 Receiver& RxPath::receiver(uint32_t dst) {
-  if (!receivers_[dst]) {
+  return endpoint_of(receivers_, active_receivers_, dst, [&] {
     ReceiverConfig c;
     c.sources = cfg_.npus;
     c.window = cfg_.window;
     c.nack_delay = cfg_.nack_delay;
-    receivers_[dst] = std::make_unique<Receiver>(c);
-    active_receivers_.push_back(dst);
-  }
-  return *receivers_[dst];
+    return c;
+  });
 }
 
 ReceiverStats RxPath::receiver_totals() const noexcept {
@@ -99,58 +96,38 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
     sample_clock();
     next_sample_ = rte_rdtsc() + sample_every_;
   }
-  bool any = false;
   data_seen_ = false;
-  rte_mbuf* pkts[kBurst];
-  for (int b = 0; b < kRxBursts; ++b) {
-    const uint16_t n = port_.rx_burst(pkts, kBurst);
-    for (uint16_t i = 0; i < n; ++i) {
-      rte_mbuf* m = pkts[i];
-      any = true;
-      ++stats_.frames_rx;
-      stats_.frame_bytes_rx += m->pkt_len;
-      uint64_t ts = 0;
-      const bool has_ts = port_.rx_timestamp(m, ts);
-      stats_.hw_timestamped += has_ts ? 1 : 0;
-      DecodedFrame f;
-      const Verdict v = decode_mbuf(m, cfg_.rules, f, scratch_);
-      if (v != Verdict::kOurs) {
-        ++stats_.not_ours;
-        ++stats_.not_ours_by_verdict[static_cast<size_t>(v)];
-        rte_pktmbuf_free(m);
-        continue;
-      }
-      if (f.hdr.kind != PacketKind::kData) {
-        sink.feedback(f);
-        rte_pktmbuf_free(m);
-        continue;
-      }
-      data_seen_ = true;
-      const FaultDecision d = faults_.next();
-      if (d.drop) {
-        rte_pktmbuf_free(m);
-        continue;
-      }
-      if (d.reorder) {
-        reorder_.push_back(Held{m, 1 + static_cast<uint32_t>(faults_.uniform(8))});
-        continue;
-      }
-      handle(f, sink, has_ts, ts);
-      if (d.duplicate) handle(f, sink, has_ts, ts);
+  const bool any = receive_round(port_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
+                                 [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts) {
+    if (f.hdr.kind != PacketKind::kData) {
+      sink.feedback(f);
       rte_pktmbuf_free(m);
-      // Frames held back are released behind `after` later data frames.
-      for (size_t j = 0; j < reorder_.size();) {
-        if (--reorder_[j].after == 0) {
-          rte_mbuf* h = reorder_[j].m;
-          reorder_.erase(reorder_.begin() + static_cast<ptrdiff_t>(j));
-          process_held(h, sink);
-        } else {
-          ++j;
-        }
+      return;
+    }
+    data_seen_ = true;
+    const FaultDecision d = faults_.next();
+    if (d.drop) {
+      rte_pktmbuf_free(m);
+      return;
+    }
+    if (d.reorder) {
+      reorder_.push_back(Held{m, 1 + static_cast<uint32_t>(faults_.uniform(8))});
+      return;
+    }
+    handle(f, sink, has_ts, ts);
+    if (d.duplicate) handle(f, sink, has_ts, ts);
+    rte_pktmbuf_free(m);
+    // Frames held back are released behind `after` later data frames.
+    for (size_t j = 0; j < reorder_.size();) {
+      if (--reorder_[j].after == 0) {
+        rte_mbuf* h = reorder_[j].m;
+        reorder_.erase(reorder_.begin() + static_cast<ptrdiff_t>(j));
+        process_held(h, sink);
+      } else {
+        ++j;
       }
     }
-    if (n < kBurst) break;
-  }
+  });
   if (!data_seen_ && !reorder_.empty()) {
     // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
     release_.swap(reorder_);
@@ -255,16 +232,7 @@ void RxPath::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, 
   tx_.push_back(m);
 }
 
-void RxPath::flush() {
-  size_t sent = 0;
-  while (sent < tx_.size()) {
-    const auto n = static_cast<uint16_t>(std::min<size_t>(kBurst, tx_.size() - sent));
-    const uint16_t took = port_.tx_burst(tx_.data() + sent, n);
-    sent += took;
-    if (took < n) break;  // the device is full: the rest waits for the next poll
-  }
-  tx_.erase(tx_.begin(), tx_.begin() + static_cast<ptrdiff_t>(sent));
-}
+void RxPath::flush() { send_bursts(port_, tx_, kBurst, [](size_t, uint16_t) {}); }
 
 // --- RxWorker --------------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 
 #include <rte_mbuf.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -60,6 +61,62 @@ struct RxPathStats {
   uint64_t completions = 0;
   uint64_t polls = 0;
 };
+
+// One receive round of a port: up to kRxBursts bursts of kRxBurst frames (fewer when a burst comes short).
+inline constexpr uint16_t kRxBurst = 32;
+inline constexpr int kRxBursts = 8;
+
+// The receive loop both receive paths run (RxPath::poll on port B, DpdkFabric on a separate port A): each
+// frame counted in `c` (frames_rx, frame_bytes_rx, not_ours, not_ours_by_verdict: RxPathStats or
+// DpdkStats), its RX timestamp read (counted in `hw_timestamped`) and decoded. A frame not ours is counted
+// and freed; one of ours goes to `ours(m, f, has_ts, ts)`, which then owns the mbuf. Returns whether a
+// frame was received. Inline: the per-frame work is the callers' own loop.
+template <class Counters, class Ours>
+inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint8_t>& scratch, Counters& c,
+                          uint64_t& hw_timestamped, Ours&& ours) {
+  bool any = false;
+  rte_mbuf* pkts[kRxBurst];
+  for (int b = 0; b < kRxBursts; ++b) {
+    const uint16_t n = port.rx_burst(pkts, kRxBurst);
+    for (uint16_t i = 0; i < n; ++i) {
+      rte_mbuf* m = pkts[i];
+      any = true;
+      ++c.frames_rx;
+      c.frame_bytes_rx += m->pkt_len;
+      uint64_t ts = 0;
+      const bool has_ts = port.rx_timestamp(m, ts);
+      hw_timestamped += has_ts ? 1 : 0;
+      DecodedFrame f;
+      const Verdict v = decode_mbuf(m, rules, f, scratch);
+      if (v != Verdict::kOurs) {
+        ++c.not_ours;
+        ++c.not_ours_by_verdict[static_cast<size_t>(v)];
+        rte_pktmbuf_free(m);
+        continue;
+      }
+      ours(m, f, has_ts, ts);
+    }
+    if (n < kRxBurst) break;
+  }
+  return any;
+}
+
+// Hands `queue` to the port's transmit queue in bursts of up to `burst` frames, until the device is full
+// or the queue empty; `taken(first, n)` after each burst that took n > 0 frames (indices into `queue`).
+// Removes what was taken from `queue` and returns how many.
+template <class Taken>
+inline size_t send_bursts(Port& port, std::vector<rte_mbuf*>& queue, uint16_t burst, Taken&& taken) {
+  size_t sent = 0;
+  while (sent < queue.size()) {
+    const auto n = static_cast<uint16_t>(std::min<size_t>(burst, queue.size() - sent));
+    const uint16_t took = port.tx_burst(queue.data() + sent, n);
+    if (took > 0) taken(sent, took);
+    sent += took;
+    if (took < n) break;  // the device is full: the rest waits for the next poll
+  }
+  queue.erase(queue.begin(), queue.begin() + static_cast<ptrdiff_t>(sent));
+  return sent;
+}
 
 // What RxPath::poll reports to its owner.
 class RxSink {

@@ -17,9 +17,11 @@
 #include <unordered_set>
 #include <utility>
 
+#include "host/dpdk/histogram_format.h"
+#include "host/dpdk/message_pacing.h"
+#include "host/dpdk/rto_estimator.h"
 #include "host/lab/datagram.h"
 #include "host/lab/dilated_clock.h"
-#include "host/lab/rto_estimator.h"
 
 namespace fabemu::lab {
 
@@ -55,15 +57,6 @@ struct WireKeyHash {
     return static_cast<size_t>(x * 0xBF58476D1CE4E5B9ULL);
   }
 };
-
-std::string histogram_text(const emu::LogHistogram& h) {
-  return fmt::format("min {}, median {}, p99 {}, max {}", h.min(), h.quantile(0.5), h.quantile(0.99), h.max());
-}
-
-std::string histogram_json(const emu::LogHistogram& h) {
-  return fmt::format("{{\"count\": {}, \"min\": {}, \"mean\": {:.3f}, \"p50\": {}, \"p90\": {}, \"p99\": {}, \"max\": {}}}",
-                     h.count(), h.min(), h.mean(), h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.max());
-}
 
 void set_buffer(int fd, int force_opt, int opt, int bytes) {
   // SO_*BUFFORCE passes rmem_max/wmem_max with CAP_NET_ADMIN; otherwise the plain option, capped.
@@ -114,6 +107,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
     bool acked = false;               // completely acknowledged (or no local source)
     bool delivered = false;           // handed to the walker
     bool numbered = false;            // its ready-time event gave it its wire id
+    bool retransmitted = false;       // a datagram of it was sent again: no RTT sample (Karn's rule)
   };
   struct TxEntry {
     uint32_t len;
@@ -139,12 +133,6 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
     hd::FabemuHeader h;
     uint32_t bytes;
     uint32_t after;  // released after this many later data packets (or when the sockets are idle)
-  };
-  struct Waiting {  // D > 0: a message waiting for its modelled departure
-    uint64_t depart_ps, seq, id;
-    bool operator>(const Waiting& o) const noexcept {
-      return depart_ps != o.depart_ps ? depart_ps > o.depart_ps : seq > o.seq;
-    }
   };
 
   void on_event(uint64_t id) override;                    // a message's ready time: give it its wire id
@@ -196,20 +184,17 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   std::unordered_map<uint64_t, uint64_t> next_wire_;                // pair -> next wire id (model order)
   std::unordered_map<uint64_t, uint64_t> next_submit_;              // pair -> next wire id given to the Sender
   std::vector<uint64_t> backlog_;                                   // walker ids waiting for a window slot
-  std::vector<Waiting> pacing_;
-  uint64_t pacing_seq_ = 0;
+  hd::MessagePacing pacing_;                                        // first hops; D > 0: messages waiting to depart
   std::vector<std::unique_ptr<hd::Sender>> senders_;
   std::vector<std::unique_ptr<hd::Receiver>> receivers_;
   std::vector<uint32_t> active_senders_, active_receivers_;
   std::vector<std::optional<hd::TxPacket>> held_;                   // per sender: waiting for its departure
-  std::vector<emu::LinkId> route_;
-  std::vector<emu::Time> link_free_;                                // first-hop FIFO (emulated)
   std::vector<uint64_t> pace_next_ps_;                              // per first link, wall: the pacer's next slot
   std::vector<HeldRx> reorder_;
   hd::FaultFilter faults_;
   hd::NackBatch nacks_;
   std::vector<uint32_t> missing_;
-  RtoEstimator rto_;
+  hd::RtoEstimator rto_;
   bool rx_any_ = false, data_seen_ = false, interrupted_ = false, started_ = false;
   bool local_feedback_ = false;  // feedback queued for a local sender this round
   int64_t last_poll_ns_ = 0, last_publish_ns_ = 0;
@@ -252,16 +237,8 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endp
   }
   if (opt_.stall_timeout.ps() == 0) throw std::invalid_argument("socket fabric: zero stall timeout");
   model_.set_listener(this);
-  emu::Duration floor = opt_.rto;
-  if (!clock_.as_fast_as_possible()) {
-    // At least four partial-ACK intervals of the slowest link, paced (as the DPDK fabric).
-    uint64_t slowest = 0;
-    for (const emu::Link& l : model_.topology().links()) slowest = std::max(slowest, l.rate.ps_per_byte_q32());
-    const emu::Duration interval =
-        clock_.to_wall(emu::Rate::from_ps_per_byte_q32(slowest).ser(uint64_t{opt_.payload} * kAckEvery));
-    floor = std::max(floor, emu::Duration::from_ps(interval.ps() * 4));
-  }
-  rto_ = RtoEstimator(floor);
+  // At least four partial-ACK intervals of the slowest link, paced (as the DPDK fabric).
+  rto_ = hd::RtoEstimator(hd::paced_rto_floor(opt_.rto, model_.topology(), uint64_t{opt_.payload} * kAckEvery, clock_));
   if (opt_.start_realtime_ns != 0) {
     clock_.start_at_realtime(opt_.start_realtime_ns);
     started_ = true;
@@ -301,8 +278,7 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endp
   senders_.resize(npus_);
   receivers_.resize(npus_);
   held_.resize(npus_);
-  route_.resize(std::max<size_t>(1, model_.topology().max_hops()));
-  link_free_.resize(model_.topology().links().size());
+  pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   published_.link_bytes.assign(model_.topology().links().size(), 0);
   stats_.dilation = opt_.dilation;
@@ -320,29 +296,25 @@ void SocketFabric::Impl::set_remote_endpoint(uint32_t rank, const udp::endpoint&
 }
 
 hd::Sender& SocketFabric::Impl::sender(uint32_t src) {
-  if (!senders_[src]) {
+  return hd::endpoint_of(senders_, active_senders_, src, [&] {
     hd::SenderConfig c;
     c.destinations = npus_;
     c.payload_per_packet = opt_.payload;
     c.window = opt_.window;
     c.rto = rto_.rto();
-    senders_[src] = std::make_unique<hd::Sender>(c);
-    active_senders_.push_back(src);
-  }
-  return *senders_[src];
+    return c;
+  });
 }
 
 hd::Receiver& SocketFabric::Impl::receiver(uint32_t dst) {
-  if (!receivers_[dst]) {
+  return hd::endpoint_of(receivers_, active_receivers_, dst, [&] {
     hd::ReceiverConfig c;
     c.sources = npus_;
     c.window = opt_.window;
     c.nack_delay = opt_.nack_delay;
     c.max_missing_per_nack = kMaxMissingPerNack;
-    receivers_[dst] = std::make_unique<hd::Receiver>(c);
-    active_receivers_.push_back(dst);
-  }
-  return *receivers_[dst];
+    return c;
+  });
 }
 
 // --- the model's side ----------------------------------------------------------------------------------
@@ -407,17 +379,12 @@ void SocketFabric::Impl::on_event(uint64_t id) {
   tx_wait_.emplace(key, id);
   ++stats_.messages_sent;
   stats_.bytes_sent += r.bytes;
-  const emu::Topology& topo = model_.topology();
-  const auto route = topo.route(static_cast<int32_t>(r.src), static_cast<int32_t>(r.dst), r.flow, route_);
-  r.first_link = route[0];
-  const emu::Link& link = topo.link(r.first_link);
-  // The first hop's FIFO, for pacing only (the model's own queues decide the deliveries).
-  r.depart = std::max(engine_.now(), link_free_[r.first_link]);
-  link_free_[r.first_link] = r.depart + link.rate.ser(r.bytes);
-  r.rate = link.rate;
+  const hd::MessagePacing::FirstHop hop = pacing_.book(model_.topology(), r.src, r.dst, r.flow, r.bytes, engine_.now());
+  r.first_link = hop.link;
+  r.depart = hop.depart;
+  r.rate = hop.rate;
   if (!clock_.as_fast_as_possible()) {
-    pacing_.push_back(Waiting{r.depart.ps(), pacing_seq_++, id});
-    std::push_heap(pacing_.begin(), pacing_.end(), std::greater<>());
+    pacing_.wait(r.depart, id);
     return;
   }
   if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);
@@ -514,14 +481,9 @@ bool SocketFabric::Impl::poll() {
     for (size_t i = 0; i < reorder_.size(); ++i) handle_data(reorder_[i].h, reorder_[i].bytes);
     reorder_.clear();
   }
-  if (!pacing_.empty()) {
+  if (pacing_.waiting()) {
     const emu::Time emulated = clock_.emulated();
-    while (!pacing_.empty() && pacing_.front().depart_ps <= emulated.ps()) {
-      const uint64_t id = pacing_.front().id;
-      std::pop_heap(pacing_.begin(), pacing_.end(), std::greater<>());
-      pacing_.pop_back();
-      backlog_.push_back(id);
-    }
+    for (uint64_t id; pacing_.pop_due(emulated, id);) backlog_.push_back(id);
   }
   if (!backlog_.empty()) {
     // In order: once one waits, later ones wait too (a pair's wire ids must reach its Sender in order).
@@ -571,9 +533,12 @@ void SocketFabric::Impl::transmit() {
         break;
       }
       Record* rec = nullptr;
-      if (!p.retransmit) {
-        const auto w = records_.find(p.cookie);
-        if (w != records_.end()) rec = &w->second;
+      if (const auto w = records_.find(p.cookie); w != records_.end()) {
+        if (!p.retransmit) {
+          rec = &w->second;
+        } else {
+          w->second.retransmitted = true;  // Karn's rule: no RTT sample from this message
+        }
       }
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes on the
       // dilated clock, nor earlier than its link's rate allows after the datagram before.
@@ -782,7 +747,7 @@ void SocketFabric::Impl::handle_feedback(const DecodedDatagram& d) {
   if (r.tx_first_ns >= 0) {
     const auto ns = static_cast<uint64_t>(std::max<int64_t>(0, clock_.since_start_ns() - r.tx_first_ns));
     stats_.latency_ns.record(ns);
-    if (rto_.sample(ns)) {
+    if (!r.retransmitted && rto_.sample(ns)) {  // Karn's rule: a retransmission makes the sample ambiguous
       for (const uint32_t src : active_senders_) senders_[src]->set_rto(rto_.rto());
       stats_.rto_max = rto_.max();
     }
@@ -812,7 +777,7 @@ bool SocketFabric::Impl::drain(emu::Duration limit) {
   const int64_t start = clock_.since_start_ns();
   const auto limit_ns = static_cast<int64_t>(limit.ps() / 1000);
   const auto busy = [&] {
-    if (!backlog_.empty() || !pacing_.empty()) return true;
+    if (!backlog_.empty() || pacing_.waiting()) return true;
     for (const auto& so : socks_) {
       if (so->data.n > 0 || so->feedback.n > 0) return true;
     }
@@ -950,15 +915,15 @@ std::string format_socket_stats(const SocketStats& s) {
   if (s.dilation > 0) {
     out += fmt::format("  late deliveries     {} of {} (wire slower than the target){}\n", s.late, s.late + s.on_time,
                        s.late == 0 ? std::string()
-                                   : fmt::format(": by {} (emulated ns)", histogram_text(s.lateness_ns)));
+                                   : fmt::format(": by {} (emulated ns)", hd::histogram_text(s.lateness_ns)));
     out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} datagrams (wall, after sendmmsg)\n",
-                       histogram_text(s.jitter_ns), s.jitter_ns.count());
+                       hd::histogram_text(s.jitter_ns), s.jitter_ns.count());
     out += fmt::format("  polling             {} stalls over 100 us, longest gap {} ns\n", s.poll_stalls,
                        s.poll_gap_max_ns);
   }
   if (s.latency_ns.count() > 0) {
     out += fmt::format("  message latency     {} ns over {} messages (first datagram sent to its last ACK)\n",
-                       histogram_text(s.latency_ns), s.latency_ns.count());
+                       hd::histogram_text(s.latency_ns), s.latency_ns.count());
   }
   return out;
 }
@@ -1010,9 +975,9 @@ std::string socket_stats_to_json(const SocketStats& s) {
   kv("feedback_dropped", n(s.feedback_dropped));
   kv("late", n(s.late));
   kv("on_time", n(s.on_time));
-  kv("lateness_ns", histogram_json(s.lateness_ns));
-  kv("latency_ns", histogram_json(s.latency_ns));
-  kv("jitter_ns", histogram_json(s.jitter_ns));
+  kv("lateness_ns", hd::histogram_json(s.lateness_ns, false));
+  kv("latency_ns", hd::histogram_json(s.latency_ns, false));
+  kv("jitter_ns", hd::histogram_json(s.jitter_ns, false));
   kv("poll_gap_max_ns", n(s.poll_gap_max_ns));
   kv("poll_stalls", n(s.poll_stalls));
   kv("rcvbuf_bytes", fmt::format("{}", s.rcvbuf_bytes));

@@ -6,9 +6,6 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "host/config/astra_config.h"
-#include "traces/generate.h"
-#include "traces/trace_set.h"
 
 namespace fabemu::test {
 
@@ -28,19 +25,11 @@ TempDir::~TempDir() {
   fs::remove_all(path, ec);
 }
 
-WalkerOptions Workload::options() const {
-  WalkerOptions o;
-  o.system = sys;
-  return o;
-}
-
 RunResult run_software(const Workload& w) {
   Engine engine(1 << 12);
   Topology topo(w.net);
   PacketFabric fabric(engine, topo, kModelMtu);
-  traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
-  return walker.run();
+  return walk(fabric, w);
 }
 
 DpdkRun run_dpdk(const Workload& w, fd::DpdkPorts& ports, fd::DpdkFabricOptions opt) {
@@ -48,14 +37,7 @@ DpdkRun run_dpdk(const Workload& w, fd::DpdkPorts& ports, fd::DpdkFabricOptions 
   Topology topo(w.net);
   const auto plan = fd::AddressPlan::make_default(static_cast<uint32_t>(topo.npus()));
   fd::DpdkFabric fabric(topo, plan, ports, opt);
-  traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
-  DpdkRun out;
-  out.result = walker.run();
-  out.drained = fabric.drain();
-  out.stats = fabric.stats();
-  std::printf("%s", fd::format_dpdk_stats(out.stats).c_str());
-  return out;
+  return run_through(fabric, w, fd::format_dpdk_stats);
 }
 
 fd::PortConfig port_config() {
@@ -86,32 +68,6 @@ void expect_exact(const RunResult& sw, const DpdkRun& d) {
   // Every frame sent arrived on the other port (the fault filter drops after receiving); drain() polls
   // until the ports are quiet.
   EXPECT_EQ(s.frames_rx, s.frames_tx);
-}
-
-Workload generated_all_reduce(const ScratchDir& dir) {
-  Workload w;
-  w.net = network({dim(DimTopology::kRing, 8)});
-  w.sys = system_config(CollectiveAlgo::kRing, 4, 1);
-  traces::CollectiveSpec spec;
-  spec.type = ChakraProtoMsg::ALL_REDUCE;
-  spec.ranks = 8;
-  spec.size_bytes = uint64_t{1} << 20;
-  w.files = traces::generate_collective(spec, dir.file("allreduce"));
-  return w;
-}
-
-std::optional<Workload> shared_microbenchmark(const std::string& coll, int n) {
-  const auto traces_dir = shared_traces_dir();
-  if (!traces_dir) return std::nullopt;
-  const fs::path configs = traces_dir->parent_path() / "configs" / "astra-sim";
-  const fs::path prefix = *traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
-                          (std::to_string(n) + "npus_1MB") / coll;
-  if (!fs::exists(prefix.string() + ".0.et")) return std::nullopt;
-  Workload w;
-  w.net = host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
-  w.sys = host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
-  for (const auto& f : traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
-  return w;
 }
 
 }  // namespace fabemu::test

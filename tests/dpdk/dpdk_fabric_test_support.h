@@ -1,5 +1,6 @@
-// Helpers of the DPDK fabric's end-to-end tests (test_dpdk_fabric, test_dpdk_lcores): workloads, the
-// software packet model's run to compare with, a run through DpdkFabric, and the exactness check.
+// Helpers of the DPDK fabric's end-to-end tests (test_dpdk_fabric, test_dpdk_lcores): the software packet
+// model's run to compare with, a run through DpdkFabric, and the exactness check (the workloads and what
+// needs no DPDK: fabric_test_support.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,8 +12,7 @@
 
 #include "emulator/report.h"
 #include "host/dpdk/dpdk_fabric.h"
-#include "tests/emulator/walker_test_util.h"
-#include "tests/support/test_support.h"
+#include "tests/dpdk/fabric_test_support.h"
 
 namespace fabemu::test {
 
@@ -23,23 +23,9 @@ struct TempDir {
   ~TempDir();
 };
 
-inline constexpr uint32_t kModelMtu = 4096;
-
-// A workload, its network and walker options.
-struct Workload {
-  emu::NetworkConfig net;
-  emu::SystemConfig sys;
-  std::vector<std::string> files;
-  emu::WalkerOptions options() const;
-};
-
 emu::RunResult run_software(const Workload& w);
 
-struct DpdkRun {
-  emu::RunResult result;
-  host::dpdk::DpdkStats stats;
-  bool drained = false;
-};
+using DpdkRun = FabricRun<host::dpdk::DpdkStats>;
 // The workload through a DpdkFabric on `ports` (MTU kModelMtu); prints the DPDK summary.
 DpdkRun run_dpdk(const Workload& w, host::dpdk::DpdkPorts& ports, host::dpdk::DpdkFabricOptions opt);
 
@@ -47,12 +33,5 @@ host::dpdk::PortConfig port_config();
 
 // The same times as the software model, every message once, every byte once.
 void expect_exact(const emu::RunResult& sw, const DpdkRun& d);
-
-// 8-rank 1 MiB ring all-reduce (generate_collective), 4 chunks.
-Workload generated_all_reduce(const ScratchDir& dir);
-
-// One of the 12 shared microbenchmarks (coll: all_reduce, all_gather, reduce_scatter, all_to_all; n: 4, 8,
-// 16) on Ring_<n>npus.yml with system_ring_4chunks.json, or nullopt when ../shared is absent.
-std::optional<Workload> shared_microbenchmark(const std::string& coll, int n);
 
 }  // namespace fabemu::test

@@ -30,14 +30,7 @@ namespace fd = fabemu::host::dpdk;
 namespace fs = std::filesystem;
 using namespace fabemu::emu;
 using namespace fabemu::emu::walker_test;
-using fabemu::test::DpdkRun;
-using fabemu::test::TempDir;
-using fabemu::test::Workload;
-using fabemu::test::expect_exact;
-using fabemu::test::generated_all_reduce;
-using fabemu::test::port_config;
-using fabemu::test::run_dpdk;
-using fabemu::test::run_software;
+using namespace fabemu::test;
 
 namespace {
 
@@ -90,18 +83,11 @@ TEST(DpdkFabric, LossAndReorderingStillGiveTheModelledTimes) {
   const RunResult sw = run_software(w);
   auto ports = fd::DpdkPorts::ring("fab3", port_config());
   fd::DpdkFabricOptions opt;
-  opt.faults.drop_rate = 0.01;
-  opt.faults.reorder_rate = 0.05;
-  opt.faults.duplicate_rate = 0.01;
-  opt.faults.seed = 7;
+  opt.faults = injected_faults();
   const DpdkRun d = run_dpdk(w, ports, opt);
   expect_exact(sw, d);
-  EXPECT_GT(d.stats.injected_drops, 0u);
-  EXPECT_GT(d.stats.injected_reorders, 0u);
   EXPECT_GT(d.stats.retransmissions, 0u);
-  EXPECT_GE(d.stats.retransmissions, d.stats.injected_drops);
-  EXPECT_GT(d.stats.rx_reordered, 0u);
-  EXPECT_GT(d.stats.rx_duplicates + d.stats.rx_stale, 0u);
+  expect_faults_recovered(d.stats);
 }
 
 TEST(DpdkFabric, CustomRingAllReduceWithLossMatches) {
@@ -148,9 +134,7 @@ TEST(DpdkFabric, ThroughMemif) {
 // once (the receivers count bytes completed; duplicates would show as rx_duplicates or stale copies).
 TEST(DpdkFabric, SharedMicrobenchmarksOnRingPairAndMemif) {
   REQUIRE_EAL();
-  const auto traces_dir = fabemu::test::shared_traces_dir();
-  if (!traces_dir) GTEST_SKIP() << "../shared/traces is absent";
-  const fs::path configs = traces_dir->parent_path() / "configs" / "astra-sim";
+  if (!fabemu::test::shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent";
   auto ring = fd::DpdkPorts::ring("fabmb", port_config());
   TempDir tmp;
   std::optional<fd::DpdkPorts> memif;
@@ -160,31 +144,20 @@ TEST(DpdkFabric, SharedMicrobenchmarksOnRingPairAndMemif) {
     std::printf("memif did not come up (%s): ring pair only\n", e.what());
   }
   int runs = 0;
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-    for (const int n : {4, 8, 16}) {
-      const fs::path prefix = *traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
-                              (std::to_string(n) + "npus_1MB") / coll;
-      ASSERT_TRUE(fs::exists(prefix.string() + ".0.et")) << prefix;
-      Workload w;
-      w.net = fabemu::host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
-      w.sys = fabemu::host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
-      for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
-      ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(prefix.string());
-      const RunResult sw = run_software(w);
-      const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
-      expect_exact(sw, d);
-      EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
-      EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+  for_each_shared_microbenchmark([&](const Workload& w, int n) {
+    const RunResult sw = run_software(w);
+    const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
+    expect_exact(sw, d);
+    EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
+    EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+    ++runs;
+    if (memif && n == 8) {
+      const DpdkRun m = run_dpdk(w, *memif, fd::DpdkFabricOptions{});
+      expect_exact(sw, m);
+      EXPECT_EQ(m.stats.message_bytes, sw.message_bytes);
       ++runs;
-      if (memif && n == 8) {
-        const DpdkRun m = run_dpdk(w, *memif, fd::DpdkFabricOptions{});
-        expect_exact(sw, m);
-        EXPECT_EQ(m.stats.message_bytes, sw.message_bytes);
-        ++runs;
-      }
     }
-  }
+  });
   EXPECT_EQ(runs, memif ? 16 : 12);
 }
 

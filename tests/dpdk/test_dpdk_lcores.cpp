@@ -41,6 +41,19 @@ void expect_on_lcore_one(const DpdkRun& d) {
   EXPECT_EQ(s.nic_arrivals, 0u);
 }
 
+// The generated all-reduce through a DpdkFabric with `opt` on the ring pair `ring`: exactly the software
+// model's times, the receive side on lcore 1.
+DpdkRun all_reduce_on_lcore_one(const char* ring, const fd::DpdkFabricOptions& opt) {
+  ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring(ring, port_config());
+  DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  expect_on_lcore_one(d);
+  return d;
+}
+
 TEST(RxLcore, GeneratedAllReduceOnLcoreOneMatchesTheSoftwareModel) {
   REQUIRE_EAL();
   ASSERT_TRUE(g_lcores);
@@ -75,21 +88,15 @@ TEST(RxLcore, SharedMicrobenchmarksOnRingPair) {
   if (!shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent";
   auto ring = fd::DpdkPorts::ring("lcmb", port_config());
   int runs = 0;
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-    for (const int n : {4, 8, 16}) {
-      const auto w = shared_microbenchmark(coll, n);
-      ASSERT_TRUE(w) << coll << " " << n;
-      ASSERT_EQ(w->files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(std::string(coll) + " " + std::to_string(n));
-      const RunResult sw = run_software(*w);
-      const DpdkRun d = run_dpdk(*w, ring, fd::DpdkFabricOptions{});
-      expect_exact(sw, d);
-      expect_on_lcore_one(d);
-      EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
-      EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
-      ++runs;
-    }
-  }
+  for_each_shared_microbenchmark([&](const Workload& w, int) {
+    const RunResult sw = run_software(w);
+    const DpdkRun d = run_dpdk(w, ring, fd::DpdkFabricOptions{});
+    expect_exact(sw, d);
+    expect_on_lcore_one(d);
+    EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
+    EXPECT_EQ(d.stats.message_bytes, sw.message_bytes);
+    ++runs;
+  });
   EXPECT_EQ(runs, 12);
 }
 
@@ -97,37 +104,18 @@ TEST(RxLcore, SharedMicrobenchmarksOnRingPair) {
 // loss retransmitted.
 TEST(RxLcore, LossAndReorderingOnTheReceiveLcore) {
   REQUIRE_EAL();
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
-  auto ports = fd::DpdkPorts::ring("lc2", port_config());
   fd::DpdkFabricOptions opt;
-  opt.faults.drop_rate = 0.01;
-  opt.faults.reorder_rate = 0.05;
-  opt.faults.duplicate_rate = 0.01;
-  opt.faults.seed = 7;
-  const DpdkRun d = run_dpdk(w, ports, opt);
-  expect_exact(sw, d);
-  expect_on_lcore_one(d);
-  EXPECT_GT(d.stats.injected_drops, 0u);
-  EXPECT_GT(d.stats.injected_reorders, 0u);
-  EXPECT_GE(d.stats.retransmissions, d.stats.injected_drops);
-  EXPECT_GT(d.stats.rx_reordered, 0u);
-  EXPECT_GT(d.stats.rx_duplicates + d.stats.rx_stale, 0u);
+  opt.faults = injected_faults();
+  const DpdkRun d = all_reduce_on_lcore_one("lc2", opt);
+  expect_faults_recovered(d.stats);
 }
 
 // Dilated: arrivals the receive lcore timed give the per-collective measurement.
 TEST(RxLcore, DilatedRunMeasuresTheCollective) {
   REQUIRE_EAL();
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
-  auto ports = fd::DpdkPorts::ring("lc3", port_config());
   fd::DpdkFabricOptions opt;
   opt.dilation = 500;
-  const DpdkRun d = run_dpdk(w, ports, opt);
-  expect_exact(sw, d);
-  expect_on_lcore_one(d);
+  const DpdkRun d = all_reduce_on_lcore_one("lc3", opt);
   EXPECT_EQ(d.stats.late + d.stats.on_time, d.stats.messages);
   ASSERT_EQ(d.stats.collectives.size(), 1u);
   EXPECT_GT(d.stats.collectives[0].measured.ps(), 0u);

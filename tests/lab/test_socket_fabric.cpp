@@ -18,6 +18,7 @@
 #include "host/config/astra_config.h"
 #include "host/lab/datagram.h"
 #include "host/lab/socket_fabric.h"
+#include "tests/dpdk/fabric_test_support.h"
 #include "tests/emulator/walker_test_util.h"
 #include "traces/generate.h"
 #include "traces/trace_set.h"
@@ -31,18 +32,7 @@ using namespace fabemu::emu::walker_test;
 
 namespace {
 
-constexpr uint32_t kModelMtu = 4096;
-
-struct Workload {
-  NetworkConfig net;
-  SystemConfig sys;
-  std::vector<std::string> files;
-  WalkerOptions options() const {
-    WalkerOptions o;
-    o.system = sys;
-    return o;
-  }
-};
+using namespace fabemu::test;
 
 // The packet model, counting the messages per (src, dst) on the way.
 class CountingFabric final : public Fabric {
@@ -80,10 +70,8 @@ struct SoftwareRun {
 SoftwareRun run_software(const Workload& w) {
   Engine engine(1 << 12);
   CountingFabric fabric(engine, Topology(w.net));
-  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
   SoftwareRun out;
-  out.result = walker.run();
+  out.result = walk(fabric, w);
   out.count = fabric.count;
   return out;
 }
@@ -92,25 +80,14 @@ std::vector<udp::endpoint> loopback(size_t n) {
   return std::vector<udp::endpoint>(n, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
 }
 
-struct SocketRun {
-  RunResult result;
-  lab::SocketStats stats;
-  bool drained = false;
-};
+using SocketRun = fabemu::test::FabricRun<lab::SocketStats>;
 
 SocketRun run_socket(const Workload& w, lab::SocketFabricOptions opt) {
   opt.model_mtu = kModelMtu;
   Topology topo(w.net);
   const size_t n = static_cast<size_t>(topo.npus());
   lab::SocketFabric fabric(topo, loopback(n), std::vector<bool>(n, true), opt);
-  fabemu::traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
-  SocketRun out;
-  out.result = walker.run();
-  out.drained = fabric.drain();
-  out.stats = fabric.stats();
-  std::printf("%s", lab::format_socket_stats(out.stats).c_str());
-  return out;
+  return fabemu::test::run_through(fabric, w, lab::format_socket_stats);
 }
 
 void expect_same_times(const RunResult& sw, const RunResult& r) {
@@ -144,18 +121,6 @@ void expect_all_local_exact(const SoftwareRun& sw, const SocketRun& s) {
   EXPECT_EQ(st.rx_invalid, 0u);
   EXPECT_LE(st.datagrams_rx, st.datagrams_tx);
   EXPECT_EQ(st.data_datagrams + st.retransmissions + st.acks + st.nacks, st.datagrams_tx) << "all feedback arrived";
-}
-
-Workload generated_all_reduce(const fabemu::test::ScratchDir& dir, uint64_t bytes = uint64_t{1} << 20) {
-  Workload w;
-  w.net = network({dim(DimTopology::kRing, 8)});
-  w.sys = system_config(CollectiveAlgo::kRing, 4, 1);
-  fabemu::traces::CollectiveSpec spec;
-  spec.type = ChakraProtoMsg::ALL_REDUCE;
-  spec.ranks = 8;
-  spec.size_bytes = bytes;
-  w.files = fabemu::traces::generate_collective(spec, dir.file("allreduce"));
-  return w;
 }
 
 // --- datagrams ---
@@ -250,27 +215,15 @@ TEST(Datagram, NotLocalAndImpossibleLayoutsAreRejected) {
 // The 12 shared microbenchmarks (all-reduce, all-gather, reduce-scatter, all-to-all on 4, 8 and 16 NPUs,
 // 1 MiB) on the matching ASTRA-sim Ring network, every rank local on loopback: the packet model's times.
 TEST(SocketFabric, SharedMicrobenchmarksOnLoopback) {
-  FABEMU_REQUIRE_SHARED(traces_dir);
-  const fs::path configs = traces_dir.parent_path() / "configs" / "astra-sim";
+  if (!fabemu::test::shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent: shared-trace test skipped";
   int runs = 0;
-  for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-    for (const int n : {4, 8, 16}) {
-      const fs::path prefix = traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll /
-                              (std::to_string(n) + "npus_1MB") / coll;
-      ASSERT_TRUE(fs::exists(prefix.string() + ".0.et")) << prefix;
-      Workload w;
-      w.net = fabemu::host::load_network_yml((configs / ("Ring_" + std::to_string(n) + "npus.yml")).string());
-      w.sys = fabemu::host::load_system_json((configs / "system_ring_4chunks.json").string(), 1);
-      for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
-      ASSERT_EQ(w.files.size(), static_cast<size_t>(n));
-      SCOPED_TRACE(prefix.string());
-      const SoftwareRun sw = run_software(w);
-      const SocketRun s = run_socket(w, lab::SocketFabricOptions{});
-      expect_all_local_exact(sw, s);
-      EXPECT_EQ(s.stats.bytes_sent, sw.result.message_bytes);
-      ++runs;
-    }
-  }
+  for_each_shared_microbenchmark([&](const Workload& w, int) {
+    const SoftwareRun sw = run_software(w);
+    const SocketRun s = run_socket(w, lab::SocketFabricOptions{});
+    expect_all_local_exact(sw, s);
+    EXPECT_EQ(s.stats.bytes_sent, sw.result.message_bytes);
+    ++runs;
+  });
   EXPECT_EQ(runs, 12);
 }
 
@@ -291,20 +244,13 @@ TEST(SocketFabric, LossAndReorderingStillGiveTheModelledTimes) {
   const Workload w = generated_all_reduce(dir);
   const SoftwareRun sw = run_software(w);
   lab::SocketFabricOptions opt;
-  opt.faults.drop_rate = 0.01;
-  opt.faults.reorder_rate = 0.05;
-  opt.faults.duplicate_rate = 0.01;
-  opt.faults.seed = 7;
+  opt.faults = injected_faults();
   const SocketRun s = run_socket(w, opt);
   expect_same_times(sw.result, s.result);
   EXPECT_TRUE(s.drained);
   EXPECT_EQ(s.stats.messages_received, s.stats.messages_sent);
   EXPECT_EQ(s.stats.bytes_received, uint64_t{14} << 20);
-  EXPECT_GT(s.stats.injected_drops, 0u);
-  EXPECT_GT(s.stats.injected_reorders, 0u);
-  EXPECT_GE(s.stats.retransmissions, s.stats.injected_drops);
-  EXPECT_GT(s.stats.rx_reordered, 0u);
-  EXPECT_GT(s.stats.rx_duplicates + s.stats.rx_stale, 0u);
+  expect_faults_recovered(s.stats);
 }
 
 // Two "hosts" in one process: ranks 0-3 on one fabric, 4-7 on another, each with its own walker over the

@@ -1,6 +1,7 @@
 // RFC 6298's retransmission-timeout estimator (SRTT + 4 RTTVAR, gains 1/8 and 1/4) on whole-message
-// round trips, never below a floor (the configured RTO) nor above a ceiling. The same rule as
-// DpdkFabric::adapt_rto (which could use this class).
+// round trips, never below a floor (the configured RTO) nor above a ceiling. Shared by the DPDK and the
+// socket fabric; needs no DPDK. Karn's rule is the caller's: no sample from a message that had a
+// retransmission (its round trip is ambiguous).
 #pragma once
 
 #include <algorithm>
@@ -8,8 +9,9 @@
 #include <cstdint>
 
 #include "emulator/time.h"
+#include "emulator/topology.h"
 
-namespace fabemu::lab {
+namespace fabemu::host::dpdk {
 
 class RtoEstimator {
  public:
@@ -35,6 +37,7 @@ class RtoEstimator {
     }
     return false;
   }
+  emu::Duration floor() const noexcept { return floor_; }
   emu::Duration rto() const noexcept { return current_; }
   emu::Duration max() const noexcept { return max_; }
 
@@ -43,4 +46,15 @@ class RtoEstimator {
   double srtt_ns_ = 0, rttvar_ns_ = 0;
 };
 
-}  // namespace fabemu::lab
+// The RTO floor of a fabric: the configured `rto`; when paced (`clock` not as fast as possible), at least
+// four partial-ACK intervals (`ack_bytes` each) of the topology's slowest link on the wall clock.
+template <class Clock>
+emu::Duration paced_rto_floor(emu::Duration rto, const emu::Topology& topo, uint64_t ack_bytes, const Clock& clock) {
+  if (clock.as_fast_as_possible()) return rto;
+  uint64_t slowest = 0;
+  for (const emu::Link& l : topo.links()) slowest = std::max(slowest, l.rate.ps_per_byte_q32());
+  const emu::Duration interval = clock.to_wall(emu::Rate::from_ps_per_byte_q32(slowest).ser(ack_bytes));
+  return std::max(rto, emu::Duration::from_ps(interval.ps() * 4));
+}
+
+}  // namespace fabemu::host::dpdk

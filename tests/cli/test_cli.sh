@@ -198,6 +198,34 @@ EOF2
   python3 -c 'import json,sys; a,b=(json.load(open(f))["traceEvents"] for f in sys.argv[1:3]); assert a == b and len(a) > 100, len(a)' \
     "$tmp/tl_sw.json" "$tmp/tl_dpdk.json" || fail "--fabric dpdk wrote another timeline than the packet model"
 fi
+# --fabric socket (one loopback UDP socket per rank): the packet model's times and timeline, every message
+# sent and reassembled once; SIGINT mid-run (paced to last about 40 s) ends it within seconds with exit 1,
+# the report written and the interruption named
+expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q --timeline "$tmp/tl_model.json"
+expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --as-fast-as-possible -q \
+  -r "$tmp/sock.json" --timeline "$tmp/tl_sock.json"
+python3 - "$tmp/sock.json" "$tmp/tl_model.json" "$tmp/tl_sock.json" <<'EOF2' || fail "the --fabric socket report is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["total_time_ps"] == 43051456, r["total_time_ps"]
+s = r["socket"]
+assert s["messages_sent"] == s["messages_received"] == 96, s
+assert s["bytes_sent"] == s["bytes_received"] == 96 * 262144 // 4, s
+a, b = (json.load(open(f))["traceEvents"] for f in sys.argv[2:4])
+assert a == b and len(a) > 100, len(a)
+EOF2
+"$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --dilation 1000000 -q -r "$tmp/sock_int.json" \
+  > "$tmp/out" 2> "$tmp/err" &
+pid=$!
+sleep 1.5
+kill -INT "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; fail "--fabric socket still running 10 s after SIGINT"; }
+set +e; wait "$pid"; got=$?; set -e
+[ "$got" -eq 1 ] || { cat "$tmp/err" >&2; fail "--fabric socket interrupted exited $got, expected 1"; }
+expect_text "$tmp/err" "interrupted (SIGINT/SIGTERM)"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert any("run interrupted" in w for w in r["warnings"]), r["warnings"]' \
+  "$tmp/sock_int.json" || fail "the interrupted --fabric socket report does not say so"
 # a straggler makes it slower: the compare gate fails
 printf 'topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' > "$tmp/ring8.yml"
 expect_status 0 "$fabemu" run -w "$tmp/mlp/mlp" -n "$tmp/ring8.yml" -s "$tmp/sys.json" -q -r "$tmp/base.json"

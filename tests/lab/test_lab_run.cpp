@@ -383,6 +383,39 @@ TEST_F(LabRun, AKilledAgentStopsTheRunWithAPartialReport) {
   }
 }
 
+TEST_F(LabRun, SigintOnTheCoordinatorStopsTheRunWithAPartialReport) {
+  const std::string lab = write_lab(3, 6, 8);
+  std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000",
+                                   "-r", scratch_.file("interrupted.json")};
+  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+  const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
+  coordinator_ = c.pid;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(wait_for_text(scratch_.file(fmt_name("agent", i) + ".log"), "starts in", 15s)) << i;
+  }
+  std::this_thread::sleep_for(1s);  // past the start margin: the walk is under way
+  ASSERT_EQ(::kill(c.pid, SIGINT), 0);
+  const int status = wait_exit(c.pid, 10s);
+  coordinator_ = status == -1 ? c.pid : -1;
+  ASSERT_EQ(status, 1) << "the coordinator did not exit 1 within 10 s of SIGINT: " << slurp(scratch_.file("coord.err"));
+  const std::string err = slurp(scratch_.file("coord.err"));
+  EXPECT_NE(err.find("interrupted (SIGINT/SIGTERM)"), std::string::npos) << err;
+  // Every agent was stopped and sent what it had: all 8 ranks are in the partial report.
+  const emu::RunResult partial = emu::read_report_file(scratch_.file("interrupted.json"));
+  EXPECT_EQ(partial.ranks.size(), 8u);
+  bool said = false;
+  for (const auto& w : partial.warnings) said = said || w.find("lab run interrupted") != std::string::npos;
+  EXPECT_TRUE(said);
+  const auto doc = nlohmann::json::parse(slurp(scratch_.file("interrupted.json")));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(doc.at("lab").at("agents")[i].at("status"), "interrupted") << i;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(alive(agents_[i].pid));
+    const auto deadline = Clock::now() + 5s;
+    while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+  }
+}
+
 TEST_F(LabRun, AgentsStopAndCleanUpWhenTheCoordinatorDies) {
   const std::string lab = write_lab(3, 6, 8);
   std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000"};

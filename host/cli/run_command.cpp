@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "emulator/link_results.h"
 #include "emulator/packet_fabric.h"
 #include "emulator/report_json.h"
 #include "emulator/summary.h"
@@ -514,22 +515,7 @@ int run(const RunArgs& a) {
                                    : model;
   result.topology = describe_network(network);
   if (packet != nullptr || fpga != nullptr) {
-    const auto& links = packet != nullptr ? packet->topology().links() : fpga->topology().links();
-    for (uint32_t id = 0; id < links.size(); ++id) {
-      const auto& st = packet != nullptr ? packet->link_stats(id) : fpga->link_stats(id);
-      if (st.bytes == 0 && st.packets == 0) continue;
-      emu::LinkResult lr;
-      lr.id = id;
-      lr.from = links[id].from;
-      lr.to = links[id].to;
-      lr.dim = links[id].dim;
-      lr.bytes = st.bytes;
-      lr.packets = st.packets;
-      lr.busy = links[id].rate.ser(st.bytes);
-      lr.utilization = result.total.ps() == 0 ? 0.0
-                                              : static_cast<double>(lr.busy.ps()) / static_cast<double>(result.total.ps());
-      result.links.push_back(lr);
-    }
+    result.links = packet != nullptr ? emu::link_results(*packet, result.total) : emu::link_results(*fpga, result.total);
   }
   std::string fpga_section;
   if (fpga != nullptr) {

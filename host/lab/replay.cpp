@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "emulator/link_results.h"
 #include "emulator/packet_fabric.h"
 #include "emulator/report_json.h"
 #include "emulator/topology.h"
@@ -269,23 +270,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
     }
     socket_json = socket_stats_to_json(socket->stats());
   }
-  const auto& links = packet->topology().links();
-  for (uint32_t id = 0; id < links.size(); ++id) {
-    const auto& st = packet->link_stats(id);
-    if (st.bytes == 0 && st.packets == 0) continue;
-    emu::LinkResult lr;
-    lr.id = id;
-    lr.from = links[id].from;
-    lr.to = links[id].to;
-    lr.dim = links[id].dim;
-    lr.bytes = st.bytes;
-    lr.packets = st.packets;
-    lr.busy = links[id].rate.ser(st.bytes);
-    lr.utilization = result.total.ps() == 0
-                         ? 0.0
-                         : static_cast<double>(lr.busy.ps()) / static_cast<double>(result.total.ps());
-    result.links.push_back(lr);
-  }
+  result.links = emu::link_results(*packet, result.total);
 
   ReplayOutput out;
   std::vector<emu::RankResult> own;

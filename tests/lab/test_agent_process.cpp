@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "host/lab/address.h"
+#include "tests/lab/process_support.h"
 #include "host/lab/client.h"
 #include "host/lab/error.h"
 
@@ -24,6 +25,8 @@ namespace fabemu::lab {
 namespace {
 
 using namespace std::chrono_literals;
+using proc::read_line;
+using proc::wait_exit;
 
 struct Child {
   pid_t pid = -1;
@@ -47,32 +50,6 @@ Child spawn(const std::vector<std::string>& args) {
   if (rc != 0) throw std::runtime_error("posix_spawn failed");
   child.stdout_fd = pipe_fds[0];
   return child;
-}
-
-// The first stdout line matching `pattern`, or "" after `timeout`.
-std::string read_line(int fd, std::chrono::milliseconds timeout) {
-  std::string line;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    char c = 0;
-    if (::read(fd, &c, 1) != 1) break;
-    if (c == '\n') return line;
-    line += c;
-  }
-  return line;
-}
-
-// Exit status, or -1 when the child is still running after `timeout`.
-int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  do {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(10ms);
-  } while (std::chrono::steady_clock::now() < deadline);
-  return -1;
 }
 
 class AgentProcess : public ::testing::Test {

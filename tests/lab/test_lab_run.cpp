@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emulator/report_json.h"
+#include "tests/lab/process_support.h"
 #include "tests/support/test_support.h"
 
 extern char** environ;
@@ -33,6 +34,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using proc::read_line;
+using proc::wait_exit;
 using Clock = std::chrono::steady_clock;
 
 struct Child {
@@ -62,31 +65,6 @@ Child spawn(const std::vector<std::string>& args, const std::string& stdout_file
   if (rc != 0) throw std::runtime_error("posix_spawn failed");
   child.stdout_fd = pipe_fds[0];
   return child;
-}
-
-std::string read_line(int fd, std::chrono::milliseconds timeout) {
-  std::string line;
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    char c = 0;
-    if (::read(fd, &c, 1) != 1) break;
-    if (c == '\n') return line;
-    line += c;
-  }
-  return line;
-}
-
-// Exit status (128 + signal when killed), or -1 when still running after `timeout`.
-int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  do {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::this_thread::sleep_for(10ms);
-  } while (Clock::now() < deadline);
-  return -1;
 }
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 && wait_exit(pid, 0ms) == -1; }

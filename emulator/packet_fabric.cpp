@@ -104,22 +104,15 @@ void PacketFabric::on_event(uint64_t arg) {
     engine_.at(Time::from_ps(pools_.packet(link.head).far_end_ps), *this, l);
   }
 
-  Pools::Packet& pkt = pools_.packet(p);
-  const uint32_t s = pkt.msg;
-  Pools::MessageState& msg = pools_.message(s);
-  if (pkt.hop + 1 < msg.hops) {
-    ++pkt.hop;
-    enter(pools_.link_of(msg, pkt.hop), p);
+  const Pools::Arrival arrival = pools_.arrive(p);
+  if (arrival.next_link != kNone) {
+    enter(arrival.next_link, p);
     return;
   }
-  // At dst: recycle the packet, and the message with its last packet.
-  pools_.free_packet(p);
-  if (--msg.packets_left > 0) return;
-  const uint64_t id = msg.id;
-  pools_.free_message(s);
+  if (!arrival.delivered) return;
   ++delivered_;
-  // Last: the listener may send, which may grow the pools and move what the references above point to.
-  if (listener_ != nullptr) listener_->on_delivered(id, engine_.now());
+  // Last: the listener may send, which may grow the pools and move what they hold.
+  if (listener_ != nullptr) listener_->on_delivered(arrival.id, engine_.now());
 }
 
 // --- AnalyticalFabric --------------------------------------------------------------------------------

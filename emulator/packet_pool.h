@@ -81,6 +81,29 @@ class PacketPools {
   LinkId link_of(const MessageState& m, uint32_t hop) const noexcept { return routes_[m.route_begin + hop]; }
   std::size_t route_capacity() const noexcept { return per_slot_; }
 
+  // Packet p has reached the far end of the link it is on. When its route goes on, it advances to the next
+  // hop and `next_link` is that hop's link; at its destination it is recycled (next_link == kNone), and
+  // with its message's last packet the message too (`delivered`, with the message's id).
+  struct Arrival {
+    uint32_t next_link;
+    bool delivered;
+    uint64_t id;
+  };
+  Arrival arrive(uint32_t p) noexcept {
+    Packet& pkt = packets_[p];
+    const uint32_t s = pkt.msg;
+    MessageState& msg = msgs_[s];
+    if (pkt.hop + 1 < msg.hops) {
+      ++pkt.hop;
+      return {link_of(msg, pkt.hop), false, 0};
+    }
+    free_packet(p);
+    if (--msg.packets_left > 0) return {kNone, false, 0};
+    const uint64_t id = msg.id;
+    free_message(s);
+    return {kNone, true, id};
+  }
+
   // A message sent with a later ready time waits in a slot until its injection event.
   uint64_t park(const Message& m) {
     uint64_t slot = free_waiting_;

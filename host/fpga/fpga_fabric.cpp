@@ -160,20 +160,14 @@ void FpgaFabric::on_event(uint64_t arg) {
   } else {
     schedule_head(l);
   }
-  Pools::Packet& pkt = pools_.packet(p);
-  const uint32_t s = pkt.msg;
-  Pools::MessageState& msg = pools_.message(s);
-  if (pkt.hop + 1 < msg.hops) {
-    ++pkt.hop;
-    enter(pools_.link_of(msg, pkt.hop), p);
+  const Pools::Arrival arrival = pools_.arrive(p);
+  if (arrival.next_link != kNone) {
+    enter(arrival.next_link, p);
     return;
   }
-  pools_.free_packet(p);
-  if (--msg.packets_left > 0) return;
-  const uint64_t id = msg.id;
-  pools_.free_message(s);
+  if (!arrival.delivered) return;
   ++delivered_;
-  if (listener_ != nullptr) listener_->on_delivered(id, engine_.now());
+  if (listener_ != nullptr) listener_->on_delivered(arrival.id, engine_.now());
 }
 
 std::unique_ptr<FpgaFabric> make_fpga_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,

@@ -119,6 +119,13 @@ int metrics_port(const std::string& log) {
 
 bool empty_dir(const fs::path& dir) { return fs::is_directory(dir) && fs::is_empty(dir); }
 
+// An agent removes a run's folder when its run thread has been joined, a moment after it logs the end.
+bool becomes_empty(const fs::path& dir, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const auto deadline = Clock::now() + timeout;
+  while (!empty_dir(dir) && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return empty_dir(dir);
+}
+
 class LabRun : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -304,7 +311,7 @@ TEST_F(LabRun, SharedMicrobenchmarksMatchTheSingleHostRun) {
   }
   EXPECT_EQ(runs, 8);
   // Every run's folder is gone from every agent.
-  for (const auto& w : work_) EXPECT_TRUE(empty_dir(w)) << w;
+  for (const auto& w : work_) EXPECT_TRUE(becomes_empty(w)) << w;
 }
 
 TEST_F(LabRun, AKilledAgentStopsTheRunWithAPartialReport) {
@@ -353,9 +360,7 @@ TEST_F(LabRun, AKilledAgentStopsTheRunWithAPartialReport) {
     // The survivors stopped their runs, removed their folders and still serve.
     for (const int i : {0, 2}) {
       EXPECT_TRUE(alive(agents_[i].pid));
-      const auto deadline = Clock::now() + 5s;
-      while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
-      EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+      EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
     }
     start_agent(1);
   }
@@ -388,9 +393,7 @@ TEST_F(LabRun, SigintOnTheCoordinatorStopsTheRunWithAPartialReport) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(doc.at("lab").at("agents")[i].at("status"), "interrupted") << i;
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(alive(agents_[i].pid));
-    const auto deadline = Clock::now() + 5s;
-    while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+    EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
   }
 }
 
@@ -412,7 +415,7 @@ TEST_F(LabRun, AgentsStopAndCleanUpWhenTheCoordinatorDies) {
   // folders removed, agents alive.
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(wait_for_text(scratch_.file(fmt_name("agent", i) + ".log"), "results dropped", 6s)) << i;
-    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+    EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
     EXPECT_TRUE(alive(agents_[i].pid));
   }
   // And they serve the next coordinator.
@@ -486,9 +489,7 @@ TEST_F(LabRun, ABadTraceStopsTheRunNamingTheFile) {
   // The agents are fine and clean.
   for (int i = 0; i < 3; ++i) {
     EXPECT_TRUE(alive(agents_[i].pid));
-    const auto deadline = Clock::now() + 5s;
-    while (!empty_dir(work_[i]) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    EXPECT_TRUE(empty_dir(work_[i])) << work_[i];
+    EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
   }
 }
 

@@ -33,6 +33,7 @@
 #include "emulator/packet_fabric.h"
 #include "emulator/topology.h"
 #include "host/dpdk/reassembly.h"
+#include "host/lab/datagram_transport.h"
 #include "host/lab/live_metrics.h"
 
 namespace fabemu::lab {
@@ -101,6 +102,10 @@ class SocketFabric final : public emu::Fabric {
   // std::invalid_argument for bad options or sizes; boost::system::system_error when a socket cannot bind.
   SocketFabric(emu::Topology topology, std::vector<boost::asio::ip::udp::endpoint> endpoints,
                std::vector<bool> local, SocketFabricOptions options);
+  // The same fabric over another transport (datagram_transport.h), e.g. a DPDK port: local[r] must be
+  // what the transport was opened with. endpoints() is then empty and set_remote_endpoint() a logic_error.
+  SocketFabric(emu::Topology topology, std::unique_ptr<DatagramTransport> transport, std::vector<bool> local,
+               SocketFabricOptions options);
   ~SocketFabric() override;
 
   void send(const emu::Message& m, emu::Time ready) override;

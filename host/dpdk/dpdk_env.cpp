@@ -266,6 +266,13 @@ void Port::close() noexcept {
   pool_ = nullptr;
 }
 
+Port Port::attach_or_open(const std::string& devargs, const PortConfig& cfg) {
+  const std::string name = devargs.substr(0, devargs.find(','));
+  uint16_t id = 0;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return Port(id, cfg);
+  return open(devargs, cfg);
+}
+
 rte_ether_addr Port::mac() const {
   rte_ether_addr a{};
   const int rc = rte_eth_macaddr_get(id_, &a);

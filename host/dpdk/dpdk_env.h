@@ -102,6 +102,9 @@ class Port {
   // Probes `devargs` (e.g. "net_null0", "net_memif0,role=server,socket=/tmp/x.sock",
   // "net_pcap0,tx_pcap=/tmp/y.pcap" or a PCI address) with rte_dev_probe, then configures and starts it.
   static Port open(const std::string& devargs, const PortConfig& cfg);
+  // A device EAL already probed (a PCI device it found or was given with -a, a --vdev) is used as it is,
+  // by the name before the first comma of `devargs`; anything else is probed from `devargs` (open()).
+  static Port attach_or_open(const std::string& devargs, const PortConfig& cfg);
   ~Port();
   Port(Port&& other) noexcept;
   Port& operator=(Port&&) = delete;

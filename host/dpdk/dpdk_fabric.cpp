@@ -73,21 +73,10 @@ DpdkPorts DpdkPorts::memif(const std::string& socket, const PortConfig& cfg) {
   return p;
 }
 
-namespace {
-// A device EAL already probed (a PCI device it found or was given with -a, a --vdev) is used as it is;
-// anything else is probed from its devargs.
-Port open_or_attach(const std::string& devargs, const PortConfig& cfg) {
-  const std::string name = devargs.substr(0, devargs.find(','));
-  uint16_t id = 0;
-  if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0) return Port(id, cfg);
-  return Port::open(devargs, cfg);
-}
-}  // namespace
-
 DpdkPorts DpdkPorts::devargs(const std::string& a, const std::string& b, const PortConfig& cfg) {
   DpdkPorts p;
-  p.a_ = std::make_unique<Port>(open_or_attach(a, cfg));
-  if (!b.empty()) p.b_ = std::make_unique<Port>(open_or_attach(b, cfg));
+  p.a_ = std::make_unique<Port>(Port::attach_or_open(a, cfg));
+  if (!b.empty()) p.b_ = std::make_unique<Port>(Port::attach_or_open(b, cfg));
   p.what_ = (b.empty() ? a + " (loopback)" : a + " -> " + b) + fmt::format(", {} mbufs per pool", cfg.mbufs);
   return p;
 }

@@ -49,6 +49,8 @@ class DatagramTransport {
   virtual ~DatagramTransport() = default;
   // For logs and the report, e.g. "udp" or "dpdk net_af_packet0 02:00:00:00:00:01".
   virtual std::string describe() const = 0;
+  // Where rank r receives, for messages (e.g. "127.0.0.1:47001", "02:fe:00:00:00:01 198.18.0.2:47000").
+  virtual std::string address_of(uint32_t rank) const = 0;
   // Datagrams of local rank `from`, in order. Returns how many the wire took (a prefix of `batch`); the
   // rest are offered again later. A datagram it gave up on counts as taken (TransportStats::send_errors).
   virtual uint32_t send(uint32_t from, std::span<const TxDatagram> batch) = 0;

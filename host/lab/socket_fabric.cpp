@@ -2,12 +2,8 @@
 #include "host/lab/socket_fabric.h"
 
 #include <fmt/core.h>
-#include <sys/socket.h>
 
 #include <algorithm>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/socket_base.hpp>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -22,6 +18,7 @@
 #include "host/dpdk/rto_estimator.h"
 #include "host/lab/datagram.h"
 #include "host/lab/dilated_clock.h"
+#include "host/lab/udp_transport.h"
 
 namespace fabemu::lab {
 
@@ -31,9 +28,6 @@ using boost::asio::ip::udp;
 namespace {
 
 constexpr uint32_t kFramesPerSender = 64;  // per round, so that one sender cannot starve the others
-// Receive calls per socket per round, at most: enough to drain what every sender may have sent it in a
-// round (a socket left with a backlog delays the ACKs, and the senders time out spuriously).
-constexpr int kRxCalls = 64;
 // A receiver acknowledges what it has in order every this many packets of a message (a power of two), so
 // that a paced message longer than the RTO is not resent while it is still going out.
 constexpr uint32_t kAckEvery = 32;
@@ -58,24 +52,13 @@ struct WireKeyHash {
   }
 };
 
-void set_buffer(int fd, int force_opt, int opt, int bytes) {
-  // SO_*BUFFORCE passes rmem_max/wmem_max with CAP_NET_ADMIN; otherwise the plain option, capped.
-  if (setsockopt(fd, SOL_SOCKET, force_opt, &bytes, sizeof bytes) != 0) {
-    (void)setsockopt(fd, SOL_SOCKET, opt, &bytes, sizeof bytes);
-  }
-}
-
-int get_buffer(int fd, int opt) {
-  int v = 0;
-  socklen_t len = sizeof v;
-  return getsockopt(fd, SOL_SOCKET, opt, &v, &len) == 0 ? v : 0;
-}
-
 }  // namespace
 
-class SocketFabric::Impl final : private emu::EventTarget, private emu::DeliveryListener {
+class SocketFabric::Impl final : private emu::EventTarget, private emu::DeliveryListener, private DatagramSink {
  public:
-  Impl(emu::Topology topology, std::vector<udp::endpoint> endpoints, std::vector<bool> local, SocketFabricOptions o);
+  // `udp`: the transport when it is the UDP one (endpoints(), set_remote_endpoint()), else nullptr.
+  Impl(emu::Topology topology, std::unique_ptr<DatagramTransport> transport, UdpTransport* udp,
+       std::vector<bool> local, SocketFabricOptions o);
 
   void send(const emu::Message& m, emu::Time ready);
   emu::Engine& engine() noexcept { return engine_; }
@@ -85,8 +68,12 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   bool interrupted() const noexcept { return interrupted_; }
   const emu::PacketFabric& model() const noexcept { return model_; }
   const SocketStats& stats();
-  const std::vector<udp::endpoint>& endpoints() const noexcept { return endpoints_; }
+  const std::vector<udp::endpoint>& endpoints() const noexcept { return udp_ != nullptr ? udp_->endpoints() : no_endpoints_; }
   void set_remote_endpoint(uint32_t rank, const udp::endpoint& ep);
+  // The datagram size the fabric's slots hold: the header and the larger of a data payload and a NACK list.
+  static size_t slot_bytes(const SocketFabricOptions& o) noexcept {
+    return kDatagramHeaderBytes + std::max<size_t>(o.payload, 4 * kMaxMissingPerNack);
+  }
 
  private:
   // One walker message, under a key of the fabric's own (the walker reuses its ids once delivered, and a
@@ -122,10 +109,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
     std::vector<TxEntry> entries;     // [0, n) pending
     uint32_t n = 0;
   };
-  struct Sock {
-    explicit Sock(boost::asio::io_context& io) : s(io) {}
-    udp::socket s;
-    int fd = -1;
+  struct Sock {  // a local rank's datagrams waiting for the transport
     uint32_t rank = 0;
     Queue data, feedback;
   };
@@ -140,8 +124,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   bool try_submit(uint64_t id, Record& r);
   bool poll();
   void transmit();
-  void receive(Sock& so);
-  void process(Sock& so, std::span<const uint8_t> d, bool truncated);
+  void datagram(uint32_t rank, std::span<const uint8_t> d, bool truncated) override;  // DatagramSink
   void handle_data(const hd::FabemuHeader& h, uint32_t bytes);
   void handle_feedback(const DecodedDatagram& d);
   void feedback(uint32_t from, uint32_t to, uint64_t id, hd::PacketKind kind, uint32_t count, uint32_t cumulative,
@@ -156,24 +139,20 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   uint64_t pair(uint32_t src, uint32_t dst) const noexcept { return uint64_t{src} * npus_ + dst; }
   emu::Time stamp() const noexcept { return clock_.as_fast_as_possible() ? engine_.now() : clock_.emulated(); }
 
-  boost::asio::io_context io_;  // before the sockets
   emu::Engine engine_;
   emu::PacketFabric model_;
   SocketFabricOptions opt_;
   uint32_t npus_;
-  std::vector<udp::endpoint> endpoints_;
+  std::unique_ptr<DatagramTransport> transport_;
+  UdpTransport* udp_;
+  std::vector<udp::endpoint> no_endpoints_;
   std::vector<bool> local_;
   DilatedClock clock_;
   emu::DeliveryListener* listener_ = nullptr;
   size_t slot_bytes_;
   std::vector<std::unique_ptr<Sock>> socks_;
   std::vector<int32_t> sock_of_;            // rank -> index in socks_, -1 when remote
-  std::vector<sockaddr_storage> addr_;      // rank -> its endpoint for sendmmsg
-  std::vector<socklen_t> addr_len_;
-  std::vector<mmsghdr> msgs_, rx_msgs_;     // batch entries, rebuilt per call (apart: feedback is sent
-  std::vector<iovec> iov_, rx_iov_;         // while received datagrams are being processed)
-  std::vector<uint8_t> rx_buf_;             // batch receive slots
-  size_t rx_slot_bytes_;
+  std::vector<TxDatagram> tx_batch_;        // a queue's datagrams as the transport takes them
 
   std::unordered_map<uint64_t, Record> records_;                    // by key
   std::unordered_map<uint64_t, uint64_t> by_walker_;                // walker id -> key, until delivered
@@ -208,34 +187,22 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
 
 // --- construction --------------------------------------------------------------------------------------
 
-SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endpoints, std::vector<bool> local,
-                         SocketFabricOptions o)
+SocketFabric::Impl::Impl(emu::Topology topology, std::unique_ptr<DatagramTransport> transport, UdpTransport* udp,
+                         std::vector<bool> local, SocketFabricOptions o)
     : engine_(1 << 16),
       model_(engine_, std::move(topology), o.model_mtu),
       opt_(std::move(o)),
       npus_(static_cast<uint32_t>(model_.topology().npus())),
-      endpoints_(std::move(endpoints)),
+      transport_(std::move(transport)),
+      udp_(udp),
       local_(std::move(local)),
       clock_(opt_.dilation),
-      slot_bytes_(kDatagramHeaderBytes + std::max<size_t>(opt_.payload, 4 * kMaxMissingPerNack)),
-      rx_slot_bytes_(slot_bytes_ + 64),
+      slot_bytes_(slot_bytes(opt_)),
       faults_(opt_.faults),
       rto_(opt_.rto) {
-  if (endpoints_.size() != npus_ || local_.size() != npus_) {
-    throw std::invalid_argument(fmt::format("socket fabric: {} endpoints and {} local flags for {} NPUs",
-                                            endpoints_.size(), local_.size(), npus_));
+  if (local_.size() != npus_) {
+    throw std::invalid_argument(fmt::format("socket fabric: {} local flags for {} NPUs", local_.size(), npus_));
   }
-  if (opt_.payload == 0 || opt_.payload > 65507 - kDatagramHeaderBytes) {
-    throw std::invalid_argument(fmt::format("socket fabric: payload {}: expected 1..{}", opt_.payload,
-                                            65507 - kDatagramHeaderBytes));
-  }
-  if (opt_.batch == 0 || opt_.batch > 1024) {
-    throw std::invalid_argument(fmt::format("socket fabric: batch {}: expected 1..1024", opt_.batch));
-  }
-  if (opt_.window == 0 || (opt_.window & (opt_.window - 1)) != 0) {
-    throw std::invalid_argument(fmt::format("socket fabric: window {} must be a power of two", opt_.window));
-  }
-  if (opt_.stall_timeout.ps() == 0) throw std::invalid_argument("socket fabric: zero stall timeout");
   model_.set_listener(this);
   // At least four partial-ACK intervals of the slowest link, paced (as the DPDK fabric).
   rto_ = hd::RtoEstimator(hd::paced_rto_floor(opt_.rto, model_.topology(), uint64_t{opt_.payload} * kAckEvery, clock_));
@@ -246,17 +213,8 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endp
   sock_of_.assign(npus_, -1);
   for (uint32_t r = 0; r < npus_; ++r) {
     if (!local_[r]) continue;
-    auto so = std::make_unique<Sock>(io_);
+    auto so = std::make_unique<Sock>();
     so->rank = r;
-    so->s.open(endpoints_[r].protocol());
-    so->fd = so->s.native_handle();
-    set_buffer(so->fd, SO_RCVBUFFORCE, SO_RCVBUF, opt_.socket_buffer_bytes);
-    set_buffer(so->fd, SO_SNDBUFFORCE, SO_SNDBUF, opt_.socket_buffer_bytes);
-    so->s.bind(endpoints_[r]);  // boost::system::system_error naming the cause
-    so->s.non_blocking(true);
-    endpoints_[r] = so->s.local_endpoint();
-    stats_.rcvbuf_bytes = get_buffer(so->fd, SO_RCVBUF);
-    stats_.sndbuf_bytes = get_buffer(so->fd, SO_SNDBUF);
     for (Queue* q : {&so->data, &so->feedback}) {
       q->buf.assign(size_t{opt_.batch} * slot_bytes_, 0);
       q->entries.resize(opt_.batch);
@@ -264,17 +222,7 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endp
     sock_of_[r] = static_cast<int32_t>(socks_.size());
     socks_.push_back(std::move(so));
   }
-  addr_.resize(npus_);
-  addr_len_.resize(npus_);
-  for (uint32_t r = 0; r < npus_; ++r) {
-    std::memcpy(&addr_[r], endpoints_[r].data(), endpoints_[r].size());
-    addr_len_[r] = static_cast<socklen_t>(endpoints_[r].size());
-  }
-  msgs_.resize(opt_.batch);
-  iov_.resize(opt_.batch);
-  rx_msgs_.resize(opt_.batch);
-  rx_iov_.resize(opt_.batch);
-  rx_buf_.resize(size_t{opt_.batch} * rx_slot_bytes_);
+  tx_batch_.resize(opt_.batch);
   senders_.resize(npus_);
   receivers_.resize(npus_);
   held_.resize(npus_);
@@ -284,15 +232,13 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::vector<udp::endpoint> endp
   stats_.dilation = opt_.dilation;
   stats_.batch = opt_.batch;
   stats_.rto_max = rto_.rto();
+  stats_.transport = transport_->describe();
 }
 
 void SocketFabric::Impl::set_remote_endpoint(uint32_t rank, const udp::endpoint& ep) {
-  if (rank >= npus_) throw std::out_of_range(fmt::format("socket fabric: rank {} of {}", rank, npus_));
-  if (local_[rank]) throw std::logic_error(fmt::format("socket fabric: rank {} is local", rank));
+  if (udp_ == nullptr) throw std::logic_error(fmt::format("socket fabric over {}: no UDP endpoints", transport_->describe()));
   if (!records_.empty()) throw std::logic_error("socket fabric: endpoints cannot change once the run has started");
-  endpoints_[rank] = ep;
-  std::memcpy(&addr_[rank], ep.data(), ep.size());
-  addr_len_[rank] = static_cast<socklen_t>(ep.size());
+  udp_->set_remote_endpoint(rank, ep);
 }
 
 hd::Sender& SocketFabric::Impl::sender(uint32_t src) {
@@ -427,11 +373,10 @@ void SocketFabric::Impl::on_delivered(uint64_t id, emu::Time at) {
       const uint32_t peer = r.dst_local ? r.src : r.dst;
       throw std::runtime_error(fmt::format(
           "socket fabric: message {} ({} bytes, rank {} -> {}) was delivered by the model at {} ps, but {} for {} ms "
-          "nothing arrived (rank {} at {}:{})",
+          "nothing arrived (rank {} at {})",
           id, r.bytes, r.src, r.dst, at.ps(),
           r.dst_local ? "it is not reassembled: waiting for its datagrams" : "it is not acknowledged: waiting for ACKs",
-          opt_.stall_timeout.ps() / 1'000'000'000, peer, endpoints_[peer].address().to_string(),
-          endpoints_[peer].port()));
+          opt_.stall_timeout.ps() / 1'000'000'000, peer, transport_->address_of(peer)));
     }
   }
   if (r.src != r.dst && r.dst_local && !clock_.as_fast_as_possible()) {
@@ -468,13 +413,13 @@ bool SocketFabric::Impl::poll() {
   // senders before their timers are looked at, or everything sent before the stall goes out again.
   rx_any_ = false;
   data_seen_ = false;
-  for (auto& so : socks_) receive(*so);
+  transport_->receive(*this);
   if (local_feedback_) {
     // ACKs and NACKs to local senders go out now and are read back at once (loopback delivers within
     // the send call), so that those senders see them before their timers.
     local_feedback_ = false;
     for (auto& so : socks_) flush(*so, so->feedback);
-    for (auto& so : socks_) receive(*so);
+    transport_->receive(*this);
   }
   if (!data_seen_ && !reorder_.empty()) {
     // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
@@ -573,34 +518,8 @@ void SocketFabric::Impl::transmit() {
 
 void SocketFabric::Impl::flush(Sock& so, Queue& q) {
   if (q.n == 0) return;
-  uint32_t sent = 0;
-  if (opt_.batch > 1) {
-    for (uint32_t i = 0; i < q.n; ++i) {
-      const TxEntry& e = q.entries[i];
-      iov_[i] = iovec{slot(q, i), e.len};
-      msghdr& h = msgs_[i].msg_hdr;
-      h = msghdr{};
-      h.msg_name = &addr_[e.to];
-      h.msg_namelen = addr_len_[e.to];
-      h.msg_iov = &iov_[i];
-      h.msg_iovlen = 1;
-    }
-    const int r = ::sendmmsg(so.fd, msgs_.data(), q.n, MSG_DONTWAIT);
-    if (r >= 0) {
-      sent = static_cast<uint32_t>(r);
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR) {
-      ++stats_.send_errors;  // the first one is lost: the reliability layer sends it again
-      sent = 1;
-    }
-  } else {
-    for (; sent < q.n; ++sent) {
-      const TxEntry& e = q.entries[sent];
-      boost::system::error_code ec;
-      so.s.send_to(boost::asio::buffer(slot(q, sent), e.len), endpoints_[e.to], 0, ec);
-      if (ec == boost::asio::error::would_block || ec == boost::asio::error::no_buffer_space) break;
-      if (ec) ++stats_.send_errors;
-    }
-  }
+  for (uint32_t i = 0; i < q.n; ++i) tx_batch_[i] = TxDatagram{slot(q, i), q.entries[i].len, q.entries[i].to};
+  const uint32_t sent = transport_->send(so.rank, std::span<const TxDatagram>(tx_batch_.data(), q.n));
   if (sent == 0) return;
   const uint64_t now_ps = clock_.wall().ps();
   for (uint32_t i = 0; i < sent; ++i) {
@@ -618,43 +537,12 @@ void SocketFabric::Impl::flush(Sock& so, Queue& q) {
   q.n -= sent;
 }
 
-void SocketFabric::Impl::receive(Sock& so) {
-  for (int call = 0; call < kRxCalls; ++call) {
-    uint32_t n = 0;
-    if (opt_.batch > 1) {
-      for (uint32_t i = 0; i < opt_.batch; ++i) {
-        rx_iov_[i] = iovec{rx_buf_.data() + size_t{i} * rx_slot_bytes_, rx_slot_bytes_};
-        msghdr& h = rx_msgs_[i].msg_hdr;
-        h = msghdr{};
-        h.msg_iov = &rx_iov_[i];
-        h.msg_iovlen = 1;
-      }
-      const int r = ::recvmmsg(so.fd, rx_msgs_.data(), opt_.batch, MSG_DONTWAIT, nullptr);
-      if (r <= 0) return;  // EAGAIN: nothing more; errors (ICMP reports) are not ours to act on
-      n = static_cast<uint32_t>(r);
-      for (uint32_t i = 0; i < n; ++i) {
-        process(so, {rx_buf_.data() + size_t{i} * rx_slot_bytes_, rx_msgs_[i].msg_len},
-                (rx_msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) != 0);
-      }
-    } else {
-      for (; n < 64; ++n) {
-        udp::endpoint from;
-        boost::system::error_code ec;
-        const size_t len = so.s.receive_from(boost::asio::buffer(rx_buf_.data(), rx_slot_bytes_), from, 0, ec);
-        if (ec) return;
-        process(so, {rx_buf_.data(), len}, len == rx_slot_bytes_);
-      }
-    }
-    if (n < opt_.batch) return;
-  }
-}
-
-void SocketFabric::Impl::process(Sock& so, std::span<const uint8_t> d, bool truncated) {
+void SocketFabric::Impl::datagram(uint32_t rank, std::span<const uint8_t> d, bool truncated) {
   ++stats_.datagrams_rx;
   stats_.datagram_bytes_rx += d.size();
   DecodedDatagram dd;
   const DatagramVerdict v =
-      truncated ? DatagramVerdict::kTruncated : decode_datagram(d, DatagramRules{npus_, opt_.payload, so.rank}, dd);
+      truncated ? DatagramVerdict::kTruncated : decode_datagram(d, DatagramRules{npus_, opt_.payload, rank}, dd);
   if (v != DatagramVerdict::kOurs) {
     ++stats_.not_ours;
     ++stats_.not_ours_by_verdict[static_cast<size_t>(v)];
@@ -853,6 +741,11 @@ const SocketStats& SocketFabric::Impl::stats() {
     s.rx_reordered += st.reordered;
     s.rx_stale += st.stale;
   }
+  const TransportStats t = transport_->stats();
+  s.send_errors = t.send_errors;
+  s.frames_not_ours = t.frames_not_ours;
+  s.rcvbuf_bytes = t.rcvbuf_bytes;
+  s.sndbuf_bytes = t.sndbuf_bytes;
   s.injected_drops = faults_.dropped();
   s.injected_duplicates = faults_.duplicated();
   s.injected_reorders = faults_.reordered();
@@ -861,10 +754,51 @@ const SocketStats& SocketFabric::Impl::stats() {
 
 // --- the public face -----------------------------------------------------------------------------------
 
+namespace {
+void check_options(const SocketFabricOptions& o) {
+  if (o.payload == 0 || o.payload > 65507 - kDatagramHeaderBytes) {
+    throw std::invalid_argument(fmt::format("socket fabric: payload {}: expected 1..{}", o.payload,
+                                            65507 - kDatagramHeaderBytes));
+  }
+  if (o.batch == 0 || o.batch > 1024) {
+    throw std::invalid_argument(fmt::format("socket fabric: batch {}: expected 1..1024", o.batch));
+  }
+  if (o.window == 0 || (o.window & (o.window - 1)) != 0) {
+    throw std::invalid_argument(fmt::format("socket fabric: window {} must be a power of two", o.window));
+  }
+  if (o.stall_timeout.ps() == 0) throw std::invalid_argument("socket fabric: zero stall timeout");
+}
+
+std::unique_ptr<UdpTransport> udp_transport(std::vector<udp::endpoint> endpoints, const std::vector<bool>& local,
+                                            const emu::Topology& topology, const SocketFabricOptions& o) {
+  check_options(o);
+  if (endpoints.size() != static_cast<size_t>(topology.npus())) {
+    throw std::invalid_argument(
+        fmt::format("socket fabric: {} endpoints for {} NPUs", endpoints.size(), topology.npus()));
+  }
+  return std::make_unique<UdpTransport>(std::move(endpoints), local, o.batch, o.socket_buffer_bytes,
+                                        static_cast<uint32_t>(SocketFabric::Impl::slot_bytes(o)));
+}
+}  // namespace
+
 SocketFabric::SocketFabric(emu::Topology topology, std::vector<udp::endpoint> endpoints, std::vector<bool> local,
-                           SocketFabricOptions options)
-    : impl_(std::make_unique<Impl>(std::move(topology), std::move(endpoints), std::move(local), std::move(options))) {}
+                           SocketFabricOptions options) {
+  auto udp = udp_transport(std::move(endpoints), local, topology, options);
+  UdpTransport* raw = udp.get();
+  impl_ = std::make_unique<Impl>(std::move(topology), std::move(udp), raw, std::move(local), std::move(options));
+}
+
+SocketFabric::SocketFabric(emu::Topology topology, std::unique_ptr<DatagramTransport> transport,
+                           std::vector<bool> local, SocketFabricOptions options) {
+  check_options(options);
+  if (!transport) throw std::invalid_argument("socket fabric: no transport");
+  impl_ = std::make_unique<Impl>(std::move(topology), std::move(transport), nullptr, std::move(local),
+                                 std::move(options));
+}
 SocketFabric::~SocketFabric() = default;
+uint32_t SocketFabric::max_datagram(const SocketFabricOptions& options) noexcept {
+  return static_cast<uint32_t>(Impl::slot_bytes(options));
+}
 void SocketFabric::send(const emu::Message& m, emu::Time ready) { impl_->send(m, ready); }
 emu::Engine& SocketFabric::engine() { return impl_->engine(); }
 void SocketFabric::set_listener(emu::DeliveryListener* listener) { impl_->set_listener(listener); }
@@ -881,7 +815,7 @@ void SocketFabric::set_remote_endpoint(uint32_t rank, const udp::endpoint& endpo
 // --- reports -------------------------------------------------------------------------------------------
 
 std::string format_socket_stats(const SocketStats& s) {
-  std::string out = "Socket fabric (UDP)\n";
+  std::string out = fmt::format("Socket fabric ({})\n", s.transport);
   out += fmt::format("  time                {}, wall {:.3f} ms\n",
                      s.dilation == 0 ? std::string("as fast as possible (deliveries at modelled times)")
                                      : fmt::format("dilation {:g} (emulated = wall / {:g})", s.dilation, s.dilation),
@@ -894,8 +828,10 @@ std::string format_socket_stats(const SocketStats& s) {
                      "{} ACK, {} NACK received; {} batched per call\n",
                      s.datagrams_tx, s.datagram_bytes_tx, s.data_datagrams, s.retransmissions, s.nack_retransmissions,
                      s.timeout_retransmissions, s.acks, s.nacks, s.batch);
-  out += fmt::format("  datagrams received  {} ({} bytes); not ours {}\n", s.datagrams_rx, s.datagram_bytes_rx,
-                     s.not_ours);
+  out += fmt::format("  datagrams received  {} ({} bytes); not ours {}{}\n", s.datagrams_rx, s.datagram_bytes_rx,
+                     s.not_ours,
+                     s.frames_not_ours == 0 ? std::string()
+                                            : fmt::format("; {} other frames on the port", s.frames_not_ours));
   for (size_t v = 1; v < kDatagramVerdictCount; ++v) {
     if (s.not_ours_by_verdict[v] > 0) {
       out += fmt::format("    {:<34}{}\n", to_string(static_cast<DatagramVerdict>(v)), s.not_ours_by_verdict[v]);
@@ -910,8 +846,10 @@ std::string format_socket_stats(const SocketStats& s) {
   if (s.send_errors + s.feedback_dropped > 0) {
     out += fmt::format("  send errors         {}; feedback not queued {}\n", s.send_errors, s.feedback_dropped);
   }
-  out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive); socket buffers rcv {} / snd {} bytes\n",
-                     static_cast<double>(s.rto_max.ps()) / 1e9, s.rcvbuf_bytes, s.sndbuf_bytes);
+  out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive){}\n", static_cast<double>(s.rto_max.ps()) / 1e9,
+                     s.rcvbuf_bytes == 0 ? std::string()
+                                         : fmt::format("; socket buffers rcv {} / snd {} bytes", s.rcvbuf_bytes,
+                                                       s.sndbuf_bytes));
   if (s.dilation > 0) {
     out += fmt::format("  late deliveries     {} of {} (wire slower than the target){}\n", s.late, s.late + s.on_time,
                        s.late == 0 ? std::string()
@@ -934,6 +872,7 @@ std::string socket_stats_to_json(const SocketStats& s) {
     o += fmt::format("    \"{}\": {}{}\n", k, v, last ? "" : ",");
   };
   const auto n = [](uint64_t v) { return fmt::format("{}", v); };
+  kv("transport", fmt::format("\"{}\"", s.transport));
   kv("dilation", fmt::format("{}", s.dilation));
   kv("wall_ps", n(s.wall.ps()));
   kv("messages_sent", n(s.messages_sent));
@@ -971,6 +910,7 @@ std::string socket_stats_to_json(const SocketStats& s) {
   }
   kv("not_ours", n(s.not_ours));
   kv("not_ours_by_verdict", verdicts + "}");
+  kv("frames_not_ours", n(s.frames_not_ours));
   kv("send_errors", n(s.send_errors));
   kv("feedback_dropped", n(s.feedback_dropped));
   kv("late", n(s.late));

@@ -61,6 +61,7 @@ struct SocketFabricOptions {
 };
 
 struct SocketStats {
+  std::string transport;              // the datagrams' carrier: "UDP", or "DPDK <device> <MAC>"
   double dilation = 0;
   emu::Duration wall;                 // from the clock's start to the last poll
   uint64_t messages_sent = 0, bytes_sent = 0;          // local source, remote or local destination
@@ -73,6 +74,7 @@ struct SocketStats {
   uint64_t rx_duplicates = 0, rx_reordered = 0, rx_stale = 0;
   uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
   uint64_t not_ours = 0;              // datagrams that are not valid fabemu datagrams for a local rank
+  uint64_t frames_not_ours = 0;       // DPDK transport: frames on the port that carry no datagram for a local rank
   uint64_t send_errors = 0;           // sendto failures other than EAGAIN (retried by the reliability layer)
   uint64_t late = 0, on_time = 0;     // D > 0: local-destination messages reassembled after / by their modelled delivery
   // Per message with a local source: its first datagram sent to the ACK that completes it (wall ns, one
@@ -107,6 +109,9 @@ class SocketFabric final : public emu::Fabric {
   SocketFabric(emu::Topology topology, std::unique_ptr<DatagramTransport> transport, std::vector<bool> local,
                SocketFabricOptions options);
   ~SocketFabric() override;
+  // The longest datagram the fabric sends with `options`: the header and the larger of a data payload and
+  // a NACK's list (what a transport opened for it must carry).
+  static uint32_t max_datagram(const SocketFabricOptions& options) noexcept;
 
   void send(const emu::Message& m, emu::Time ready) override;
   using Fabric::send;
@@ -121,7 +126,8 @@ class SocketFabric final : public emu::Fabric {
   void serve(const std::function<bool()>& until);
   bool interrupted() const noexcept;
 
-  // The endpoint of every rank: local ones as bound (port 0 resolved to the port the kernel chose).
+  // The endpoint of every rank: local ones as bound (port 0 resolved to the port the kernel chose). Empty
+  // over a transport other than UDP.
   const std::vector<boost::asio::ip::udp::endpoint>& endpoints() const noexcept;
   // Where a remote rank receives, when it is known only after construction (its process bound port 0).
   // std::logic_error for a local rank or after the first send().

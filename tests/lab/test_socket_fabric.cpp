@@ -19,6 +19,7 @@
 #include "host/lab/datagram.h"
 #include "host/lab/socket_fabric.h"
 #include "tests/dpdk/fabric_test_support.h"
+#include "tests/lab/split_run_support.h"
 #include "tests/emulator/walker_test_util.h"
 #include "traces/generate.h"
 #include "traces/trace_set.h"
@@ -34,48 +35,6 @@ namespace {
 
 using namespace fabemu::test;
 
-// The packet model, counting the messages per (src, dst) on the way.
-class CountingFabric final : public Fabric {
- public:
-  CountingFabric(Engine& e, Topology t) : inner_(e, std::move(t), kModelMtu) {}
-  void send(const Message& m, Time ready) override {
-    ++count[{m.src, m.dst}];
-    inner_.send(m, ready);
-  }
-  using Fabric::send;
-  Engine& engine() override { return inner_.engine(); }
-  void set_listener(DeliveryListener* l) override { inner_.set_listener(l); }
-  std::map<std::pair<int32_t, int32_t>, uint64_t> count;
-
- private:
-  PacketFabric inner_;
-};
-
-struct SoftwareRun {
-  RunResult result;
-  std::map<std::pair<int32_t, int32_t>, uint64_t> count;
-  // Messages from a rank in [lo, hi) to another rank (anywhere), and to a rank in [lo, hi) from another.
-  uint64_t from(int32_t lo, int32_t hi) const {
-    uint64_t n = 0;
-    for (const auto& [k, v] : count) n += k.first >= lo && k.first < hi && k.first != k.second ? v : 0;
-    return n;
-  }
-  uint64_t to(int32_t lo, int32_t hi) const {
-    uint64_t n = 0;
-    for (const auto& [k, v] : count) n += k.second >= lo && k.second < hi && k.first != k.second ? v : 0;
-    return n;
-  }
-};
-
-SoftwareRun run_software(const Workload& w) {
-  Engine engine(1 << 12);
-  CountingFabric fabric(engine, Topology(w.net));
-  SoftwareRun out;
-  out.result = walk(fabric, w);
-  out.count = fabric.count;
-  return out;
-}
-
 std::vector<udp::endpoint> loopback(size_t n) {
   return std::vector<udp::endpoint>(n, udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
 }
@@ -88,20 +47,6 @@ SocketRun run_socket(const Workload& w, lab::SocketFabricOptions opt) {
   const size_t n = static_cast<size_t>(topo.npus());
   lab::SocketFabric fabric(topo, loopback(n), std::vector<bool>(n, true), opt);
   return fabemu::test::run_through(fabric, w, lab::format_socket_stats);
-}
-
-void expect_same_times(const RunResult& sw, const RunResult& r) {
-  ASSERT_TRUE(sw.stuck.empty());
-  ASSERT_TRUE(r.stuck.empty()) << r.stuck.front();
-  EXPECT_GT(sw.total.ps(), 0u);
-  EXPECT_EQ(r.total.ps(), sw.total.ps());
-  ASSERT_EQ(r.ranks.size(), sw.ranks.size());
-  for (size_t i = 0; i < sw.ranks.size(); ++i) {
-    EXPECT_EQ(r.ranks[i].finish.ps(), sw.ranks[i].finish.ps()) << "rank " << i;
-    EXPECT_EQ(r.ranks[i].exposed_comm.ps(), sw.ranks[i].exposed_comm.ps()) << "rank " << i;
-  }
-  EXPECT_EQ(r.messages, sw.messages);
-  EXPECT_EQ(r.message_bytes, sw.message_bytes);
 }
 
 // All ranks local: every message between two ranks went on the wire once and was reassembled once.
@@ -259,14 +204,11 @@ TEST(SocketFabric, LossAndReorderingStillGiveTheModelledTimes) {
 TEST(SocketFabric, SplitOverTwoInstancesOnTwoThreads) {
   fabemu::test::ScratchDir dir;
   const Workload w = generated_all_reduce(dir);
-  const SoftwareRun sw = run_software(w);
   const Topology topo(w.net);
-  std::vector<bool> a_local(8, false), b_local(8, false);
-  for (int r = 0; r < 8; ++r) (r < 4 ? a_local : b_local)[static_cast<size_t>(r)] = true;
   lab::SocketFabricOptions opt;
   opt.model_mtu = kModelMtu;
-  lab::SocketFabric a(topo, loopback(8), a_local, opt);
-  lab::SocketFabric b(topo, loopback(8), b_local, opt);
+  lab::SocketFabric a(topo, loopback(8), hosted(0, 4, 8), opt);
+  lab::SocketFabric b(topo, loopback(8), hosted(4, 8, 8), opt);
   for (uint32_t r = 0; r < 8; ++r) {
     if (r < 4) {
       b.set_remote_endpoint(r, a.endpoints()[r]);
@@ -274,52 +216,7 @@ TEST(SocketFabric, SplitOverTwoInstancesOnTwoThreads) {
       a.set_remote_endpoint(r, b.endpoints()[r]);
     }
   }
-  struct Side {
-    RunResult result;
-    bool drained = false;
-    std::string error;
-  } sa, sb;
-  std::atomic<int> finished{0};
-  const auto run = [&](lab::SocketFabric& f, Side& out) {
-    try {
-      fabemu::traces::ProcessGroups groups(8);
-      Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
-      out.result = walker.run();
-      out.drained = f.drain();
-      ++finished;
-      // Keep answering the other side's retransmissions until it is done too.
-      f.serve([&] { return finished.load() == 2; });
-    } catch (const std::exception& e) {
-      out.error = e.what();
-      ++finished;
-    }
-  };
-  std::thread ta(run, std::ref(a), std::ref(sa));
-  std::thread tb(run, std::ref(b), std::ref(sb));
-  ta.join();
-  tb.join();
-  ASSERT_EQ(sa.error, "");
-  ASSERT_EQ(sb.error, "");
-  expect_same_times(sw.result, sa.result);
-  expect_same_times(sw.result, sb.result);
-  EXPECT_TRUE(sa.drained);
-  EXPECT_TRUE(sb.drained);
-  const lab::SocketStats& x = a.stats();
-  const lab::SocketStats& y = b.stats();
-  std::printf("%s%s", lab::format_socket_stats(x).c_str(), lab::format_socket_stats(y).c_str());
-  EXPECT_EQ(x.messages_sent, sw.from(0, 4));
-  EXPECT_EQ(x.messages_received, sw.to(0, 4));
-  EXPECT_EQ(y.messages_sent, sw.from(4, 8));
-  EXPECT_EQ(y.messages_received, sw.to(4, 8));
-  // On a ring, 3 -> 4 and 7 -> 0 cross: 2 x 7 steps x 4 chunks each way... counted, not assumed.
-  const uint64_t a_to_b = sw.count.at({3, 4}), b_to_a = sw.count.at({7, 0});
-  EXPECT_GT(a_to_b, 0u);
-  EXPECT_EQ(x.messages_sent - x.messages_received + b_to_a, a_to_b);
-  EXPECT_EQ(x.model_only_messages, sw.from(4, 8) - b_to_a);
-  EXPECT_EQ(y.model_only_messages, sw.from(0, 4) - a_to_b);
-  EXPECT_EQ(x.deliveries, sw.result.messages);
-  EXPECT_EQ(y.deliveries, sw.result.messages);
-  EXPECT_EQ(x.not_ours + y.not_ours, 0u);
+  run_split_and_check(a, b, w);
 }
 
 // A peer that never answers: the run ends with an error naming the message's ranks once nothing has

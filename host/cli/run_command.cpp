@@ -592,7 +592,7 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");
   run_cmd->add_option("--dpdk-rx-lcore", args->dpdk_rx_lcore,
                       "DPDK: the lcore of the receive side (port B, reassembly, ACK/NACK): auto (default: the first "
-                      "worker lcore of EAL's -l, when there are two ports and no --pcap), off (the main lcore) or an id")
+                      "worker lcore of EAL's -l, when there are two ports), off (the main lcore) or an id")
       ->check(CLI::IsMember({"auto", "off"}) | CLI::NonNegativeNumber);
   run_cmd->add_option("--dilation", args->dilation,
                       "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <chrono>
 #include <functional>
 #include <stdexcept>
@@ -144,7 +145,8 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   rc.window = opt_.window;
   rc.nack_delay = opt_.nack_delay;
   rc.faults = opt_.faults;
-  rx_path_ = std::make_unique<RxPath>(rc, ports_.b(), rx_lcore < 0 ? pcap_.get() : nullptr);
+  if (pcap_ && rx_lcore >= 0) rx_pcap_ = std::make_unique<PcapWriter>(opt_.pcap + ".rx-lcore");
+  rx_path_ = std::make_unique<RxPath>(rc, ports_.b(), rx_lcore < 0 ? pcap_.get() : rx_pcap_.get());
   // From here on port B is the receive lcore's alone.
   if (rx_lcore >= 0) worker_ = std::make_unique<RxWorker>(*rx_path_, static_cast<unsigned>(rx_lcore));
 }
@@ -153,7 +155,7 @@ int DpdkFabric::choose_rx_lcore() const {
   const bool two_ports = &ports_.a() != &ports_.b();
   if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreOff) return -1;
   if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreAuto) {
-    if (!two_ports || !opt_.pcap.empty()) return -1;
+    if (!two_ports) return -1;
     for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
       if (rte_eal_get_lcore_state(id) == WAIT) return static_cast<int>(id);
     }
@@ -167,10 +169,6 @@ int DpdkFabric::choose_rx_lcore() const {
     throw std::invalid_argument(fmt::format("RX lcore {}: the receive side needs a port of its own (data A -> B, "
                                             "two devices); {} loops frames back", id, ports_.describe()));
   }
-  if (!opt_.pcap.empty()) {
-    throw std::invalid_argument(
-        fmt::format("RX lcore {}: --pcap captures from one lcore only (use --dpdk-rx-lcore off)", id));
-  }
   if (id >= RTE_MAX_LCORE || !rte_lcore_is_enabled(id) || id == rte_get_main_lcore() ||
       rte_eal_get_lcore_state(id) != WAIT) {
     throw std::invalid_argument(fmt::format("RX lcore {}: not an idle worker lcore of EAL (main lcore {}, {} lcores "
@@ -182,6 +180,11 @@ int DpdkFabric::choose_rx_lcore() const {
 
 DpdkFabric::~DpdkFabric() {
   worker_.reset();  // stops the receive lcore before anything it uses goes
+  try {
+    close_pcap();  // a run that failed before drain(): its capture still ends up in one file
+  } catch (const std::exception&) {
+    // Destruction during an error: that error is the one to report.
+  }
   for (rte_mbuf* m : tx_data_) rte_pktmbuf_free(m);
   if (stash_next_ < stash_n_) rte_pktmbuf_free_bulk(tx_stash_ + stash_next_, stash_n_ - stash_next_);
 }
@@ -306,6 +309,25 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
   records_.erase(it);
   ++stats_.deliveries;
   if (listener_ != nullptr) listener_->on_delivered(id, at);
+}
+
+void DpdkFabric::close_pcap() {
+  if (!pcap_) return;
+  pcap_->close();
+  if (rx_pcap_) {
+    // Only once the receive lcore has stopped: its capture is complete. Its records are on the RxPath's
+    // clock (zero at construction), the main lcore's on clock_ (zero at the first send).
+    rx_pcap_->close();
+    const uint64_t main0 = clock_.start_ticks(), rx0 = rx_path_->clock().start_ticks();
+    const int64_t shift = main0 >= rx0 ? -static_cast<int64_t>(clock_.ticks_to_ns(main0 - rx0))
+                                       : static_cast<int64_t>(clock_.ticks_to_ns(rx0 - main0));
+    const std::string merged = opt_.pcap + ".merging";
+    merge_pcap(opt_.pcap, rx_pcap_->path(), shift, merged);
+    std::filesystem::rename(merged, opt_.pcap);
+    std::filesystem::remove(rx_pcap_->path());
+    rx_pcap_.reset();
+  }
+  pcap_.reset();
 }
 
 // --- I/O -----------------------------------------------------------------------------------------------
@@ -648,10 +670,7 @@ bool DpdkFabric::drain(emu::Duration limit) {
   while (clock_.wall() - quiet_since < emu::Duration::from_ms(2) && clock_.wall() - start <= limit) {
     if (poll()) quiet_since = clock_.wall();
   }
-  if (pcap_) {
-    pcap_->close();
-    pcap_.reset();
-  }
+  close_pcap();
   return done;
 }
 

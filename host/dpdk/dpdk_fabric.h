@@ -52,14 +52,14 @@ struct DpdkFabricOptions {
   // Wall time; with D > 0 at least four partial-ACK intervals (32 packets each) of the slowest link.
   emu::Duration rto = emu::Duration::from_ms(10);
   uint32_t window = 1024;             // messages in flight per (sender, receiver) pair; a power of two
-  std::string pcap;                   // non-empty: every frame sent is captured there
+  std::string pcap;                   // non-empty: every frame sent is captured there (both lcores' frames)
   // A message the model has delivered but the wire has not, with no frame received for this long
   // (wall time), is an error (std::runtime_error): a dead device must not hang the run.
   emu::Duration stall_timeout = emu::Duration::from_ms(10'000);
   // The receive side's lcore (README.md, "Receive lcore"). kRxLcoreAuto: the first worker lcore EAL has
-  // (e.g. EAL -l 0-1), when a() != b() and no pcap is written; else the main lcore. kRxLcoreOff: the main
-  // lcore polls everything. An lcore id: that one (std::invalid_argument when it is not an idle worker
-  // lcore, a() == b() or pcap is on).
+  // (e.g. EAL -l 0-1), when a() != b(); else the main lcore. kRxLcoreOff: the main lcore polls
+  // everything. An lcore id: that one (std::invalid_argument when it is not an idle worker lcore or
+  // a() == b()).
   static constexpr int kRxLcoreAuto = -1;
   static constexpr int kRxLcoreOff = -2;
   int rx_lcore = kRxLcoreAuto;
@@ -337,6 +337,10 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<rte_mbuf*> tx_data_;                    // frames built, not yet taken by the device
   std::vector<TxMeta> tx_meta_;
   std::unique_ptr<PcapWriter> pcap_;
+  // With a receive lcore: its frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s file
+  // in time order by close_pcap().
+  std::unique_ptr<PcapWriter> rx_pcap_;
+  void close_pcap();
   // The receive side (port B): run inline by poll(), or by worker_ on its own lcore (then only the
   // worker touches it until join()).
   std::unique_ptr<RxPath> rx_path_;

@@ -41,4 +41,11 @@ class PcapWriter {
   uint64_t frames_ = 0;
 };
 
+// Merges two captures PcapWriter wrote (each in time order; one per lcore) into `out`, in time order
+// (ties: `first`'s frame first). `second`'s timestamps are moved by `second_shift_ns` first (its clock's
+// zero relative to first's; a record that would come before zero is put at zero). Returns the frames
+// written. std::runtime_error naming the file that cannot be read or written, or is not such a capture.
+uint64_t merge_pcap(const std::string& first, const std::string& second, int64_t second_shift_ns,
+                    const std::string& out);
+
 }  // namespace fabemu::host::dpdk

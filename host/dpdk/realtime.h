@@ -38,6 +38,8 @@ class TscClock {
   bool as_fast_as_possible() const noexcept { return dilation_q16_ == 0; }
   // True when ticks() are TSC cycles (EAL running), false for the steady_clock fallback.
   bool uses_tsc() const noexcept { return tsc_; }
+  // The raw tick count of wall time zero (the last restart()).
+  uint64_t start_ticks() const noexcept { return start_; }
 
  private:
   double dilation_;

@@ -149,6 +149,7 @@ class RxPath {
   bool idle() const noexcept { return reorder_.empty() && tx_.empty(); }
   // Wall time zero of the Receivers' timers and of the pcap records of ACKs/NACKs.
   void restart_clock() noexcept { clock_.restart(); }
+  const TscClock& clock() const noexcept { return clock_; }
 
   Port& port() noexcept { return port_; }
   const RxPathStats& stats() const noexcept { return stats_; }

@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <system_error>
 
@@ -68,6 +71,41 @@ void expect_exact(const RunResult& sw, const DpdkRun& d) {
   // Every frame sent arrived on the other port (the fault filter drops after receiving); drain() polls
   // until the ports are quiet.
   EXPECT_EQ(s.frames_rx, s.frames_tx);
+}
+
+Capture read_capture(const std::string& path, const host::dpdk::DecodeRules& rules) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Capture c;
+  if (bytes.size() < 24) {
+    c.whole = false;
+    return c;
+  }
+  size_t pos = 24;
+  uint64_t last_ns = 0;
+  while (pos + 16 <= bytes.size()) {
+    uint32_t sec = 0, nsec = 0, incl = 0;
+    std::memcpy(&sec, &bytes[pos], 4);
+    std::memcpy(&nsec, &bytes[pos + 4], 4);
+    std::memcpy(&incl, &bytes[pos + 8], 4);
+    pos += 16;
+    if (pos + incl > bytes.size()) break;
+    const uint64_t ns = uint64_t{sec} * 1'000'000'000 + nsec;
+    if (ns < last_ns) ++c.out_of_order;
+    last_ns = ns;
+    host::dpdk::DecodedFrame f;
+    if (host::dpdk::decode(std::span<const uint8_t>(&bytes[pos], incl), rules, f) != host::dpdk::Verdict::kOurs) {
+      ++c.not_ours;
+    } else if (f.hdr.kind == host::dpdk::PacketKind::kData) {
+      ++c.data;
+    } else {
+      ++c.feedback;
+    }
+    ++c.frames;
+    pos += incl;
+  }
+  c.whole = pos == bytes.size();
+  return c;
 }
 
 }  // namespace fabemu::test

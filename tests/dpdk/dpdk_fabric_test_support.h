@@ -31,6 +31,15 @@ DpdkRun run_dpdk(const Workload& w, host::dpdk::DpdkPorts& ports, host::dpdk::Dp
 
 host::dpdk::PortConfig port_config();
 
+// A capture the fabric wrote (--pcap), read back: every record decoded with `rules`.
+struct Capture {
+  uint64_t frames = 0, data = 0, feedback = 0;  // records; data frames; ACK and NACK frames
+  uint64_t not_ours = 0;                        // records decode() refused
+  uint64_t out_of_order = 0;                    // records earlier than the one before
+  bool whole = true;                            // no truncated record at the end
+};
+Capture read_capture(const std::string& path, const host::dpdk::DecodeRules& rules);
+
 // The same times as the software model, every message once, every byte once.
 void expect_exact(const emu::RunResult& sw, const DpdkRun& d);
 

@@ -54,7 +54,7 @@ struct SoftwareRun {
   }
 };
 
-inline SoftwareRun run_software(const Workload& w) {
+inline SoftwareRun run_counting_software(const Workload& w) {
   emu::Engine engine(1 << 12);
   CountingFabric fabric(engine, emu::Topology(w.net));
   SoftwareRun out;
@@ -95,7 +95,7 @@ struct SplitSide {
 // model's times and that each sent exactly the messages whose source it hosts and reassembled those whose
 // destination it hosts (on the ring, 3 -> 4 and 7 -> 0 cross).
 inline void run_split_and_check(lab::SocketFabric& a, lab::SocketFabric& b, const Workload& w) {
-  const SoftwareRun sw = run_software(w);
+  const SoftwareRun sw = run_counting_software(w);
   SplitSide sa, sb;
   std::atomic<int> finished{0};
   const auto run = [&](lab::SocketFabric& f, SplitSide& out) {

@@ -163,7 +163,7 @@ TEST(SocketFabric, SharedMicrobenchmarksOnLoopback) {
   if (!fabemu::test::shared_traces_dir()) GTEST_SKIP() << "../shared/traces is absent: shared-trace test skipped";
   int runs = 0;
   for_each_shared_microbenchmark([&](const Workload& w, int) {
-    const SoftwareRun sw = run_software(w);
+    const SoftwareRun sw = run_counting_software(w);
     const SocketRun s = run_socket(w, lab::SocketFabricOptions{});
     expect_all_local_exact(sw, s);
     EXPECT_EQ(s.stats.bytes_sent, sw.result.message_bytes);
@@ -175,7 +175,7 @@ TEST(SocketFabric, SharedMicrobenchmarksOnLoopback) {
 TEST(SocketFabric, OneDatagramPerCallGivesTheSameResult) {
   fabemu::test::ScratchDir dir;
   const Workload w = generated_all_reduce(dir);
-  const SoftwareRun sw = run_software(w);
+  const SoftwareRun sw = run_counting_software(w);
   lab::SocketFabricOptions opt;
   opt.batch = 1;  // Boost.Asio send_to / receive_from
   const SocketRun s = run_socket(w, opt);
@@ -187,7 +187,7 @@ TEST(SocketFabric, OneDatagramPerCallGivesTheSameResult) {
 TEST(SocketFabric, LossAndReorderingStillGiveTheModelledTimes) {
   fabemu::test::ScratchDir dir;
   const Workload w = generated_all_reduce(dir);
-  const SoftwareRun sw = run_software(w);
+  const SoftwareRun sw = run_counting_software(w);
   lab::SocketFabricOptions opt;
   opt.faults = injected_faults();
   const SocketRun s = run_socket(w, opt);
@@ -262,7 +262,7 @@ TEST(SocketFabric, DeadPeerEndsTheRunAfterTheStallTimeout) {
 TEST(SocketFabric, DilatedRunKeepsModelledTimesAndTakesTheWallTime) {
   fabemu::test::ScratchDir dir;
   const Workload w = generated_all_reduce(dir, 256 * 1024);
-  const SoftwareRun sw = run_software(w);
+  const SoftwareRun sw = run_counting_software(w);
   lab::SocketFabricOptions opt;
   opt.dilation = 200;
   const auto t0 = std::chrono::steady_clock::now();

@@ -125,13 +125,13 @@ class DpdkTransport final : public DatagramTransport {
   }
 
   void receive(DatagramSink& sink) override {
-    // Local pairs first: in the order they were sent, as a socket would deliver them.
+    // Local pairs first: in the order they were sent, as a socket would deliver them. The sink may send
+    // (an ACK to a local rank): the slot is released only after the call, so that a push cannot reuse it.
     for (uint32_t k = loop_n_; k > 0; --k) {
       const LoopEntry e = loop_entries_[loop_head_];
-      const uint8_t* p = loop_.data() + size_t{loop_head_} * slot_bytes_;
+      sink.datagram(e.to, {loop_.data() + size_t{loop_head_} * slot_bytes_, e.len}, false);
       loop_head_ = (loop_head_ + 1) % kLoopSlots;
       --loop_n_;
-      sink.datagram(e.to, {p, e.len}, false);
     }
     rte_mbuf* pkts[kBurst];
     for (int b = 0; b < kRxBursts; ++b) {

@@ -17,10 +17,8 @@
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
 #include "host/dpdk/address_plan.h"
-#include "host/dpdk/reassembly.h"
 #include "host/lab/address.h"
 #include "host/lab/clock.h"
-#include "host/lab/datagram.h"
 #include "host/lab/datagram_transport.h"
 #include "host/lab/socket_fabric.h"
 #include "host/lab/live_metrics.h"
@@ -191,10 +189,9 @@ std::unique_ptr<SocketFabric> make_dpdk_fabric(const ReplayInput& in, const emu:
                         host::dpdk::format_ip(endpoints[r].ip));
   }
   spdlog::info("lab dpdk fabric: {}: {}", in.data_port->describe(), mine);
-  // The largest datagram: a full data packet, or a NACK listing the most missing seqs a receiver sends
-  // (4 bytes each); open() refuses it when it cannot fit a frame of the port's MTU.
-  const uint32_t max_datagram = static_cast<uint32_t>(kDatagramHeaderBytes) +
-                                std::max(o.payload, 4 * host::dpdk::ReceiverConfig{}.max_missing_per_nack);
+  // open() refuses datagrams that cannot fit a frame of the port's MTU (a payload of 1400: 20 + 8 + 60 + 1400
+  // bytes of IPv4, UDP, header and data fill 1488 of a 1500-byte MTU).
+  const uint32_t max_datagram = SocketFabric::max_datagram(o);
   std::unique_ptr<DatagramTransport> transport;
   try {
     transport = in.data_port->open(std::move(endpoints), local, max_datagram);

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "host/cli/commands.h"
+#include "host/dpdk/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/agent.h"
-#include "host/dpdk/address_plan.h"
 #include "host/lab/auth.h"
 #include "host/lab/datagram_transport.h"
 #include "host/lab/live_metrics.h"

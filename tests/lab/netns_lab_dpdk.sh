@@ -50,6 +50,7 @@ chmod 600 "$tmp/lab.token"
 names=(a b c)
 ranks=(0-2 3-5 6-7)
 ports=()
+pids=()
 for i in 0 1 2; do
   mkdir -p "$tmp/work$i"
   ip netns exec "$ns" "$fabemu" agent --listen 127.0.0.1:0 --token-file "$tmp/lab.token" --work-dir "$tmp/work$i" \
@@ -57,6 +58,7 @@ for i in 0 1 2; do
     --file-prefix "fabemu-lab$i-$$" --no-telemetry -l 0 >"$tmp/agent$i.out" 2>"$tmp/agent$i.err" &
   stop_pids="$stop_pids $!"
   pid=$!
+  pids+=("$pid")
   port=
   for _ in $(seq 300); do
     port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/agent$i.out")
@@ -171,4 +173,13 @@ print("capture: %d UDP frames on br0 between the agents' ports, valid IPv4/UDP c
       % frames)
 EOF2
 fi
+# SIGTERM: each agent closes its port and exits 0, its run folder gone.
+for i in 0 1 2; do kill -TERM "${pids[$i]}"; done
+for i in 0 1 2; do
+  wait "${pids[$i]}"
+  rc=$?
+  [ $rc -eq 0 ] || { tail -5 "$tmp/agent$i.err"; fail "agent ${names[$i]} exited with $rc on SIGTERM"; }
+  [ -z "$(ls -A "$tmp/work$i")" ] || fail "agent ${names[$i]} left $(ls "$tmp/work$i") in its work folder"
+done
+stop_pids=
 echo "PASS"

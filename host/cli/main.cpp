@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("fabemu ") + FABEMU_VERSION);
   app.require_subcommand(1);
   int status = fabemu::cli::kExitOk;
-  // Everything after the first `--` is passed through (EAL arguments of `fabemu run --fabric dpdk`).
+  // Everything after the first `--` is passed through (EAL arguments of `fabemu run --fabric dpdk` and of
+  // `fabemu agent --dpdk-device`).
   std::vector<std::string> passthrough;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) != "--") continue;
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
   fabemu::cli::add_trace_commands(app, status);
   fabemu::cli::add_run_command(app, status, passthrough);
   fabemu::cli::add_compare_command(app, status);
-  fabemu::cli::add_agent_command(app, status);
+  fabemu::cli::add_agent_command(app, status, passthrough);
   try {
     app.parse(argc, argv);  // runs the selected command's callback
   } catch (const CLI::ParseError& e) {

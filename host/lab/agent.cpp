@@ -26,6 +26,7 @@
 
 #include "host/lab/auth.h"
 #include "host/lab/clock.h"
+#include "host/lab/datagram_transport.h"
 #include "host/lab/digest.h"
 #include "host/lab/error.h"
 #include "host/lab/replay.h"
@@ -357,8 +358,18 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const std::uint32_t r : assign.local_ranks()) {
       if (r >= world) return fail(proto::ERROR_MALFORMED, fmt::format("assign_ranks: local rank {} >= {}", r, world));
     }
-    if (assign.fabric_config() != "model" && assign.fabric_config() != "socket") {
+    if (assign.fabric_config() != "model" && assign.fabric_config() != "socket" && assign.fabric_config() != "dpdk") {
       return fail(proto::ERROR_RUN_FAILED, fmt::format("assign_ranks: unknown lab fabric \"{}\"", assign.fabric_config()));
+    }
+    if (assign.fabric_config() == "dpdk" && state_->options.data_port == nullptr) {
+      // Refused before any shard is shipped: the coordinator names this agent and the run does not start.
+      const std::uint32_t first = assign.local_ranks(0);
+      const auto named = std::find_if(assign.ranks().begin(), assign.ranks().end(),
+                                      [first](const proto::RankAssignment& ra) { return ra.rank() == first; });
+      return fail(proto::ERROR_RUN_FAILED,
+                  fmt::format("agent {} ({}) has no DPDK port for lab fabric dpdk: start it with --dpdk-device DEVARGS",
+                              named == assign.ranks().end() ? std::string("?") : named->agent(),
+                              state_->options.agent_id));
     }
     auto run = std::make_shared<AgentRun>();
     run->run_id = assign.run_id();
@@ -437,6 +448,11 @@ class Session : public std::enable_shared_from_this<Session> {
     proto::Envelope reply;
     reply.mutable_prepared()->set_run_id(run.run_id);
     reply.mutable_prepared()->set_trace_bytes(run.trace_bytes);
+    if (run.assign.fabric_config() == "dpdk") {
+      // The coordinator hands every agent's MAC to all of them in Start: a rank's frames go to its host's port.
+      const host::dpdk::MacAddr mac = state_->options.data_port->mac();
+      reply.mutable_prepared()->set_mac(std::string(mac.begin(), mac.end()));
+    }
     send(reply);
     spdlog::info("lab agent: {}: run {}: {} traces checked ({} bytes), ready", peer_, run.run_id, run.shards,
                  run.trace_bytes);
@@ -457,8 +473,10 @@ class Session : public std::enable_shared_from_this<Session> {
     std::weak_ptr<Agent::State> state = state_;
     asio::io_context& io = state_->io;
     LiveMetrics* live = state_->options.live;
+    LabDataPort* data_port = state_->options.data_port;
     const std::int64_t at = start.at();
-    run->thread = std::thread([run, weak, state, &io, live, at] {
+    std::map<std::string, std::string> macs(start.agent_macs().begin(), start.agent_macs().end());
+    run->thread = std::thread([run, weak, state, &io, live, data_port, at, macs = std::move(macs)] {
       ReplayInput input;
       input.assign = &run->assign;
       input.trace_paths = run->trace_paths;
@@ -466,6 +484,8 @@ class Session : public std::enable_shared_from_this<Session> {
       input.start_realtime_ns = at;
       input.stop = &run->stop;
       input.live = live;
+      input.data_port = data_port;
+      input.agent_macs = macs;
       // The results go out as soon as they exist; the thread may keep serving its peers (socket fabric)
       // until the coordinator's Stop.
       bool delivered = false;

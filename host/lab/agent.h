@@ -15,6 +15,8 @@
 
 namespace fabemu::lab {
 
+class LabDataPort;
+
 struct AgentOptions {
   boost::asio::ip::tcp::endpoint listen;                 // port 0 = an ephemeral port (see local_endpoint)
   std::string token;                                     // the shared secret (read_token_file)
@@ -25,6 +27,9 @@ struct AgentOptions {
   std::string agent_id;                                  // reported in AuthResult; default: host name
   std::string work_dir;                                  // runs' temporary folders go here; default: TMPDIR
   LiveMetrics* live = nullptr;                           // the run thread keeps it current (metrics endpoint)
+  // The host's DPDK port (`--dpdk-device`, opened before the agent and outliving it): lab runs with
+  // `fabric: dpdk` put their datagrams on it. Without one such runs are refused at AssignRanks.
+  LabDataPort* data_port = nullptr;
 };
 
 class Agent {

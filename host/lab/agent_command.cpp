@@ -1,5 +1,6 @@
-// `fabemu agent --listen ADDR:PORT --token-file F`: serve the lab control plane on this host until
-// SIGINT or SIGTERM. Compiled into the fabemu executable (host/CMakeLists.txt), not into fabemu_lab.
+// `fabemu agent --listen ADDR:PORT --token-file F [--dpdk-device DEVARGS [-- EAL args]]`: serve the lab control
+// plane on this host until SIGINT or SIGTERM. Compiled into the fabemu executable (host/CMakeLists.txt), not
+// into fabemu_lab: only the executable knows whether DPDK is there (FABEMU_HAVE_DPDK).
 #include <fmt/core.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -11,13 +12,21 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "host/cli/commands.h"
+#include "host/dpdk/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/agent.h"
 #include "host/lab/auth.h"
+#include "host/lab/datagram_transport.h"
 #include "host/lab/live_metrics.h"
 #include "host/lab/metrics.h"
+#ifdef FABEMU_HAVE_DPDK
+#include "host/lab/dpdk_transport.h"
+#endif
 
 namespace fabemu::cli {
 
@@ -31,7 +40,35 @@ struct AgentCommandOptions {
   std::size_t max_frame_bytes = lab::kDefaultMaxFrameBytes;
   std::string work_dir;
   std::string metrics;
+  std::string dpdk_device;
+  std::vector<std::string> eal_args;  // after `--`
 };
+
+// `--dpdk-device`: the host's DPDK port for `fabric: dpdk` runs, opened once for the agent's lifetime.
+// Before the io_context and the signal_set exist: EAL start-up spawns its threads and installs SIGINT/SIGTERM
+// handlers of its own (host/dpdk/dpdk_env.h), which the agent's signal_set must replace, not be replaced by;
+// and a device that cannot be opened ends the agent (exit 2) before it listens.
+std::unique_ptr<lab::LabDataPort> open_data_port(const AgentCommandOptions& o) {
+  if (o.dpdk_device.empty()) {
+    if (!o.eal_args.empty()) throw std::invalid_argument("arguments after -- are EAL arguments: they need --dpdk-device");
+    return nullptr;
+  }
+#ifdef FABEMU_HAVE_DPDK
+  std::unique_ptr<lab::LabDataPort> port;
+  try {
+    port = lab::open_lab_data_port(o.dpdk_device, o.eal_args);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("--dpdk-device {}: cannot open the DPDK port: {}", o.dpdk_device, e.what()));
+  }
+  spdlog::info("lab agent: data port {} (MAC {}) for fabric dpdk runs", port->describe(),
+               host::dpdk::format_mac(port->mac()));
+  return port;
+#else
+  throw std::invalid_argument(fmt::format(
+      "--dpdk-device {}: this fabemu was built without DPDK (FABEMU_WITH_DPDK); lab runs here can use fabric socket "
+      "or model", o.dpdk_device));
+#endif
+}
 
 int run_agent(const AgentCommandOptions& o) {
   // Logs go to stderr: stdout carries only the "listening on" line scripts wait for.
@@ -48,6 +85,9 @@ int run_agent(const AgentCommandOptions& o) {
     spdlog::warn("--heartbeat-ms {} is not below --idle-timeout-ms {}: quiet peers will be timed out",
                  o.heartbeat_ms, o.idle_timeout_ms);
   }
+  // Declared before the io_context and the agent, so it outlives them (and the run thread they join).
+  const std::unique_ptr<lab::LabDataPort> data_port = open_data_port(o);
+  options.data_port = data_port.get();
 
   boost::asio::io_context io;
   // The run thread keeps `live` current; the endpoint renders it on the io_context's thread.
@@ -78,7 +118,7 @@ int run_agent(const AgentCommandOptions& o) {
 
 }  // namespace
 
-void add_agent_command(CLI::App& app, int& status) {
+void add_agent_command(CLI::App& app, int& status, const std::vector<std::string>& passthrough) {
   auto* cmd = app.add_subcommand(
       "agent", "Serve the multi-host lab control plane on this host (until SIGINT/SIGTERM); see host/lab/README.md");
   auto o = std::make_shared<AgentCommandOptions>();
@@ -106,7 +146,15 @@ void add_agent_command(CLI::App& app, int& status) {
   cmd->add_option("--metrics", o->metrics,
                   "Serve Prometheus metrics (GET /metrics) of this agent's runs at this address; port 0 picks one")
       ->type_name("ADDR:PORT");
-  cmd->callback([o, &status] { status = run_agent(*o); });
+  cmd->add_option("--dpdk-device", o->dpdk_device,
+                  "DPDK port for lab runs with `fabric: dpdk` (a PCI address or vdev devargs, e.g. "
+                  "net_af_packet0,iface=eth1); needs a build with DPDK")
+      ->type_name("DEVARGS");
+  cmd->footer("Arguments after `--` are EAL arguments (with --dpdk-device).");
+  cmd->callback([o, &status, &passthrough] {
+    o->eal_args = passthrough;
+    status = run_agent(*o);
+  });
 }
 
 }  // namespace fabemu::cli

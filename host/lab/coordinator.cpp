@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "emulator/report_json.h"
+#include "host/dpdk/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/auth.h"
 #include "host/lab/digest.h"
@@ -385,8 +386,10 @@ class Coordinator {
       case Phase::kReprobing: return on_clock_reply(p, e, received);
       case Phase::kPreparing:
         if (!e.has_prepared() || e.prepared().run_id() != outcome_.run_id) break;
+        if (request_.lab.fabric == "dpdk" && !take_mac(p, e.prepared().mac())) return;
         p.phase = Phase::kReady;
-        spdlog::info("lab: {}: prepared ({} trace bytes)", who(p), e.prepared().trace_bytes());
+        spdlog::info("lab: {}: prepared ({} trace bytes{})", who(p), e.prepared().trace_bytes(),
+                     p.report.mac.empty() ? "" : ", DPDK port " + p.report.mac);
         return maybe_start();
       case Phase::kRunning: return on_result(p, e);
       default: break;
@@ -466,6 +469,28 @@ class Coordinator {
     for (const std::string& frame : shards_) send_frame(p, frame);
   }
 
+  // fabric dpdk: the agent's port MAC, which every agent addresses its ranks' frames to; two agents on one
+  // MAC would receive each other's frames (or none), so that is refused before the start.
+  bool take_mac(Peer& p, const std::string& mac) {
+    if (mac.size() != std::tuple_size_v<host::dpdk::MacAddr>) {
+      fail_agent(p, fmt::format("fabric dpdk: its Prepared carries a MAC of {} bytes, not the 6 of its DPDK port "
+                                "(an agent of another version?)", mac.size()));
+      return false;
+    }
+    host::dpdk::MacAddr bytes{};
+    std::copy(mac.begin(), mac.end(), bytes.begin());
+    p.report.mac = host::dpdk::format_mac(bytes);
+    for (const auto& q : peers_) {
+      if (q.get() != &p && q->report.mac == p.report.mac) {
+        fail_agent(p, fmt::format("its DPDK port has MAC {}, as agent {}'s has: every agent needs a port of its own",
+                                  p.report.mac, q->config.name));
+        return false;
+      }
+    }
+    macs_[p.config.name] = mac;
+    return true;
+  }
+
   void maybe_start() {
     if (started_ || !outcome_.fatal.empty()) return;
     if (!std::all_of(peers_.begin(), peers_.end(), [](const auto& q) { return q->phase == Phase::kReady; })) return;
@@ -476,6 +501,7 @@ class Coordinator {
       proto::Envelope e;
       e.mutable_start()->set_run_id(outcome_.run_id);
       e.mutable_start()->set_at(outcome_.start_at_ns + q->report.clock.offset_ns);
+      e.mutable_start()->mutable_agent_macs()->insert(macs_.begin(), macs_.end());
       q->phase = Phase::kRunning;
       send(*q, e);
     }
@@ -525,6 +551,7 @@ class Coordinator {
   std::vector<std::unique_ptr<Peer>> peers_;
   std::map<const Peer*, std::string> agent_nonce_;
   std::vector<std::string> shards_;
+  std::map<std::string, std::string> macs_;  // fabric dpdk: agent name -> its port's MAC (6 bytes)
   LabRunOutcome outcome_;
   mutable LiveMetrics live_;
   std::unique_ptr<MetricsServer> metrics_;
@@ -642,16 +669,17 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
     agents_json += fmt::format(
         "{}\n      {{\"name\": {}, \"host\": {}, \"control\": {}, \"ranks\": {}, \"status\": \"{}\", \"lost_reason\": {}, "
         "\"clock_offset_ns\": {}, \"clock_rtt_ns\": {}, \"clock_residual_bound_ns\": {}, \"clock_drift_ns\": {}, "
-        "\"start_skew_ns\": {}, \"wall_ns\": {}{}}}",
+        "\"start_skew_ns\": {}, \"wall_ns\": {}, \"mac\": {}{}}}",
         agents_json.empty() ? "" : ",", json_string(a.name), json_string(a.agent_id), json_string(a.control),
         json_string(format_ranks(a.ranks)), status, json_string(a.lost_reason), a.clock.offset_ns, a.clock.delay_ns,
-        a.clock.delay_ns / 2, drift, skew, a.wall_ns,
+        a.clock.delay_ns / 2, drift, skew, a.wall_ns, json_string(a.mac),
         a.socket_json.empty() ? std::string() : ", \"socket\": " + a.socket_json);
-    m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}\n",
+    m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}{}\n",
                           a.name, a.control, format_ranks(a.ranks), status, a.clock.offset_ns, a.clock.delay_ns,
                           a.clock.delay_ns / 2,
                           a.after ? fmt::format(", drift {} ns", a.after->offset_ns - a.clock.offset_ns) : "",
-                          has_result ? fmt::format(", started {} ns off", skew) : "");
+                          has_result ? fmt::format(", started {} ns off", skew) : "",
+                          a.mac.empty() ? "" : ", port " + a.mac);
   }
   const int64_t setup = o.start_sent_ns > 0 ? o.start_sent_ns - o.began_ns : 0;
   const int64_t ready = o.ready_ns > 0 ? o.ready_ns - o.began_ns : 0;

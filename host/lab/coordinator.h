@@ -59,6 +59,7 @@ struct AgentReport {
   std::string lost_reason;
   std::string report_json;             // RunDone.report_json
   std::string socket_json;
+  std::string mac;                     // fabric dpdk: its port's MAC (Prepared.mac), "02:00:00:00:00:01"; else ""
 };
 
 struct LabRunOutcome {

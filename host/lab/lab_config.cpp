@@ -20,7 +20,7 @@ namespace {
 
 const std::vector<std::string_view> kTopKeys = {"token_file", "fabric", "shared_storage", "agents"};
 const std::vector<std::string_view> kAgentKeys = {"name", "control", "data", "ranks"};
-const std::vector<std::string_view> kFabrics = {"socket", "model"};
+const std::vector<std::string_view> kFabrics = {"socket", "model", "dpdk"};
 
 std::string scalar(const std::string& file, const cfg::YamlEntry& e, std::string_view key) {
   if (!e.value.IsScalar()) cfg::fail(file, e.line, fmt::format("key \"{}\": expected a single value", key));
@@ -69,7 +69,7 @@ LabConfig load_lab_config(const std::string& path) {
     c.fabric = scalar(path, it->second, "fabric");
     if (std::find(kFabrics.begin(), kFabrics.end(), c.fabric) == kFabrics.end()) {
       cfg::fail(path, it->second.line,
-                fmt::format("key \"fabric\": \"{}\"{} is not a lab fabric; expected socket or model", c.fabric,
+                fmt::format("key \"fabric\": \"{}\"{} is not a lab fabric; expected socket, model or dpdk", c.fabric,
                             cfg::did_you_mean(c.fabric, kFabrics)));
     }
   }

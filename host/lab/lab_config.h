@@ -13,7 +13,9 @@ namespace fabemu::lab {
 struct LabAgentConfig {
   std::string name;                            // unique in the file
   boost::asio::ip::tcp::endpoint control;      // the agent's --listen address
-  boost::asio::ip::udp::endpoint data;         // its first rank's UDP endpoint; rank i of the agent: port + i
+  // Its first rank's UDP endpoint; rank i of the agent: port + i. Socket fabric only: with `fabric: dpdk`
+  // the ranks' addresses come from the agents' ports (lab_dpdk_endpoint), the key is still required.
+  boost::asio::ip::udp::endpoint data;
   std::vector<uint32_t> ranks;                 // ascending
   uint64_t line = 0;                           // of the entry in the file, for messages
 };
@@ -21,7 +23,7 @@ struct LabAgentConfig {
 struct LabConfig {
   std::string source;                          // the file
   std::string token_file;                      // resolved against the file's folder
-  std::string fabric = "socket";               // socket | model
+  std::string fabric = "socket";               // socket | model | dpdk
   bool shared_storage = false;
   std::vector<LabAgentConfig> agents;
   // rank -> index into agents, and rank -> data endpoint (after validate_ranks)

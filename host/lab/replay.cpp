@@ -1,6 +1,7 @@
 #include "host/lab/replay.h"
 
 #include <fmt/core.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,8 +16,10 @@
 #include "emulator/walker.h"
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
+#include "host/dpdk/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/clock.h"
+#include "host/lab/datagram_transport.h"
 #include "host/lab/socket_fabric.h"
 #include "host/lab/live_metrics.h"
 #include "traces/process_groups.h"
@@ -138,6 +141,67 @@ const std::string* find_path(const std::map<std::string, std::string>& paths, co
   return it == paths.end() ? nullptr : &it->second;
 }
 
+std::unique_ptr<SocketFabric> make_udp_fabric(const proto::AssignRanks& assign, const emu::Topology& topology,
+                                              const std::vector<bool>& local, SocketFabricOptions o) {
+  const size_t world = assign.world_size();
+  std::vector<boost::asio::ip::udp::endpoint> endpoints(world);
+  for (const proto::RankAssignment& ra : assign.ranks()) {
+    if (ra.rank() >= world) throw std::invalid_argument(fmt::format("rank {} outside the run", ra.rank()));
+    const auto ep = parse_endpoint(ra.endpoint());
+    endpoints[ra.rank()] = boost::asio::ip::udp::endpoint(ep.address(), ep.port());
+  }
+  std::string mine;
+  for (const uint32_t r : assign.local_ranks()) {
+    mine += fmt::format("{}rank {} at {}:{}", mine.empty() ? "" : ", ", r, endpoints[r].address().to_string(),
+                        endpoints[r].port());
+  }
+  try {
+    return std::make_unique<SocketFabric>(topology, std::move(endpoints), local, std::move(o));
+  } catch (const boost::system::system_error& e) {
+    throw std::runtime_error(fmt::format("socket fabric: cannot bind the data plane ({}): {}", mine, e.what()));
+  }
+}
+
+// lab.yaml `fabric: dpdk`: rank r receives at lab_dpdk_endpoint(r, MAC of its agent's port); the lab file's
+// `data` addresses are not used.
+std::unique_ptr<SocketFabric> make_dpdk_fabric(const ReplayInput& in, const emu::Topology& topology,
+                                               const std::vector<bool>& local, SocketFabricOptions o) {
+  const proto::AssignRanks& assign = *in.assign;
+  const size_t world = assign.world_size();
+  if (in.data_port == nullptr) {
+    throw std::invalid_argument("lab fabric dpdk: this agent has no DPDK port (start it with --dpdk-device)");
+  }
+  std::vector<host::dpdk::Endpoint> endpoints(world);
+  for (const proto::RankAssignment& ra : assign.ranks()) {
+    if (ra.rank() >= world) throw std::invalid_argument(fmt::format("rank {} outside the run", ra.rank()));
+    const auto mac = in.agent_macs.find(ra.agent());
+    if (mac == in.agent_macs.end() || mac->second.size() != std::tuple_size_v<host::dpdk::MacAddr>) {
+      throw std::invalid_argument(fmt::format("rank {}: Start carries no 6-byte MAC for its agent \"{}\"", ra.rank(),
+                                              ra.agent()));
+    }
+    host::dpdk::MacAddr bytes{};
+    std::copy(mac->second.begin(), mac->second.end(), bytes.begin());
+    endpoints[ra.rank()] = lab_dpdk_endpoint(ra.rank(), bytes);
+  }
+  std::string mine;
+  for (const uint32_t r : assign.local_ranks()) {
+    mine += fmt::format("{}rank {} at {}/{}", mine.empty() ? "" : ", ", r, host::dpdk::format_mac(endpoints[r].mac),
+                        host::dpdk::format_ip(endpoints[r].ip));
+  }
+  spdlog::info("lab dpdk fabric: {}: {}", in.data_port->describe(), mine);
+  // open() refuses datagrams that cannot fit a frame of the port's MTU (a payload of 1400: 20 + 8 + 60 + 1400
+  // bytes of IPv4, UDP, header and data fill 1488 of a 1500-byte MTU).
+  const uint32_t max_datagram = SocketFabric::max_datagram(o);
+  std::unique_ptr<DatagramTransport> transport;
+  try {
+    transport = in.data_port->open(std::move(endpoints), local, max_datagram);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("dpdk fabric: cannot open the data plane on {} ({}): {}",
+                                         in.data_port->describe(), mine, e.what()));
+  }
+  return std::make_unique<SocketFabric>(topology, std::move(transport), local, std::move(o));
+}
+
 }  // namespace
 
 ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::string, std::string>& paths) {
@@ -206,13 +270,8 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
     paced = std::make_unique<PacedModelFabric>(*model_packet, spec.dilation(), in.start_realtime_ns, in.stop, in.live, local);
     fabric = paced.get();
     packet = model_packet.get();
-  } else if (assign.fabric_config() == "socket") {
-    std::vector<boost::asio::ip::udp::endpoint> endpoints(world);
-    for (const proto::RankAssignment& ra : assign.ranks()) {
-      if (ra.rank() >= world) throw std::invalid_argument(fmt::format("rank {} outside the run", ra.rank()));
-      const auto ep = parse_endpoint(ra.endpoint());
-      endpoints[ra.rank()] = boost::asio::ip::udp::endpoint(ep.address(), ep.port());
-    }
+  } else if (assign.fabric_config() == "socket" || assign.fabric_config() == "dpdk") {
+    // The same fabric over either transport: kernel UDP sockets, or the agent's DPDK port.
     SocketFabricOptions o;
     o.model_mtu = model_mtu;
     o.dilation = spec.dilation();
@@ -220,15 +279,10 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
     const std::atomic<bool>* stop = in.stop;
     o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
     o.live = in.live;
-    std::string mine;
-    for (const uint32_t r : assign.local_ranks()) {
-      mine += fmt::format("{}rank {} at {}:{}", mine.empty() ? "" : ", ", r, endpoints[r].address().to_string(),
-                          endpoints[r].port());
-    }
-    try {
-      socket = std::make_unique<SocketFabric>(topology, std::move(endpoints), local, std::move(o));
-    } catch (const boost::system::system_error& e) {
-      throw std::runtime_error(fmt::format("socket fabric: cannot bind the data plane ({}): {}", mine, e.what()));
+    if (assign.fabric_config() == "socket") {
+      socket = make_udp_fabric(assign, topology, local, std::move(o));
+    } else {
+      socket = make_dpdk_fabric(in, topology, local, std::move(o));
     }
     fabric = socket.get();
     packet = &socket->model();

@@ -17,6 +17,7 @@
 namespace fabemu::lab {
 
 struct LiveMetrics;
+class LabDataPort;
 
 // The network and system a RunSpec describes, loaded from the agent's copies of the coordinator's files
 // (`paths`: role -> file). Throws traces::TraceError naming the file for bad input.
@@ -33,6 +34,10 @@ struct ReplayInput {
   int64_t start_realtime_ns = 0;                // emulated time 0, this host's CLOCK_REALTIME
   const std::atomic<bool>* stop = nullptr;      // polled; true ends the run early (interrupted)
   LiveMetrics* live = nullptr;
+  // fabric "dpdk": this host's port (the agent's --dpdk-device) and every agent's port MAC (Start.agent_macs,
+  // 6 bytes, keyed by the lab.yaml name of RankAssignment.agent).
+  LabDataPort* data_port = nullptr;
+  std::map<std::string, std::string> agent_macs;
 };
 
 struct ReplayOutput {

@@ -121,5 +121,33 @@ TEST_F(AgentProcess, MissingTokenFileIsAUsageError) {
   EXPECT_EQ(reap(10s), 2);
 }
 
+// `--dpdk-device` that cannot be opened (or a build without DPDK), and EAL arguments without a device: exit 2
+// before the agent listens.
+TEST_F(AgentProcess, UnusableDpdkDeviceIsAUsageError) {
+  // Everything the (exited) child wrote on stdout; EAL may log there too.
+  const auto output = [this] {
+    std::string all;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(child_.stdout_fd, buffer, sizeof buffer)) > 0;) all.append(buffer, static_cast<size_t>(n));
+    return all;
+  };
+  child_ = spawn({FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", token_file_, "--", "--no-huge"});
+  int status = reap(10s);
+  EXPECT_EQ(status, 2);
+  if (status != -1) {  // else read() would wait
+    EXPECT_EQ(output().find("listening on"), std::string::npos);
+  }
+  ::close(child_.stdout_fd);
+  const std::string prefix = "fabemu-agent-test-" + std::to_string(::getpid());
+  child_ = spawn({FABEMU_CLI_PATH, "agent", "--listen", "127.0.0.1:0", "--token-file", token_file_, "--dpdk-device",
+                  "net_fabemu_no_such_driver0", "--", "--no-huge", "-m", "256", "--no-pci", "--no-shconf",
+                  "--file-prefix", prefix, "--no-telemetry", "-l", "0"});
+  status = reap(30s);
+  EXPECT_EQ(status, 2);
+  if (status != -1) {
+    EXPECT_EQ(output().find("listening on"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fabemu::lab

@@ -59,6 +59,17 @@ TEST(LabConfig, ReadsAgentsRanksAndDataEndpoints) {
   EXPECT_EQ(format_ranks(c.agents[0].ranks), "0-2,5");
 }
 
+TEST(LabConfig, DpdkIsALabFabric) {
+  test::ScratchDir dir;
+  std::string text = kGood;
+  text.replace(text.find("fabric: model"), 13, "fabric: dpdk");
+  const std::string path = write(dir, text);
+  LabConfig c = load_lab_config(path);
+  EXPECT_EQ(c.fabric, "dpdk");
+  validate_ranks(c, 8);
+  EXPECT_EQ(c.owner, (std::vector<uint32_t>{0, 0, 0, 1, 1, 0, 1, 1}));
+}
+
 TEST(LabConfig, MistakesNameTheFileAndLine) {
   test::ScratchDir dir;
   std::string text = kGood;
@@ -84,8 +95,10 @@ TEST(LabConfig, MistakesNameTheFileAndLine) {
   EXPECT_NE(e3.find("did you mean \"fabric\""), std::string::npos) << e3;
 
   std::string fabric = text;
-  fabric.replace(fabric.find("fabric: model"), 13, "fabric: dpdk");
-  EXPECT_NE(error_of(write(dir, fabric), 8).find("\"dpdk\" is not a lab fabric"), std::string::npos);
+  fabric.replace(fabric.find("fabric: model"), 13, "fabric: foo");
+  const std::string e5 = error_of(write(dir, fabric), 8);
+  EXPECT_NE(e5.find("line 2"), std::string::npos) << e5;
+  EXPECT_NE(e5.find("\"foo\" is not a lab fabric; expected socket, model or dpdk"), std::string::npos) << e5;
 
   std::string range = text;
   range.replace(range.find("0-2,5"), 5, "2-0");

@@ -493,6 +493,26 @@ TEST_F(LabRun, ABadTraceStopsTheRunNamingTheFile) {
   }
 }
 
+// `fabric: dpdk` on agents started without --dpdk-device: refused at AssignRanks, before any Start, the error
+// naming the agent and the option; the agents stay up and their run folders go.
+TEST_F(LabRun, DpdkFabricNeedsAgentsWithADpdkDevice) {
+  const std::string lab = write_lab(3, 6, 8, "dpdk");
+  std::vector<std::string> args = {"run", "--agents", lab};
+  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+  EXPECT_EQ(run_fabemu(args, "dpdk"), 2);
+  const std::string err = slurp(scratch_.file("dpdk.err"));
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(err, m, std::regex(R"(agent ([abc]) \(127\.0\.0\.1:\d+\): agent \1 \(.*\) has no DPDK )"
+                                                   R"(port for lab fabric dpdk: start it with --dpdk-device DEVARGS)")))
+      << err;
+  EXPECT_NE(err.find("ERROR_RUN_FAILED"), std::string::npos) << err;
+  EXPECT_EQ(err.find(" started: "), std::string::npos) << err;  // the coordinator never sent Start
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(alive(agents_[i].pid));
+    EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
+  }
+}
+
 TEST_F(LabRun, BadLabFilesAndTokensAreClearErrors) {
   // Rank 7 hosted by nobody.
   const std::string lab = write_lab(3, 6, 7);

@@ -12,6 +12,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <atomic>
 #include <cctype>
 #include <deque>
@@ -106,6 +107,9 @@ struct Agent::State {
   std::set<std::shared_ptr<Session>> sessions;
   std::shared_ptr<AgentRun> run;  // at most one at a time
   bool stopped = false;
+  // Checks trace files on shared storage (SHA-256 of files of any size) off the io thread, so that
+  // heartbeats and clock probes are still answered meanwhile. Last: joined before the rest goes.
+  asio::thread_pool hasher{1};
 };
 
 namespace {
@@ -407,37 +411,63 @@ class Session : public std::enable_shared_from_this<Session> {
                                                       shard.rank(), run.run_id));
     }
     const std::string what = fmt::format("rank {} ({})", shard.rank(), shard.name());
+    if (!shard.path().empty()) {
+      // A file on shared storage may be large: hashed on the hasher thread, the result back on the io
+      // thread. The rank's path is taken now, so that a second shard for it is refused meanwhile.
+      run.trace_paths[shard.rank()] = shard.path();
+      std::weak_ptr<Session> weak = shared_from_this();
+      asio::post(state_->hasher, [weak, run = run_, path = shard.path(), want = shard.sha256(), what,
+                                  &io = state_->io] {
+        std::string digest, error;
+        uint64_t size = 0;
+        try {
+          digest = sha256_file(path);
+          size = std::filesystem::file_size(path);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+        asio::post(io, [weak, run, path, want, what, digest, size, error] {
+          const auto self = weak.lock();
+          if (!self || self->closed_ || self->run_ != run) return;  // the run is gone meanwhile
+          if (!error.empty()) return self->fail(proto::ERROR_RUN_FAILED, fmt::format("{}: {}", what, error));
+          if (digest != want) {
+            return self->fail(proto::ERROR_RUN_FAILED,
+                              fmt::format("{}: {} on this host is not the coordinator's file (sha256 {} here, {} "
+                                          "there)", what, path, to_hex(digest), to_hex(want)));
+          }
+          self->shard_ready(size);
+        });
+      });
+      return;
+    }
     std::string path;
     try {
-      if (!shard.path().empty()) {
-        if (const std::string digest = sha256_file(shard.path()); digest != shard.sha256()) {
-          return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: {} on this host is not the coordinator's file "
-                                                           "(sha256 {} here, {} there)", what, shard.path(),
-                                                           to_hex(digest), to_hex(shard.sha256())));
-        }
-        path = shard.path();
-      } else {
-        const std::string digest = sha256(shard.bytes());
-        if (digest != shard.sha256()) {
-          return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: sha256 mismatch: {} received, {} announced", what,
-                                                           to_hex(digest), to_hex(shard.sha256())));
-        }
-        // Cached by content: ranks with identical traces share a file.
-        path = (run.dir / fmt::format("{}-{}", to_hex(digest).substr(0, 16),
-                                      safe_name(std::filesystem::path(shard.name()).filename().string())))
-                   .string();
-        if (!std::filesystem::exists(path)) {
-          std::ofstream out(path, std::ios::binary);
-          out << shard.bytes();
-          out.close();
-          if (!out) return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: cannot write {}", what, path));
-        }
+      const std::string digest = sha256(shard.bytes());
+      if (digest != shard.sha256()) {
+        return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: sha256 mismatch: {} received, {} announced", what,
+                                                         to_hex(digest), to_hex(shard.sha256())));
+      }
+      // Cached by content: ranks with identical traces share a file.
+      path = (run.dir / fmt::format("{}-{}", to_hex(digest).substr(0, 16),
+                                    safe_name(std::filesystem::path(shard.name()).filename().string())))
+                 .string();
+      if (!std::filesystem::exists(path)) {
+        std::ofstream out(path, std::ios::binary);
+        out << shard.bytes();
+        out.close();
+        if (!out) return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: cannot write {}", what, path));
       }
     } catch (const LabError& e) {
       return fail(proto::ERROR_RUN_FAILED, fmt::format("{}: {}", what, e.what()));
     }
-    run.trace_bytes += shard.path().empty() ? shard.bytes().size() : std::filesystem::file_size(path);
     run.trace_paths[shard.rank()] = path;
+    shard_ready(shard.bytes().size());
+  }
+
+  // One more shard checked (`bytes` of trace); after the last, the configuration is loaded and Prepared sent.
+  void shard_ready(uint64_t bytes) {
+    AgentRun& run = *run_;
+    run.trace_bytes += bytes;
     if (++run.shards < run.trace_paths.size()) return;
     try {
       (void)load_replay_config(run.assign.spec(), run.config_paths);

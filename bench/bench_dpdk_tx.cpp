@@ -5,9 +5,9 @@
 // txonly_ref/<dev>/<bytes>B: what testpmd's txonly engine does per burst, in this process: allocate 32
 //   mbufs in bulk, copy a prebuilt Ethernet/IPv4/UDP header into each, set the lengths, tx_burst, free
 //   what was not taken. The yardstick on the ring pair, where testpmd itself cannot run txonly (below).
-// <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next (selective repeat state,
-//   timers), the frame from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC),
-//   tx_burst, and per-frame accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the
+// <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next_burst (selective repeat
+//   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
+//   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the
 //   message's first-frame TSC found by the packet's cookie, per-link bytes and first/last times). Rank 0
 //   sends to ranks 1..7; every message is acknowledged as soon as its last packet is built, and the
 //   destination gets its next message (so the window never stalls). Payload 0: one-packet messages of 0
@@ -177,8 +177,9 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   uint64_t departure_fp = rte_rdtsc() << 32;
   const double ps_per_tick = 1e12 / static_cast<double>(hz);
   uint16_t ip_id = 0;
-  fd::TxPacket p;
-  bool held = false;
+  // The Sender's packets, taken a burst at a time (next_burst); those not sent yet (pacing) wait here.
+  std::array<fd::TxPacket, kBurst> got;
+  size_t got_n = 0, got_next = 0;
   rte_mbuf* pkts[kBurst];
   t.tx->reset_stats();
   uint64_t sent = 0;
@@ -198,8 +199,10 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     }
     uint16_t n = 0;
     while (n < kBurst) {
-      if (!held) {
+      if (got_next == got_n) {
+        got_next = got_n = 0;
         if constexpr (kVariant == Variant::kNoSender) {
+          fd::TxPacket& p = got[got_n++];
           p.dst = gen_dst;
           p.message_id = gen_id[gen_dst];
           p.seq = gen_seq[gen_dst];
@@ -213,11 +216,11 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
             ++gen_id[gen_dst];
             gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
           }
-        } else if (!sender.next(now, p)) {
+        } else if ((got_n = sender.next_burst(now, std::span(got.data(), kBurst - n))) == 0) {
           break;
         }
       }
-      held = true;
+      const fd::TxPacket& p = got[got_next];
       if (pacing != Pacing::kOff) {
         if (pacing == Pacing::kPerFrame) tsc = rte_rdtsc();
         const uint64_t due = departure_fp >> 32;
@@ -245,7 +248,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
         state.SkipWithError("a frame does not fit its mbuf");
         break;
       }
-      held = false;
+      ++got_next;
       ++n;
       // Accounting, as the fabric keeps it.
       ++acc.frames_tx;
@@ -284,6 +287,41 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     state.SkipWithError("accounting does not match the sender's counts");
 }
 
+// encode/<mode>/<bytes>B/<engine>: encode(FrameTemplate&) alone, 32 frames of one flow per iteration into
+// a buffer in cache (no mbufs, no device): the framing's own cost per CRC engine. The fields change per
+// frame as in the fabric's loop (seq, offset, time, ip id); one message size, so the caches hit.
+void encode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::CrcEngine engine) {
+  fd::FrameSpec s;
+  s.mode = mode;
+  s.src = endpoint(0);
+  s.dst = endpoint(1);
+  s.bth.dest_qp = 2;
+  fd::FrameTemplate t(s);
+  if (!t.set_crc_engine(engine)) {
+    state.SkipWithError("this CPU cannot run the engine");
+    return;
+  }
+  s.hdr = fd::FabemuHeader{fd::PacketKind::kData, 0, 0, 1, 0, 0, 64, uint64_t{payload} * 64, 0, 0};
+  s.payload_bytes = payload;
+  alignas(64) static uint8_t buf[kBurst][2048];
+  uint64_t frames = 0, time_ps = 1'000'000;
+  for (auto _ : state) {
+    for (uint16_t i = 0; i < kBurst; ++i) {
+      s.ip_id = static_cast<uint16_t>(frames);
+      s.hdr.message_id = frames >> 6;
+      s.hdr.seq = static_cast<uint32_t>(frames & 63);
+      s.hdr.offset = uint64_t{s.hdr.seq} * payload;
+      s.hdr.tx_time_ps = time_ps += 8000;
+      s.bth.opcode = fd::rc_send_opcode(s.hdr.seq, 64);
+      s.bth.psn = s.hdr.seq;
+      benchmark::DoNotOptimize(fd::encode(t, s, buf[i]));
+      ++frames;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(frames));
+}
+
 std::vector<std::string> eal_args() {
   if (const char* env = std::getenv("FABEMU_BENCH_EAL_ARGS"); env != nullptr) {
     std::vector<std::string> args;
@@ -308,6 +346,16 @@ void register_cases() {
     Pacing pacing;
     const char* name;
   } pacings[] = {{Pacing::kOff, "off"}, {Pacing::kPerFrame, "frame"}, {Pacing::kLazy, "lazy"}};
+  for (const auto& m : modes) {
+    for (const uint32_t payload : {0u, 1024u}) {
+      const std::string size = "/" + std::to_string(fd::frame_bytes(m.mode, payload)) + "B";
+      for (const auto e : {fd::CrcEngine::kTable, fd::CrcEngine::kClmul}) {
+        benchmark::RegisterBenchmark(
+            ("encode/" + std::string(m.name) + size + (e == fd::CrcEngine::kClmul ? "/clmul" : "/table")).c_str(),
+            encode_only, m.mode, payload, e);
+      }
+    }
+  }
   for (const auto& d : devs) {
     for (const auto& m : modes) {
       for (const uint32_t payload : {0u, 1024u}) {

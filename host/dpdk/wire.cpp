@@ -458,7 +458,8 @@ FABEMU_CLMUL_TARGET inline uint32_t barrett(__m128i r) noexcept {
   const __m128i k = _mm_set_epi64x(static_cast<int64_t>(kP33), static_cast<int64_t>(kMu33));
   __m128i q = _mm_clmulepi64_si128(_mm_and_si128(r, low32), k, 0x00);
   q = _mm_clmulepi64_si128(_mm_and_si128(q, low32), k, 0x10);
-  return static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(r, q), 1));
+  // The high half of the low quadword: movq and a shift (pextrd is two uops).
+  return static_cast<uint32_t>(static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_xor_si128(r, q))) >> 32);
 }
 // a * b mod P, for registers a and b.
 FABEMU_CLMUL_TARGET inline uint32_t clmul_mulmod(uint32_t a, uint32_t b) noexcept {

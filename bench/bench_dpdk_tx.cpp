@@ -322,6 +322,38 @@ void encode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, f
   state.SetItemsProcessed(static_cast<int64_t>(frames));
 }
 
+// sender/<packets>pkt/<bytes>B: the Sender alone, as the fabric's loop drives it (no frames, no device):
+// rank 0 sends messages of 1 or 64 packets to ranks 1..7, next_burst(32), each message acknowledged when
+// its last packet is taken and the destination given its next one. CPU time / 32 is the Sender's cost
+// per packet, submit() and on_ack() included. <bytes>: the frame of the fabemu-mode case alike.
+void sender_only(benchmark::State& state, uint32_t packets) {
+  constexpr uint32_t kPayload = 1024;
+  const uint64_t message_bytes = packets == 1 ? 0 : uint64_t{kPayload} * packets;
+  fd::Sender sender(fd::SenderConfig{.destinations = kRanks, .payload_per_packet = kPayload, .window = 1024,
+                                     .rto = fd::Duration::from_ms(1000)});
+  for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, r);
+  std::array<fd::TxPacket, kBurst> got;
+  uint64_t now_ps = 1'000'000, frames = 0;
+  for (auto _ : state) {
+    const fd::Time now = fd::Time::from_ps(now_ps += 100'000);
+    for (size_t n = 0; n < kBurst;) {
+      const size_t k = sender.next_burst(now, std::span(got.data(), kBurst - n));
+      if (k == 0) break;
+      for (size_t i = 0; i < k; ++i) {
+        const fd::TxPacket& p = got[i];
+        if (p.seq + 1 == p.count && !p.retransmit) {
+          sender.on_ack(p.dst, p.message_id, p.count);
+          sender.submit(p.dst, message_bytes, p.cookie);
+        }
+      }
+      n += k;
+      frames += k;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(frames));
+  if (sender.stats().retransmissions != 0) state.SkipWithError("unexpected retransmissions");
+}
+
 std::vector<std::string> eal_args() {
   if (const char* env = std::getenv("FABEMU_BENCH_EAL_ARGS"); env != nullptr) {
     std::vector<std::string> args;
@@ -346,6 +378,13 @@ void register_cases() {
     Pacing pacing;
     const char* name;
   } pacings[] = {{Pacing::kOff, "off"}, {Pacing::kPerFrame, "frame"}, {Pacing::kLazy, "lazy"}};
+  for (const uint32_t packets : {1u, 64u}) {
+    // The frame size of the fabemu-mode case with these messages is the third part of the name, as in
+    // every other case (run_dpdk_tx.sh reads it there).
+    const std::string frame = std::to_string(fd::frame_bytes(fd::WireMode::kFabemu, packets == 1 ? 0 : 1024));
+    benchmark::RegisterBenchmark(("sender/" + std::to_string(packets) + "pkt/" + frame + "B").c_str(), sender_only,
+                                 packets);
+  }
   for (const auto& m : modes) {
     for (const uint32_t payload : {0u, 1024u}) {
       const std::string size = "/" + std::to_string(fd::frame_bytes(m.mode, payload)) + "B";

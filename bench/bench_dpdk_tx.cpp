@@ -124,6 +124,16 @@ void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
   state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
 }
 
+// FABEMU_BENCH_CRC=table: the fabric loop's templates use the portable CRC engine (the default is the
+// best this CPU runs, as in the fabric), to compare the engines in the whole loop.
+bool table_crc() {
+  static const bool table = [] {
+    const char* e = std::getenv("FABEMU_BENCH_CRC");
+    return e != nullptr && std::string(e) == "table";
+  }();
+  return table;
+}
+
 // The fabric's per-frame bookkeeping (DpdkFabric::transmit).
 struct Record {
   uint64_t tx_ticks = 0;
@@ -164,6 +174,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     }
     s.bth.dest_qp = r + 1;
     flows.emplace_back(s);
+    if (table_crc()) flows.back().set_crc_engine(fd::CrcEngine::kTable);
   }
   std::vector<Record> records(kRecords);
   std::array<LinkTx, kRanks> links{};

@@ -213,19 +213,22 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
       if (got_next == got_n) {
         got_next = got_n = 0;
         if constexpr (kVariant == Variant::kNoSender) {
-          fd::TxPacket& p = got[got_n++];
-          p.dst = gen_dst;
-          p.message_id = gen_id[gen_dst];
-          p.seq = gen_seq[gen_dst];
-          p.count = count;
-          p.message_length = message_bytes;
-          p.offset = uint64_t{p.seq} * payload;
-          p.bytes = payload;
-          p.cookie = gen_id[gen_dst] % kRecords;
-          if (++gen_seq[gen_dst] == count) {
-            gen_seq[gen_dst] = 0;
-            ++gen_id[gen_dst];
-            gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
+          // A burst from the counters too, as next_burst gives them.
+          for (; got_n < size_t{kBurst} - n; ++got_n) {
+            fd::TxPacket& p = got[got_n];
+            p.dst = gen_dst;
+            p.message_id = gen_id[gen_dst];
+            p.seq = gen_seq[gen_dst];
+            p.count = count;
+            p.message_length = message_bytes;
+            p.offset = uint64_t{p.seq} * payload;
+            p.bytes = payload;
+            p.cookie = gen_id[gen_dst] % kRecords;
+            if (++gen_seq[gen_dst] == count) {
+              gen_seq[gen_dst] = 0;
+              ++gen_id[gen_dst];
+              gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
+            }
           }
         } else if ((got_n = sender.next_burst(now, std::span(got.data(), kBurst - n))) == 0) {
           break;

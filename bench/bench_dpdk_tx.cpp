@@ -7,10 +7,11 @@
 //   what was not taken. The yardstick on the ring pair, where testpmd itself cannot run txonly (below).
 // <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next_burst (selective repeat
 //   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
-//   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the
-//   message's first-frame TSC found by the packet's cookie, per-link bytes and first/last times). Rank 0
-//   sends to ranks 1..7; every message is acknowledged as soon as its last packet is built, and the
-//   destination gets its next message (so the window never stalls). Payload 0: one-packet messages of 0
+//   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame
+//   accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the message's first-frame TSC
+//   found by the packet's cookie, per-link bytes and first/last times). Rank 0 sends to ranks 1..7; every
+//   message is acknowledged as soon as its last packet is built, and the destination gets its next
+//   message (so the window never stalls). Payload 0: one-packet messages of 0
 //   bytes (102 B frames in fabemu mode, 118 B in RoCEv2); payload 1024: 64 KiB messages (64 packets).
 //   pace_off: no pacing. pace_frame: before each frame, rte_rdtsc() and a check of its departure time
 //   against a schedule of 100 Mpps (above what one core builds, so no frame ever waits: the cost of the
@@ -18,8 +19,9 @@
 //   the last reading (once per burst otherwise): the same departures, fewer rdtsc.
 // <mode>_encode/...: the same loop with fill_mbuf(m, spec) (full encode() per frame), the path before
 //   FrameTemplate, for the speed-up.
-// <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (no
-//   selective-repeat state, no ACKs): what the Sender costs.
+// <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (a burst at a
+//   time, no selective-repeat state, no ACKs): what the Sender costs.
+// encode/... and sender/...: framing alone and the Sender alone (at their functions below).
 // dev null: net_null (frees every frame it is given). dev ring: a ring pair (rte_eth_from_rings); the
 //   loop drains the far end (rx_burst + free) in the same thread after each burst, for every case alike.
 //

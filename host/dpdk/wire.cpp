@@ -448,9 +448,11 @@ alignas(16) constexpr uint64_t kIcrcK[6] = {field_k(kPrefixTail - 0), field_k(kP
                                             field_k(kPrefixTail - 26), field_k(kPrefixTail - 34),
                                             field_k(0), 0};
 
+// a0 * k[0] ^ a1 * k[1], unreduced. The constants load as a pair, unaligned: a template's own
+// multipliers are wherever the caller put the template.
 FABEMU_CLMUL_TARGET inline __m128i clmul_pair(uint32_t a0, uint32_t a1, const uint64_t* k) noexcept {
   const __m128i a = _mm_set_epi64x(a1, a0);
-  const __m128i c = _mm_load_si128(reinterpret_cast<const __m128i*>(k));
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k));
   return _mm_xor_si128(_mm_clmulepi64_si128(a, c, 0x00), _mm_clmulepi64_si128(a, c, 0x11));
 }
 FABEMU_CLMUL_TARGET inline uint32_t barrett(__m128i r) noexcept {
@@ -550,7 +552,7 @@ struct Encoder {
                                    __builtin_bswap32(uint32_t{p.udp_len} << 16), k),
                         clmul_pair(__builtin_bswap32(uint32_t{p.bth_head} << 16), __builtin_bswap32(p.bth_psn), k + 2)),
           _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(at_crc)),
-                               _mm_load_si128(reinterpret_cast<const __m128i*>(k + 4)), 0x00));
+                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 4)), 0x00));
       const uint32_t s = barrett(r);
       return nack ? crc_raw(s, body, tail) : s;
     }

@@ -5,12 +5,13 @@
 // txonly_ref/<dev>/<bytes>B: what testpmd's txonly engine does per burst, in this process: allocate 32
 //   mbufs in bulk, copy a prebuilt Ethernet/IPv4/UDP header into each, set the lengths, tx_burst, free
 //   what was not taken. The yardstick on the ring pair, where testpmd itself cannot run txonly (below).
-// <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next (selective repeat state,
-//   timers), the frame from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC),
-//   tx_burst, and per-frame accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the
-//   message's first-frame TSC found by the packet's cookie, per-link bytes and first/last times). Rank 0
-//   sends to ranks 1..7; every message is acknowledged as soon as its last packet is built, and the
-//   destination gets its next message (so the window never stalls). Payload 0: one-packet messages of 0
+// <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next_burst (selective repeat
+//   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
+//   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame
+//   accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the message's first-frame TSC
+//   found by the packet's cookie, per-link bytes and first/last times). Rank 0 sends to ranks 1..7; every
+//   message is acknowledged as soon as its last packet is built, and the destination gets its next
+//   message (so the window never stalls). Payload 0: one-packet messages of 0
 //   bytes (102 B frames in fabemu mode, 118 B in RoCEv2); payload 1024: 64 KiB messages (64 packets).
 //   pace_off: no pacing. pace_frame: before each frame, rte_rdtsc() and a check of its departure time
 //   against a schedule of 100 Mpps (above what one core builds, so no frame ever waits: the cost of the
@@ -18,8 +19,9 @@
 //   the last reading (once per burst otherwise): the same departures, fewer rdtsc.
 // <mode>_encode/...: the same loop with fill_mbuf(m, spec) (full encode() per frame), the path before
 //   FrameTemplate, for the speed-up.
-// <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (no
-//   selective-repeat state, no ACKs): what the Sender costs.
+// <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (a burst at a
+//   time, no selective-repeat state, no ACKs): what the Sender costs.
+// encode/... and sender/...: framing alone and the Sender alone (at their functions below).
 // dev null: net_null (frees every frame it is given). dev ring: a ring pair (rte_eth_from_rings); the
 //   loop drains the far end (rx_burst + free) in the same thread after each burst, for every case alike.
 //
@@ -124,6 +126,16 @@ void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
   state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
 }
 
+// FABEMU_BENCH_CRC=table: the fabric loop's templates use the portable CRC engine (the default is the
+// best this CPU runs, as in the fabric), to compare the engines in the whole loop.
+bool table_crc() {
+  static const bool table = [] {
+    const char* e = std::getenv("FABEMU_BENCH_CRC");
+    return e != nullptr && std::string(e) == "table";
+  }();
+  return table;
+}
+
 // The fabric's per-frame bookkeeping (DpdkFabric::transmit).
 struct Record {
   uint64_t tx_ticks = 0;
@@ -164,6 +176,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     }
     s.bth.dest_qp = r + 1;
     flows.emplace_back(s);
+    if (table_crc()) flows.back().set_crc_engine(fd::CrcEngine::kTable);
   }
   std::vector<Record> records(kRecords);
   std::array<LinkTx, kRanks> links{};
@@ -177,8 +190,9 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   uint64_t departure_fp = rte_rdtsc() << 32;
   const double ps_per_tick = 1e12 / static_cast<double>(hz);
   uint16_t ip_id = 0;
-  fd::TxPacket p;
-  bool held = false;
+  // The Sender's packets, taken a burst at a time (next_burst); those not sent yet (pacing) wait here.
+  std::array<fd::TxPacket, kBurst> got;
+  size_t got_n = 0, got_next = 0;
   rte_mbuf* pkts[kBurst];
   t.tx->reset_stats();
   uint64_t sent = 0;
@@ -198,26 +212,31 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     }
     uint16_t n = 0;
     while (n < kBurst) {
-      if (!held) {
+      if (got_next == got_n) {
+        got_next = got_n = 0;
         if constexpr (kVariant == Variant::kNoSender) {
-          p.dst = gen_dst;
-          p.message_id = gen_id[gen_dst];
-          p.seq = gen_seq[gen_dst];
-          p.count = count;
-          p.message_length = message_bytes;
-          p.offset = uint64_t{p.seq} * payload;
-          p.bytes = payload;
-          p.cookie = gen_id[gen_dst] % kRecords;
-          if (++gen_seq[gen_dst] == count) {
-            gen_seq[gen_dst] = 0;
-            ++gen_id[gen_dst];
-            gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
+          // A burst from the counters too, as next_burst gives them.
+          for (; got_n < size_t{kBurst} - n; ++got_n) {
+            fd::TxPacket& p = got[got_n];
+            p.dst = gen_dst;
+            p.message_id = gen_id[gen_dst];
+            p.seq = gen_seq[gen_dst];
+            p.count = count;
+            p.message_length = message_bytes;
+            p.offset = uint64_t{p.seq} * payload;
+            p.bytes = payload;
+            p.cookie = gen_id[gen_dst] % kRecords;
+            if (++gen_seq[gen_dst] == count) {
+              gen_seq[gen_dst] = 0;
+              ++gen_id[gen_dst];
+              gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
+            }
           }
-        } else if (!sender.next(now, p)) {
+        } else if ((got_n = sender.next_burst(now, std::span(got.data(), kBurst - n))) == 0) {
           break;
         }
       }
-      held = true;
+      const fd::TxPacket& p = got[got_next];
       if (pacing != Pacing::kOff) {
         if (pacing == Pacing::kPerFrame) tsc = rte_rdtsc();
         const uint64_t due = departure_fp >> 32;
@@ -245,7 +264,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
         state.SkipWithError("a frame does not fit its mbuf");
         break;
       }
-      held = false;
+      ++got_next;
       ++n;
       // Accounting, as the fabric keeps it.
       ++acc.frames_tx;
@@ -284,6 +303,73 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     state.SkipWithError("accounting does not match the sender's counts");
 }
 
+// encode/<mode>/<bytes>B/<engine>: encode(FrameTemplate&) alone, 32 frames of one flow per iteration into
+// a buffer in cache (no mbufs, no device): the framing's own cost per CRC engine. The fields change per
+// frame as in the fabric's loop (seq, offset, time, ip id); one message size, so the caches hit.
+void encode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::CrcEngine engine) {
+  fd::FrameSpec s;
+  s.mode = mode;
+  s.src = endpoint(0);
+  s.dst = endpoint(1);
+  s.bth.dest_qp = 2;
+  fd::FrameTemplate t(s);
+  if (!t.set_crc_engine(engine)) {
+    state.SkipWithError("this CPU cannot run the engine");
+    return;
+  }
+  s.hdr = fd::FabemuHeader{fd::PacketKind::kData, 0, 0, 1, 0, 0, 64, uint64_t{payload} * 64, 0, 0};
+  s.payload_bytes = payload;
+  alignas(64) static uint8_t buf[kBurst][2048];
+  uint64_t frames = 0, time_ps = 1'000'000;
+  for (auto _ : state) {
+    for (uint16_t i = 0; i < kBurst; ++i) {
+      s.ip_id = static_cast<uint16_t>(frames);
+      s.hdr.message_id = frames >> 6;
+      s.hdr.seq = static_cast<uint32_t>(frames & 63);
+      s.hdr.offset = uint64_t{s.hdr.seq} * payload;
+      s.hdr.tx_time_ps = time_ps += 8000;
+      s.bth.opcode = fd::rc_send_opcode(s.hdr.seq, 64);
+      s.bth.psn = s.hdr.seq;
+      benchmark::DoNotOptimize(fd::encode(t, s, buf[i]));
+      ++frames;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(frames));
+}
+
+// sender/<packets>pkt/<bytes>B: the Sender alone, as the fabric's loop drives it (no frames, no device):
+// rank 0 sends messages of 1 or 64 packets to ranks 1..7, next_burst(32), each message acknowledged when
+// its last packet is taken and the destination given its next one. CPU time / 32 is the Sender's cost
+// per packet, submit() and on_ack() included. <bytes>: the frame of the fabemu-mode case alike.
+void sender_only(benchmark::State& state, uint32_t packets) {
+  constexpr uint32_t kPayload = 1024;
+  const uint64_t message_bytes = packets == 1 ? 0 : uint64_t{kPayload} * packets;
+  fd::Sender sender(fd::SenderConfig{.destinations = kRanks, .payload_per_packet = kPayload, .window = 1024,
+                                     .rto = fd::Duration::from_ms(1000)});
+  for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, r);
+  std::array<fd::TxPacket, kBurst> got;
+  uint64_t now_ps = 1'000'000, frames = 0;
+  for (auto _ : state) {
+    const fd::Time now = fd::Time::from_ps(now_ps += 100'000);
+    for (size_t n = 0; n < kBurst;) {
+      const size_t k = sender.next_burst(now, std::span(got.data(), kBurst - n));
+      if (k == 0) break;
+      for (size_t i = 0; i < k; ++i) {
+        const fd::TxPacket& p = got[i];
+        if (p.seq + 1 == p.count && !p.retransmit) {
+          sender.on_ack(p.dst, p.message_id, p.count);
+          sender.submit(p.dst, message_bytes, p.cookie);
+        }
+      }
+      n += k;
+      frames += k;
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(frames));
+  if (sender.stats().retransmissions != 0) state.SkipWithError("unexpected retransmissions");
+}
+
 std::vector<std::string> eal_args() {
   if (const char* env = std::getenv("FABEMU_BENCH_EAL_ARGS"); env != nullptr) {
     std::vector<std::string> args;
@@ -308,6 +394,23 @@ void register_cases() {
     Pacing pacing;
     const char* name;
   } pacings[] = {{Pacing::kOff, "off"}, {Pacing::kPerFrame, "frame"}, {Pacing::kLazy, "lazy"}};
+  for (const uint32_t packets : {1u, 64u}) {
+    // The frame size of the fabemu-mode case with these messages is the third part of the name, as in
+    // every other case (run_dpdk_tx.sh reads it there).
+    const std::string frame = std::to_string(fd::frame_bytes(fd::WireMode::kFabemu, packets == 1 ? 0 : 1024));
+    benchmark::RegisterBenchmark(("sender/" + std::to_string(packets) + "pkt/" + frame + "B").c_str(), sender_only,
+                                 packets);
+  }
+  for (const auto& m : modes) {
+    for (const uint32_t payload : {0u, 1024u}) {
+      const std::string size = "/" + std::to_string(fd::frame_bytes(m.mode, payload)) + "B";
+      for (const auto e : {fd::CrcEngine::kTable, fd::CrcEngine::kClmul}) {
+        benchmark::RegisterBenchmark(
+            ("encode/" + std::string(m.name) + size + (e == fd::CrcEngine::kClmul ? "/clmul" : "/table")).c_str(),
+            encode_only, m.mode, payload, e);
+      }
+    }
+  }
   for (const auto& d : devs) {
     for (const auto& m : modes) {
       for (const uint32_t payload : {0u, 1024u}) {

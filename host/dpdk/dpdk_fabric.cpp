@@ -465,11 +465,25 @@ void DpdkFabric::transmit() {
     Sender& s = *senders_[src];
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
+    // Without pacing every packet taken leaves in this poll if an mbuf is stashed for it: the Sender's
+    // packets are then taken a burst at a time (next_burst: those of as many next() calls), no more than
+    // the stashed mbufs and the room left. With pacing a packet may have to wait (held_): one at a time.
+    TxPacket burst[kTxStash];
+    size_t burst_n = 0, burst_next = 0;
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built.
     for (uint32_t k = 0; k < kFramesPerSender && tx_data_.size() + kTxStash < kTxQueueLimit; ++k) {
       TxPacket p;
       if (held_[src]) {
         p = *held_[src];
+      } else if (burst_next < burst_n) {
+        p = burst[burst_next++];
+      } else if (!pacing && (stash_next_ < stash_n_ || refill_stash())) {
+        const size_t room = std::min<size_t>(
+            {size_t{stash_n_} - stash_next_, kFramesPerSender - k, kTxQueueLimit - kTxStash - tx_data_.size()});
+        burst_n = s.next_burst(wall, std::span<TxPacket>(burst, room));
+        if (burst_n == 0) break;
+        p = burst[0];
+        burst_next = 1;
       } else if (!s.next(wall, p)) {
         break;
       }

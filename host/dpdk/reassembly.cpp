@@ -364,27 +364,43 @@ bool Sender::next_retransmission(Time now, TxPacket& out) {
   }
 }
 
-bool Sender::next(Time now, TxPacket& out) {
-  // Timers of messages acknowledged since (the usual case) are dropped on the way.
-  while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
-  if (!nacked_.empty() || !expired_.empty() || !rearmed_.empty() ||
-      (!timers_.empty() && timers_.front().from + config_.rto <= now)) [[unlikely]] {
-    if (next_retransmission(now, out)) return true;
-  }
-  while (!fresh_.empty()) {
-    const uint32_t si = fresh_.front();
-    Slot& s = slots_[si];
-    if (s.next_new >= s.count) [[unlikely]] {  // released (acknowledged) before it was all sent
-      fresh_.pop();
-      continue;
+bool Sender::next(Time now, TxPacket& out) { return next_burst(now, {&out, 1}) == 1; }
+
+size_t Sender::next_burst(Time now, std::span<TxPacket> out) {
+  size_t n = 0;
+  // With a positive RTO, once nothing is due at `now` (no retransmission given, or none left), nothing
+  // falls due while new packets go out at `now` either: their timers run from `now`, and no feedback
+  // arrives within a call. So the checks run once per burst, not per packet, and the packets are those
+  // of as many next() calls. With an RTO of 0 a packet is due again as soon as sent: the checks then
+  // run before each packet, as next() would.
+  const size_t fresh_per_check = config_.rto > Duration::zero() ? out.size() : 1;
+  while (n < out.size()) {
+    // Timers of messages acknowledged since (the usual case) are dropped on the way.
+    while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
+    if (!nacked_.empty() || !expired_.empty() || !rearmed_.empty() ||
+        (!timers_.empty() && timers_.front().from + config_.rto <= now)) [[unlikely]] {
+      if (next_retransmission(now, out[n])) {
+        ++n;
+        continue;
+      }
     }
-    const uint32_t seq = s.next_new++;
-    if (s.next_new == s.count) fresh_.pop();
-    ++stats_.packets;
-    emit(s, si, seq, now, false, out);
-    return true;
+    const size_t before = n;
+    const size_t end = std::min(out.size(), n + fresh_per_check);
+    while (n < end && !fresh_.empty()) {
+      const uint32_t si = fresh_.front();
+      Slot& s = slots_[si];
+      if (s.next_new >= s.count) [[unlikely]] {  // released (acknowledged) before it was all sent
+        fresh_.pop();
+        continue;
+      }
+      const uint32_t seq = s.next_new++;
+      if (s.next_new == s.count) fresh_.pop();
+      ++stats_.packets;
+      emit(s, si, seq, now, false, out[n++]);
+    }
+    if (n == before) break;  // nothing to send now
   }
-  return false;
+  return n;
 }
 
 Time Sender::next_timeout() noexcept {

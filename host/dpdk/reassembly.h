@@ -225,6 +225,9 @@ class Sender {
   // The next packet to send at `now`: NACKed packets first, then timed-out ones, then new ones.
   // False when there is nothing to send now (see next_timeout()). `now` must not go backwards.
   bool next(Time now, TxPacket& out);
+  // The packets of up to out.size() calls of next(now) (those calls' order and effects, timers
+  // included), with the per-call checks once per burst; returns how many (0: nothing to send now).
+  size_t next_burst(Time now, std::span<TxPacket> out);
   // When the earliest message timer expires (Time::max() when none): no packet times out before it
   // (next() may find that a message acknowledged since needs nothing resent then).
   Time next_timeout() noexcept;

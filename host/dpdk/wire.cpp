@@ -5,6 +5,9 @@
 #include <bit>
 #include <cstring>
 #include <utility>
+#if defined(__x86_64__) && !defined(FABEMU_NO_CLMUL)
+#include <immintrin.h>
+#endif
 
 #include "host/dpdk/fabemu_header.h"
 
@@ -381,9 +384,204 @@ constexpr detail::ZeroRun make_header_run() {
 }
 constexpr detail::ZeroRun kHeaderRun = make_header_run();  // a register across 60 bytes
 
+// --- the engines of the per-frame CRC parts ---
+
+// The packet's fields of the RoCEv2 ICRC prefix (masked IPv4 from byte 2, UDP, BTH), as written.
+struct IcrcFields {
+  uint16_t ip_len, ip_id, udp_len;
+  uint16_t bth_head;  // BTH bytes 0-1: opcode, SE/M/pad/TVer
+  uint32_t bth_psn;   // BTH bytes 8-11: A, PSN
+};
+
+// FABEMU_NO_CLMUL builds the table engine alone on x86-64 too, as on every other architecture.
+#if defined(__x86_64__) && !defined(FABEMU_NO_CLMUL)
+#define FABEMU_HAVE_CLMUL 1
+#define FABEMU_CLMUL_TARGET __attribute__((target("pclmul,sse4.1")))
+
+// Carry-less multiplication in the reflected representation: a 32-bit register times a 32-bit constant
+// is a 63-bit product whose bit k is the coefficient of x^(62-k). Read as 64 bits (bit k: x^(63-k)) it is
+// the product times x, so each constant is x^(e-1) mod P for a factor x^e: no shift per product. A
+// 64-bit value reduces to the register by Barrett's method (two more products, no division): with
+// H its top 32 coefficients (the low 32 bits), q = floor(H * floor(x^64 / P) / x^32) and R mod P =
+// R - q * P, whose remainder lies in the high 32 bits.
+constexpr uint64_t reflect(uint64_t v, int bits) noexcept {
+  uint64_t r = 0;
+  for (int i = 0; i < bits; ++i) r |= ((v >> i) & 1) << (bits - 1 - i);
+  return r;
+}
+// floor(x^64 / P) in the normal representation (33 bits), by long division.
+constexpr uint64_t x64_div_p() noexcept {
+  constexpr uint64_t kPolyNormal = 0x04C11DB7;  // P without its x^32 term
+  uint64_t q = uint64_t{1} << 32;               // the x^64 step: x^64 - x^32 P leaves kPolyNormal x^32
+  uint64_t r = kPolyNormal << 32;
+  for (int d = 63; d >= 32; --d) {
+    if ((r >> d) & 1) {
+      q |= uint64_t{1} << (d - 32);
+      r ^= (uint64_t{1} << 32 | kPolyNormal) << (d - 32);
+    }
+  }
+  return q;
+}
+constexpr uint64_t kMu33 = reflect(x64_div_p(), 33);
+constexpr uint64_t kP33 = uint64_t{kPoly} << 1 | 1;  // P reflected over 33 bits
+static_assert(reflect(kP33, 33) == 0x104C11DB7);
+
+// x^m mod P, one multiplication by x per power: for the compile-time constants below.
+constexpr uint32_t xpow(uint32_t m) noexcept {
+  uint32_t p = 1u << 31;
+  while (m-- > 0) p = (p & 1) ? (p >> 1) ^ kPoly : p >> 1;
+  return p;
+}
+// The constant of a big-endian 4-byte field followed by `after` bytes up to the end of the CRC'd block:
+// its bytes cross 32 bits of the register, then 8 per byte after it (less the one x of the product).
+constexpr uint64_t field_k(size_t after) noexcept { return xpow(static_cast<uint32_t>(32 + 8 * after - 1)); }
+
+// The fabemu header's fields in two pairs, (low id, seq) and (low offset, low time), 56-byte block.
+alignas(16) constexpr uint64_t kHeaderK[4] = {field_k(kCrcAt - kIdAt - 8), field_k(kCrcAt - kSeqAt - 4),
+                                              field_k(kCrcAt - kOffsetAt - 8), field_k(kCrcAt - kTimeAt - 8)};
+// The RoCEv2 ICRC at the end of the fabemu header, as multipliers of (IPv4 length|id, UDP length, BTH bytes
+// 0-1, BTH A|PSN), each a 4-byte field (the 2-byte ones followed by two masked bytes that are 0 there),
+// then of the register at the header's CRC field (cached key, packet fields, the CRC: 4 bytes before the
+// end). A run of n zero bytes after the header multiplies each by x^(8n) (detail::ClmulRun).
+constexpr size_t kPrefixTail = kIcrcPrefix - 4 + kFabemuHeaderBytes;  // bytes after a field at prefix 0
+alignas(16) constexpr uint64_t kIcrcK[6] = {field_k(kPrefixTail - 0), field_k(kPrefixTail - 22),
+                                            field_k(kPrefixTail - 26), field_k(kPrefixTail - 34),
+                                            field_k(0), 0};
+
+// a0 * k[0] ^ a1 * k[1], unreduced. The constants load as a pair, unaligned: a template's own
+// multipliers are wherever the caller put the template.
+FABEMU_CLMUL_TARGET inline __m128i clmul_pair(uint32_t a0, uint32_t a1, const uint64_t* k) noexcept {
+  const __m128i a = _mm_set_epi64x(a1, a0);
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(k));
+  return _mm_xor_si128(_mm_clmulepi64_si128(a, c, 0x00), _mm_clmulepi64_si128(a, c, 0x11));
+}
+FABEMU_CLMUL_TARGET inline uint32_t barrett(__m128i r) noexcept {
+  const __m128i low32 = _mm_set_epi32(0, 0, 0, -1);
+  const __m128i k = _mm_set_epi64x(static_cast<int64_t>(kP33), static_cast<int64_t>(kMu33));
+  __m128i q = _mm_clmulepi64_si128(_mm_and_si128(r, low32), k, 0x00);
+  q = _mm_clmulepi64_si128(_mm_and_si128(q, low32), k, 0x10);
+  // The high half of the low quadword: movq and a shift (pextrd is two uops).
+  return static_cast<uint32_t>(static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_xor_si128(r, q))) >> 32);
+}
+// a * b mod P, for registers a and b.
+FABEMU_CLMUL_TARGET inline uint32_t clmul_mulmod(uint32_t a, uint32_t b) noexcept {
+  return barrett(_mm_slli_epi64(_mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(a)),
+                                                     _mm_cvtsi32_si128(static_cast<int>(b)), 0x00),
+                                1));
+}
+#endif
+
 }  // namespace
 
-size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
+CrcEngine best_crc_engine() noexcept {
+#if defined(FABEMU_HAVE_CLMUL)
+  static const bool clmul = [] {
+    __builtin_cpu_init();  // may run before the constructors that set the CPU model up
+    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+  }();
+  return clmul ? CrcEngine::kClmul : CrcEngine::kTable;
+#else
+  return CrcEngine::kTable;
+#endif
+}
+
+bool FrameTemplate::set_crc_engine(CrcEngine e) noexcept {
+  if (e == CrcEngine::kClmul && best_crc_engine() != CrcEngine::kClmul) return false;
+  engine_ = e;
+  return true;
+}
+
+namespace detail {
+
+struct Encoder {
+  // The portable engine: one slice-table lookup per byte of the packet's fields.
+  struct Table {
+    // The raw register (from zero) of the fabemu header's 56 CRC'd bytes with only the packet's fields.
+    static uint32_t header(const FabemuHeader& h) noexcept {
+      return crc_field<kCrcAt, kIdAt + 4, 4>(lo32(h.message_id)) ^ crc_field<kCrcAt, kSeqAt, 4>(h.seq) ^
+             crc_field<kCrcAt, kOffsetAt + 4, 4>(lo32(h.offset)) ^
+             crc_field<kCrcAt, kTimeAt + 4, 4>(lo32(h.tx_time_ps));
+    }
+    // The ICRC register after payload and pad (`tail` bytes at `body`, zeros unless `nack`), not inverted.
+    // Linear in the bytes: the cached parts, the packet's fields by table, the register across the
+    // header by kHeaderRun.
+    static uint32_t icrc(FrameTemplate& t, const IcrcFields& p, uint32_t fields, uint32_t crc,
+                         const FabemuHeader& h, const uint8_t* body, size_t tail, bool nack) noexcept {
+      static_cast<void>(fields);  // Clmul's shortcut; here the header's bytes are looked up again
+      uint32_t s = t.key_prefix_icrc_ ^ crc_field<kIcrcPrefix, 0, 2>(p.ip_len) ^
+                   crc_field<kIcrcPrefix, 2, 2>(p.ip_id) ^ crc_field<kIcrcPrefix, 22, 2>(p.udp_len) ^
+                   crc_field<kIcrcPrefix, 26, 2>(p.bth_head) ^ crc_field<kIcrcPrefix, 34, 4>(p.bth_psn);
+      s = cross_zeros(kHeaderRun, s) ^ t.key_header_icrc_ ^
+          crc_field<kFabemuHeaderBytes, kIdAt + 4, 4>(lo32(h.message_id)) ^
+          crc_field<kFabemuHeaderBytes, kSeqAt, 4>(h.seq) ^
+          crc_field<kFabemuHeaderBytes, kOffsetAt + 4, 4>(lo32(h.offset)) ^
+          crc_field<kFabemuHeaderBytes, kTimeAt + 4, 4>(lo32(h.tx_time_ps)) ^
+          crc_field<kFabemuHeaderBytes, kCrcAt, 4>(crc);
+      if (nack) return crc_raw(s, body, tail);
+      if (tail == 0) return s;
+      if (t.zeros_.bytes != tail) build_zero_run(t.zeros_, static_cast<uint32_t>(tail));
+      return cross_zeros(t.zeros_, s);
+    }
+  };
+
+#if defined(FABEMU_HAVE_CLMUL)
+  // PCLMULQDQ: one product per 4-byte field against a constant, the products XORed, one reduction.
+  struct Clmul {
+    FABEMU_CLMUL_TARGET static uint32_t header(const FabemuHeader& h) noexcept {
+      // Big-endian fields read as the register reads bytes: byte-swapped.
+      const __m128i id_seq = clmul_pair(__builtin_bswap32(lo32(h.message_id)), __builtin_bswap32(h.seq), kHeaderK);
+      const __m128i offset_time =
+          clmul_pair(__builtin_bswap32(lo32(h.offset)), __builtin_bswap32(lo32(h.tx_time_ps)), kHeaderK + 2);
+      return barrett(_mm_xor_si128(id_seq, offset_time));
+    }
+    // As Table::icrc. The register at the header's CRC field is the cached key part, `fields` (the header
+    // register's packet part: the same bytes) and the CRC's own bytes; the CRC'd bytes after it (4, and
+    // the zero run) are in the multipliers, so the whole ICRC is five products and one reduction.
+    FABEMU_CLMUL_TARGET static uint32_t icrc(FrameTemplate& t, const IcrcFields& p, uint32_t fields, uint32_t crc,
+                                             const FabemuHeader& h, const uint8_t* body, size_t tail,
+                                             bool nack) noexcept {
+      static_cast<void>(h);  // its fields are in `fields`
+      const uint64_t* k = kIcrcK;
+      if (!nack && tail != 0) {
+        if (t.run_.bytes != tail) build_run(t.run_, static_cast<uint32_t>(tail));
+        k = t.run_.k;
+      }
+      const uint32_t at_crc = t.key_icrc_at_crc_ ^ fields ^ __builtin_bswap32(crc);
+      const __m128i r = _mm_xor_si128(
+          _mm_xor_si128(clmul_pair(__builtin_bswap32(uint32_t{p.ip_len} << 16 | p.ip_id),
+                                   __builtin_bswap32(uint32_t{p.udp_len} << 16), k),
+                        clmul_pair(__builtin_bswap32(uint32_t{p.bth_head} << 16), __builtin_bswap32(p.bth_psn), k + 2)),
+          _mm_clmulepi64_si128(_mm_cvtsi32_si128(static_cast<int>(at_crc)),
+                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 4)), 0x00));
+      const uint32_t s = barrett(r);
+      return nack ? crc_raw(s, body, tail) : s;
+    }
+    // kIcrcK times x^(8n), for a run of n zero bytes: when the payload length changes.
+    [[gnu::noinline]] FABEMU_CLMUL_TARGET static void build_run(ClmulRun& run, uint32_t n) noexcept {
+      const uint32_t x8n = clmul_mulmod(kZeroOps.lo[n & 0xFF], kZeroOps.hi[n >> 8]);
+      for (int i = 0; i < 5; ++i) run.k[i] = clmul_mulmod(static_cast<uint32_t>(kIcrcK[i]), x8n);
+      run.k[5] = 0;
+      run.bytes = n;
+    }
+  };
+#endif
+
+  template <class Crc>
+  [[gnu::always_inline]] static inline size_t encode(FrameTemplate& t, const FrameSpec& spec,
+                                                     std::span<uint8_t> out) noexcept;
+  static size_t table(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
+    return encode<Table>(t, spec, out);
+  }
+#if defined(FABEMU_HAVE_CLMUL)
+  // Its own function with the instruction set enabled: Clmul's members inline only into such a caller.
+  FABEMU_CLMUL_TARGET static size_t clmul(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
+    return encode<Clmul>(t, spec, out);
+  }
+#endif
+};
+
+template <class Crc>
+size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
   const FabemuHeader& h = spec.hdr;
   const bool roce = t.mode_ == WireMode::kRoceV2;
   // header_payload_bytes() spelled out: inlined, GCC 12 hoists both loads and a cmov ahead of the data branch.
@@ -411,15 +609,16 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   uint64_t sum = uint64_t{t.udp_sum_} + 2 * udp_len;
 
   uint8_t* l4 = f + kL4Off;
+  uint32_t w0 = 0, w2 = 0;  // BTH words 0 and 2 (RoCEv2): the packet's fields in the ICRC
   if (roce) {
     const Bth& b = spec.bth;
-    const uint32_t w0 = uint32_t{b.opcode} << 24 |
+    w0 = uint32_t{b.opcode} << 24 |
                         uint32_t{static_cast<uint8_t>((b.solicited ? 0x80 : 0) | (b.mig_req ? 0x40 : 0) |
                                                       (pad << 4) | (b.tver & 0x0F))}
                             << 16 |
                         b.pkey;
     const uint32_t w1 = b.dest_qp & 0xFFFFFF;
-    const uint32_t w2 = (b.ack_req ? 0x80000000u : 0) | (b.psn & 0xFFFFFF);
+    w2 = (b.ack_req ? 0x80000000u : 0) | (b.psn & 0xFFFFFF);
     store_be32(l4, w0);
     store_be32(l4 + 4, w1);
     store_be32(l4 + 8, w2);
@@ -427,7 +626,7 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
     l4 += kBthBytes;
   }
 
-  // The fabemu header. Its CRC: the message's part from the cache, the packet's fields by table.
+  // The fabemu header. Its CRC: the message's part from the cache, the packet's fields by the engine.
   const uint32_t w_kind = store_header_fields(l4, h);
   const FrameTemplate::MessageKey key{h.kind,
                                       h.flags,
@@ -463,13 +662,13 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
       prefix[26 + 4] = 0xFF;                                           // BTH reserved byte
       std::memset(prefix + 26 + 8, 0, 4);                              // BTH A, PSN
       t.key_prefix_icrc_ = crc_raw(t.icrc_head_, prefix, kIcrcPrefix);
+      t.key_icrc_at_crc_ = crc_raw_zeros(t.key_prefix_icrc_, kCrcAt) ^ crc_raw(0, masked, kCrcAt);
     }
     t.key_ = key;
     t.key_valid_ = true;
   }
-  const uint32_t crc = ~(t.key_crc_ ^ crc_field<kCrcAt, kIdAt + 4, 4>(lo32(h.message_id)) ^
-                         crc_field<kCrcAt, kSeqAt, 4>(h.seq) ^ crc_field<kCrcAt, kOffsetAt + 4, 4>(lo32(h.offset)) ^
-                         crc_field<kCrcAt, kTimeAt + 4, 4>(lo32(h.tx_time_ps)));
+  const uint32_t fields = Crc::header(h);
+  const uint32_t crc = ~(t.key_crc_ ^ fields);
   store_be32(l4 + kCrcAt, crc);
   sum += uint64_t{kFabemuMagic} + w_kind + h.src_rank + h.dst_rank + hi32(h.message_id) + lo32(h.message_id) +
          h.seq + h.count + hi32(h.message_length) + lo32(h.message_length) + hi32(h.offset) + lo32(h.offset) +
@@ -485,25 +684,9 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   }
   if (pad != 0) std::memset(body + payload, 0, pad);
   if (roce) {
-    // ICRC: masked IPv4 (from byte 2), UDP and BTH, the fabemu header, then payload and pad. Linear in
-    // the bytes: the cached parts, the packet's fields by table, the register across the header by kHeaderRun.
-    const auto b = static_cast<const uint8_t*>(l4 - kBthBytes);
-    uint32_t s = t.key_prefix_icrc_ ^ crc_field<kIcrcPrefix, 0, 2>(ip_len) ^
-                 crc_field<kIcrcPrefix, 2, 2>(spec.ip_id) ^ crc_field<kIcrcPrefix, 22, 2>(udp_len) ^
-                 crc_field<kIcrcPrefix, 26, 2>(get16(b)) ^ crc_field<kIcrcPrefix, 34, 4>(get32(b + 8));
-    s = cross_zeros(kHeaderRun, s) ^ t.key_header_icrc_ ^
-        crc_field<kFabemuHeaderBytes, kIdAt + 4, 4>(lo32(h.message_id)) ^
-        crc_field<kFabemuHeaderBytes, kSeqAt, 4>(h.seq) ^
-        crc_field<kFabemuHeaderBytes, kOffsetAt + 4, 4>(lo32(h.offset)) ^
-        crc_field<kFabemuHeaderBytes, kTimeAt + 4, 4>(lo32(h.tx_time_ps)) ^
-        crc_field<kFabemuHeaderBytes, kCrcAt, 4>(crc);
-    if (h.kind == PacketKind::kNack) {
-      s = crc_raw(s, body, payload + pad);
-    } else if (payload + pad != 0) {
-      const auto run = static_cast<uint32_t>(payload + pad);
-      if (t.zeros_.bytes != run) build_zero_run(t.zeros_, run);
-      s = cross_zeros(t.zeros_, s);
-    }
+    // ICRC: masked IPv4 (from byte 2), UDP and BTH, the fabemu header, then payload and pad.
+    const IcrcFields p{ip_len, spec.ip_id, static_cast<uint16_t>(udp_len), static_cast<uint16_t>(w0 >> 16), w2};
+    const uint32_t s = Crc::icrc(t, p, fields, crc, h, body, payload + pad, h.kind == PacketKind::kNack);
     const uint32_t icrc = ~s;
     uint8_t* icrc_at = body + payload + pad;
     const uint32_t le = std::endian::native == std::endian::little ? icrc : __builtin_bswap32(icrc);
@@ -514,6 +697,15 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   store_be16(udp + 6, csum == 0 ? 0xFFFF : csum);
   if (total > ip_end) std::memset(f + ip_end, 0, total - ip_end);
   return total;
+}
+
+}  // namespace detail
+
+size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
+#if defined(FABEMU_HAVE_CLMUL)
+  if (t.crc_engine() == CrcEngine::kClmul) return detail::Encoder::clmul(t, spec, out);
+#endif
+  return detail::Encoder::table(t, spec, out);
 }
 
 uint32_t DecodedFrame::missing(size_t i) const noexcept { return get32(payload.data() + 4 * i); }

@@ -123,11 +123,24 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept;
 
 // --- per-flow templates: the same bytes as encode(spec), faster (README.md, "Fast framing") ---
 
+// How encode(FrameTemplate&) computes the CRC parts of the fields that change from frame to frame: by
+// byte tables (portable), or by carry-less multiplication (PCLMULQDQ, x86-64 CPUs that have it). The
+// bytes are the same; kClmul is faster (the RoCEv2 ICRC most) and keeps 40 KiB of tables out of the cache.
+enum class CrcEngine : uint8_t { kTable, kClmul };
+// kClmul when this CPU runs it (checked once), else kTable: the engine a FrameTemplate starts with.
+CrcEngine best_crc_engine() noexcept;
+
 namespace detail {
 // The CRC register operator of a run of zero bytes (RoCEv2 payload and pad), as nibble tables.
 struct ZeroRun {
   uint32_t bytes = UINT32_MAX;  // the run length it is for (UINT32_MAX: none yet)
   uint32_t nib[8][16] = {};
+};
+struct Encoder;  // encode(FrameTemplate&, ...), in wire.cpp
+// kClmul: the multipliers of the RoCEv2 ICRC's per-frame parts that carry them across a run of zero bytes.
+struct ClmulRun {
+  uint32_t bytes = UINT32_MAX;  // as ZeroRun
+  alignas(16) uint64_t k[6] = {};
 };
 }  // namespace detail
 
@@ -143,9 +156,12 @@ class FrameTemplate {
   // True when `spec` belongs to this flow (same mode, endpoints and DSCP; dst.port only in fabemu mode).
   bool matches(const FrameSpec& spec) const noexcept;
   WireMode mode() const noexcept { return mode_; }
+  CrcEngine crc_engine() const noexcept { return engine_; }
+  // Tests and benchmarks compare the engines: false (and no change) when this CPU cannot run `e`.
+  bool set_crc_engine(CrcEngine e) noexcept;
 
  private:
-  friend size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept;
+  friend struct detail::Encoder;
   // The fabemu header fields shared by the packets of a flow's messages of one size, and the high halves
   // of message id, offset and transmit time (which change every 2^32 messages, bytes or picoseconds).
   struct MessageKey {
@@ -159,6 +175,7 @@ class FrameTemplate {
     friend bool operator==(const MessageKey&, const MessageKey&) = default;
   };
   WireMode mode_ = WireMode::kFabemu;
+  CrcEngine engine_ = best_crc_engine();
   Endpoint src_, dst_;
   uint8_t dscp_ = 0;
   uint8_t head_[kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes] = {};  // lengths, id, checksums zero
@@ -172,7 +189,10 @@ class FrameTemplate {
   // and the contribution of the header with key_'s fields (the rest zero) from a zero register.
   uint32_t key_prefix_icrc_ = 0;
   uint32_t key_header_icrc_ = 0;
+  // kClmul: the two above as one register at the header's CRC field (prefix across the first 56 header bytes).
+  uint32_t key_icrc_at_crc_ = 0;
   detail::ZeroRun zeros_;
+  detail::ClmulRun run_;
 };
 
 // Writes the frame of `spec` with `t`'s flow fields: byte for byte what encode(spec, out) writes when

@@ -4,6 +4,7 @@
 // answer exactly one drop.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <queue>
@@ -280,6 +281,100 @@ TEST(Sender, AckReleasesAndSlotReuseStartsAFreshTimer) {
   EXPECT_EQ(tx.stats().timeout_retransmissions, 2u);
   EXPECT_EQ(tx.stats().messages_acked, 3u);
   EXPECT_EQ(tx.next_timeout(), Time::max());
+}
+
+// next_burst(now, k packets) against k calls of next(now) on a twin sender fed the same calls: random
+// submissions, losses (timeouts), partial ACKs, NACKs with lists, time steps below and above the RTO,
+// bursts of 1 to 64, and a stretch with an RTO of 0 (a packet is due again as soon as it is sent). The
+// packets, their order, the counters and the timers must be the same call for call.
+TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
+  const SenderConfig cfg{.destinations = 4, .payload_per_packet = 100, .window = 8, .rto = 100_us};
+  Sender one(cfg), burst(cfg);
+  std::mt19937_64 rng(99);
+  // Per message in flight: which packets the receiver holds.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<bool>> held;
+  std::vector<TxPacket> a, b(64);
+  uint64_t now_ps = Time::from_us(1).ps(), packets = 0, retransmissions = 0;
+  for (int step = 0; step < 4000; ++step) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    if (step == 2500) {  // an RTO of 0 for a while, then back
+      one.set_rto(Duration::zero());
+      burst.set_rto(Duration::zero());
+    } else if (step == 2600) {
+      one.set_rto(100_us);
+      burst.set_rto(100_us);
+    }
+    for (int k = static_cast<int>(rng() % 3); k > 0; --k) {
+      const auto dst = static_cast<uint32_t>(rng() % cfg.destinations);
+      if (!one.can_submit(dst)) continue;
+      const uint64_t bytes = rng() % 1001;
+      const uint64_t cookie = rng();
+      const uint64_t id = one.submit(dst, bytes, cookie);
+      ASSERT_EQ(burst.submit(dst, bytes, cookie), id);
+      held[{dst, id}].assign(std::max<uint64_t>(1, (bytes + 99) / 100), false);
+    }
+    const Time now = Time::from_ps(now_ps);
+    const size_t want = std::array<size_t, 6>{1, 2, 3, 7, 32, 64}[rng() % 6];
+    a.clear();
+    for (TxPacket p; a.size() < want && one.next(now, p);) a.push_back(p);
+    ASSERT_EQ(burst.next_burst(now, std::span<TxPacket>(b.data(), want)), a.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      SCOPED_TRACE(testing::Message() << "packet " << i);
+      const TxPacket& x = a[i];
+      const TxPacket& y = b[i];
+      ASSERT_EQ(std::tie(x.dst, x.message_id, x.seq, x.count, x.message_length, x.offset, x.bytes, x.retransmit,
+                         x.cookie),
+                std::tie(y.dst, y.message_id, y.seq, y.count, y.message_length, y.offset, y.bytes, y.retransmit,
+                         y.cookie));
+      (x.retransmit ? retransmissions : packets)++;
+      const auto it = held.find({x.dst, x.message_id});
+      if (it != held.end() && rng() % 5 != 0) it->second[x.seq] = true;  // 1 in 5 lost
+    }
+    // Feedback for some messages: the ACK of a complete one, else a partial ACK or a NACK.
+    for (auto it = held.begin(); it != held.end();) {
+      if (rng() % 3 != 0) {
+        ++it;
+        continue;
+      }
+      const auto [dst, id] = it->first;
+      const std::vector<bool>& got = it->second;
+      const auto count = static_cast<uint32_t>(got.size());
+      uint32_t cumulative = 0;
+      while (cumulative < count && got[cumulative]) ++cumulative;
+      bool done;
+      if (cumulative == count || rng() % 2 == 0) {
+        done = one.on_ack(dst, id, cumulative);
+        ASSERT_EQ(burst.on_ack(dst, id, cumulative), done);
+      } else {
+        uint32_t covered = count;
+        while (covered > cumulative && !got[covered - 1]) --covered;
+        std::vector<uint32_t> missing;
+        for (uint32_t q = cumulative; q < covered; ++q) {
+          if (!got[q]) missing.push_back(q);
+        }
+        done = one.on_nack(dst, id, cumulative, covered, missing);
+        ASSERT_EQ(burst.on_nack(dst, id, cumulative, covered, missing), done);
+      }
+      it = done ? held.erase(it) : std::next(it);
+    }
+    ASSERT_EQ(one.next_timeout(), burst.next_timeout());
+    ASSERT_EQ(one.unacked_messages(), burst.unacked_messages());
+    const SenderStats& x = one.stats();
+    const SenderStats& y = burst.stats();
+    ASSERT_EQ(std::tie(x.messages, x.messages_acked, x.packets, x.retransmissions, x.nack_retransmissions,
+                       x.timeout_retransmissions, x.timer_checks),
+              std::tie(y.messages, y.messages_acked, y.packets, y.retransmissions, y.nack_retransmissions,
+                       y.timeout_retransmissions, y.timer_checks));
+    // Time: mostly below the RTO, sometimes past it, sometimes not at all.
+    const uint64_t r = rng() % 8;
+    now_ps += r == 0 ? 0 : r < 6 ? Time::from_us(rng() % 30).ps() : Time::from_us(100 + rng() % 100).ps();
+  }
+  // The scenario reached every path: bursts of new packets, NACK and timeout retransmissions, completions.
+  EXPECT_GT(packets, 5000u);
+  EXPECT_GT(one.stats().nack_retransmissions, 200u);
+  EXPECT_GT(one.stats().timeout_retransmissions, 200u);
+  EXPECT_GT(one.stats().messages_acked, 1000u);
+  EXPECT_EQ(retransmissions, one.stats().retransmissions);
 }
 
 TEST(FaultFilter, SeededAndCalibrated) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -344,9 +345,19 @@ TEST(FrameTemplate, SizeLimitsAsEncode) {
   EXPECT_EQ(Bytes(huge.begin(), huge.begin() + 65549), encode_bytes(s));
 }
 
+// The CRC engines a test runs encode(FrameTemplate&) with: the portable one always, PCLMULQDQ where the
+// CPU has it.
+std::vector<CrcEngine> engines() {
+  std::vector<CrcEngine> e{CrcEngine::kTable};
+  if (best_crc_engine() == CrcEngine::kClmul) e.push_back(CrcEngine::kClmul);
+  return e;
+}
+const char* engine_name(CrcEngine e) { return e == CrcEngine::kClmul ? "clmul" : "table"; }
+
 // Random flows, each sending messages of several packets (the header-CRC and zero-run caches hit, miss
 // and are invalidated by every field they depend on), interleaved with ACKs, NACKs and retransmissions.
-TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
+void random_specs_same_bytes_as_encode(CrcEngine engine) {
+  SCOPED_TRACE(engine_name(engine));
   std::mt19937_64 rng(4242);
   Bytes want(9200), got(9200);
   std::vector<uint32_t> missing;
@@ -363,6 +374,7 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
     s.dscp = static_cast<uint8_t>(rng());  // bits above 6 are dropped by both
     FrameTemplate t(s);
     ASSERT_TRUE(t.matches(s));
+    ASSERT_TRUE(t.set_crc_engine(engine));
     const uint32_t per_packet = static_cast<uint32_t>(rng() % 2) == 0 ? 1024 : static_cast<uint32_t>(rng() % 9001);
     for (int msg = 0; msg < 6; ++msg) {
       if (msg % 2 == 0) s.hdr.src_rank = static_cast<uint32_t>(rng() % 4);
@@ -422,6 +434,96 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
     }
   }
   EXPECT_GT(frames, 2000u);
+}
+
+TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
+  for (const CrcEngine e : engines()) random_specs_same_bytes_as_encode(e);
+}
+
+TEST(FrameTemplate, CrcEngineChoice) {
+  const FrameSpec s = golden_spec(WireMode::kRoceV2);
+  FrameTemplate t(s);
+  EXPECT_EQ(t.crc_engine(), best_crc_engine());
+  EXPECT_EQ(FrameTemplate().crc_engine(), best_crc_engine());
+  EXPECT_TRUE(t.set_crc_engine(CrcEngine::kTable));
+  EXPECT_EQ(t.crc_engine(), CrcEngine::kTable);
+  // kClmul only where the CPU runs it; else the template keeps the table engine.
+  const bool clmul = best_crc_engine() == CrcEngine::kClmul;
+  EXPECT_EQ(t.set_crc_engine(CrcEngine::kClmul), clmul);
+  EXPECT_EQ(t.crc_engine(), clmul ? CrcEngine::kClmul : CrcEngine::kTable);
+#if defined(__x86_64__) && defined(__linux__) && !defined(FABEMU_NO_CLMUL)
+  // The choice agrees with the kernel's view of the CPU.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line) && line.rfind("flags", 0) != 0) {
+  }
+  ASSERT_EQ(line.rfind("flags", 0), 0u) << "no flags line in /proc/cpuinfo";
+  const auto has = [&](const char* flag) {
+    return (line + " ").find(std::string(" ") + flag + " ") != std::string::npos;
+  };
+  EXPECT_EQ(clmul, has("pclmulqdq") && has("sse4_1"));
+#else
+  EXPECT_FALSE(clmul);  // the carry-less engine is built for x86-64 only (and not with FABEMU_NO_CLMUL)
+#endif
+}
+
+// The two engines against each other and against encode(spec), frame by frame: random values over the
+// full range of every per-packet field (both halves of id, offset and time, seq, IP id, BTH bits and PSN),
+// payload lengths around the zero-run tables' boundaries (256 and 2048 bytes) and up to the largest
+// datagram, both modes, every kind. One template per engine, fed the same sequence (their caches hit and
+// miss alike).
+TEST(FrameTemplate, ClmulAndTableEnginesGiveTheSameFrames) {
+  if (best_crc_engine() != CrcEngine::kClmul) GTEST_SKIP() << "this CPU has no PCLMULQDQ: table engine only";
+  std::mt19937_64 rng(777);
+  Bytes want(70000), table(70000), clmul(70000);
+  std::vector<uint32_t> missing;
+  const uint32_t sizes[] = {0, 1, 2, 3, 4, 5, 255, 256, 257, 1024, 2047, 2048, 2049, 4096, 8999, 65431};
+  const uint32_t max_roce = static_cast<uint32_t>(max_payload_for_mtu(WireMode::kRoceV2, 65535));
+  ASSERT_EQ(max_roce, 65428u);
+  for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {
+    FrameSpec s = golden_spec(mode);
+    FrameTemplate tt(s), tc(s);
+    ASSERT_TRUE(tt.set_crc_engine(CrcEngine::kTable));
+    ASSERT_TRUE(tc.set_crc_engine(CrcEngine::kClmul));
+    for (int i = 0; i < 6000; ++i) {
+      SCOPED_TRACE(testing::Message() << (mode == WireMode::kRoceV2 ? "roce" : "fabemu") << " frame " << i);
+      if (i % 16 == 0) {  // a new message size and ranks now and then (the key caches miss)
+        s.hdr.count = static_cast<uint32_t>(rng());
+        s.hdr.message_length = rng();
+        s.hdr.src_rank = static_cast<uint32_t>(rng());
+        s.hdr.dst_rank = static_cast<uint32_t>(rng());
+      }
+      s.hdr.message_id = rng();
+      s.hdr.seq = static_cast<uint32_t>(rng());
+      s.hdr.offset = rng();
+      s.hdr.tx_time_ps = rng();
+      s.ip_id = static_cast<uint16_t>(rng());
+      const int what = static_cast<int>(rng() % 8);
+      s.hdr.kind = what == 0 ? PacketKind::kAck : what == 1 ? PacketKind::kNack : PacketKind::kData;
+      s.payload_bytes = rng() % 2 == 0 ? sizes[rng() % std::size(sizes)] : static_cast<uint32_t>(rng() % 9001);
+      if (mode == WireMode::kRoceV2) s.payload_bytes = std::min(s.payload_bytes, max_roce);
+      missing.resize(rng() % 300);
+      for (auto& m : missing) m = static_cast<uint32_t>(rng());
+      s.missing = missing;
+      s.bth = Bth{static_cast<uint8_t>(rng()), (rng() & 1) != 0, (rng() & 1) != 0, static_cast<uint8_t>(rng()),
+                  static_cast<uint16_t>(rng() % 4 == 0 ? rng() : kDefaultPkey),
+                  static_cast<uint32_t>(rng() % 4 == 0 ? rng() : 5), (rng() & 1) != 0, static_cast<uint32_t>(rng())};
+      const size_t n = encode(s, want);
+      ASSERT_GT(n, 0u);
+      ASSERT_EQ(encode(tt, s, table), n);
+      ASSERT_EQ(encode(tc, s, clmul), n);
+      ASSERT_TRUE(std::equal(want.begin(), want.begin() + static_cast<ptrdiff_t>(n), table.begin()));
+      ASSERT_TRUE(std::equal(want.begin(), want.begin() + static_cast<ptrdiff_t>(n), clmul.begin()));
+      if (i % 64 == 0) {  // and by the naive reference routines
+        const Bytes f(clmul.begin(), clmul.begin() + static_cast<ptrdiff_t>(n));
+        const size_t h = mode == WireMode::kRoceV2 ? 54 : 42;
+        ASSERT_EQ(uint32_t{be16(f, h + 56)} << 16 | be16(f, h + 58), ref_crc32(slice(f, h, 56)));
+        if (mode == WireMode::kRoceV2) {
+          ASSERT_EQ(f[n - 4] | f[n - 3] << 8 | f[n - 2] << 16 | uint32_t{f[n - 1]} << 24, ref_icrc(f));
+        }
+      }
+    }
+  }
 }
 
 // Every reason a frame is not ours, each from one mutation of a valid frame (checksums that precede

@@ -108,4 +108,15 @@ Capture read_capture(const std::string& path, const host::dpdk::DecodeRules& rul
   return c;
 }
 
+void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const host::dpdk::DpdkStats& s) {
+  const Capture c = read_capture(path, host::dpdk::AddressPlan::make_default(8).decode_rules(mode));
+  EXPECT_TRUE(c.whole);
+  EXPECT_EQ(c.not_ours, 0u);
+  EXPECT_EQ(c.out_of_order, 0u);
+  EXPECT_EQ(c.frames, s.frames_tx);
+  EXPECT_EQ(c.data, s.data_frames + s.retransmissions);
+  EXPECT_EQ(c.feedback, s.acks + s.nacks);
+  EXPECT_GT(c.feedback, 0u);
+}
+
 }  // namespace fabemu::test

@@ -39,6 +39,9 @@ struct Capture {
   bool whole = true;                            // no truncated record at the end
 };
 Capture read_capture(const std::string& path, const host::dpdk::DecodeRules& rules);
+// The capture of a run over the default plan of 8 ranks in `mode` holds every frame the stats say were
+// sent, in time order, each one ours: data frames (first transmissions and retransmissions), ACKs/NACKs.
+void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const host::dpdk::DpdkStats& s);
 
 // The same times as the software model, every message once, every byte once.
 void expect_exact(const emu::RunResult& sw, const DpdkRun& d);

@@ -2,15 +2,55 @@
 // test_lab_run.cpp).
 #pragma once
 
+#include <fcntl.h>
 #include <poll.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
+
+extern char** environ;
 
 namespace fabemu::lab::proc {
+
+struct Child {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // a pipe when no stdout file was given
+};
+
+// Starts args[0] (a path) with `args`; its stdout goes to `stdout_file`, or to a pipe (Child::stdout_fd)
+// when that is empty; its stderr to `stderr_file`, or this process's when that is empty.
+inline Child spawn(const std::vector<std::string>& args, const std::string& stdout_file = {},
+                   const std::string& stderr_file = {}) {
+  int pipe_fds[2] = {-1, -1};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdout_file.empty()) {
+    if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  if (!stderr_file.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  Child child;
+  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
+  if (rc != 0) throw std::runtime_error("posix_spawn failed");
+  child.stdout_fd = pipe_fds[0];
+  return child;
+}
 
 // One line of `fd` (without the newline), or what was read when `timeout` passed or the pipe closed.
 inline std::string read_line(int fd, std::chrono::milliseconds timeout) {

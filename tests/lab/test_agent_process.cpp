@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +18,6 @@
 #include "host/lab/client.h"
 #include "host/lab/error.h"
 
-extern char** environ;
 
 namespace fabemu::lab {
 namespace {
@@ -28,29 +26,8 @@ using namespace std::chrono_literals;
 using proc::read_line;
 using proc::wait_exit;
 
-struct Child {
-  pid_t pid = -1;
-  int stdout_fd = -1;
-};
-
-Child spawn(const std::vector<std::string>& args) {
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  Child child;
-  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fds[1]);
-  if (rc != 0) throw std::runtime_error("posix_spawn failed");
-  child.stdout_fd = pipe_fds[0];
-  return child;
-}
+using proc::Child;
+using proc::spawn;
 
 class AgentProcess : public ::testing::Test {
  protected:

@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,7 +26,6 @@
 #include "tests/lab/process_support.h"
 #include "tests/support/test_support.h"
 
-extern char** environ;
 
 namespace fabemu::lab {
 namespace {
@@ -38,34 +36,8 @@ using proc::read_line;
 using proc::wait_exit;
 using Clock = std::chrono::steady_clock;
 
-struct Child {
-  pid_t pid = -1;
-  int stdout_fd = -1;  // a pipe when no stdout file was given
-};
-
-Child spawn(const std::vector<std::string>& args, const std::string& stdout_file, const std::string& stderr_file) {
-  int pipe_fds[2] = {-1, -1};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (stdout_file.empty()) {
-    if (::pipe(pipe_fds) != 0) throw std::runtime_error("pipe failed");
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-  } else {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  }
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  Child child;
-  const int rc = posix_spawn(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
-  if (rc != 0) throw std::runtime_error("posix_spawn failed");
-  child.stdout_fd = pipe_fds[0];
-  return child;
-}
+using proc::Child;
+using proc::spawn;
 
 bool alive(pid_t pid) { return ::kill(pid, 0) == 0 && wait_exit(pid, 0ms) == -1; }
 

@@ -62,6 +62,7 @@ struct AgentRun {
   std::map<std::string, std::string> config_paths;
   bool prepared = false;
   bool started = false;
+  std::unique_ptr<DatagramTransport> bound;  // fabric socket: the local ranks' sockets, bound when prepared
   std::atomic<bool> stop{false};
   std::thread thread;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;  // while the thread runs
@@ -474,6 +475,14 @@ class Session : public std::enable_shared_from_this<Session> {
     } catch (const std::exception& e) {
       return fail(proto::ERROR_RUN_FAILED, fmt::format("run {}: configuration: {}", run.run_id, e.what()));
     }
+    if (run.assign.fabric_config() == "socket") {
+      // Bound now: an address in use fails the preparation, before any agent starts.
+      try {
+        run.bound = bind_udp_data_plane(run.assign);
+      } catch (const std::exception& e) {
+        return fail(proto::ERROR_RUN_FAILED, fmt::format("run {}: {}", run.run_id, e.what()));
+      }
+    }
     run.prepared = true;
     proto::Envelope reply;
     reply.mutable_prepared()->set_run_id(run.run_id);
@@ -516,6 +525,7 @@ class Session : public std::enable_shared_from_this<Session> {
       input.live = live;
       input.data_port = data_port;
       input.agent_macs = macs;
+      input.bound = &run->bound;
       // The results go out as soon as they exist; the thread may keep serving its peers (socket fabric)
       // until the coordinator's Stop.
       bool delivered = false;

@@ -21,6 +21,7 @@
 #include "host/lab/clock.h"
 #include "host/lab/datagram_transport.h"
 #include "host/lab/socket_fabric.h"
+#include "host/lab/udp_transport.h"
 #include "host/lab/live_metrics.h"
 #include "traces/process_groups.h"
 
@@ -141,8 +142,8 @@ const std::string* find_path(const std::map<std::string, std::string>& paths, co
   return it == paths.end() ? nullptr : &it->second;
 }
 
-std::unique_ptr<SocketFabric> make_udp_fabric(const proto::AssignRanks& assign, const emu::Topology& topology,
-                                              const std::vector<bool>& local, SocketFabricOptions o) {
+// The local ranks' UDP sockets at the lab.yaml data addresses.
+std::unique_ptr<UdpTransport> bind_udp(const proto::AssignRanks& assign) {
   const size_t world = assign.world_size();
   std::vector<boost::asio::ip::udp::endpoint> endpoints(world);
   for (const proto::RankAssignment& ra : assign.ranks()) {
@@ -150,16 +151,31 @@ std::unique_ptr<SocketFabric> make_udp_fabric(const proto::AssignRanks& assign, 
     const auto ep = parse_endpoint(ra.endpoint());
     endpoints[ra.rank()] = boost::asio::ip::udp::endpoint(ep.address(), ep.port());
   }
+  std::vector<bool> local(world, false);
   std::string mine;
   for (const uint32_t r : assign.local_ranks()) {
+    local.at(r) = true;
     mine += fmt::format("{}rank {} at {}:{}", mine.empty() ? "" : ", ", r, endpoints[r].address().to_string(),
                         endpoints[r].port());
   }
+  const SocketFabricOptions o;  // the replay's batch, buffers and datagram size are these defaults
   try {
-    return std::make_unique<SocketFabric>(topology, std::move(endpoints), local, std::move(o));
+    return std::make_unique<UdpTransport>(std::move(endpoints), local, o.batch, o.socket_buffer_bytes,
+                                          SocketFabric::max_datagram(o));
   } catch (const boost::system::system_error& e) {
     throw std::runtime_error(fmt::format("socket fabric: cannot bind the data plane ({}): {}", mine, e.what()));
   }
+}
+
+std::unique_ptr<SocketFabric> make_udp_fabric(const ReplayInput& in, const emu::Topology& topology,
+                                              const std::vector<bool>& local, SocketFabricOptions o) {
+  std::unique_ptr<DatagramTransport> transport;
+  if (in.bound != nullptr && *in.bound) {
+    transport = std::move(*in.bound);
+  } else {
+    transport = bind_udp(*in.assign);
+  }
+  return std::make_unique<SocketFabric>(topology, std::move(transport), local, std::move(o));
 }
 
 // lab.yaml `fabric: dpdk`: rank r receives at lab_dpdk_endpoint(r, MAC of its agent's port); the lab file's
@@ -224,6 +240,8 @@ ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::
   return c;
 }
 
+std::unique_ptr<DatagramTransport> bind_udp_data_plane(const proto::AssignRanks& assign) { return bind_udp(assign); }
+
 void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& deliver) {
   const proto::AssignRanks& assign = *in.assign;
   const proto::RunSpec& spec = assign.spec();
@@ -280,7 +298,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
     o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
     o.live = in.live;
     if (assign.fabric_config() == "socket") {
-      socket = make_udp_fabric(assign, topology, local, std::move(o));
+      socket = make_udp_fabric(in, topology, local, std::move(o));
     } else {
       socket = make_dpdk_fabric(in, topology, local, std::move(o));
     }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 namespace fabemu::lab {
 
 struct LiveMetrics;
+class DatagramTransport;
 class LabDataPort;
 
 // The network and system a RunSpec describes, loaded from the agent's copies of the coordinator's files
@@ -38,7 +40,15 @@ struct ReplayInput {
   // 6 bytes, keyed by the lab.yaml name of RankAssignment.agent).
   LabDataPort* data_port = nullptr;
   std::map<std::string, std::string> agent_macs;
+  // fabric "socket": the local ranks' sockets bound when the run was prepared (bind_udp_data_plane), taken
+  // by the replay; null or empty: bound at the start.
+  std::unique_ptr<DatagramTransport>* bound = nullptr;
 };
+
+// fabric "socket": binds the UDP sockets of the run's local ranks at their lab.yaml data addresses, so that
+// an address already in use fails the preparation, before any agent starts. std::runtime_error naming the
+// ranks and addresses.
+std::unique_ptr<DatagramTransport> bind_udp_data_plane(const proto::AssignRanks& assign);
 
 struct ReplayOutput {
   std::vector<proto::RankResult> ranks;  // per local rank, several when its timeline is long (`more`)

@@ -3,6 +3,9 @@
 // killed mid-run makes the coordinator name its ranks and exit 1 within 10 s with a partial report; a
 // coordinator killed mid-run makes the agents stop, clean up and serve the next coordinator.
 #include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -483,6 +486,28 @@ TEST_F(LabRun, DpdkFabricNeedsAgentsWithADpdkDevice) {
     EXPECT_TRUE(alive(agents_[i].pid));
     EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
   }
+}
+
+// A data address already in use: the agent's preparation fails (its UDP sockets are bound then), so the
+// coordinator exits 2 before any Start, naming the rank and the address; once it is free, the same lab runs.
+TEST_F(LabRun, ABusyDataAddressFailsThePreparation) {
+  const std::string lab = write_lab(3, 6, 8, "socket");
+  std::vector<std::string> args = {"run", "--agents", lab, "--as-fast-as-possible", "-q"};
+  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+  {
+    // Agent b hosts ranks 3-5 at 127.0.0.1:47200 + i: rank 4's port taken.
+    boost::asio::io_context io;
+    boost::asio::ip::udp::socket busy(io, boost::asio::ip::udp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 47201));
+    EXPECT_EQ(run_fabemu(args, "busy"), 2);
+    const std::string err = slurp(scratch_.file("busy.err"));
+    EXPECT_NE(err.find("agent b"), std::string::npos) << err;
+    EXPECT_NE(err.find("cannot bind the data plane"), std::string::npos) << err;
+    EXPECT_NE(err.find("rank 4 at 127.0.0.1:47201"), std::string::npos) << err;
+    EXPECT_NE(err.find("ERROR_RUN_FAILED"), std::string::npos) << err;
+    EXPECT_EQ(err.find(" started: "), std::string::npos) << err;  // the coordinator never sent Start
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
+  EXPECT_EQ(run_fabemu(args, "free"), 0) << slurp(scratch_.file("free.err"));
 }
 
 TEST_F(LabRun, BadLabFilesAndTokensAreClearErrors) {

@@ -461,6 +461,7 @@ class Coordinator {
       ra->set_agent(request_.lab.agents[request_.lab.owner[r]].name);
     }
     a->set_fabric_config(request_.lab.fabric);
+    a->set_wire(request_.lab.wire);
     *a->mutable_spec() = request_.spec;
     for (const uint32_t r : p.config.ranks) a->add_local_ranks(r);
     a->set_shared_storage(request_.lab.shared_storage);

@@ -66,12 +66,14 @@ class LabDataPort {
   virtual ~LabDataPort() = default;
   virtual host::dpdk::MacAddr mac() const = 0;
   virtual std::string describe() const = 0;
-  // A transport over this port for one run. endpoints[r]: where rank r receives (lab_dpdk_endpoint());
-  // local[r]: r is hosted here. Datagrams between two local ranks stay in the host (the port cannot send a
+  // A transport over this port for one run, its frames in `mode` (fabemu: UDP to the rank's port; RoCEv2:
+  // UDP 4791, a BTH before the fabemu header, the ICRC after). endpoints[r]: where rank r receives
+  // (lab_dpdk_endpoint()); local[r]: r is hosted here. Datagrams between two local ranks stay in the host (the port cannot send a
   // frame to itself). std::invalid_argument for sizes that do not match or a datagram that cannot fit a
   // frame of the port's MTU.
   virtual std::unique_ptr<DatagramTransport> open(std::vector<host::dpdk::Endpoint> endpoints,
-                                                  std::vector<bool> local, uint32_t max_datagram) = 0;
+                                                  std::vector<bool> local, uint32_t max_datagram,
+                                                  host::dpdk::WireMode mode) = 0;
 };
 
 // Rank r's address in a DPDK lab run: the MAC of its host's port, IP 198.18.0.1 + r (the default address

@@ -37,16 +37,16 @@ hd::MacAddr to_mac(const rte_ether_addr& a) {
 class DpdkTransport final : public DatagramTransport {
  public:
   DpdkTransport(hd::Port& port, const hd::MacAddr& mac, std::vector<hd::Endpoint> endpoints, std::vector<bool> local,
-                uint32_t max_datagram)
-      : port_(port), mac_(mac), endpoints_(std::move(endpoints)), local_(std::move(local)), slot_bytes_(max_datagram) {
+                uint32_t max_datagram, hd::WireMode mode)
+      : port_(port), mac_(mac), mode_(mode), endpoints_(std::move(endpoints)), local_(std::move(local)), slot_bytes_(max_datagram) {
     const auto ranks = static_cast<uint32_t>(endpoints_.size());
     if (local_.size() != ranks) {
       throw std::invalid_argument(fmt::format("DPDK transport: {} local flags for {} endpoints", local_.size(), ranks));
     }
     if (max_datagram < kDatagramHeaderBytes ||
-        max_datagram - kDatagramHeaderBytes > hd::max_payload_for_mtu(hd::WireMode::kFabemu, port_.config().mtu)) {
-      throw std::invalid_argument(fmt::format("DPDK transport: datagrams of {} bytes do not fit frames of MTU {} on {}",
-                                              max_datagram, port_.config().mtu, port_.name()));
+        max_datagram - kDatagramHeaderBytes > hd::max_payload_for_mtu(mode_, port_.config().mtu)) {
+      throw std::invalid_argument(fmt::format("DPDK transport: datagrams of {} bytes do not fit {} frames of MTU {} on {}",
+                                              max_datagram, mode_name(), port_.config().mtu, port_.name()));
     }
     uint16_t lo = UINT16_MAX, hi = 0;
     for (uint32_t r = 0; r < ranks; ++r) {
@@ -60,7 +60,7 @@ class DpdkTransport final : public DatagramTransport {
         hi = std::max(hi, endpoints_[r].port);
       }
     }
-    rules_.mode = hd::WireMode::kFabemu;
+    rules_.mode = mode_;
     rules_.port_lo = lo;
     rules_.port_hi = hi;
     loop_.assign(size_t{kLoopSlots} * slot_bytes_, 0);
@@ -73,7 +73,8 @@ class DpdkTransport final : public DatagramTransport {
   }
 
   std::string describe() const override {
-    return fmt::format("DPDK {} {}", port_.name(), hd::format_mac(mac_));
+    return fmt::format("DPDK {} {}{}", port_.name(), hd::format_mac(mac_),
+                       mode_ == hd::WireMode::kRoceV2 ? " RoCEv2" : "");
   }
 
   std::string address_of(uint32_t rank) const override {
@@ -161,8 +162,11 @@ class DpdkTransport final : public DatagramTransport {
     uint32_t to = 0, len = 0;
   };
 
-  // The frame of datagram `d` from local rank `from`: the DPDK fabric's fabemu-mode frame of the same
-  // header and payload (its flow's template), so its UDP payload is `d` byte for byte.
+  const char* mode_name() const noexcept { return mode_ == hd::WireMode::kRoceV2 ? "RoCEv2" : "fabemu-mode"; }
+
+  // The frame of datagram `d` from local rank `from`: the DPDK fabric's frame of the same header and
+  // payload in mode_ (its flow's template), so that what follows the UDP header (fabemu mode) or the BTH
+  // (RoCEv2, up to the pad and ICRC) is `d` byte for byte.
   bool build(rte_mbuf* m, uint32_t from, const TxDatagram& d) {
     hd::FrameSpec spec;
     if (d.len < kDatagramHeaderBytes ||
@@ -170,9 +174,19 @@ class DpdkTransport final : public DatagramTransport {
       return false;
     }
     const uint32_t payload = d.len - static_cast<uint32_t>(kDatagramHeaderBytes);
-    spec.mode = hd::WireMode::kFabemu;
+    spec.mode = mode_;
     spec.src = endpoints_.at(from);
     spec.dst = endpoints_.at(d.to);
+    if (mode_ == hd::WireMode::kRoceV2) {
+      // As the DPDK fabric's frames: a UDP source port per flow (ECMP), one queue pair per destination,
+      // SEND opcodes and PSNs by packet for data, SEND Only for feedback.
+      const bool data = spec.hdr.kind == hd::PacketKind::kData;
+      spec.src.port = hd::flow_source_port(uint64_t{from} << 32 | d.to);
+      spec.bth.dest_qp = d.to + 1;
+      spec.bth.opcode = data ? hd::rc_send_opcode(spec.hdr.seq, spec.hdr.count) : hd::kRcSendOnly;
+      spec.bth.psn = data ? spec.hdr.seq & 0xFFFFFF : 0;
+      spec.bth.ack_req = data && spec.hdr.seq + 1 == spec.hdr.count;
+    }
     spec.ip_id = static_cast<uint16_t>(ip_id_++);
     spec.payload_bytes = payload;
     if (spec.hdr.kind == hd::PacketKind::kNack) {
@@ -189,6 +203,7 @@ class DpdkTransport final : public DatagramTransport {
 
   hd::Port& port_;
   hd::MacAddr mac_;
+  hd::WireMode mode_;
   std::vector<hd::Endpoint> endpoints_;
   std::vector<bool> local_;
   size_t slot_bytes_;
@@ -224,8 +239,8 @@ class DpdkLabPort final : public LabDataPort {
                        port_.config().mtu, speed == 0 ? std::string("speed unknown") : fmt::format("{} Mb/s", speed));
   }
   std::unique_ptr<DatagramTransport> open(std::vector<hd::Endpoint> endpoints, std::vector<bool> local,
-                                          uint32_t max_datagram) override {
-    return std::make_unique<DpdkTransport>(port_, mac_, std::move(endpoints), std::move(local), max_datagram);
+                                          uint32_t max_datagram, hd::WireMode mode) override {
+    return std::make_unique<DpdkTransport>(port_, mac_, std::move(endpoints), std::move(local), max_datagram, mode);
   }
 
  private:

@@ -18,7 +18,8 @@ namespace asio = boost::asio;
 
 namespace {
 
-const std::vector<std::string_view> kTopKeys = {"token_file", "fabric", "shared_storage", "agents"};
+const std::vector<std::string_view> kTopKeys = {"token_file", "fabric", "wire", "shared_storage", "agents"};
+const std::vector<std::string_view> kWires = {"fabemu", "roce"};
 const std::vector<std::string_view> kAgentKeys = {"name", "control", "data", "ranks"};
 const std::vector<std::string_view> kFabrics = {"socket", "model", "dpdk"};
 
@@ -71,6 +72,18 @@ LabConfig load_lab_config(const std::string& path) {
       cfg::fail(path, it->second.line,
                 fmt::format("key \"fabric\": \"{}\"{} is not a lab fabric; expected socket, model or dpdk", c.fabric,
                             cfg::did_you_mean(c.fabric, kFabrics)));
+    }
+  }
+  if (const auto it = top.find("wire"); it != top.end()) {
+    c.wire = scalar(path, it->second, "wire");
+    if (std::find(kWires.begin(), kWires.end(), c.wire) == kWires.end()) {
+      cfg::fail(path, it->second.line,
+                fmt::format("key \"wire\": \"{}\"{} is not a wire format; expected fabemu or roce", c.wire,
+                            cfg::did_you_mean(c.wire, kWires)));
+    }
+    if (c.wire == "roce" && c.fabric != "dpdk") {
+      cfg::fail(path, it->second.line,
+                fmt::format("key \"wire\": roce frames need fabric dpdk (the fabric is {})", c.fabric));
     }
   }
   if (const auto it = top.find("shared_storage"); it != top.end()) {

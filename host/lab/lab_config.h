@@ -24,6 +24,7 @@ struct LabConfig {
   std::string source;                          // the file
   std::string token_file;                      // resolved against the file's folder
   std::string fabric = "socket";               // socket | model | dpdk
+  std::string wire = "fabemu";                 // fabric dpdk: the frames, fabemu (UDP) | roce (RoCEv2)
   bool shared_storage = false;
   std::vector<LabAgentConfig> agents;
   // rank -> index into agents, and rank -> data endpoint (after validate_ranks)

@@ -206,11 +206,17 @@ std::unique_ptr<SocketFabric> make_dpdk_fabric(const ReplayInput& in, const emu:
   }
   spdlog::info("lab dpdk fabric: {}: {}", in.data_port->describe(), mine);
   // open() refuses datagrams that cannot fit a frame of the port's MTU (a payload of 1400: 20 + 8 + 60 + 1400
-  // bytes of IPv4, UDP, header and data fill 1488 of a 1500-byte MTU).
+  // bytes of IPv4, UDP, header and data fill 1488 of a 1500-byte MTU). RoCEv2 frames carry 16 bytes more
+  // (BTH, ICRC): 1396 message bytes per packet, the same on every agent (it comes from the run's wire).
+  const bool roce = assign.wire() == "roce";
+  const host::dpdk::WireMode mode = roce ? host::dpdk::WireMode::kRoceV2 : host::dpdk::WireMode::kFabemu;
+  if (roce) {
+    o.payload = std::min<uint32_t>(o.payload, static_cast<uint32_t>(host::dpdk::max_payload_for_mtu(mode, 1500)));
+  }
   const uint32_t max_datagram = SocketFabric::max_datagram(o);
   std::unique_ptr<DatagramTransport> transport;
   try {
-    transport = in.data_port->open(std::move(endpoints), local, max_datagram);
+    transport = in.data_port->open(std::move(endpoints), local, max_datagram, mode);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("dpdk fabric: cannot open the data plane on {} ({}): {}",
                                          in.data_port->describe(), mine, e.what()));

@@ -8,8 +8,10 @@
 # those MACs, each addressed per the lab address plan (198.18.0.1 + rank, UDP 47000, its agent's MAC).
 # Exit 77 (skip) when network namespaces cannot be created or the shared traces are absent.
 # Usage: netns_lab_dpdk.sh <fabemu binary> <shared folder (holds traces/ and configs/)>; FABEMU_SHARED_DIR, when
-# set, is the shared folder (as for the C++ tests).
+# set, is the shared folder (as for the C++ tests). WIRE=roce: lab.yaml `wire: roce`, the frames RoCEv2 (UDP
+# 4791, a BTH with the rank's queue pair and a SEND opcode).
 set -u
+wire=${WIRE:-fabemu}
 fabemu=${1:?usage: netns_lab_dpdk.sh <fabemu binary> <shared folder>}
 shared=${FABEMU_SHARED_DIR:-${2:?usage: netns_lab_dpdk.sh <fabemu binary> <shared folder>}}
 w=$shared/traces/astra-sim/examples/workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce
@@ -73,6 +75,7 @@ done
 {
   echo "token_file: lab.token"
   echo "fabric: dpdk"
+  echo "wire: $wire"
   echo "agents:"
   for i in 0 1 2; do
     # `data` is required by lab.yaml but unused with fabric dpdk (ranks are addressed by their host's port).
@@ -95,10 +98,11 @@ macs=()
 for i in 0 1 2; do
   macs+=("$(ip -n "$ns" -o link show "fe-lab$i" | sed -n 's/.*link\/ether \([0-9a-f:]*\) .*/\1/p')")
 done
-python3 - "$tmp/lab.json" "$tmp/model.json" "${macs[@]}" <<'EOF2' || fail "the lab report is wrong"
+python3 - "$tmp/lab.json" "$tmp/model.json" "$wire" "${macs[@]}" <<'EOF2' || fail "the lab report is wrong"
 import json, sys
 lab, model = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-veth_macs = sys.argv[3:6]
+roce = sys.argv[3] == "roce"
+veth_macs = sys.argv[4:7]
 assert lab["total_time_ps"] == model["total_time_ps"], (lab["total_time_ps"], model["total_time_ps"])
 assert lab["total_time_ps"] > 0
 finish = lambda report: {r["rank"]: r["finish_time_ps"] for r in report["ranks"]}
@@ -115,6 +119,7 @@ for a in agents:
   assert a["status"] == "done", (a["name"], a["status"])
   s = a["socket"]
   assert s["transport"].startswith("DPDK net_af_packet"), s["transport"]
+  assert s["transport"].endswith(" RoCEv2") == roce, s["transport"]
   assert s["datagrams_tx"] > 0 and s["datagrams_rx"] > 0, (a["name"], s["datagrams_tx"], s["datagrams_rx"])
   sent += s["datagrams_tx"]; rx += s["datagrams_rx"]; not_ours += s["not_ours"]
   other_frames += s["frames_not_ours"]
@@ -139,10 +144,11 @@ if [ -n "$tcpdump_pid" ]; then
   tcpdump -nn -vv -r "$tmp/lab.pcap" 2>/dev/null >"$tmp/lab.txt"
   bad=$(grep -c 'bad cksum\|bad udp cksum' "$tmp/lab.txt")
   [ "$bad" -eq 0 ] || { grep 'bad' "$tmp/lab.txt" | head -3; fail "$bad frames with bad IPv4/UDP checksums"; }
-  python3 - "$tmp/lab.pcap" "$tmp/lab.json" "${macs[@]}" <<'EOF2' || fail "the capture is wrong"
+  python3 - "$tmp/lab.pcap" "$tmp/lab.json" "$wire" "${macs[@]}" <<'EOF2' || fail "the capture is wrong"
 import json, struct, sys
 cap, rep = sys.argv[1:3]
-macs = [bytes.fromhex(m.replace(":", "")) for m in sys.argv[3:6]]
+roce = sys.argv[3] == "roce"
+macs = [bytes.fromhex(m.replace(":", "")) for m in sys.argv[4:7]]
 owner = [0, 0, 0, 1, 1, 1, 2, 2]   # ranks 0-2 on a, 3-5 on b, 6-7 on c
 sent = sum(a["socket"]["datagrams_tx"] for a in json.load(open(rep))["lab"]["agents"])
 data = open(cap, "rb").read()
@@ -160,7 +166,13 @@ while off < len(data):
   src, dst = src_ip - 0xC6120001, dst_ip - 0xC6120001   # rank r at 198.18.0.1 + r
   assert 0 <= src < 8 and 0 <= dst < 8, "addresses %x -> %x outside the plan" % (src_ip, dst_ip)
   sport, dport = struct.unpack_from("!HH", f, 34)
-  assert dport == 47000, dport
+  if roce:
+    # RoCEv2: UDP 4791, then the BTH: a SEND opcode (Only/First/Middle/Last), destination QP = rank + 1.
+    assert dport == 4791, dport
+    assert f[42] in (0x00, 0x01, 0x02, 0x04), "BTH opcode %#x" % f[42]
+    assert int.from_bytes(f[47:50], "big") == dst + 1, "BTH destination QP %d for rank %d" % (int.from_bytes(f[47:50], "big"), dst)
+  else:
+    assert dport == 47000, dport
   assert src_mac == macs[owner[src]], "rank %d's frame from %s, not its agent's port" % (src, src_mac.hex(":"))
   assert dst_mac == macs[owner[dst]], "rank %d's frame to %s, not its agent's port" % (dst, dst_mac.hex(":"))
   assert owner[src] != owner[dst], "ranks %d and %d share a host: their datagrams stay in it" % (src, dst)
@@ -169,8 +181,8 @@ assert frames > 0, "no frame crossed the bridge"
 assert frames <= sent, (frames, sent)
 # The ring crosses every agent boundary: 2 -> 3 (a -> b), 5 -> 6 (b -> c), 7 -> 0 (c -> a), ACKs back.
 assert {(0, 1), (1, 2), (2, 0), (1, 0), (2, 1), (0, 2)} <= pairs, pairs
-print("capture: %d UDP frames on br0 between the agents' ports, valid IPv4/UDP checksums, addressed per rank"
-      % frames)
+print("capture: %d %s frames on br0 between the agents' ports, valid IPv4/UDP checksums, addressed per rank"
+      % (frames, "RoCEv2" if roce else "UDP"))
 EOF2
 fi
 # SIGTERM: each agent closes its port and exits 0, its run folder gone.

@@ -39,7 +39,8 @@ struct TwoHosts {
   std::unique_ptr<lab::LabDataPort> a, b;
 };
 
-void run_two_hosts(const std::string& name, lab::SocketFabricOptions opt, bool stray_frame) {
+void run_two_hosts(const std::string& name, lab::SocketFabricOptions opt, bool stray_frame,
+                   hd::WireMode mode = hd::WireMode::kFabemu) {
   ScratchDir dir;
   const Workload w = generated_all_reduce(dir);
   const fabemu::emu::Topology topo(w.net);
@@ -49,15 +50,16 @@ void run_two_hosts(const std::string& name, lab::SocketFabricOptions opt, bool s
   EXPECT_EQ(hd::format_ip(eps[5].ip), "198.18.0.6");
   EXPECT_EQ(eps[5].port, 47000);
   opt.model_mtu = kModelMtu;
+  if (mode == hd::WireMode::kRoceV2) opt.payload = static_cast<uint32_t>(hd::max_payload_for_mtu(mode, 1500));
   const uint32_t max = lab::SocketFabric::max_datagram(opt);
-  lab::SocketFabric a(topo, hosts.a->open(eps, hosted(0, 4, 8), max), hosted(0, 4, 8), opt);
-  lab::SocketFabric b(topo, hosts.b->open(eps, hosted(4, 8, 8), max), hosted(4, 8, 8), opt);
+  lab::SocketFabric a(topo, hosts.a->open(eps, hosted(0, 4, 8), max, mode), hosted(0, 4, 8), opt);
+  lab::SocketFabric b(topo, hosts.b->open(eps, hosted(4, 8, 8), max, mode), hosted(4, 8, 8), opt);
   if (stray_frame) {
     // A valid fabemu frame at A's MAC for rank 5, which B hosts: sent by a transport on B's port that
     // (wrongly) places rank 5 behind A. A counts it and never hands it to its fabric.
     std::vector<hd::Endpoint> wrong = eps;
     wrong[5].mac = hosts.a->mac();
-    auto stray = hosts.b->open(wrong, hosted(4, 5, 8), max);
+    auto stray = hosts.b->open(wrong, hosted(4, 5, 8), max, mode);
     const hd::FabemuHeader h{hd::PacketKind::kData, 0, 4, 5, 0, 0, 1, 100, 0, 0};
     std::vector<uint8_t> d(lab::kDatagramHeaderBytes + 100);
     ASSERT_EQ(lab::encode_datagram(h, 100, {}, d), d.size());
@@ -68,7 +70,8 @@ void run_two_hosts(const std::string& name, lab::SocketFabricOptions opt, bool s
   run_split_and_check(a, b, w);
   const lab::SocketStats& x = a.stats();
   const lab::SocketStats& y = b.stats();
-  EXPECT_EQ(x.transport, "DPDK net_ring_" + name + "_a " + hd::format_mac(hosts.a->mac()));
+  EXPECT_EQ(x.transport, "DPDK net_ring_" + name + "_a " + hd::format_mac(hosts.a->mac()) +
+                             (mode == hd::WireMode::kRoceV2 ? " RoCEv2" : ""));
   EXPECT_EQ(x.frames_not_ours, stray_frame ? 1u : 0u);
   EXPECT_EQ(y.frames_not_ours, 0u);
   EXPECT_EQ(x.send_errors + y.send_errors, 0u);
@@ -89,6 +92,12 @@ TEST(DpdkTransport, TwoHostsOnARingPairGiveTheModelledTimes) {
   run_two_hosts("labt1", {}, true);
 }
 
+// lab.yaml `wire: roce`: the same run in RoCEv2 frames (UDP 4791, BTH, ICRC), 1396 message bytes a packet.
+TEST(DpdkTransport, RoceFramesGiveTheSameRun) {
+  REQUIRE_EAL();
+  run_two_hosts("labt4", {}, true, hd::WireMode::kRoceV2);
+}
+
 TEST(DpdkTransport, LossAndReorderingAreRecovered) {
   REQUIRE_EAL();
   lab::SocketFabricOptions opt;
@@ -101,9 +110,12 @@ TEST(DpdkTransport, DatagramsLongerThanTheMtuAreRefused) {
   TwoHosts hosts("labt3");
   const std::vector<hd::Endpoint> eps = plan(hosts.a->mac(), hosts.b->mac());
   // IP 20 + UDP 8 + datagram must fit the port's 1500-byte MTU.
-  EXPECT_NO_THROW(hosts.a->open(eps, hosted(0, 4, 8), 1472));
-  EXPECT_THROW(hosts.a->open(eps, hosted(0, 4, 8), 1473), std::invalid_argument);
-  EXPECT_THROW(hosts.a->open(eps, hosted(0, 4, 7), 1400), std::invalid_argument);
+  EXPECT_NO_THROW(hosts.a->open(eps, hosted(0, 4, 8), 1472, hd::WireMode::kFabemu));
+  EXPECT_THROW(hosts.a->open(eps, hosted(0, 4, 8), 1473, hd::WireMode::kFabemu), std::invalid_argument);
+  // RoCEv2: 12 bytes of BTH and 4 of ICRC more.
+  EXPECT_NO_THROW(hosts.a->open(eps, hosted(0, 4, 8), 1456, hd::WireMode::kRoceV2));
+  EXPECT_THROW(hosts.a->open(eps, hosted(0, 4, 8), 1457, hd::WireMode::kRoceV2), std::invalid_argument);
+  EXPECT_THROW(hosts.a->open(eps, hosted(0, 4, 7), 1400, hd::WireMode::kFabemu), std::invalid_argument);
 }
 
 }  // namespace

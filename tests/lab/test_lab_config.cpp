@@ -66,8 +66,23 @@ TEST(LabConfig, DpdkIsALabFabric) {
   const std::string path = write(dir, text);
   LabConfig c = load_lab_config(path);
   EXPECT_EQ(c.fabric, "dpdk");
+  EXPECT_EQ(c.wire, "fabemu");
   validate_ranks(c, 8);
   EXPECT_EQ(c.owner, (std::vector<uint32_t>{0, 0, 0, 1, 1, 0, 1, 1}));
+  // RoCEv2 frames: only over DPDK ports; an unknown wire named with its line.
+  text.replace(text.find("fabric: dpdk"), 12, "fabric: dpdk\nwire: roce");
+  EXPECT_EQ(load_lab_config(write(dir, text)).wire, "roce");
+  std::string socket = text;
+  socket.replace(socket.find("fabric: dpdk"), 12, "fabric: socket");
+  const std::string e1 = error_of(write(dir, socket), 8);
+  EXPECT_NE(e1.find("line 3"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("key \"wire\": roce frames need fabric dpdk (the fabric is socket)"), std::string::npos) << e1;
+  std::string bad = text;
+  bad.replace(bad.find("wire: roce"), 10, "wire: rocev3");
+  const std::string e2 = error_of(write(dir, bad), 8);
+  EXPECT_NE(e2.find("line 3"), std::string::npos) << e2;
+  EXPECT_NE(e2.find("\"rocev3\""), std::string::npos) << e2;
+  EXPECT_NE(e2.find("is not a wire format; expected fabemu or roce"), std::string::npos) << e2;
 }
 
 TEST(LabConfig, MistakesNameTheFileAndLine) {

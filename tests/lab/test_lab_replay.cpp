@@ -33,16 +33,18 @@ class RecordingPort final : public LabDataPort {
   host::dpdk::MacAddr mac() const override { return mac_; }
   std::string describe() const override { return "recording port"; }
   std::unique_ptr<DatagramTransport> open(std::vector<host::dpdk::Endpoint> endpoints, std::vector<bool> local,
-                                          uint32_t max_datagram) override {
+                                          uint32_t max_datagram, host::dpdk::WireMode mode) override {
     endpoints_ = std::move(endpoints);
     local_ = std::move(local);
     max_datagram_ = max_datagram;
+    mode_ = mode;
     throw std::invalid_argument("recorded, not opened");
   }
   host::dpdk::MacAddr mac_;
   std::vector<host::dpdk::Endpoint> endpoints_;
   std::vector<bool> local_;
   uint32_t max_datagram_ = 0;
+  host::dpdk::WireMode mode_ = host::dpdk::WireMode::kFabemu;
 };
 
 std::optional<fs::path> workload_prefix() {
@@ -114,6 +116,16 @@ TEST_F(LabReplay, DpdkRanksAreAddressedAtTheirAgentsPorts) {
   }
   EXPECT_EQ(port_.local_, (std::vector<bool>{false, false, false, true, true, true, false, false}));
   EXPECT_EQ(port_.max_datagram_, 60u + 1400u);  // header + payload: 1488 bytes with IPv4/UDP, a 1500 MTU
+  EXPECT_EQ(port_.mode_, host::dpdk::WireMode::kFabemu);
+}
+
+// lab.yaml `wire: roce`: the port opened for RoCEv2 frames, whose BTH and ICRC leave 1396 message bytes
+// per packet in a 1500-byte MTU (20 + 8 + 12 + 60 + 1396 + 4 = 1500).
+TEST_F(LabReplay, RoceWireOpensThePortForRoceFrames) {
+  assign_.set_wire("roce");
+  (void)error_of_replay();
+  EXPECT_EQ(port_.mode_, host::dpdk::WireMode::kRoceV2);
+  EXPECT_EQ(port_.max_datagram_, 60u + 1396u);
 }
 
 TEST_F(LabReplay, DpdkWithoutAPortOrAMacIsAnError) {

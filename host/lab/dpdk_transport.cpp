@@ -16,6 +16,7 @@
 #include "host/dpdk/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/fabemu_header.h"
+#include "host/dpdk/rx_worker.h"
 #include "host/lab/datagram.h"
 
 namespace fabemu::lab {
@@ -25,7 +26,6 @@ namespace hd = host::dpdk;
 namespace {
 
 constexpr uint16_t kBurst = 32;
-constexpr int kRxBursts = 8;          // per receive(): up to 256 frames, then the fabric's round goes on
 constexpr uint32_t kLoopSlots = 1024;  // datagrams between two local ranks waiting for receive()
 
 hd::MacAddr to_mac(const rte_ether_addr& a) {
@@ -134,25 +134,22 @@ class DpdkTransport final : public DatagramTransport {
       loop_head_ = (loop_head_ + 1) % kLoopSlots;
       --loop_n_;
     }
-    rte_mbuf* pkts[kBurst];
-    for (int b = 0; b < kRxBursts; ++b) {
-      const uint16_t n = port_.rx_burst(pkts, kBurst);
-      for (uint16_t i = 0; i < n; ++i) {
-        rte_mbuf* m = pkts[i];
-        hd::DecodedFrame f;
-        const hd::Verdict v = hd::decode_mbuf(m, rules_, f, scratch_);
-        const auto it = v == hd::Verdict::kOurs ? by_ip_.find(f.dst.ip) : by_ip_.end();
-        if (it == by_ip_.end() || !local_[it->second] || f.dst.mac != endpoints_[it->second].mac) {
-          ++stats_.frames_not_ours;  // another protocol, another host's rank (flooded), or damaged
-        } else {
-          // The UDP payload is the datagram: the fabemu header right before the message bytes.
-          sink.datagram(it->second, {f.payload.data() - kDatagramHeaderBytes, kDatagramHeaderBytes + f.payload_bytes},
-                        false);
-        }
-        rte_pktmbuf_free(m);
+    // The DPDK fabric's receive loop: a frame decode() refuses (another protocol, damage) is counted in
+    // rx_.not_ours and freed there; one of ours must also be for a local rank at this host's MAC (the
+    // bridge floods frames for other ports before it learns their MACs).
+    hd::receive_round(port_, rules_, scratch_, rx_, hw_timestamped_,
+                      [&](rte_mbuf* m, const hd::DecodedFrame& f, bool, uint64_t) {
+      const auto it = by_ip_.find(f.dst.ip);
+      if (it == by_ip_.end() || !local_[it->second] || f.dst.mac != endpoints_[it->second].mac) {
+        ++rx_.not_ours;
+      } else {
+        // The UDP payload is the datagram: the fabemu header right before the message bytes.
+        sink.datagram(it->second, {f.payload.data() - kDatagramHeaderBytes, kDatagramHeaderBytes + f.payload_bytes},
+                      false);
       }
-      if (n < kBurst) break;
-    }
+      rte_pktmbuf_free(m);
+    });
+    stats_.frames_not_ours = rx_.not_ours;
   }
 
   TransportStats stats() const override { return stats_; }
@@ -218,6 +215,11 @@ class DpdkTransport final : public DatagramTransport {
   std::vector<uint8_t> scratch_;
   uint64_t ip_id_ = 0;
   TransportStats stats_;
+  struct RxCounters {  // what receive_round counts
+    uint64_t frames_rx = 0, frame_bytes_rx = 0, not_ours = 0;
+    uint64_t not_ours_by_verdict[hd::kVerdictCount] = {};
+  } rx_;
+  uint64_t hw_timestamped_ = 0;
 };
 
 class DpdkLabPort final : public LabDataPort {

@@ -33,7 +33,11 @@ ip -n "$ns" link set lo up || fail "lo up"
 ip -n "$ns" link add br0 type bridge forward_delay 0 stp_state 0 || fail "bridge"
 ip -n "$ns" link set br0 up || fail "br0 up"
 for i in 0 1 2; do
-  ip -n "$ns" link add "fe-lab$i" type veth peer name "fe-br$i" || fail "veth pair $i"
+  # DPDK 22.11's af_packet joins a PACKET_FANOUT group numbered (pid ^ ifindex) & 0xffff, and joining
+  # another socket's group on another device fails (EINVAL): with the agents' nearby pids and the veths'
+  # consecutive indexes two agents could collide. Indexes 4096 apart make that need pids exactly 4096 apart.
+  ip -n "$ns" link add "fe-lab$i" index $((0x1000 * (i + 1) + 0x100)) type veth peer name "fe-br$i" ||
+    fail "veth pair $i"
   ip -n "$ns" link set "fe-br$i" master br0 || fail "fe-br$i on br0"
   ip -n "$ns" link set "fe-br$i" up && ip -n "$ns" link set "fe-lab$i" up || fail "veth $i up"
 done

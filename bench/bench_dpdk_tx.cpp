@@ -2,9 +2,12 @@
 // dpdk-testpmd's txonly rate with full framing and accounting). bench/run_dpdk_tx.sh runs it interleaved
 // with testpmd and prints the ratios; README.md, "DPDK transmit".
 //
-// txonly_ref/<dev>/<bytes>B: what testpmd's txonly engine does per burst, in this process: allocate 32
-//   mbufs in bulk, copy a prebuilt Ethernet/IPv4/UDP header into each, set the lengths, tx_burst, free
-//   what was not taken. The yardstick on the ring pair, where testpmd itself cannot run txonly (below).
+// txonly_ref/<dev>/<bytes>B: what testpmd's txonly engine does per burst, in this process: take 32 mbufs
+//   from the pool (rte_mempool_get_bulk), set their fields and copy a prebuilt Ethernet/IPv4/UDP header
+//   into each (pkt_burst_prepare), tx_burst, free what was not taken. The yardstick on the ring pair,
+//   where testpmd itself cannot run txonly (below).
+// txonly_alloc/<dev>/<bytes>B: the same with rte_pktmbuf_alloc_bulk, which resets every field of every
+//   mbuf: why the fabric takes its mbufs with alloc_frames() (dpdk_env.h), testpmd's way.
 // <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next_burst (selective repeat
 //   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
 //   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame
@@ -29,6 +32,8 @@
 // items_per_second is frames taken by the device per wall-clock second (testpmd reports wall-clock pps).
 #include <benchmark/benchmark.h>
 #include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include <array>
@@ -92,7 +97,7 @@ fd::Endpoint endpoint(uint32_t rank) {
 }
 
 // testpmd's txonly engine (app/test-pmd/txonly.c, single segment, no multi-flow, no timestamps).
-void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
+void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len, bool alloc_bulk) {
   const Target t = target(dev);
   fd::FrameSpec spec;
   spec.src = endpoint(0);
@@ -105,16 +110,23 @@ void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
   uint64_t sent = 0;
   t.tx->reset_stats();
   for (auto _ : state) {
-    if (rte_pktmbuf_alloc_bulk(t.tx->pool(), pkts, kBurst) != 0) {
+    if ((alloc_bulk ? rte_pktmbuf_alloc_bulk(t.tx->pool(), pkts, kBurst)
+                    : rte_mempool_get_bulk(t.tx->pool(), reinterpret_cast<void**>(pkts), kBurst)) != 0) {
       drain(t.drain);
       continue;
     }
-    for (rte_mbuf* m : pkts) {
-      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), frame, kHeader);
+    for (rte_mbuf* m : pkts) {  // pkt_burst_prepare()
+      rte_pktmbuf_reset_headroom(m);
       m->data_len = frame_len;
-      m->pkt_len = frame_len;
-      m->nb_segs = 1;
+      m->ol_flags &= RTE_MBUF_F_EXTERNAL;
+      m->vlan_tci = 0;
+      m->vlan_tci_outer = 0;
+      m->l2_len = sizeof(rte_ether_hdr);
+      m->l3_len = sizeof(rte_ipv4_hdr);
       m->next = nullptr;
+      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), frame, kHeader);
+      m->nb_segs = 1;
+      m->pkt_len = frame_len;
     }
     const uint16_t took = t.tx->tx_burst(pkts, kBurst);
     if (took < kBurst) rte_pktmbuf_free_bulk(pkts + took, kBurst - took);
@@ -206,7 +218,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   for (auto _ : state) {
     uint64_t tsc = rte_rdtsc();
     const fd::Time now = fd::Time::from_ps(static_cast<uint64_t>(static_cast<double>(tsc) * ps_per_tick));
-    if (rte_pktmbuf_alloc_bulk(t.tx->pool(), pkts, kBurst) != 0) {
+    if (!fd::alloc_frames(t.tx->pool(), pkts, kBurst)) {
       drain(t.drain);
       continue;
     }
@@ -417,7 +429,10 @@ void register_cases() {
         const auto bytes = static_cast<uint16_t>(fd::frame_bytes(m.mode, payload));
         const std::string size = "/" + std::to_string(bytes) + "B";
         const std::string dev = std::string("/") + d.name;
-        benchmark::RegisterBenchmark(("txonly_ref" + dev + size).c_str(), txonly_ref, d.dev, bytes)->UseRealTime();
+        benchmark::RegisterBenchmark(("txonly_ref" + dev + size).c_str(), txonly_ref, d.dev, bytes, false)
+            ->UseRealTime();
+        benchmark::RegisterBenchmark(("txonly_alloc" + dev + size).c_str(), txonly_ref, d.dev, bytes, true)
+            ->UseRealTime();
         for (const auto& pc : pacings) {
           benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
                                        fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)

@@ -442,7 +442,7 @@ rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
 
 bool DpdkFabric::refill_stash() {
   stash_next_ = stash_n_ = 0;
-  if (rte_pktmbuf_alloc_bulk(ports_.a().pool(), tx_stash_, kTxStash) == 0) {
+  if (alloc_frames(ports_.a().pool(), tx_stash_, kTxStash)) {
     stash_n_ = kTxStash;
     return true;
   }

@@ -276,6 +276,59 @@ TEST(Frames, ChainedMbufIsDecodedThroughScratch) {
   rte_mempool_free(pool);
 }
 
+// alloc_frames (testpmd's way: rte_mempool_get_bulk and a partial reset) gives mbufs as
+// rte_pktmbuf_alloc_bulk would, even after a receive path or a chain left fields changed.
+TEST(Frames, AllocFramesResetsWhatAReceivePathLeaves) {
+  REQUIRE_EAL();
+  constexpr unsigned kN = 16;
+  rte_mempool* pool = rte_pktmbuf_pool_create("fe_allocf", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr);
+  rte_mbuf* m[kN];
+  ASSERT_EQ(rte_pktmbuf_alloc_bulk(pool, m, kN), 0);
+  for (unsigned i = 0; i < kN; ++i) {  // what an RX burst and its consumer may leave
+    ASSERT_NE(rte_pktmbuf_append(m[i], 200), nullptr);
+    ASSERT_NE(rte_pktmbuf_adj(m[i], 14), nullptr);
+    m[i]->ol_flags = RTE_MBUF_F_RX_IP_CKSUM_GOOD | RTE_MBUF_F_RX_VLAN;
+    m[i]->packet_type = RTE_PTYPE_L2_ETHER | RTE_PTYPE_L3_IPV4;
+    m[i]->vlan_tci = 7;
+    m[i]->vlan_tci_outer = 9;
+    m[i]->port = 3;
+    m[i]->l2_len = 14;
+    m[i]->l3_len = 20;
+  }
+  // Two of them as a chain: freeing it restores next and nb_segs, as the pool requires.
+  ASSERT_EQ(rte_pktmbuf_chain(m[0], m[1]), 0);
+  rte_pktmbuf_free(m[0]);
+  for (unsigned i = 2; i < kN; ++i) rte_pktmbuf_free(m[i]);
+  rte_mbuf* got[kN];
+  ASSERT_TRUE(fd::alloc_frames(pool, got, kN));
+  for (rte_mbuf* g : got) {
+    SCOPED_TRACE(testing::Message() << "mbuf " << static_cast<const void*>(g));
+    EXPECT_EQ(g->data_off, RTE_PKTMBUF_HEADROOM);
+    EXPECT_EQ(g->data_len, 0);
+    EXPECT_EQ(g->pkt_len, 0u);
+    EXPECT_EQ(g->ol_flags, 0u);
+    EXPECT_EQ(g->packet_type, 0u);
+    EXPECT_EQ(g->vlan_tci, 0);
+    EXPECT_EQ(g->vlan_tci_outer, 0);
+    EXPECT_EQ(g->port, RTE_MBUF_PORT_INVALID);
+    EXPECT_EQ(g->tx_offload, 0u);
+    EXPECT_EQ(g->nb_segs, 1);
+    EXPECT_EQ(g->next, nullptr);
+    EXPECT_EQ(rte_mbuf_refcnt_read(g), 1);
+    // And a frame fits and decodes.
+    ASSERT_GT(fd::fill_mbuf(g, spec_for(1, 1000)), 0);
+    fd::DecodedFrame f;
+    EXPECT_EQ(fd::decode_mbuf(g, rules(), f), fd::Verdict::kOurs);
+  }
+  rte_pktmbuf_free_bulk(got, kN);
+  // Fewer left than asked for: nothing taken.
+  rte_mbuf* many[64];
+  EXPECT_FALSE(fd::alloc_frames(pool, many, 64));
+  EXPECT_EQ(rte_mempool_avail_count(pool), 63u);
+  rte_mempool_free(pool);
+}
+
 TEST(NetNull, MillionFramesCountedByTheDevice) {
   REQUIRE_EAL();
   fd::PortConfig cfg;

@@ -122,8 +122,8 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   // The retransmission timeout covers at least four partial-ACK intervals of the slowest link, paced.
   rto_ = RtoEstimator(paced_rto_floor(opt_.rto, model_.topology(), uint64_t{payload_} * kAckEvery, clock_));
   stats_.rto_max = rto_.rto();
-  senders_.resize(npus_);
-  held_.resize(npus_);
+  link_sender_.assign(model_.topology().links().size(), 0);
+  if (uint64_t{npus_} * npus_ <= 65536) dense_pairs_.resize(uint64_t{npus_} * npus_);
   pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   burst_ps_.reserve(model_.topology().links().size());
@@ -195,15 +195,41 @@ uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
   return static_cast<uint32_t>(kTxQueueLimit) + npus + kFeedbackPerPoll + kReorderHeld;
 }
 
-Sender& DpdkFabric::sender(uint32_t src) {
-  return endpoint_of(senders_, active_senders_, src, [&] {
+DpdkFabric::PairSender& DpdkFabric::pair_sender(uint32_t src, uint32_t dst) {
+  const uint64_t key = uint64_t{src} * npus_ + dst;
+  return dense_pairs_.empty() ? pairs_[key] : dense_pairs_[key];
+}
+
+DpdkFabric::PairSender DpdkFabric::find_pair(uint32_t src, uint32_t dst) const {
+  const uint64_t key = uint64_t{src} * npus_ + dst;
+  if (!dense_pairs_.empty()) return dense_pairs_[key];
+  const auto it = pairs_.find(key);
+  return it == pairs_.end() ? PairSender{} : it->second;
+}
+
+DpdkFabric::PairSender DpdkFabric::sender_for(uint32_t src, uint32_t dst, uint32_t first_link) {
+  PairSender& ps = pair_sender(src, dst);
+  if (ps.sender != ~0u) return ps;
+  uint32_t& by_link = link_sender_.at(first_link);
+  if (by_link == 0) {
     SenderConfig c;
-    c.destinations = npus_;
+    c.destinations = 1;  // its first destination; the others are added as they come
     c.payload_per_packet = payload_;
     c.window = opt_.window;
     c.rto = rto_.rto();
-    return c;
-  });
+    senders_.push_back(std::make_unique<Sender>(c));
+    sender_src_.push_back(src);
+    sender_dsts_.push_back({dst});
+    held_.emplace_back();
+    active_senders_.push_back(static_cast<uint32_t>(senders_.size() - 1));
+    by_link = static_cast<uint32_t>(senders_.size());
+    ps = PairSender{by_link - 1, 0};
+  } else {
+    const uint32_t si = by_link - 1;
+    ps = PairSender{si, senders_[si]->add_destination()};
+    sender_dsts_[si].push_back(dst);
+  }
+  return ps;
 }
 
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
@@ -257,10 +283,11 @@ void DpdkFabric::submit(uint64_t id) {
 }
 
 bool DpdkFabric::try_submit(uint64_t id, Record& r) {
-  Sender& s = sender(r.src);
-  if (!s.can_submit(r.dst)) return false;
+  const PairSender ps = sender_for(r.src, r.dst, r.first_link);
+  Sender& s = *senders_[ps.sender];
+  if (!s.can_submit(ps.dst)) return false;
   // Every packet carries the record's address (no lookup per frame).
-  r.wire_id = s.submit(r.dst, r.bytes, reinterpret_cast<uintptr_t>(&r));
+  r.wire_id = s.submit(ps.dst, r.bytes, reinterpret_cast<uintptr_t>(&r));
   r.submitted = true;
   by_wire_[pair_key(r.src, r.dst, r.wire_id, npus_)] = id;
   return true;
@@ -461,8 +488,9 @@ void DpdkFabric::transmit() {
   const bool pacing = !clock_.as_fast_as_possible();
   FrameSpec spec;
   spec.mode = opt_.mode;
-  for (const uint32_t src : active_senders_) {
-    Sender& s = *senders_[src];
+  for (const uint32_t si : active_senders_) {
+    Sender& s = *senders_[si];
+    const uint32_t src = sender_src_[si];
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
     // Without pacing every packet taken leaves in this poll if an mbuf is stashed for it: the Sender's
@@ -473,8 +501,8 @@ void DpdkFabric::transmit() {
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built.
     for (uint32_t k = 0; k < kFramesPerSender && tx_data_.size() + kTxStash < kTxQueueLimit; ++k) {
       TxPacket p;
-      if (held_[src]) {
-        p = *held_[src];
+      if (held_[si]) {
+        p = *held_[si];
       } else if (burst_next < burst_n) {
         p = burst[burst_next++];
       } else if (!pacing && (stash_next_ < stash_n_ || refill_stash())) {
@@ -487,11 +515,12 @@ void DpdkFabric::transmit() {
       } else if (!s.next(wall, p)) {
         break;
       }
+      const uint32_t dst = sender_dsts_[si][p.dst];  // p.dst is the destination's number in this sender
       // A first transmission's cookie is its record (retransmissions are neither paced nor counted).
       Record* rec = p.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(p.cookie));
       if (p.retransmit) [[unlikely]] {
         // Karn's rule: the message's round trip is no RTT sample any more (until reassembled).
-        const auto w = by_wire_.find(pair_key(src, p.dst, p.message_id, npus_));
+        const auto w = by_wire_.find(pair_key(src, dst, p.message_id, npus_));
         if (w != by_wire_.end()) records_.at(w->second).retransmitted = true;
       }
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
@@ -502,30 +531,30 @@ void DpdkFabric::transmit() {
         scheduled_ps = clock_.to_wall((rec->depart + rec->rate.ser(p.offset)).since_start()).ps();
         target_ps = std::max(scheduled_ps, pace_next_ps_[rec->first_link]);
         if (target_ps > wall.ps() && target_ps > clock_.wall().ps()) {
-          held_[src] = p;
+          held_[si] = p;
           break;
         }
       }
       rte_mbuf* m = data_mbuf();
       if (m == nullptr) {  // pool empty: try again next poll
-        held_[src] = p;
+        held_[si] = p;
         break;
       }
-      if (p.dst != spec_dst) {
-        spec_dst = p.dst;
-        spec.dst = plan_.at(p.dst);
-        if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | p.dst);
-        spec.bth.dest_qp = p.dst + 1;
+      if (dst != spec_dst) {
+        spec_dst = dst;
+        spec.dst = plan_.at(dst);
+        if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | dst);
+        spec.bth.dest_qp = dst + 1;
       }
       spec.ip_id = static_cast<uint16_t>(ip_id_++);
-      spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, p.dst,
+      spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, dst,
                               p.message_id, p.seq, p.count, p.message_length, p.offset, stamp.ps()};
       spec.bth.opcode = rc_send_opcode(p.seq, p.count);
       spec.bth.psn = p.seq & 0xFFFFFF;
       spec.bth.ack_req = p.seq + 1 == p.count;
       spec.payload_bytes = p.bytes;
       build(m, spec);
-      held_[src].reset();
+      held_[si].reset();
       tx_data_.push_back(m);
       TxMeta meta{~0u, static_cast<uint32_t>(p.bytes), 0, 0};
       if (rec != nullptr) {
@@ -637,17 +666,18 @@ void DpdkFabric::handle(const DecodedFrame& f) {
     return;
   }
   // Feedback from receiver h.src_rank to sender h.dst_rank.
-  if (!senders_[h.dst_rank]) {
+  const PairSender ps = find_pair(h.dst_rank, h.src_rank);
+  if (ps.sender == ~0u) {
     ++stats_.rx_invalid;
     return;
   }
-  Sender& s = *senders_[h.dst_rank];
+  Sender& s = *senders_[ps.sender];
   if (h.kind == PacketKind::kAck) {
-    s.on_ack(h.src_rank, h.message_id, h.seq);
+    s.on_ack(ps.dst, h.message_id, h.seq);
   } else {
     missing_.resize(f.missing_count());
     for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = f.missing(i);
-    s.on_nack(h.src_rank, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
+    s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
   }
 }
 

@@ -190,6 +190,12 @@ Sender::Sender(const SenderConfig& config) : config_(config) {
   dests_.resize(config.destinations);
 }
 
+uint32_t Sender::add_destination() {
+  if (dests_.size() >= UINT32_MAX) throw std::out_of_range("Sender::add_destination: 2^32 destinations");
+  dests_.emplace_back();
+  return static_cast<uint32_t>(dests_.size() - 1);
+}
+
 bool Sender::can_submit(uint32_t dst) const noexcept {
   return dst < dests_.size() && dests_[dst].next_id - dests_[dst].base < config_.window;
 }

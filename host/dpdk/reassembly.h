@@ -222,6 +222,10 @@ class Sender {
   // `cookie`, so the caller finds its record of the message without a lookup per packet.
   uint64_t submit(uint32_t dst, uint64_t bytes, uint64_t cookie = 0);
   bool can_submit(uint32_t dst) const noexcept;
+  // One more destination, numbered destinations() before the call (returned): a sender that learns its
+  // destinations as it goes starts with one and adds the others.
+  uint32_t add_destination();
+  uint32_t destinations() const noexcept { return static_cast<uint32_t>(dests_.size()); }
   // The next packet to send at `now`: NACKed packets first, then timed-out ones, then new ones.
   // False when there is nothing to send now (see next_timeout()). `now` must not go backwards.
   bool next(Time now, TxPacket& out);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -247,6 +248,60 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
     // Frames never leave before their schedule: the ratio is at most 1 (+ rounding of the ps clock).
     EXPECT_GE(d.stats.pacing_median_ratio, 0.99) << fd::format_dpdk_stats(d.stats);
     EXPECT_LE(d.stats.pacing_median_ratio, 1.0 + 1e-9) << fd::format_dpdk_stats(d.stats);
+    break;
+  }
+}
+
+// A rank that sends on several links at once must not serialize them. With one sender per rank, the
+// frames of its message on one link, waiting for their paced departures, held back its messages on its
+// other links, which then caught up only by the pacer's burst allowance (64 frames): the quick-start
+// sample at --dilation 1000 measured +8.5% median and +37% worst deviation on a perfect ring pair, and
+// this test +445% median with every message late. Senders are per first link now: -0.06% here.
+//
+// The workload is a direct all-to-all on FullyConnected(4) at 250 Mb/s: each rank sends 1 MiB (751
+// frames, far more than the burst allowance) on each of its three links at once, 33.6 ms each. Polling
+// stalls of this shared machine can make a collective late too. So the bound is on the median of 4
+// collectives, with up to three attempts.
+TEST(DpdkFabric, ARankSendsOnItsLinksInParallel) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  Workload w;
+  NetworkDim fc = dim(DimTopology::kFullyConnected, 4);
+  fc.bandwidth = Rate::from_bytes_per_sec(31'250'000);  // 250 Mb/s per link
+  fc.bandwidth_gbps = 0.03125e9 / 1073741824.0;
+  w.net = network({fc});
+  w.sys = system_config(CollectiveAlgo::kDirect, 1, 1);
+  fabemu::traces::CollectiveSpec spec;
+  spec.type = ChakraProtoMsg::ALL_TO_ALL;
+  spec.ranks = 4;
+  spec.size_bytes = uint64_t{4} << 20;  // 1 MiB to each rank
+  spec.count = 4;
+  w.files = fabemu::traces::generate_collective(spec, dir.file("alltoall4"));
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fabpar", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 1;
+  for (int attempt = 1;; ++attempt) {
+    const DpdkRun d = run_dpdk(w, ports, opt);
+    expect_exact(sw, d);
+    ASSERT_EQ(d.stats.collectives.size(), 4u);
+    // Every rank's three links carried its messages: 12 first links.
+    EXPECT_EQ(d.stats.links.size(), 12u);
+    std::vector<double> dev;
+    for (const fd::DpdkStats::Collective& c : d.stats.collectives) {
+      EXPECT_EQ(c.messages, 12u);
+      EXPECT_EQ(c.bytes, uint64_t{12} << 20);
+      dev.push_back(c.deviation);
+    }
+    std::sort(dev.begin(), dev.end());
+    const double median = (dev[1] + dev[2]) / 2;
+    std::printf("attempt %d: deviation median %+.3f%%, worst %+.3f%%; %llu late of %llu; %llu stalls, longest %llu ns\n",
+                attempt, 100 * median, 100 * dev.back(), static_cast<unsigned long long>(d.stats.late),
+                static_cast<unsigned long long>(d.stats.late + d.stats.on_time),
+                static_cast<unsigned long long>(d.stats.poll_stalls),
+                static_cast<unsigned long long>(d.stats.poll_gap_max_ns));
+    if (median > 0.1 && attempt < 3) continue;
+    EXPECT_LT(median, 0.1) << fd::format_dpdk_stats(d.stats);
     break;
   }
 }

@@ -163,6 +163,37 @@ TEST(Sender, CookieOnEveryPacketOfItsMessage) {
   EXPECT_EQ(p.cookie, 5u);
 }
 
+// A sender that learns its destinations as it goes (the DPDK fabric's, one per first link): an added
+// destination has its own ids and window from 0, and the others keep theirs.
+TEST(Sender, AddedDestinationsHaveTheirOwnIdsAndWindows) {
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 100, .window = 2, .rto = 100_us});
+  EXPECT_EQ(tx.destinations(), 1u);
+  EXPECT_EQ(tx.submit(0, 100), 0u);
+  EXPECT_EQ(tx.submit(0, 100), 1u);
+  EXPECT_FALSE(tx.can_submit(0));  // window 2 full
+  EXPECT_FALSE(tx.can_submit(1));  // not yet a destination
+  EXPECT_THROW(tx.submit(1, 100), std::out_of_range);
+  EXPECT_EQ(tx.add_destination(), 1u);
+  EXPECT_EQ(tx.destinations(), 2u);
+  EXPECT_TRUE(tx.can_submit(1));
+  EXPECT_EQ(tx.submit(1, 250), 0u);  // 3 packets, ids from 0
+  EXPECT_FALSE(tx.can_submit(0));
+  TxPacket p;
+  std::vector<TxPacket> sent;
+  while (tx.next(Time::from_us(1), p)) sent.push_back(p);
+  ASSERT_EQ(sent.size(), 5u);
+  EXPECT_EQ(sent[2].dst, 1u);
+  EXPECT_EQ(sent[2].message_id, 0u);
+  EXPECT_EQ(sent[4].seq, 2u);
+  EXPECT_TRUE(tx.on_ack(1, 0, 3));
+  EXPECT_FALSE(tx.on_ack(1, 0, 3));  // repeated
+  EXPECT_EQ(tx.unacked_messages(), 2u);
+  EXPECT_TRUE(tx.on_ack(0, 0, 1));
+  EXPECT_TRUE(tx.can_submit(0));
+  EXPECT_EQ(tx.add_destination(), 2u);
+  EXPECT_EQ(tx.submit(2, 0), 0u);
+}
+
 // Cumulative ACKs across bitmap words never acknowledge packets not yet sent.
 TEST(Sender, CumulativeAckCoversOnlySentPackets) {
   Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 10, .window = 2, .rto = 100_us});

@@ -23,6 +23,9 @@ TscClock::TscClock(double dilation) : dilation_(dilation) {
   if (dilation > 0 && dilation_q16_ == 0) dilation_q16_ = 1;
   tsc_ = Eal::running() && rte_get_tsc_hz() > 0;
   hz_ = tsc_ ? rte_get_tsc_hz() : 1'000'000'000;
+  ps_per_tick_ = 1e12 / static_cast<double>(hz_);
+  ns_per_tick_ = 1e9 / static_cast<double>(hz_);
+  if (dilation_q16_ != 0) q16_per_dilation_ = 65536.0 / static_cast<double>(dilation_q16_);
   restart();
 }
 
@@ -34,28 +37,25 @@ uint64_t TscClock::ticks() const noexcept {
 
 void TscClock::restart() noexcept { start_ = ticks(); }
 
-uint64_t TscClock::ticks_to_ns(uint64_t t) const noexcept {
-  return static_cast<uint64_t>(u128{t} * 1'000'000'000u / hz_);
-}
+uint64_t TscClock::ticks_to_ns(uint64_t t) const noexcept { return mul_div_floor(t, 1'000'000'000u, hz_, ns_per_tick_); }
 
 emu::Time TscClock::wall() const noexcept {
-  const uint64_t t = ticks() - start_;
-  return emu::Time::from_ps(static_cast<uint64_t>(u128{t} * 1'000'000'000'000u / hz_));
+  return emu::Time::from_ps(mul_div_floor(ticks() - start_, 1'000'000'000'000u, hz_, ps_per_tick_));
 }
 
 emu::Time TscClock::wall_at(uint64_t t) const noexcept {
   if (t <= start_) return emu::Time::from_ps(0);
-  return emu::Time::from_ps(static_cast<uint64_t>(u128{t - start_} * 1'000'000'000'000u / hz_));
+  return emu::Time::from_ps(mul_div_floor(t - start_, 1'000'000'000'000u, hz_, ps_per_tick_));
 }
 
 emu::Time TscClock::emulated_at(uint64_t t) const noexcept {
   if (dilation_q16_ == 0) return emu::Time::max();
-  return emu::Time::from_ps(static_cast<uint64_t>((u128{wall_at(t).ps()} << 16) / dilation_q16_));
+  return emu::Time::from_ps(mul_div_floor(wall_at(t).ps(), 65536, dilation_q16_, q16_per_dilation_));
 }
 
 emu::Time TscClock::emulated() const noexcept {
   if (dilation_q16_ == 0) return emu::Time::max();
-  return emu::Time::from_ps(static_cast<uint64_t>((u128{wall().ps()} << 16) / dilation_q16_));
+  return emu::Time::from_ps(mul_div_floor(wall().ps(), 65536, dilation_q16_, q16_per_dilation_));
 }
 
 emu::Duration TscClock::to_wall(emu::Duration emulated) const noexcept {

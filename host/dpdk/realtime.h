@@ -11,6 +11,29 @@
 
 namespace fabemu::host::dpdk {
 
+// floor(a * b / d) for a quotient that fits 64 bits (d > 0), exactly as the 128-bit division gives it,
+// without one: a double estimate (a * b_over_d, b_over_d = b / d precomputed) corrected by 128-bit
+// products. The polling loop reads the clock several times per frame, and a 128-bit division
+// (__udivti3) cost about as much as the rest of the clock did. Far estimates (quotients beyond 2^52,
+// where a double's error exceeds a few units) take the division.
+inline uint64_t mul_div_floor(uint64_t a, uint64_t b, uint64_t d, double b_over_d) noexcept {
+  using u128 = emu::detail::u128;
+  const u128 n = u128{a} * b;
+  const double est = static_cast<double>(a) * b_over_d;
+  if (!(est < 4503599627370496.0)) return static_cast<uint64_t>(n / d);  // 2^52
+  auto q = static_cast<uint64_t>(est);
+  u128 qd = u128{q} * d;
+  while (qd > n) {
+    --q;
+    qd -= d;
+  }
+  while (n - qd >= d) {
+    ++q;
+    qd += d;
+  }
+  return q;
+}
+
 class TscClock {
  public:
   // std::invalid_argument for a negative, NaN or absurd (> 1e6) dilation. Starts the clock (restart()).
@@ -44,6 +67,7 @@ class TscClock {
  private:
   double dilation_;
   uint64_t dilation_q16_;  // D * 2^16, rounded; 0 = as fast as possible
+  double ps_per_tick_ = 0, ns_per_tick_ = 0, q16_per_dilation_ = 0;  // mul_div_floor's estimates
   bool tsc_;
   uint64_t hz_;
   uint64_t start_ = 0;

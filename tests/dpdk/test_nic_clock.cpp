@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 
 #include "host/dpdk/nic_clock.h"
+#include "host/dpdk/realtime.h"
 
 namespace fd = fabemu::host::dpdk;
 
@@ -83,3 +85,33 @@ TEST(ClockFit, TheWindowFollowsADrift) {
 }
 
 }  // namespace
+
+// The clock's conversions without a 128-bit division give exactly what the division gives: TSC ticks to
+// ps at real TSC rates, ps to emulated ps at dilations (Q16), at the edges and at random.
+TEST(MulDivFloor, EqualsThe128BitDivision) {
+  using u128 = fabemu::emu::detail::u128;
+  std::mt19937_64 rng(7);
+  const auto check = [](uint64_t a, uint64_t b, uint64_t d) {
+    const u128 exact = u128{a} * b / d;
+    const uint64_t got = fabemu::host::dpdk::mul_div_floor(a, b, d, static_cast<double>(b) / static_cast<double>(d));
+    EXPECT_EQ(got, static_cast<uint64_t>(exact)) << a << " * " << b << " / " << d;
+  };
+  const uint64_t hzs[] = {1'000'000'000, 2'096'030'000, 2'100'000'001, 3'599'999'999, 999'999'937};
+  for (const uint64_t hz : hzs) {
+    for (const uint64_t a : {uint64_t{0}, uint64_t{1}, hz - 1, hz, hz + 1, uint64_t{1} << 40, uint64_t{1} << 42}) {
+      check(a, 1'000'000'000'000u, hz);
+      check(a, 1'000'000'000u, hz);
+    }
+    for (int i = 0; i < 20000; ++i) {
+      const uint64_t a = rng() >> (22 + rng() % 42);  // up to ~2^42 ticks: days at GHz rates
+      check(a, 1'000'000'000'000u, hz);
+      check(a, 1'000'000'000u, hz);
+    }
+  }
+  for (const uint64_t q16 : {uint64_t{1}, uint64_t{65536}, uint64_t{65536 * 1000}, uint64_t{6553600 + 3}, uint64_t{65536} * 1'000'000}) {
+    for (int i = 0; i < 20000; ++i) check(rng() >> (12 + rng() % 52), 65536, q16);
+  }
+  // Quotients beyond 2^52 take the division, still exact (and truncated to 64 bits as it is).
+  check(uint64_t{1} << 62, 1'000'000'000'000u, 2'096'030'000);
+  check(~uint64_t{0}, 65536, 1);
+}

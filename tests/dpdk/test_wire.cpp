@@ -128,6 +128,31 @@ Bytes encode_bytes(const FrameSpec& s) {
 const DecodeRules kFabemuRules{WireMode::kFabemu, 47000, 47000};
 const DecodeRules kRoceRules{WireMode::kRoceV2, 0, 0};
 
+// The RFC 1071 sum (headers big-endian word by word, payloads of 64 bytes and more by little-endian
+// words and a byte swap) against the definition, 16-bit big-endian words with end-around carry: every
+// length 0..3000 at every start alignment 0..15, random bytes, all-0xFF and all-zero data.
+TEST(OnesComplementSum, EqualsTheDefinitionAtEveryLengthAndAlignment) {
+  std::mt19937 rng(1071);
+  std::vector<uint8_t> buf(3000 + 16);
+  const auto reference = [](const uint8_t* p, size_t n, uint32_t initial) {
+    uint64_t s = initial;
+    for (size_t i = 0; i + 1 < n; i += 2) s += uint32_t{p[i]} << 8 | p[i + 1];
+    if (n % 2) s += uint32_t{p[n - 1]} << 8;
+    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
+    return static_cast<uint16_t>(s);
+  };
+  for (const int fill : {-1, 0x00, 0xFF}) {
+    for (uint8_t& b : buf) b = fill < 0 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(fill);
+    for (size_t n = 0; n <= 3000; n += (n < 200 ? 1 : 7)) {
+      for (size_t off = 0; off < 16; off += (n < 200 ? 1 : 5)) {
+        const uint32_t initial = n % 3 == 0 ? 0 : static_cast<uint32_t>(rng() & 0x3FFFF);
+        ASSERT_EQ(ones_complement_sum({buf.data() + off, n}, initial), reference(buf.data() + off, n, initial))
+            << "length " << n << " offset " << off << " fill " << fill << " initial " << initial;
+      }
+    }
+  }
+}
+
 TEST(Crc32, KnownCheckValues) {
   const std::string s = "123456789";
   const Bytes b(s.begin(), s.end());

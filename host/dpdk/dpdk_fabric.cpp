@@ -122,8 +122,13 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   // The retransmission timeout covers at least four partial-ACK intervals of the slowest link, paced.
   rto_ = RtoEstimator(paced_rto_floor(opt_.rto, model_.topology(), uint64_t{payload_} * kAckEvery, clock_));
   stats_.rto_max = rto_.rto();
-  link_sender_.assign(model_.topology().links().size(), 0);
-  if (uint64_t{npus_} * npus_ <= 65536) dense_pairs_.resize(uint64_t{npus_} * npus_);
+  {
+    SenderConfig c;
+    c.payload_per_packet = payload_;
+    c.window = opt_.window;
+    c.rto = rto_.rto();
+    senders_ = LinkSenders(npus_, model_.topology().links().size(), c);
+  }
   pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   burst_ps_.reserve(model_.topology().links().size());
@@ -195,43 +200,6 @@ uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
   return static_cast<uint32_t>(kTxQueueLimit) + npus + kFeedbackPerPoll + kReorderHeld;
 }
 
-DpdkFabric::PairSender& DpdkFabric::pair_sender(uint32_t src, uint32_t dst) {
-  const uint64_t key = uint64_t{src} * npus_ + dst;
-  return dense_pairs_.empty() ? pairs_[key] : dense_pairs_[key];
-}
-
-DpdkFabric::PairSender DpdkFabric::find_pair(uint32_t src, uint32_t dst) const {
-  const uint64_t key = uint64_t{src} * npus_ + dst;
-  if (!dense_pairs_.empty()) return dense_pairs_[key];
-  const auto it = pairs_.find(key);
-  return it == pairs_.end() ? PairSender{} : it->second;
-}
-
-DpdkFabric::PairSender DpdkFabric::sender_for(uint32_t src, uint32_t dst, uint32_t first_link) {
-  PairSender& ps = pair_sender(src, dst);
-  if (ps.sender != ~0u) return ps;
-  uint32_t& by_link = link_sender_.at(first_link);
-  if (by_link == 0) {
-    SenderConfig c;
-    c.destinations = 1;  // its first destination; the others are added as they come
-    c.payload_per_packet = payload_;
-    c.window = opt_.window;
-    c.rto = rto_.rto();
-    senders_.push_back(std::make_unique<Sender>(c));
-    sender_src_.push_back(src);
-    sender_dsts_.push_back({dst});
-    held_.emplace_back();
-    active_senders_.push_back(static_cast<uint32_t>(senders_.size() - 1));
-    by_link = static_cast<uint32_t>(senders_.size());
-    ps = PairSender{by_link - 1, 0};
-  } else {
-    const uint32_t si = by_link - 1;
-    ps = PairSender{si, senders_[si]->add_destination()};
-    sender_dsts_[si].push_back(dst);
-  }
-  return ps;
-}
-
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
   if (!started_) {
     // Wall time zero is the engine's time zero: the walker's start-up (reading the traces) between the
@@ -283,8 +251,9 @@ void DpdkFabric::submit(uint64_t id) {
 }
 
 bool DpdkFabric::try_submit(uint64_t id, Record& r) {
-  const PairSender ps = sender_for(r.src, r.dst, r.first_link);
-  Sender& s = *senders_[ps.sender];
+  const LinkSenders::Pair ps = senders_.of(r.src, r.dst, r.first_link);
+  if (held_.size() < senders_.size()) held_.resize(senders_.size());
+  Sender& s = senders_[ps.sender];
   if (!s.can_submit(ps.dst)) return false;
   // Every packet carries the record's address (no lookup per frame).
   r.wire_id = s.submit(ps.dst, r.bytes, reinterpret_cast<uintptr_t>(&r));
@@ -488,9 +457,9 @@ void DpdkFabric::transmit() {
   const bool pacing = !clock_.as_fast_as_possible();
   FrameSpec spec;
   spec.mode = opt_.mode;
-  for (const uint32_t si : active_senders_) {
-    Sender& s = *senders_[si];
-    const uint32_t src = sender_src_[si];
+  for (uint32_t si = 0; si < senders_.size(); ++si) {
+    Sender& s = senders_[si];
+    const uint32_t src = senders_.src(si);
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
     // Without pacing every packet taken leaves in this poll if an mbuf is stashed for it: the Sender's
@@ -515,7 +484,7 @@ void DpdkFabric::transmit() {
       } else if (!s.next(wall, p)) {
         break;
       }
-      const uint32_t dst = sender_dsts_[si][p.dst];  // p.dst is the destination's number in this sender
+      const uint32_t dst = senders_.dst(si, p.dst);  // p.dst is the destination's number in this sender
       // A first transmission's cookie is its record (retransmissions are neither paced nor counted).
       Record* rec = p.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(p.cookie));
       if (p.retransmit) [[unlikely]] {
@@ -641,7 +610,7 @@ void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
 // pacing-scaled) floor nor above one second.
 void DpdkFabric::adapt_rto(uint64_t sample_ns) {
   if (!rto_.sample(sample_ns)) return;  // only a change of more than 1/8 reaches the senders
-  for (const uint32_t s : active_senders_) senders_[s]->set_rto(rto_.rto());
+  senders_.set_rto(rto_.rto());
   stats_.rto_max = rto_.max();
 }
 
@@ -666,12 +635,12 @@ void DpdkFabric::handle(const DecodedFrame& f) {
     return;
   }
   // Feedback from receiver h.src_rank to sender h.dst_rank.
-  const PairSender ps = find_pair(h.dst_rank, h.src_rank);
+  const LinkSenders::Pair ps = senders_.find(h.dst_rank, h.src_rank);
   if (ps.sender == ~0u) {
     ++stats_.rx_invalid;
     return;
   }
-  Sender& s = *senders_[ps.sender];
+  Sender& s = senders_[ps.sender];
   if (h.kind == PacketKind::kAck) {
     s.on_ack(ps.dst, h.message_id, h.seq);
   } else {
@@ -686,8 +655,8 @@ bool DpdkFabric::drain(emu::Duration limit) {
   const auto busy = [&] {
     if (!tx_data_.empty() || !backlog_.empty() || pacing_.waiting()) return true;
     if (!worker_ && !rx_path_->idle()) return true;
-    for (const uint32_t s : active_senders_) {
-      if (senders_[s]->unacked_messages() > 0) return true;
+    for (size_t i = 0; i < senders_.size(); ++i) {
+      if (senders_[i].unacked_messages() > 0) return true;
     }
     return false;
   };
@@ -722,8 +691,8 @@ const DpdkStats& DpdkFabric::stats() {
   DpdkStats& s = stats_;
   s.wall = clock_.wall().since_start();
   s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = 0;
-  for (const uint32_t r : active_senders_) {
-    const SenderStats& st = senders_[r]->stats();
+  for (size_t i = 0; i < senders_.size(); ++i) {
+    const SenderStats& st = senders_[i].stats();
     s.retransmissions += st.retransmissions;
     s.nack_retransmissions += st.nack_retransmissions;
     s.timeout_retransmissions += st.timeout_retransmissions;

@@ -294,17 +294,6 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     return tx_stash_[stash_next_++];
   }
   bool refill_stash();
-  // The sender of messages src -> dst and dst's number there. Senders are per first link (an outgoing
-  // link of src's NPU): frames waiting for their departure on one link never hold back frames due on
-  // another of the same rank. A pair keeps the sender of its first message's first link (its message ids
-  // and the receiver's window are per pair).
-  struct PairSender {
-    uint32_t sender = ~0u;  // index into senders_ (~0u: the pair has sent nothing)
-    uint32_t dst = 0;       // the destination's number in that Sender
-  };
-  PairSender& pair_sender(uint32_t src, uint32_t dst);
-  PairSender find_pair(uint32_t src, uint32_t dst) const;  // {~0u, 0} when the pair has sent nothing
-  PairSender sender_for(uint32_t src, uint32_t dst, uint32_t first_link);
   static uint64_t pair_key(uint32_t src, uint32_t dst, uint64_t wire_id, uint32_t npus) noexcept {
     return (uint64_t{src} * npus + dst) << 40 ^ wire_id;
   }
@@ -333,14 +322,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.
   MessagePacing pacing_;
-  std::vector<std::unique_ptr<Sender>> senders_;      // by sender index (creation order)
-  std::vector<uint32_t> active_senders_;              // the sender indices, 0 .. senders_.size() - 1
-  std::vector<uint32_t> sender_src_;                  // per sender: its rank
-  std::vector<std::vector<uint32_t>> sender_dsts_;    // per sender: the rank of each of its destinations
-  std::vector<uint32_t> link_sender_;                 // per link: its sender's index + 1 (0: none yet)
-  // Per pair src * npus + dst: dense when npus^2 <= 65,536, else a map.
-  std::vector<PairSender> dense_pairs_;
-  std::unordered_map<uint64_t, PairSender> pairs_;
+  LinkSenders senders_;                               // one per first link
   std::vector<std::optional<TxPacket>> held_;         // per sender: a packet waiting for its departure
   // Per first link, wall ps: the earliest departure of its next frame at the link's rate (a token bucket
   // one frame deep). A frame leaves at max(its modelled departure, pace_next_); when it leaves later than

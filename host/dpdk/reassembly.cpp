@@ -190,6 +190,36 @@ Sender::Sender(const SenderConfig& config) : config_(config) {
   dests_.resize(config.destinations);
 }
 
+LinkSenders::LinkSenders(uint32_t npus, size_t links, const SenderConfig& config)
+    : npus_(npus), config_(config), by_link_(links, 0) {
+  config_.destinations = 1;
+  if (uint64_t{npus} * npus <= 65536) dense_.resize(uint64_t{npus} * npus);
+}
+
+LinkSenders::Pair LinkSenders::of(uint32_t src, uint32_t dst, uint32_t first_link) {
+  const uint64_t key = uint64_t{src} * npus_ + dst;
+  Pair& p = dense_.empty() ? sparse_[key] : dense_[key];
+  if (p.sender != ~0u) return p;
+  uint32_t& by_link = by_link_.at(first_link);
+  if (by_link == 0) {
+    senders_.push_back(std::make_unique<Sender>(config_));  // its destination 0: dst
+    src_.push_back(src);
+    dsts_.push_back({dst});
+    by_link = static_cast<uint32_t>(senders_.size());
+    p = Pair{by_link - 1, 0};
+  } else {
+    const uint32_t i = by_link - 1;
+    p = Pair{i, senders_[i]->add_destination()};
+    dsts_[i].push_back(dst);
+  }
+  return p;
+}
+
+void LinkSenders::set_rto(Duration rto) noexcept {
+  config_.rto = rto;
+  for (const auto& s : senders_) s->set_rto(rto);
+}
+
 uint32_t Sender::add_destination() {
   if (dests_.size() >= UINT32_MAX) throw std::out_of_range("Sender::add_destination: 2^32 destinations");
   dests_.emplace_back();

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
 #include "emulator/time.h"
@@ -307,6 +308,49 @@ class Sender {
   std::vector<Timer> rearmed_;     // re-armed after a check, at an earlier time than timers_' back: a min-heap
   size_t live_ = 0;
   SenderStats stats_;
+};
+
+// A fabric's senders, one per first link: the outgoing link of the source's NPU that a message's route
+// starts on. A frame waiting for its paced departure on one link then never holds back frames due on
+// another link of the same rank (one sender per rank did: head of line, host/dpdk/README.md, "Pacing").
+// A pair (src, dst) keeps the sender of its first message's first link, since its message ids and the
+// receiver's window are per pair; each sender numbers the destinations it learns (add_destination).
+class LinkSenders {
+ public:
+  struct Pair {
+    uint32_t sender = ~0u;  // index of the pair's sender (~0u: the pair has sent nothing)
+    uint32_t dst = 0;       // the destination's number in that sender
+  };
+  LinkSenders() = default;  // no links: assign a real one before use
+  // `config` for every sender (its `destinations` is ignored); `links`: the topology's link count.
+  LinkSenders(uint32_t npus, size_t links, const SenderConfig& config);
+  // The sender of src -> dst, made (or given a destination) on the pair's first message.
+  Pair of(uint32_t src, uint32_t dst, uint32_t first_link);
+  // The pair's sender, {~0u, 0} when it has sent nothing.
+  Pair find(uint32_t src, uint32_t dst) const noexcept {
+    const uint64_t key = uint64_t{src} * npus_ + dst;
+    if (!dense_.empty()) return dense_[key];
+    const auto it = sparse_.find(key);
+    return it == sparse_.end() ? Pair{} : it->second;
+  }
+  size_t size() const noexcept { return senders_.size(); }
+  Sender& operator[](size_t i) noexcept { return *senders_[i]; }
+  const Sender& operator[](size_t i) const noexcept { return *senders_[i]; }
+  uint32_t src(size_t i) const noexcept { return src_[i]; }
+  // The rank of destination number `d` of sender `i` (TxPacket::dst is that number).
+  uint32_t dst(size_t i, uint32_t d) const noexcept { return dsts_[i][d]; }
+  // Every sender's RTO, and that of the senders made from now on.
+  void set_rto(Duration rto) noexcept;
+
+ private:
+  uint32_t npus_ = 0;
+  SenderConfig config_;
+  std::vector<std::unique_ptr<Sender>> senders_;
+  std::vector<uint32_t> src_;
+  std::vector<std::vector<uint32_t>> dsts_;
+  std::vector<uint32_t> by_link_;  // sender index + 1, 0: none yet
+  std::vector<Pair> dense_;        // by src * npus + dst when npus^2 <= 65,536
+  std::unordered_map<uint64_t, Pair> sparse_;
 };
 
 // The endpoint (Sender, Receiver) of `rank` in `all`, made from `config()` on first use and then listed in

@@ -133,7 +133,6 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   void finish_if_done(std::unordered_map<uint64_t, Record>::iterator it);
   void publish();
   bool stop_requested() const { return opt_.stop_requested && opt_.stop_requested(); }
-  hd::Sender& sender(uint32_t src);
   hd::Receiver& receiver(uint32_t dst);
   uint8_t* slot(Queue& q, uint32_t i) noexcept { return q.buf.data() + size_t{i} * slot_bytes_; }
   uint64_t pair(uint32_t src, uint32_t dst) const noexcept { return uint64_t{src} * npus_ + dst; }
@@ -164,9 +163,9 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   std::unordered_map<uint64_t, uint64_t> next_submit_;              // pair -> next wire id given to the Sender
   std::vector<uint64_t> backlog_;                                   // walker ids waiting for a window slot
   hd::MessagePacing pacing_;                                        // first hops; D > 0: messages waiting to depart
-  std::vector<std::unique_ptr<hd::Sender>> senders_;
+  hd::LinkSenders senders_;                                         // one per first link (reassembly.h)
   std::vector<std::unique_ptr<hd::Receiver>> receivers_;
-  std::vector<uint32_t> active_senders_, active_receivers_;
+  std::vector<uint32_t> active_receivers_;
   std::vector<std::optional<hd::TxPacket>> held_;                   // per sender: waiting for its departure
   std::vector<uint64_t> pace_next_ps_;                              // per first link, wall: the pacer's next slot
   std::vector<HeldRx> reorder_;
@@ -223,9 +222,14 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::unique_ptr<DatagramTranspo
     socks_.push_back(std::move(so));
   }
   tx_batch_.resize(opt_.batch);
-  senders_.resize(npus_);
+  {
+    hd::SenderConfig c;
+    c.payload_per_packet = opt_.payload;
+    c.window = opt_.window;
+    c.rto = rto_.rto();
+    senders_ = hd::LinkSenders(npus_, model_.topology().links().size(), c);
+  }
   receivers_.resize(npus_);
-  held_.resize(npus_);
   pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
   published_.link_bytes.assign(model_.topology().links().size(), 0);
@@ -239,17 +243,6 @@ void SocketFabric::Impl::set_remote_endpoint(uint32_t rank, const udp::endpoint&
   if (udp_ == nullptr) throw std::logic_error(fmt::format("socket fabric over {}: no UDP endpoints", transport_->describe()));
   if (!records_.empty()) throw std::logic_error("socket fabric: endpoints cannot change once the run has started");
   udp_->set_remote_endpoint(rank, ep);
-}
-
-hd::Sender& SocketFabric::Impl::sender(uint32_t src) {
-  return hd::endpoint_of(senders_, active_senders_, src, [&] {
-    hd::SenderConfig c;
-    c.destinations = npus_;
-    c.payload_per_packet = opt_.payload;
-    c.window = opt_.window;
-    c.rto = rto_.rto();
-    return c;
-  });
 }
 
 hd::Receiver& SocketFabric::Impl::receiver(uint32_t dst) {
@@ -337,11 +330,13 @@ void SocketFabric::Impl::on_event(uint64_t id) {
 }
 
 bool SocketFabric::Impl::try_submit(uint64_t id, Record& r) {
-  hd::Sender& s = sender(r.src);
+  const hd::LinkSenders::Pair ps = senders_.of(r.src, r.dst, r.first_link);
+  if (held_.size() < senders_.size()) held_.resize(senders_.size());
+  hd::Sender& s = senders_[ps.sender];
   uint64_t& next = next_submit_[pair(r.src, r.dst)];
   // The Sender numbers a pair's messages in submission order: it must be the wire id order.
-  if (r.wire_id != next || !s.can_submit(r.dst)) return false;
-  const uint64_t got = s.submit(r.dst, r.bytes, id);
+  if (r.wire_id != next || !s.can_submit(ps.dst)) return false;
+  const uint64_t got = s.submit(ps.dst, r.bytes, id);
   if (got != r.wire_id) throw std::logic_error("socket fabric: the Sender's message ids diverged from the model's");
   ++next;
   return true;
@@ -462,8 +457,9 @@ void SocketFabric::Impl::transmit() {
   const emu::Time wall = clock_.wall();
   const emu::Time ts = stamp();
   const bool paced_run = !clock_.as_fast_as_possible();
-  for (const uint32_t src : active_senders_) {
-    hd::Sender& s = *senders_[src];
+  for (uint32_t si = 0; si < senders_.size(); ++si) {
+    hd::Sender& s = senders_[si];
+    const uint32_t src = senders_.src(si);
     Sock& so = *socks_[static_cast<size_t>(sock_of_[src])];
     Queue& q = so.data;
     for (uint32_t k = 0; k < kFramesPerSender; ++k) {
@@ -472,11 +468,12 @@ void SocketFabric::Impl::transmit() {
         if (q.n == opt_.batch) break;  // the socket is full: next round
       }
       hd::TxPacket p;
-      if (held_[src]) {
-        p = *held_[src];
+      if (held_[si]) {
+        p = *held_[si];
       } else if (!s.next(wall, p)) {
         break;
       }
+      const uint32_t dst = senders_.dst(si, p.dst);  // p.dst is the destination's number in this sender
       Record* rec = nullptr;
       if (const auto w = records_.find(p.cookie); w != records_.end()) {
         if (!p.retransmit) {
@@ -493,18 +490,18 @@ void SocketFabric::Impl::transmit() {
         const uint64_t due = std::max(scheduled_ps, pace_next_ps_[rec->first_link]);
         const uint64_t now_ps = clock_.wall().ps();
         if (due > now_ps) {
-          held_[src] = p;
+          held_[si] = p;
           break;
         }
         const uint64_t burst_ps = clock_.to_wall(rec->rate.ser(uint64_t{opt_.payload} * kPacingBurstFrames)).ps();
         const uint64_t anchor = now_ps > due + burst_ps ? now_ps - burst_ps : due;
         pace_next_ps_[rec->first_link] = anchor + clock_.to_wall(rec->rate.ser(p.bytes)).ps();
       }
-      held_[src].reset();
-      const hd::FabemuHeader h{hd::PacketKind::kData, p.retransmit ? hd::kFlagRetransmit : uint16_t{0}, src, p.dst,
+      held_[si].reset();
+      const hd::FabemuHeader h{hd::PacketKind::kData, p.retransmit ? hd::kFlagRetransmit : uint16_t{0}, src, dst,
                                p.message_id, p.seq, p.count, p.message_length, p.offset, ts.ps()};
       write_datagram_header(h, slot(q, q.n));
-      q.entries[q.n] = TxEntry{static_cast<uint32_t>(kDatagramHeaderBytes + p.bytes), p.dst,
+      q.entries[q.n] = TxEntry{static_cast<uint32_t>(kDatagramHeaderBytes + p.bytes), dst,
                                rec != nullptr && paced_run ? rec->first_link : kNoLink, scheduled_ps};
       ++q.n;
       if (rec != nullptr) {
@@ -609,20 +606,21 @@ void SocketFabric::Impl::handle_data(const hd::FabemuHeader& h, uint32_t bytes) 
 
 void SocketFabric::Impl::handle_feedback(const DecodedDatagram& d) {
   const hd::FabemuHeader& h = d.hdr;  // from receiver h.src_rank to sender h.dst_rank
-  if (!senders_[h.dst_rank]) {
+  const hd::LinkSenders::Pair ps = senders_.find(h.dst_rank, h.src_rank);
+  if (ps.sender == ~0u) {
     ++stats_.rx_invalid;
     return;
   }
-  hd::Sender& s = *senders_[h.dst_rank];
+  hd::Sender& s = senders_[ps.sender];
   bool done = false;
   if (h.kind == hd::PacketKind::kAck) {
     ++stats_.acks;
-    done = s.on_ack(h.src_rank, h.message_id, h.seq);
+    done = s.on_ack(ps.dst, h.message_id, h.seq);
   } else {
     ++stats_.nacks;
     missing_.resize(d.missing_count());
     for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = d.missing(i);
-    done = s.on_nack(h.src_rank, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
+    done = s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
   }
   if (!done) return;
   const auto w = tx_wait_.find(WireKey{pair(h.dst_rank, h.src_rank), h.message_id});
@@ -636,7 +634,7 @@ void SocketFabric::Impl::handle_feedback(const DecodedDatagram& d) {
     const auto ns = static_cast<uint64_t>(std::max<int64_t>(0, clock_.since_start_ns() - r.tx_first_ns));
     stats_.latency_ns.record(ns);
     if (!r.retransmitted && rto_.sample(ns)) {  // Karn's rule: a retransmission makes the sample ambiguous
-      for (const uint32_t src : active_senders_) senders_[src]->set_rto(rto_.rto());
+      senders_.set_rto(rto_.rto());
       stats_.rto_max = rto_.max();
     }
   }
@@ -669,8 +667,8 @@ bool SocketFabric::Impl::drain(emu::Duration limit) {
     for (const auto& so : socks_) {
       if (so->data.n > 0 || so->feedback.n > 0) return true;
     }
-    for (const uint32_t s : active_senders_) {
-      if (senders_[s]->unacked_messages() > 0 || held_[s]) return true;
+    for (size_t i = 0; i < senders_.size(); ++i) {
+      if (senders_[i].unacked_messages() > 0 || held_[i]) return true;
     }
     return false;
   };
@@ -728,8 +726,8 @@ const SocketStats& SocketFabric::Impl::stats() {
   SocketStats& s = stats_;
   s.wall = emu::Duration::from_ps(clock_.wall().ps());
   s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = 0;
-  for (const uint32_t r : active_senders_) {
-    const hd::SenderStats& st = senders_[r]->stats();
+  for (size_t i = 0; i < senders_.size(); ++i) {
+    const hd::SenderStats& st = senders_[i].stats();
     s.retransmissions += st.retransmissions;
     s.nack_retransmissions += st.nack_retransmissions;
     s.timeout_retransmissions += st.timeout_retransmissions;

@@ -36,6 +36,26 @@ Workload generated_all_reduce(const ScratchDir& dir, uint64_t bytes) {
   return w;
 }
 
+emu::NetworkDim dim_at(emu::DimTopology kind, int64_t npus, uint64_t bytes_per_sec) {
+  emu::NetworkDim d = dim(kind, npus);
+  d.bandwidth = emu::Rate::from_bytes_per_sec(bytes_per_sec);
+  d.bandwidth_gbps = static_cast<double>(bytes_per_sec) / 1073741824.0;  // ASTRA-sim's GB/s are GiB/s
+  return d;
+}
+
+Workload parallel_links_all_to_all(const ScratchDir& dir, uint32_t collectives) {
+  Workload w;
+  w.net = network({dim_at(DimTopology::kFullyConnected, 4, 31'250'000)});
+  w.sys = system_config(CollectiveAlgo::kDirect, 1, 1);
+  traces::CollectiveSpec spec;
+  spec.type = ChakraProtoMsg::ALL_TO_ALL;
+  spec.ranks = 4;
+  spec.size_bytes = uint64_t{4} << 20;  // 1 MiB to each rank
+  spec.count = collectives;
+  w.files = traces::generate_collective(spec, dir.file("alltoall4"));
+  return w;
+}
+
 host::dpdk::FaultConfig injected_faults() {
   host::dpdk::FaultConfig f;
   f.drop_rate = 0.01;

@@ -75,6 +75,13 @@ void for_each_shared_microbenchmark(Run&& run) {
 // 8-rank ring all-reduce of `bytes` (generate_collective), 4 chunks.
 Workload generated_all_reduce(const ScratchDir& dir, uint64_t bytes = uint64_t{1} << 20);
 
+// A network dimension whose links carry `bytes_per_sec` (pacing tests: slow enough for this machine).
+emu::NetworkDim dim_at(emu::DimTopology kind, int64_t npus, uint64_t bytes_per_sec);
+
+// Direct all-to-alls (`collectives` of them) on FullyConnected(4) at 250 Mb/s per link, 1 MiB to each
+// rank: every rank sends on its three links at once (the fabrics' senders per first link).
+Workload parallel_links_all_to_all(const ScratchDir& dir, uint32_t collectives);
+
 // The loss, reordering and duplication the fault tests inject (seed 7).
 host::dpdk::FaultConfig injected_faults();
 

@@ -205,10 +205,7 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
   REQUIRE_EAL();
   fabemu::test::ScratchDir dir;
   Workload w;
-  NetworkDim ring = dim(DimTopology::kRing, 2);
-  ring.bandwidth = Rate::from_bytes_per_sec(125'000'000);  // 1 Gb/s (ASTRA-sim's GB/s are GiB/s)
-  ring.bandwidth_gbps = 0.125e9 / 1073741824.0;
-  w.net = network({ring});
+  w.net = network({dim_at(DimTopology::kRing, 2, 125'000'000)});  // 1 Gb/s
   w.sys = system_config(CollectiveAlgo::kRing, 1, 1);
   fabemu::traces::CollectiveSpec spec;
   spec.type = ChakraProtoMsg::ALL_REDUCE;
@@ -265,18 +262,7 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
 TEST(DpdkFabric, ARankSendsOnItsLinksInParallel) {
   REQUIRE_EAL();
   fabemu::test::ScratchDir dir;
-  Workload w;
-  NetworkDim fc = dim(DimTopology::kFullyConnected, 4);
-  fc.bandwidth = Rate::from_bytes_per_sec(31'250'000);  // 250 Mb/s per link
-  fc.bandwidth_gbps = 0.03125e9 / 1073741824.0;
-  w.net = network({fc});
-  w.sys = system_config(CollectiveAlgo::kDirect, 1, 1);
-  fabemu::traces::CollectiveSpec spec;
-  spec.type = ChakraProtoMsg::ALL_TO_ALL;
-  spec.ranks = 4;
-  spec.size_bytes = uint64_t{4} << 20;  // 1 MiB to each rank
-  spec.count = 4;
-  w.files = fabemu::traces::generate_collective(spec, dir.file("alltoall4"));
+  const Workload w = parallel_links_all_to_all(dir, 4);
   const RunResult sw = run_software(w);
   auto ports = fd::DpdkPorts::ring("fabpar", port_config());
   fd::DpdkFabricOptions opt;

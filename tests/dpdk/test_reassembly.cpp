@@ -194,6 +194,49 @@ TEST(Sender, AddedDestinationsHaveTheirOwnIdsAndWindows) {
   EXPECT_EQ(tx.submit(2, 0), 0u);
 }
 
+// The fabrics' senders per first link: one per link, a pair keeps the sender of its first message's
+// link, destinations numbered in order of arrival, the same with a map of pairs (beyond 256 ranks), and
+// an RTO change reaches the senders made later too.
+TEST(LinkSenders, OnePerFirstLinkAndPairsStay) {
+  for (const uint32_t npus : {8u, 300u}) {
+    SCOPED_TRACE(testing::Message() << npus << " ranks");
+    LinkSenders ls(npus, 10, SenderConfig{.destinations = 99, .payload_per_packet = 100, .window = 4, .rto = 100_us});
+    EXPECT_EQ(ls.size(), 0u);
+    EXPECT_EQ(ls.find(0, 1).sender, ~0u);
+    const LinkSenders::Pair a = ls.of(0, 1, 3);  // rank 0's link 3
+    const LinkSenders::Pair b = ls.of(0, 2, 3);  // the same link: the same sender, its destination 1
+    const LinkSenders::Pair c = ls.of(0, 5, 4);  // another link of rank 0: another sender
+    const LinkSenders::Pair d = ls.of(0, 1, 4);  // the pair keeps its sender, whatever this message's link
+    EXPECT_EQ(a.sender, 0u);
+    EXPECT_EQ(a.dst, 0u);
+    EXPECT_EQ(b.sender, 0u);
+    EXPECT_EQ(b.dst, 1u);
+    EXPECT_EQ(c.sender, 1u);
+    EXPECT_EQ(c.dst, 0u);
+    EXPECT_EQ(d.sender, a.sender);
+    EXPECT_EQ(d.dst, a.dst);
+    ASSERT_EQ(ls.size(), 2u);
+    EXPECT_EQ(ls.src(0), 0u);
+    EXPECT_EQ(ls.dst(0, 1), 2u);
+    EXPECT_EQ(ls.dst(1, 0), 5u);
+    EXPECT_EQ(ls[0].destinations(), 2u);
+    EXPECT_EQ(ls[1].destinations(), 1u);
+    EXPECT_EQ(ls.find(0, 2).dst, 1u);
+    EXPECT_EQ(ls.find(2, 0).sender, ~0u);
+    ls.set_rto(250_us);
+    EXPECT_EQ(ls[0].rto(), 250_us);
+    const LinkSenders::Pair e = ls.of(7, 0, 9);
+    EXPECT_EQ(ls[e.sender].rto(), 250_us);
+    EXPECT_EQ(ls.src(e.sender), 7u);
+    EXPECT_THROW(ls.of(1, 0, 10), std::out_of_range);  // not a link
+    // The senders work with their own destination numbers.
+    EXPECT_EQ(ls[0].submit(b.dst, 150), 0u);
+    TxPacket p;
+    ASSERT_TRUE(ls[0].next(Time::from_us(1), p));
+    EXPECT_EQ(ls.dst(0, p.dst), 2u);
+  }
+}
+
 // Cumulative ACKs across bitmap words never acknowledge packets not yet sent.
 TEST(Sender, CumulativeAckCoversOnlySentPackets) {
   Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 10, .window = 2, .rto = 100_us});

@@ -8,6 +8,8 @@
 //   where testpmd itself cannot run txonly (below).
 // txonly_alloc/<dev>/<bytes>B: the same with rte_pktmbuf_alloc_bulk, which resets every field of every
 //   mbuf: why the fabric takes its mbufs with alloc_frames() (dpdk_env.h), testpmd's way.
+// floor/<dev>/<bytes>B: the least any sender of this wire format does per frame (at floor_ref below): a
+//   bound on the ratio to testpmd that the fabric's loop could reach.
 // <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next_burst (selective repeat
 //   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
 //   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame
@@ -47,6 +49,7 @@
 #include <vector>
 
 #include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/fabemu_header.h"
 #include "host/dpdk/reassembly.h"
 #include "host/dpdk/wire.h"
 
@@ -96,16 +99,12 @@ fd::Endpoint endpoint(uint32_t rank) {
   return e;
 }
 
-// testpmd's txonly engine (app/test-pmd/txonly.c, single segment, no multi-flow, no timestamps).
-void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len, bool alloc_bulk) {
+// testpmd's txonly loop (app/test-pmd/txonly.c, single segment, no multi-flow, no timestamps), with
+// `write(frame_bytes)` writing each frame's headers: take 32 mbufs, set their fields, write, tx_burst,
+// free what was not taken.
+template <class Write>
+void txonly_loop(benchmark::State& state, Dev dev, uint16_t frame_len, bool alloc_bulk, Write write) {
   const Target t = target(dev);
-  fd::FrameSpec spec;
-  spec.src = endpoint(0);
-  spec.dst = endpoint(1);
-  uint8_t frame[256];
-  const size_t n = fd::encode(spec, frame);
-  if (n == 0) state.SkipWithError("encode failed");
-  constexpr size_t kHeader = fd::kEthHeaderBytes + fd::kIpv4HeaderBytes + fd::kUdpHeaderBytes;
   rte_mbuf* pkts[kBurst];
   uint64_t sent = 0;
   t.tx->reset_stats();
@@ -124,7 +123,7 @@ void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len, bool alloc
       m->l2_len = sizeof(rte_ether_hdr);
       m->l3_len = sizeof(rte_ipv4_hdr);
       m->next = nullptr;
-      std::memcpy(rte_pktmbuf_mtod(m, uint8_t*), frame, kHeader);
+      write(rte_pktmbuf_mtod(m, uint8_t*));
       m->nb_segs = 1;
       m->pkt_len = frame_len;
     }
@@ -136,6 +135,62 @@ void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len, bool alloc
   state.SetItemsProcessed(static_cast<int64_t>(sent));
   state.counters["frame_B"] = frame_len;
   state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
+}
+
+// txonly_ref and txonly_alloc: testpmd's loop with its prebuilt Ethernet/IPv4/UDP header copied.
+void txonly_ref(benchmark::State& state, Dev dev, uint16_t frame_len, bool alloc_bulk) {
+  fd::FrameSpec spec;
+  spec.src = endpoint(0);
+  spec.dst = endpoint(1);
+  uint8_t frame[256];
+  if (fd::encode(spec, frame) == 0) state.SkipWithError("encode failed");
+  constexpr size_t kHeader = fd::kEthHeaderBytes + fd::kIpv4HeaderBytes + fd::kUdpHeaderBytes;
+  txonly_loop(state, dev, frame_len, alloc_bulk, [&](uint8_t* f) { std::memcpy(f, frame, kHeader); });
+}
+
+uint32_t be16(const uint8_t* p) { return uint32_t{p[0]} << 8 | p[1]; }
+
+// floor/<dev>/<bytes>B: a lower bound on any loop that sends this wire format: testpmd's loop, each frame
+// the whole prebuilt fabemu-mode frame head (Ethernet through the fabemu header, 102 bytes) copied instead
+// of testpmd's 42, then only what must change per packet patched in: IP id and checksum, the header's
+// low message id, seq, offset and time, and the UDP checksum from the changed words (RFC 1624). No header
+// CRC, no Sender, no accounting; payloads are left as they are (not zeroed). Whatever the fabric does more
+// than this is cost on top of it, so floor / testpmd bounds what the speed target can reach here.
+void floor_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
+  fd::FrameSpec spec;
+  spec.src = endpoint(0);
+  spec.dst = endpoint(1);
+  spec.hdr.count = 64;
+  spec.hdr.message_length = 64 * 1024;
+  alignas(64) uint8_t image[256];
+  const size_t n = fd::encode(spec, image);
+  constexpr size_t kIp = fd::kEthHeaderBytes, kUdp = kIp + fd::kIpv4HeaderBytes, kHdr = kUdp + fd::kUdpHeaderBytes;
+  constexpr size_t kHead = kHdr + fd::kFabemuHeaderBytes;
+  if (n < kHead) state.SkipWithError("encode failed");
+  const uint32_t ip_sum = ~be16(image + kIp + 10) & 0xFFFFu;  // the image's sums (its id and fields are 0)
+  const uint32_t udp_sum = ~be16(image + kUdp + 6) & 0xFFFFu;
+  uint64_t frames = 0;
+  txonly_loop(state, dev, frame_len, false, [&](uint8_t* f) {
+    std::memcpy(f, image, kHead);
+    const auto id = static_cast<uint16_t>(frames);
+    const auto seq = static_cast<uint32_t>(frames & 63), msg = static_cast<uint32_t>(frames >> 6);
+    const auto offset = seq * 1024u, time = static_cast<uint32_t>(frames * 8000);
+    fd::store_be16(f + kIp + 4, id);
+    uint32_t s = ip_sum + id;
+    s = (s & 0xFFFF) + (s >> 16);
+    fd::store_be16(f + kIp + 10, static_cast<uint16_t>(~((s & 0xFFFF) + (s >> 16))));
+    fd::store_be32(f + kHdr + fd::kHeaderIdAt + 4, msg);
+    fd::store_be32(f + kHdr + fd::kHeaderSeqAt, seq);
+    fd::store_be32(f + kHdr + fd::kHeaderOffsetAt + 4, offset);
+    fd::store_be32(f + kHdr + fd::kHeaderTimeAt + 4, time);
+    uint64_t u = uint64_t{udp_sum} + msg + seq + offset + time;
+    u = (u & 0xFFFFFFFF) + (u >> 32);
+    u = (u & 0xFFFF) + (u >> 16);
+    u = (u & 0xFFFF) + (u >> 16);
+    u = (u & 0xFFFF) + (u >> 16);
+    fd::store_be16(f + kUdp + 6, static_cast<uint16_t>(~u));
+    ++frames;
+  });
 }
 
 // FABEMU_BENCH_CRC=table: the fabric loop's templates use the portable CRC engine (the default is the
@@ -433,6 +488,9 @@ void register_cases() {
             ->UseRealTime();
         benchmark::RegisterBenchmark(("txonly_alloc" + dev + size).c_str(), txonly_ref, d.dev, bytes, true)
             ->UseRealTime();
+        if (m.mode == fd::WireMode::kFabemu) {
+          benchmark::RegisterBenchmark(("floor" + dev + size).c_str(), floor_ref, d.dev, bytes)->UseRealTime();
+        }
         for (const auto& pc : pacings) {
           benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
                                        fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)

@@ -359,7 +359,7 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept {
 FrameTemplate::FrameTemplate(const FrameSpec& flow) noexcept
     : mode_(flow.mode), src_(flow.src), dst_(flow.dst), dscp_(static_cast<uint8_t>(flow.dscp & 0x3F)) {
   if (mode_ == WireMode::kRoceV2) dst_.port = kRoceV2Port;
-  uint8_t* f = head_;
+  uint8_t* f = image_;
   std::memcpy(f, dst_.mac.data(), 6);
   std::memcpy(f + 6, src_.mac.data(), 6);
   put16(f + 12, kEtherTypeIpv4);
@@ -606,6 +606,9 @@ struct Encoder {
   };
 #endif
 
+  // Caches what the frames of messages with `key` share (image, header CRC, UDP sum, RoCEv2 ICRC parts).
+  [[gnu::noinline]] static void set_key(FrameTemplate& t, const FrameTemplate::MessageKey& key,
+                                        const FabemuHeader& h) noexcept;
   template <class Crc>
   [[gnu::always_inline]] static inline size_t encode(FrameTemplate& t, const FrameSpec& spec,
                                                      std::span<uint8_t> out) noexcept;
@@ -619,6 +622,48 @@ struct Encoder {
   }
 #endif
 };
+
+void Encoder::set_key(FrameTemplate& t, const FrameTemplate::MessageKey& key, const FabemuHeader& h) noexcept {
+  const bool roce = t.mode_ == WireMode::kRoceV2;
+  uint8_t* bth = t.image_ + kL4Off;
+  uint8_t* hdr = roce ? bth + kBthBytes : bth;
+  uint64_t sum = t.udp_sum_;
+  if (roce) {
+    std::memset(bth, 0, kBthBytes);  // words 0 and 2 are the packet's
+    store_be32(bth + 4, key.dest_qp);
+    sum += key.dest_qp;
+  }
+  // The header with the packet's fields zero: low halves of id, offset and time, seq, and the CRC.
+  const uint32_t w_kind = store_header_fields(hdr, h);
+  std::memset(hdr + kIdAt + 4, 0, 8);
+  std::memset(hdr + kOffsetAt + 4, 0, 4);
+  std::memset(hdr + kTimeAt + 4, 0, 4);
+  std::memset(hdr + kCrcAt, 0, 4);
+  sum += uint64_t{kFabemuMagic} + w_kind + key.src_rank + key.dst_rank + key.id_hi + key.count +
+         hi32(key.message_length) + lo32(key.message_length) + key.offset_hi + key.time_hi;
+  t.key_sum_ = sum;
+  t.key_crc_ = crc_raw(0xFFFFFFFFu, hdr, kCrcAt);
+  if (roce) {
+    t.key_header_icrc_ = crc_raw(0, hdr, kFabemuHeaderBytes);
+    // IPv4 from byte 2, UDP, BTH: masked as the ICRC masks them, the packet's fields zero.
+    uint8_t prefix[kIcrcPrefix];
+    std::memcpy(prefix, t.image_ + kEthHeaderBytes + 2, kIcrcPrefix);
+    std::memset(prefix, 0, 4);                                       // total length, id
+    prefix[8 - 2] = 0xFF;                                            // TTL
+    prefix[10 - 2] = prefix[11 - 2] = 0xFF;                          // IP header checksum
+    prefix[18 + 4] = prefix[18 + 5] = 0;                             // UDP length
+    prefix[18 + 6] = prefix[18 + 7] = 0xFF;                          // UDP checksum
+    prefix[26] = prefix[27] = 0;                                     // BTH opcode, SE/M/pad/TVer
+    prefix[26 + 2] = static_cast<uint8_t>(key.pkey >> 8);            // P_Key: the message's
+    prefix[26 + 3] = static_cast<uint8_t>(key.pkey);
+    prefix[26 + 4] = 0xFF;                                           // BTH reserved byte
+    std::memset(prefix + 26 + 8, 0, 4);                              // BTH A, PSN
+    t.key_prefix_icrc_ = crc_raw(t.icrc_head_, prefix, kIcrcPrefix);
+    t.key_icrc_at_crc_ = crc_raw_zeros(t.key_prefix_icrc_, kCrcAt) ^ crc_raw(0, hdr, kCrcAt);
+  }
+  t.key_ = key;
+  t.key_valid_ = true;
+}
 
 template <class Crc>
 size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
@@ -636,38 +681,18 @@ size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_
   if (out.size() < total) return 0;
   uint8_t* f = out.data();
 
-  // Ethernet, IPv4 and UDP from the template; lengths, id and the IPv4 checksum patched in (RFC 1624).
-  std::memcpy(f, t.head_, sizeof t.head_);
-  uint8_t* ip = f + kEthHeaderBytes;
-  const auto ip_len = static_cast<uint16_t>(kIpv4HeaderBytes + udp_len);
-  store_be16(ip + 2, ip_len);
-  store_be16(ip + 4, spec.ip_id);
-  store_be16(ip + 10, static_cast<uint16_t>(~fold(uint64_t{t.ip_sum_} + ip_len + spec.ip_id)));
-  uint8_t* udp = f + kUdpOff;
-  store_be16(udp + 4, static_cast<uint16_t>(udp_len));
-  // The UDP checksum from the fields' values: big-endian 32-bit words sum like their 16-bit halves.
-  uint64_t sum = uint64_t{t.udp_sum_} + 2 * udp_len;
-
-  uint8_t* l4 = f + kL4Off;
-  uint32_t w0 = 0, w2 = 0;  // BTH words 0 and 2 (RoCEv2): the packet's fields in the ICRC
+  // The BTH words with the packet's fields (RoCEv2): opcode, SE/M/pad/TVer and P_Key; A and PSN.
+  uint32_t w0 = 0, w2 = 0;
   if (roce) {
     const Bth& b = spec.bth;
     w0 = uint32_t{b.opcode} << 24 |
-                        uint32_t{static_cast<uint8_t>((b.solicited ? 0x80 : 0) | (b.mig_req ? 0x40 : 0) |
-                                                      (pad << 4) | (b.tver & 0x0F))}
-                            << 16 |
-                        b.pkey;
-    const uint32_t w1 = b.dest_qp & 0xFFFFFF;
+         uint32_t{static_cast<uint8_t>((b.solicited ? 0x80 : 0) | (b.mig_req ? 0x40 : 0) | (pad << 4) |
+                                       (b.tver & 0x0F))}
+             << 16 |
+         b.pkey;
     w2 = (b.ack_req ? 0x80000000u : 0) | (b.psn & 0xFFFFFF);
-    store_be32(l4, w0);
-    store_be32(l4 + 4, w1);
-    store_be32(l4 + 8, w2);
-    sum += uint64_t{w0} + w1 + w2;
-    l4 += kBthBytes;
   }
-
-  // The fabemu header. Its CRC: the message's part from the cache, the packet's fields by the engine.
-  const uint32_t w_kind = store_header_fields(l4, h);
+  // The message's part of the frame (image, CRC and sums) is cached per MessageKey: built on a change.
   const FrameTemplate::MessageKey key{h.kind,
                                       h.flags,
                                       h.src_rank,
@@ -679,40 +704,38 @@ size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_
                                       hi32(h.tx_time_ps),
                                       roce ? spec.bth.pkey : uint16_t{0},
                                       roce ? spec.bth.dest_qp & 0xFFFFFF : 0};
-  if (!t.key_valid_ || !(key == t.key_)) {
-    // The header with the packet's fields zero: low halves of id, offset and time, seq, and the CRC.
-    uint8_t masked[kFabemuHeaderBytes];
-    std::memcpy(masked, l4, kCrcAt);
-    std::memset(masked + kIdAt + 4, 0, 8);
-    std::memset(masked + kOffsetAt + 4, 0, 4);
-    std::memset(masked + kTimeAt + 4, 0, 4);
-    std::memset(masked + kCrcAt, 0, 4);
-    t.key_crc_ = crc_raw(0xFFFFFFFFu, masked, kCrcAt);
-    if (roce) {
-      t.key_header_icrc_ = crc_raw(0, masked, kFabemuHeaderBytes);
-      // IPv4 from byte 2, UDP, BTH: masked as the ICRC masks them, the packet's fields zero.
-      uint8_t prefix[kIcrcPrefix];
-      std::memcpy(prefix, ip + 2, kIcrcPrefix);
-      std::memset(prefix, 0, 4);                                       // total length, id
-      prefix[8 - 2] = 0xFF;                                            // TTL
-      prefix[10 - 2] = prefix[11 - 2] = 0xFF;                          // IP header checksum
-      prefix[18 + 4] = prefix[18 + 5] = 0;                             // UDP length
-      prefix[18 + 6] = prefix[18 + 7] = 0xFF;                          // UDP checksum
-      prefix[26] = prefix[27] = 0;                                     // BTH opcode, SE/M/pad/TVer
-      prefix[26 + 4] = 0xFF;                                           // BTH reserved byte
-      std::memset(prefix + 26 + 8, 0, 4);                              // BTH A, PSN
-      t.key_prefix_icrc_ = crc_raw(t.icrc_head_, prefix, kIcrcPrefix);
-      t.key_icrc_at_crc_ = crc_raw_zeros(t.key_prefix_icrc_, kCrcAt) ^ crc_raw(0, masked, kCrcAt);
-    }
-    t.key_ = key;
-    t.key_valid_ = true;
+  if (!t.key_valid_ || !(key == t.key_)) [[unlikely]] set_key(t, key, h);
+
+  // Everything up to the end of the fabemu header from the image (a constant-size copy per mode), then
+  // the packet's fields: lengths, IP id and the IPv4 checksum (RFC 1624), BTH, the header's fields.
+  uint8_t* l4 = f + kL4Off;
+  if (roce) {
+    std::memcpy(f, t.image_, kL4Off + kBthBytes + kFabemuHeaderBytes);
+    store_be32(l4, w0);
+    store_be32(l4 + 8, w2);
+    l4 += kBthBytes;
+  } else {
+    std::memcpy(f, t.image_, kL4Off + kFabemuHeaderBytes);
   }
+  uint8_t* ip = f + kEthHeaderBytes;
+  const auto ip_len = static_cast<uint16_t>(kIpv4HeaderBytes + udp_len);
+  store_be16(ip + 2, ip_len);
+  store_be16(ip + 4, spec.ip_id);
+  store_be16(ip + 10, static_cast<uint16_t>(~fold(uint64_t{t.ip_sum_} + ip_len + spec.ip_id)));
+  uint8_t* udp = f + kUdpOff;
+  store_be16(udp + 4, static_cast<uint16_t>(udp_len));
+  store_be32(l4 + kIdAt + 4, lo32(h.message_id));
+  store_be32(l4 + kSeqAt, h.seq);
+  store_be32(l4 + kOffsetAt + 4, lo32(h.offset));
+  store_be32(l4 + kTimeAt + 4, lo32(h.tx_time_ps));
+  // The header CRC: the message's part from the cache, the packet's fields by the engine.
   const uint32_t fields = Crc::header(h);
   const uint32_t crc = ~(t.key_crc_ ^ fields);
   store_be32(l4 + kCrcAt, crc);
-  sum += uint64_t{kFabemuMagic} + w_kind + h.src_rank + h.dst_rank + hi32(h.message_id) + lo32(h.message_id) +
-         h.seq + h.count + hi32(h.message_length) + lo32(h.message_length) + hi32(h.offset) + lo32(h.offset) +
-         hi32(h.tx_time_ps) + lo32(h.tx_time_ps) + crc;
+  // The UDP checksum from the fields' values (big-endian 32-bit words sum like their 16-bit halves): the
+  // message's words cached, the UDP length twice (header and pseudo-header), the packet's words.
+  uint64_t sum = t.key_sum_ + 2 * udp_len + w0 + w2 + lo32(h.message_id) + h.seq + lo32(h.offset) +
+                 lo32(h.tx_time_ps) + crc;
 
   uint8_t* body = l4 + kFabemuHeaderBytes;
   if (h.kind == PacketKind::kNack) {

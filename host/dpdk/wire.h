@@ -178,13 +178,19 @@ class FrameTemplate {
   CrcEngine engine_ = best_crc_engine();
   Endpoint src_, dst_;
   uint8_t dscp_ = 0;
-  uint8_t head_[kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes] = {};  // lengths, id, checksums zero
-  uint32_t ip_sum_ = 0;     // ones'-complement sum (unfolded) of head_'s IPv4 header
+  // The frame's bytes up to the end of the fabemu header, copied whole into every frame and then patched:
+  // Ethernet, IPv4 and UDP of the flow (lengths, IP id and checksums zero), and for key_ (once valid) the
+  // BTH's dest QP (RoCEv2) and the fabemu header's fields of key_, the packet's fields and the CRC zero.
+  static constexpr size_t kImageBytes =
+      kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes + kBthBytes + kFabemuHeaderBytes;
+  alignas(64) uint8_t image_[kImageBytes] = {};
+  uint32_t ip_sum_ = 0;     // ones'-complement sum (folded) of image_'s IPv4 header
   uint32_t udp_sum_ = 0;    // pseudo-header addresses and protocol, plus the UDP ports
   uint32_t icrc_head_ = 0;  // RoCEv2: the ICRC register after the masked LRH and IPv4 bytes 0-1
   MessageKey key_;
   bool key_valid_ = false;
   uint32_t key_crc_ = 0;    // raw CRC register of the header with key_'s fields, the other bytes zero
+  uint64_t key_sum_ = 0;    // udp_sum_ plus the image's header words of key_ (and BTH word 1): the UDP sum
   // RoCEv2: the ICRC register after the masked IPv4/UDP/BTH bytes with key_'s fields (the packet's zero),
   // and the contribution of the header with key_'s fields (the rest zero) from a zero register.
   uint32_t key_prefix_icrc_ = 0;

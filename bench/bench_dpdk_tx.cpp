@@ -26,7 +26,8 @@
 //   FrameTemplate, for the speed-up.
 // <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (a burst at a
 //   time, no selective-repeat state, no ACKs): what the Sender costs.
-// encode/... and sender/...: framing alone and the Sender alone (at their functions below).
+// encode/..., decode/... and sender/...: framing, the receive side's decode and the Sender alone (at their
+// functions below).
 // dev null: net_null (frees every frame it is given). dev ring: a ring pair (rte_eth_from_rings); the
 //   loop drains the far end (rx_burst + free) in the same thread after each burst, for every case alike.
 //
@@ -405,6 +406,46 @@ void encode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, f
   state.SetItemsProcessed(static_cast<int64_t>(frames));
 }
 
+// decode/<mode>/<bytes>B/<sum>: decode() of 32 data frames in cache (the receive side's per-frame
+// classification: every checksum, the header CRC, and in RoCEv2 mode the UDP checksum in place of the
+// ICRC, as the fabric's receive path runs it), per ones'-complement sum engine (portable, sse2, avx2).
+void decode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::SumEngine engine) {
+  const fd::SumEngine best = fd::sum_engine();
+  if (!fd::set_sum_engine(engine)) {
+    state.SkipWithError("this CPU cannot run the engine");
+    return;
+  }
+  fd::FrameSpec s;
+  s.mode = mode;
+  s.src = endpoint(0);
+  s.dst = endpoint(1);
+  s.bth.dest_qp = 2;
+  s.hdr = fd::FabemuHeader{fd::PacketKind::kData, 0, 0, 1, 7, 0, 64, uint64_t{payload} * 64, 0, 123456789};
+  s.payload_bytes = payload;
+  alignas(64) static uint8_t buf[kBurst][2048];
+  size_t len = 0;
+  for (uint16_t i = 0; i < kBurst; ++i) {
+    s.hdr.seq = i;
+    s.hdr.offset = uint64_t{i} * payload;
+    s.ip_id = i;
+    len = fd::encode(s, buf[i]);
+  }
+  const fd::DecodeRules rules{.mode = mode, .port_lo = endpoint(1).port, .port_hi = endpoint(1).port,
+                              .verify_udp_checksum = true, .verify_icrc = false};
+  fd::DecodedFrame out;
+  uint64_t frames = 0, ours = 0;
+  for (auto _ : state) {
+    for (uint16_t i = 0; i < kBurst; ++i) {
+      ours += fd::decode({buf[i], len}, rules, out) == fd::Verdict::kOurs;
+      benchmark::DoNotOptimize(out.hdr.seq);
+    }
+    frames += kBurst;
+  }
+  fd::set_sum_engine(best);
+  if (ours != frames) state.SkipWithError("a frame did not decode as ours");
+  state.SetItemsProcessed(static_cast<int64_t>(frames));
+}
+
 // sender/<packets>pkt/<bytes>B: the Sender alone, as the fabric's loop drives it (no frames, no device):
 // rank 0 sends messages of 1 or 64 packets to ranks 1..7, next_burst(32), each message acknowledged when
 // its last packet is taken and the destination given its next one. CPU time / 32 is the Sender's cost
@@ -475,6 +516,19 @@ void register_cases() {
         benchmark::RegisterBenchmark(
             ("encode/" + std::string(m.name) + size + (e == fd::CrcEngine::kClmul ? "/clmul" : "/table")).c_str(),
             encode_only, m.mode, payload, e);
+      }
+    }
+  }
+  for (const auto& m : modes) {
+    for (const uint32_t payload : {0u, 1024u}) {
+      const std::string size = "/" + std::to_string(fd::frame_bytes(m.mode, payload)) + "B";
+      const struct {
+        fd::SumEngine e;
+        const char* name;
+      } sums[] = {{fd::SumEngine::kPortable, "portable"}, {fd::SumEngine::kSse2, "sse2"}, {fd::SumEngine::kAvx2, "avx2"}};
+      for (const auto& e : sums) {
+        benchmark::RegisterBenchmark(("decode/" + std::string(m.name) + size + "/" + e.name).c_str(), decode_only,
+                                     m.mode, payload, e.e);
       }
     }
   }

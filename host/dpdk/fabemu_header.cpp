@@ -28,7 +28,7 @@ bool fields_consistent(const FabemuHeader& h, size_t payload) noexcept {
 void write_fabemu_header(const FabemuHeader& h, std::span<uint8_t, kFabemuHeaderBytes> out) noexcept {
   uint8_t* p = out.data();
   store_header_fields(p, h);
-  store_be32(p + kHeaderCrcAt, crc32_update(0, {p, kHeaderCrcAt}));
+  store_be32(p + kHeaderCrcAt, fabemu_header_crc(p));
 }
 
 HeaderVerdict parse_fabemu_header(std::span<const uint8_t> bytes, FabemuHeader& out) noexcept {
@@ -36,7 +36,7 @@ HeaderVerdict parse_fabemu_header(std::span<const uint8_t> bytes, FabemuHeader& 
   if (bytes.size() >= 4 && load_be32(p) != kFabemuMagic) return HeaderVerdict::kBadMagic;
   if (bytes.size() < kFabemuHeaderBytes) return HeaderVerdict::kTruncated;
   if (p[4] != kFabemuVersion) return HeaderVerdict::kBadVersion;
-  if (crc32_update(0, {p, kHeaderCrcAt}) != load_be32(p + kHeaderCrcAt)) return HeaderVerdict::kBadHeaderCrc;
+  if (fabemu_header_crc(p) != load_be32(p + kHeaderCrcAt)) return HeaderVerdict::kBadHeaderCrc;
 
   out.kind = static_cast<PacketKind>(p[5]);
   out.flags = load_be16(p + 6);

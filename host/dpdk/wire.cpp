@@ -2,13 +2,15 @@
 #include "host/dpdk/wire.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <utility>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#if defined(__x86_64__) && !defined(FABEMU_NO_CLMUL)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -126,15 +128,73 @@ uint32_t crc_raw_zeros(uint32_t s, uint64_t n) noexcept {
   return s;
 }
 
+// The engine of sum16 for spans of 64 bytes and more (set_sum_engine: tests and benchmarks).
+#if defined(__x86_64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FABEMU_HAVE_AVX2_SUM 1
+bool cpu_has_avx2() noexcept {
+  static const bool avx2 = [] {
+    __builtin_cpu_init();  // may run before the constructors that set the CPU model up
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return avx2;
+}
+#endif
+SumEngine best_engine_for_sums() noexcept {
+#if defined(FABEMU_HAVE_AVX2_SUM)
+  if (cpu_has_avx2()) return SumEngine::kAvx2;
+#endif
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return SumEngine::kSse2;
+#else
+  return SumEngine::kPortable;
+#endif
+}
+std::atomic<SumEngine> g_sum_engine{best_engine_for_sums()};
+
+#if defined(FABEMU_HAVE_AVX2_SUM)
+// AVX2, 64 bytes an iteration: the little-endian 16-bit halves of 32-bit lanes (a mask and a shift, no
+// shuffles) into four accumulators, widened to 64 bits once a block. Consumes whole 64-byte chunks
+// (n becomes n % 64); the sum is of little-endian words, as the SSE2 path's below.
+[[gnu::target("avx2")]] uint64_t sum_le_avx2(const uint8_t*& p, size_t& n) noexcept {
+  const __m256i mask = _mm256_set1_epi32(0xFFFF);
+  const __m256i zero = _mm256_setzero_si256();
+  uint64_t s = 0;
+  while (n >= 64) {
+    // A lane gains at most 0xFFFF an iteration, and the four are added: 16384 iterations stay below 2^32.
+    const size_t iters = std::min<size_t>(n / 64, 16384);
+    __m256i a0 = zero, a1 = zero, b0 = zero, b1 = zero;
+    for (size_t i = 0; i < iters; ++i, p += 64) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+      a0 = _mm256_add_epi32(a0, _mm256_and_si256(v, mask));
+      b0 = _mm256_add_epi32(b0, _mm256_srli_epi32(v, 16));
+      a1 = _mm256_add_epi32(a1, _mm256_and_si256(w, mask));
+      b1 = _mm256_add_epi32(b1, _mm256_srli_epi32(w, 16));
+    }
+    n -= iters * 64;
+    const __m256i x = _mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(b0, b1));
+    const __m256i wide = _mm256_add_epi64(_mm256_unpacklo_epi32(x, zero), _mm256_unpackhi_epi32(x, zero));
+    const __m128i two = _mm_add_epi64(_mm256_castsi256_si128(wide), _mm256_extracti128_si256(wide, 1));
+    s += static_cast<uint64_t>(_mm_cvtsi128_si64(two)) + static_cast<uint64_t>(_mm_extract_epi64(two, 1));
+  }
+  return s;
+}
+#endif
+
 // RFC 1071 sum of 16-bit big-endian words, unfolded. Every caller passes a segment that starts at an
 // even offset of the checksummed data, so segments add up.
 uint64_t sum16(const uint8_t* p, size_t n) noexcept {
 #if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (n >= 64) {
+  const SumEngine engine = n >= 64 ? g_sum_engine.load(std::memory_order_relaxed) : SumEngine::kPortable;
+  if (engine != SumEngine::kPortable) {
     // Payloads (the receive side's UDP checksum over every byte): RFC 1071's byte order independence.
     // The sum of little-endian words, folded, is the big-endian one with its two bytes swapped, and
     // a folded sum is congruent modulo 0xFFFF to the unfolded one the callers add up; it is 0 only for
     // all-zero data, as theirs. 32-bit words widened into 64-bit lanes: 16 bytes per two adds.
+    uint64_t wide = 0;
+#if defined(FABEMU_HAVE_AVX2_SUM)
+    if (engine == SumEngine::kAvx2 && n >= 128) wide = sum_le_avx2(p, n);  // the 64-byte chunks
+#endif
     const __m128i zero = _mm_setzero_si128();
     __m128i lo = zero, hi = zero;
     for (; n >= 16; p += 16, n -= 16) {
@@ -145,7 +205,7 @@ uint64_t sum16(const uint8_t* p, size_t n) noexcept {
     alignas(16) uint64_t lanes[4];
     _mm_store_si128(reinterpret_cast<__m128i*>(lanes), lo);
     _mm_store_si128(reinterpret_cast<__m128i*>(lanes + 2), hi);
-    uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    uint64_t s = wide + lanes[0] + lanes[1] + lanes[2] + lanes[3];
     for (; n >= 4; p += 4, n -= 4) {
       uint32_t w;
       std::memcpy(&w, p, 4);
@@ -262,6 +322,22 @@ bool known_opcode(uint8_t op) noexcept {
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) noexcept {
   return ~crc_raw(~crc, data.data(), data.size());
 }
+
+SumEngine sum_engine() noexcept { return g_sum_engine.load(std::memory_order_relaxed); }
+
+bool set_sum_engine(SumEngine e) noexcept {
+  bool ok = e == SumEngine::kPortable;
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  ok = ok || e == SumEngine::kSse2;
+#endif
+#if defined(FABEMU_HAVE_AVX2_SUM)
+  ok = ok || (e == SumEngine::kAvx2 && cpu_has_avx2());
+#endif
+  if (ok) g_sum_engine.store(e, std::memory_order_relaxed);
+  return ok;
+}
+
+SumEngine best_sum_engine() noexcept { return best_engine_for_sums(); }
 
 uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial) noexcept {
   return fold(initial + sum16(data.data(), data.size()));
@@ -489,6 +565,18 @@ constexpr uint64_t field_k(size_t after) noexcept { return xpow(static_cast<uint
 // The fabemu header's fields in two pairs, (low id, seq) and (low offset, low time), 56-byte block.
 alignas(16) constexpr uint64_t kHeaderK[4] = {field_k(kCrcAt - kIdAt - 8), field_k(kCrcAt - kSeqAt - 4),
                                               field_k(kCrcAt - kOffsetAt - 8), field_k(kCrcAt - kTimeAt - 8)};
+// A whole fabemu header's CRC'd block (the receive side's check): the multiplier of each of its 14 4-byte
+// words, and the register a 0xFFFFFFFF start leaves after 56 zero bytes (the CRC is linear: the block's
+// register from that start is this XOR the words' contributions from a zero one).
+constexpr std::array<uint64_t, kCrcAt / 4> make_block_k() noexcept {
+  std::array<uint64_t, kCrcAt / 4> k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = field_k(kCrcAt - 4 * i - 4);
+  return k;
+}
+alignas(16) constexpr std::array<uint64_t, kCrcAt / 4> kBlockK = make_block_k();
+constexpr uint32_t kInitAcrossBlock = mulmodp(kZeroOps.lo[kCrcAt], 0xFFFFFFFFu);
+static_assert(kCrcAt % 8 == 0, "the block's words are taken in pairs");
+
 // The RoCEv2 ICRC at the end of the fabemu header, as multipliers of (IPv4 length|id, UDP length, BTH bytes
 // 0-1, BTH A|PSN), each a 4-byte field (the 2-byte ones followed by two masked bytes that are 0 there),
 // then of the register at the header's CRC field (cached key, packet fields, the CRC: 4 bytes before the
@@ -519,6 +607,17 @@ FABEMU_CLMUL_TARGET inline uint32_t clmul_mulmod(uint32_t a, uint32_t b) noexcep
                                                      _mm_cvtsi32_si128(static_cast<int>(b)), 0x00),
                                 1));
 }
+// The CRC-32 of a header's first kCrcAt bytes: 14 products, one reduction (the table engine: crc_raw).
+FABEMU_CLMUL_TARGET uint32_t header_crc_clmul(const uint8_t* p) noexcept {
+  __m128i acc = _mm_setzero_si128();
+  for (size_t i = 0; i < kBlockK.size(); i += 2) {
+    uint32_t a, b;  // little-endian loads: the big-endian words byte-swapped, as the register reads them
+    std::memcpy(&a, p + 4 * i, 4);
+    std::memcpy(&b, p + 4 * i + 4, 4);
+    acc = _mm_xor_si128(acc, clmul_pair(a, b, kBlockK.data() + i));
+  }
+  return ~(barrett(acc) ^ kInitAcrossBlock);
+}
 #endif
 
 }  // namespace
@@ -533,6 +632,15 @@ CrcEngine best_crc_engine() noexcept {
 #else
   return CrcEngine::kTable;
 #endif
+}
+
+uint32_t fabemu_header_crc(const uint8_t* header, CrcEngine engine) noexcept {
+#if defined(FABEMU_HAVE_CLMUL)
+  if (engine == CrcEngine::kClmul && best_crc_engine() == CrcEngine::kClmul) return header_crc_clmul(header);
+#else
+  static_cast<void>(engine);
+#endif
+  return ~crc_raw(0xFFFFFFFFu, header, kCrcAt);
 }
 
 bool FrameTemplate::set_crc_engine(CrcEngine e) noexcept {
@@ -868,7 +976,18 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
   out.dst.port = dport;
   out.ip_id = get16(ip + 4);
   out.dscp = static_cast<uint8_t>(ip[1] >> 2);
-  out.hdr = h;
+  // Field by field from opaque loads: parse_fabemu_header has just stored them one by one, and a copy of
+  // the struct reads them back in wide loads that the CPU cannot forward from those stores (alone()).
+  out.hdr.kind = alone(h.kind);
+  out.hdr.flags = alone(h.flags);
+  out.hdr.src_rank = alone(h.src_rank);
+  out.hdr.dst_rank = alone(h.dst_rank);
+  out.hdr.message_id = alone(h.message_id);
+  out.hdr.seq = alone(h.seq);
+  out.hdr.count = alone(h.count);
+  out.hdr.message_length = alone(h.message_length);
+  out.hdr.offset = alone(h.offset);
+  out.hdr.tx_time_ps = alone(h.tx_time_ps);
   out.bth = bth;
   out.pad_count = pad;
   out.payload_bytes = static_cast<uint32_t>(payload);

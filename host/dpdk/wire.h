@@ -268,4 +268,18 @@ uint32_t roce_icrc(std::span<const uint8_t> frame_without_icrc) noexcept;
 // RFC 1071 ones'-complement sum folded to 16 bits (not inverted), of big-endian 16-bit words.
 uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial = 0) noexcept;
 
+// The CRC-32 of a fabemu header's first 56 bytes (the value of its CRC field), by `engine` (kClmul falls
+// back to kTable where this CPU lacks it): what write_fabemu_header stores and decode checks.
+uint32_t fabemu_header_crc(const uint8_t* header, CrcEngine engine = best_crc_engine()) noexcept;
+
+// How the ones'-complement sums of spans of 64 bytes and more are computed (decode's UDP checksum over a
+// payload is the big one): 32-bit words a pair of 64-bit lanes at a time (SSE2, every x86-64), 16-bit
+// halves of 32-bit lanes 64 bytes at a time (AVX2, CPUs that have it), or 32-bit words one at a time
+// (kPortable, every other CPU). Same sums; the process starts with the best this CPU runs.
+enum class SumEngine : uint8_t { kPortable, kSse2, kAvx2 };
+SumEngine best_sum_engine() noexcept;
+SumEngine sum_engine() noexcept;
+// For tests and benchmarks (process-wide): false, and no change, when this CPU or build cannot run `e`.
+bool set_sum_engine(SumEngine e) noexcept;
+
 }  // namespace fabemu::host::dpdk

@@ -286,7 +286,9 @@ TEST(DpdkFabric, ARankSendsOnItsLinksInParallel) {
                 static_cast<unsigned long long>(d.stats.late + d.stats.on_time),
                 static_cast<unsigned long long>(d.stats.poll_stalls),
                 static_cast<unsigned long long>(d.stats.poll_gap_max_ns));
-    if (median > 0.1 && attempt < 3) continue;
+    // A run disturbed by the host (the polling thread descheduled for milliseconds: +6-18% with a CPU hog
+    // alongside) is run again; the head-of-line bug this guards against gives +445% in every run.
+    if (median > 0.1 && attempt < 5) continue;
     EXPECT_LT(median, 0.1) << fd::format_dpdk_stats(d.stats);
     break;
   }

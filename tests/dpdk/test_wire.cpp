@@ -141,16 +141,68 @@ TEST(OnesComplementSum, EqualsTheDefinitionAtEveryLengthAndAlignment) {
     while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
     return static_cast<uint16_t>(s);
   };
-  for (const int fill : {-1, 0x00, 0xFF}) {
-    for (uint8_t& b : buf) b = fill < 0 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(fill);
-    for (size_t n = 0; n <= 3000; n += (n < 200 ? 1 : 7)) {
-      for (size_t off = 0; off < 16; off += (n < 200 ? 1 : 5)) {
-        const uint32_t initial = n % 3 == 0 ? 0 : static_cast<uint32_t>(rng() & 0x3FFFF);
-        ASSERT_EQ(ones_complement_sum({buf.data() + off, n}, initial), reference(buf.data() + off, n, initial))
-            << "length " << n << " offset " << off << " fill " << fill << " initial " << initial;
+  // Every engine this CPU runs (the best one is what the process starts with), back to the best after.
+  const SumEngine best = best_sum_engine();
+  EXPECT_EQ(sum_engine(), best);
+  int engines = 0;
+  for (const SumEngine e : {SumEngine::kPortable, SumEngine::kSse2, SumEngine::kAvx2}) {
+    if (!set_sum_engine(e)) continue;
+    ++engines;
+    for (const int fill : {-1, 0x00, 0xFF}) {
+      for (uint8_t& b : buf) b = fill < 0 ? static_cast<uint8_t>(rng()) : static_cast<uint8_t>(fill);
+      for (size_t n = 0; n <= 3000; n += (n < 200 ? 1 : 7)) {
+        for (size_t off = 0; off < 16; off += (n < 200 ? 1 : 5)) {
+          const uint32_t initial = n % 3 == 0 ? 0 : static_cast<uint32_t>(rng() & 0x3FFFF);
+          ASSERT_EQ(ones_complement_sum({buf.data() + off, n}, initial), reference(buf.data() + off, n, initial))
+              << "engine " << static_cast<int>(e) << " length " << n << " offset " << off << " fill " << fill
+              << " initial " << initial;
+        }
       }
     }
   }
+  ASSERT_TRUE(set_sum_engine(best));
+  EXPECT_GE(engines, 1);
+  EXPECT_TRUE(set_sum_engine(SumEngine::kPortable) && set_sum_engine(best)) << "the portable engine runs everywhere";
+#if defined(__x86_64__)
+  EXPECT_GE(engines, 2) << "SSE2 is part of x86-64";
+#endif
+}
+
+// Long spans: the AVX2 engine's accumulators are widened every 16384 iterations (1 MiB); all-ones data
+// is the worst case for their 32-bit lanes.
+TEST(OnesComplementSum, LongSpansOfOnesEveryEngine) {
+  std::vector<uint8_t> ones((3u << 20) + 62, 0xFF);
+  const SumEngine best = best_sum_engine();
+  for (const SumEngine e : {SumEngine::kPortable, SumEngine::kSse2, SumEngine::kAvx2}) {
+    if (!set_sum_engine(e)) continue;
+    for (const size_t n : {size_t{1} << 20, (size_t{1} << 20) + 64, ones.size()}) {
+      // Every 16-bit word is 0xFFFF, ones'-complement zero: the folded sum of any number of them is 0xFFFF.
+      EXPECT_EQ(ones_complement_sum({ones.data(), n}), 0xFFFF) << "engine " << static_cast<int>(e) << " length " << n;
+    }
+    std::vector<uint8_t> ramp(ones.size());
+    for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<uint8_t>(i * 131 + (i >> 16));
+    uint64_t want = 0;
+    for (size_t i = 0; i + 1 < ramp.size(); i += 2) want += uint32_t{ramp[i]} << 8 | ramp[i + 1];
+    while (want >> 16) want = (want & 0xFFFF) + (want >> 16);
+    EXPECT_EQ(ones_complement_sum(ramp), want) << "engine " << static_cast<int>(e);
+  }
+  ASSERT_TRUE(set_sum_engine(best));
+}
+
+// The header CRC by either engine is CRC-32 over the header's first 56 bytes, whatever they hold.
+TEST(Crc32, FabemuHeaderCrcEveryEngine) {
+  std::mt19937_64 rng(56);
+  Bytes h(kFabemuHeaderBytes);
+  for (int round = 0; round < 20000; ++round) {
+    for (auto& b : h) b = static_cast<uint8_t>(round % 3 == 0 ? 0xFF : rng());
+    if (round % 5 == 0) std::fill(h.begin(), h.end(), uint8_t{0});
+    if (round % 7 == 0) h[static_cast<size_t>(rng() % 56)] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    const uint32_t want = crc32_update(0, {h.data(), 56});
+    ASSERT_EQ(fabemu_header_crc(h.data(), CrcEngine::kTable), want) << "round " << round;
+    ASSERT_EQ(fabemu_header_crc(h.data(), CrcEngine::kClmul), want) << "round " << round;
+    ASSERT_EQ(fabemu_header_crc(h.data()), want) << "round " << round;
+  }
+  EXPECT_EQ(fabemu_header_crc(Bytes(56, 0).data()), 0xD3C8A549u) << "CRC-32 of 56 zero bytes (zlib)";
 }
 
 TEST(Crc32, KnownCheckValues) {

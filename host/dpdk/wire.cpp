@@ -139,17 +139,7 @@ bool cpu_has_avx2() noexcept {
   return avx2;
 }
 #endif
-SumEngine best_engine_for_sums() noexcept {
-#if defined(FABEMU_HAVE_AVX2_SUM)
-  if (cpu_has_avx2()) return SumEngine::kAvx2;
-#endif
-#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  return SumEngine::kSse2;
-#else
-  return SumEngine::kPortable;
-#endif
-}
-std::atomic<SumEngine> g_sum_engine{best_engine_for_sums()};
+std::atomic<SumEngine> g_sum_engine{best_sum_engine()};
 
 #if defined(FABEMU_HAVE_AVX2_SUM)
 // AVX2, 64 bytes an iteration: the little-endian 16-bit halves of 32-bit lanes (a mask and a shift, no
@@ -337,7 +327,16 @@ bool set_sum_engine(SumEngine e) noexcept {
   return ok;
 }
 
-SumEngine best_sum_engine() noexcept { return best_engine_for_sums(); }
+SumEngine best_sum_engine() noexcept {
+#if defined(FABEMU_HAVE_AVX2_SUM)
+  if (cpu_has_avx2()) return SumEngine::kAvx2;
+#endif
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return SumEngine::kSse2;
+#else
+  return SumEngine::kPortable;
+#endif
+}
 
 uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial) noexcept {
   return fold(initial + sum16(data.data(), data.size()));
@@ -811,11 +810,9 @@ size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_
     w2 = (b.ack_req ? 0x80000000u : 0) | (b.psn & 0xFFFFFF);
   }
   // The message's part of the frame (image, CRC and sums) is cached per MessageKey: built on a change.
-  // Compared field by field, each read once and alone: the caller has usually just written `spec` a
-  // field at a time, and a load spanning two of those stores (a MessageKey built by copying adjacent
-  // fields) waits for them to reach the cache instead of being forwarded (about 5 ns a frame, measured).
-  // (GCC merges the loads of adjacent fields, of `spec` or of a MessageKey just built on the stack, into
-  // one wide load unless each value is opaque: alone(). So no key is built for the comparison.)
+  // The caller has usually just written `spec` a field at a time, so each field is read with a load of
+  // its own (alone()): no MessageKey is built for the comparison, since its adjacent fields would be
+  // copied and compared in wide loads that wait for those stores (about 5 ns a frame, measured).
   const FrameTemplate::MessageKey& k = t.key_;
   const PacketKind kind = alone(h.kind);
   const uint16_t flags = alone(h.flags);

@@ -172,7 +172,7 @@ class FrameTemplate {
     uint32_t id_hi = 0, offset_hi = 0, time_hi = 0;
     uint16_t pkey = 0;     // RoCEv2 only (0 in fabemu mode)
     uint32_t dest_qp = 0;  // RoCEv2 only
-    friend bool operator==(const MessageKey&, const MessageKey&) = default;
+    // No operator==: encode() compares a packet's fields with key_ one load each (wire.cpp, alone()).
   };
   WireMode mode_ = WireMode::kFabemu;
   CrcEngine engine_ = best_crc_engine();

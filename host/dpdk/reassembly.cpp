@@ -402,39 +402,80 @@ bool Sender::next_retransmission(Time now, TxPacket& out) {
 
 bool Sender::next(Time now, TxPacket& out) { return next_burst(now, {&out, 1}) == 1; }
 
-size_t Sender::next_burst(Time now, std::span<TxPacket> out) {
-  size_t n = 0;
+[[gnu::always_inline]] inline void Sender::emit_run(Slot& s, uint32_t slot, uint32_t seq, uint32_t n, Time now,
+                                                    TxRun& out) {
+  out.dst = s.dst;
+  out.message_id = s.id;
+  out.seq = seq;
+  out.n = n;
+  out.count = s.count;
+  out.message_length = s.length;
+  out.offset = uint64_t{seq} * config_.payload_per_packet;
+  const uint64_t last_offset = uint64_t{seq + n - 1} * config_.payload_per_packet;
+  out.last_bytes = static_cast<uint32_t>(std::min<uint64_t>(config_.payload_per_packet, s.length - last_offset));
+  out.bytes = n > 1 ? config_.payload_per_packet : out.last_bytes;
+  out.retransmit = false;
+  out.cookie = s.cookie;
+  std::fill_n(s.sent_at.begin() + seq, n, now);
+  // As n calls of emit(): the first one arms the message's timer if it has none.
+  if (!s.armed) {
+    timers_.push(Timer{slot, s.gen, now});
+    s.armed = true;
+  }
+}
+
+Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packets) {
+  Runs got;
   // With a positive RTO, once nothing is due at `now` (no retransmission given, or none left), nothing
   // falls due while new packets go out at `now` either: their timers run from `now`, and no feedback
   // arrives within a call. So the checks run once per burst, not per packet, and the packets are those
   // of as many next() calls. With an RTO of 0 a packet is due again as soon as sent: the checks then
   // run before each packet, as next() would.
-  const size_t fresh_per_check = config_.rto > Duration::zero() ? out.size() : 1;
-  while (n < out.size()) {
+  const size_t fresh_per_check = config_.rto > Duration::zero() ? max_packets : 1;
+  while (got.packets < max_packets && got.runs < out.size()) {
     // Timers of messages acknowledged since (the usual case) are dropped on the way.
     while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
     if (!nacked_.empty() || !expired_.empty() || !rearmed_.empty() ||
         (!timers_.empty() && timers_.front().from + config_.rto <= now)) [[unlikely]] {
-      if (next_retransmission(now, out[n])) {
-        ++n;
+      TxPacket p;
+      if (next_retransmission(now, p)) {
+        out[got.runs++] = TxRun{p.dst,    p.message_id, p.seq,   1,          p.count, p.message_length,
+                                p.offset, p.bytes,      p.bytes, p.retransmit, p.cookie};
+        ++got.packets;
         continue;
       }
     }
-    const size_t before = n;
-    const size_t end = std::min(out.size(), n + fresh_per_check);
-    while (n < end && !fresh_.empty()) {
+    const size_t before = got.packets;
+    const size_t end = std::min(max_packets, got.packets + fresh_per_check);
+    while (got.packets < end && got.runs < out.size() && !fresh_.empty()) {
       const uint32_t si = fresh_.front();
       Slot& s = slots_[si];
       if (s.next_new >= s.count) [[unlikely]] {  // released (acknowledged) before it was all sent
         fresh_.pop();
         continue;
       }
-      const uint32_t seq = s.next_new++;
+      const auto n = static_cast<uint32_t>(std::min<size_t>(s.count - s.next_new, end - got.packets));
+      const uint32_t seq = s.next_new;
+      s.next_new += n;
       if (s.next_new == s.count) fresh_.pop();
-      ++stats_.packets;
-      emit(s, si, seq, now, false, out[n++]);
+      stats_.packets += n;
+      emit_run(s, si, seq, n, now, out[got.runs++]);
+      got.packets += n;
     }
-    if (n == before) break;  // nothing to send now
+    if (got.packets == before) break;  // nothing to send now
+  }
+  return got;
+}
+
+size_t Sender::next_burst(Time now, std::span<TxPacket> out) {
+  TxRun runs[64];
+  size_t n = 0;
+  while (n < out.size()) {
+    const Runs got = next_runs(now, runs, out.size() - n);
+    for (size_t r = 0; r < got.runs; ++r)
+      for (uint32_t i = 0; i < runs[r].n; ++i) out[n++] = runs[r].packet(i);
+    // Fewer runs than room for them: nothing more to send now (or out is full).
+    if (got.runs < std::size(runs)) break;
   }
   return n;
 }

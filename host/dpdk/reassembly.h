@@ -207,6 +207,37 @@ struct TxPacket {
   uint64_t cookie = 0;  // submit()'s cookie: the caller's id of the message, on each of its packets
 };
 
+// Consecutive packets of one message as the sender gives them (Sender::next_runs): packets seq .. seq + n - 1,
+// packet i at offset + i * bytes. Every packet but a message's last carries the sender's payload per packet,
+// so `bytes` is that for all but the run's last packet, which carries last_bytes (the same unless the run
+// ends the message). A retransmission is a run of one.
+struct TxRun {
+  uint32_t dst = 0;
+  uint64_t message_id = 0;
+  uint32_t seq = 0;
+  uint32_t n = 0;
+  uint32_t count = 0;
+  uint64_t message_length = 0;
+  uint64_t offset = 0;
+  uint32_t bytes = 0;
+  uint32_t last_bytes = 0;
+  bool retransmit = false;
+  uint64_t cookie = 0;
+  // Packet i (< n) of the run.
+  TxPacket packet(uint32_t i) const noexcept {
+    return TxPacket{dst, message_id, seq + i, count, message_length, offset + uint64_t{i} * bytes,
+                    i + 1 == n ? last_bytes : bytes, retransmit, cookie};
+  }
+  // The rest of the run from packet i (< n) on.
+  TxRun from(uint32_t i) const noexcept {
+    TxRun r = *this;
+    r.seq += i;
+    r.offset += uint64_t{i} * bytes;
+    r.n -= i;
+    return r;
+  }
+};
+
 // Selective repeat with one retransmission timer per message in flight (not per packet): a packet is
 // sent again once it has been unacknowledged for the RTO since its last transmission, exactly as with a
 // timer per packet, but the per-packet cost of a first transmission is one store of its send time. The
@@ -233,6 +264,13 @@ class Sender {
   // The packets of up to out.size() calls of next(now) (those calls' order and effects, timers
   // included), with the per-call checks once per burst; returns how many (0: nothing to send now).
   size_t next_burst(Time now, std::span<TxPacket> out);
+  // The same packets as next_burst(now, max_packets of them) would give, in the same order and with the
+  // same effects, as runs of consecutive packets of one message (a retransmission: a run of one), at
+  // most out.size() runs: what a sender hands to encode_run (wire.h) a run at a time.
+  struct Runs {
+    size_t runs = 0, packets = 0;
+  };
+  Runs next_runs(Time now, std::span<TxRun> out, size_t max_packets);
   // When the earliest message timer expires (Time::max() when none): no packet times out before it
   // (next() may find that a message acknowledged since needs nothing resent then).
   Time next_timeout() noexcept;
@@ -296,6 +334,7 @@ class Sender {
   bool resend_queued(detail::Ring<Ref>& queue, uint64_t& reason_count, Time now, TxPacket& out);
   void check_message(uint32_t slot, Time now);
   void emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out);
+  void emit_run(Slot& s, uint32_t slot, uint32_t seq, uint32_t n, Time now, TxRun& out);
 
   SenderConfig config_;
   std::vector<Dest> dests_;

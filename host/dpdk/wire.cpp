@@ -726,9 +726,18 @@ struct Encoder {
   // Caches what the frames of messages with `key` share (image, header CRC, UDP sum, RoCEv2 ICRC parts).
   [[gnu::noinline]] static void set_key(FrameTemplate& t, const FrameTemplate::MessageKey& key,
                                         const FabemuHeader& h) noexcept;
+  struct Packet;
+  template <class Crc>
+  [[gnu::always_inline]] static inline size_t write(FrameTemplate& t, const Packet& p, PacketKind kind,
+                                                    std::span<const uint32_t> missing, bool payload_zero,
+                                                    uint8_t* f) noexcept;
   template <class Crc>
   [[gnu::always_inline]] static inline size_t encode(FrameTemplate& t, const FrameSpec& spec,
                                                      std::span<uint8_t> out) noexcept;
+  template <class Crc>
+  [[gnu::always_inline]] static inline bool run(FrameTemplate& t, const FrameSpec& first, uint32_t n,
+                                                uint32_t last_bytes, uint8_t* const* frames, size_t room,
+                                                uint16_t* lens, bool payload_zero) noexcept;
   static size_t table(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
     return encode<Table>(t, spec, out);
   }
@@ -737,7 +746,16 @@ struct Encoder {
   FABEMU_CLMUL_TARGET static size_t clmul(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
     return encode<Clmul>(t, spec, out);
   }
+  FABEMU_CLMUL_TARGET static bool clmul_run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes,
+                                            uint8_t* const* frames, size_t room, uint16_t* lens,
+                                            bool payload_zero) noexcept {
+    return run<Clmul>(t, first, n, last_bytes, frames, room, lens, payload_zero);
+  }
 #endif
+  static bool table_run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes,
+                        uint8_t* const* frames, size_t room, uint16_t* lens, bool payload_zero) noexcept {
+    return run<Table>(t, first, n, last_bytes, frames, room, lens, payload_zero);
+  }
 };
 
 void Encoder::set_key(FrameTemplate& t, const FrameTemplate::MessageKey& key, const FabemuHeader& h) noexcept {
@@ -782,6 +800,99 @@ void Encoder::set_key(FrameTemplate& t, const FrameTemplate::MessageKey& key, co
   t.key_valid_ = true;
 }
 
+// The packet's part of one frame (what encode() and run() share): every packet field of a frame of
+// t.key_'s message. `missing` is a NACK's list (empty otherwise); payload_zero: the payload and pad
+// bytes are already zero (not written).
+struct Encoder::Packet {
+  uint64_t message_id = 0, offset = 0, tx_time_ps = 0;
+  uint32_t seq = 0;
+  uint16_t ip_id = 0;
+  uint32_t payload = 0;  // bytes after the fabemu header (a NACK's list, or the data's zeros)
+  uint32_t w0 = 0, w2 = 0;  // RoCEv2: BTH words 0 and 2
+};
+
+template <class Crc>
+[[gnu::always_inline]] inline size_t Encoder::write(FrameTemplate& t, const Packet& p, PacketKind kind,
+                                                    std::span<const uint32_t> missing, bool payload_zero,
+                                                    uint8_t* f) noexcept {
+  const bool roce = t.mode_ == WireMode::kRoceV2;
+  const size_t payload = p.payload;
+  const size_t pad = roce ? roce_pad(payload) : 0;
+  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(t.mode_, payload);
+  const size_t ip_end = kUdpOff + udp_len;
+  const size_t total = std::max(kMinFrameBytes, ip_end);
+  // Everything up to the end of the fabemu header from the image (a constant-size copy per mode), then
+  // the packet's fields: lengths, IP id and the IPv4 checksum (RFC 1624), BTH, the header's fields.
+  uint8_t* l4 = f + kL4Off;
+  if (roce) {
+    std::memcpy(f, t.image_, kL4Off + kBthBytes + kFabemuHeaderBytes);
+    store_be32(l4, p.w0);
+    store_be32(l4 + 8, p.w2);
+    l4 += kBthBytes;
+  } else {
+    std::memcpy(f, t.image_, kL4Off + kFabemuHeaderBytes);
+  }
+  uint8_t* ip = f + kEthHeaderBytes;
+  const auto ip_len = static_cast<uint16_t>(kIpv4HeaderBytes + udp_len);
+  store_be16(ip + 2, ip_len);
+  store_be16(ip + 4, p.ip_id);
+  store_be16(ip + 10, static_cast<uint16_t>(~fold(uint64_t{t.ip_sum_} + ip_len + p.ip_id)));
+  uint8_t* udp = f + kUdpOff;
+  store_be16(udp + 4, static_cast<uint16_t>(udp_len));
+  store_be32(l4 + kIdAt + 4, lo32(p.message_id));
+  store_be32(l4 + kSeqAt, p.seq);
+  store_be32(l4 + kOffsetAt + 4, lo32(p.offset));
+  store_be32(l4 + kTimeAt + 4, lo32(p.tx_time_ps));
+  // The header CRC: the message's part from the cache, the packet's fields by the engine.
+  FabemuHeader h;
+  h.message_id = p.message_id;
+  h.seq = p.seq;
+  h.offset = p.offset;
+  h.tx_time_ps = p.tx_time_ps;
+  const uint32_t fields = Crc::header(h);
+  const uint32_t crc = ~(t.key_crc_ ^ fields);
+  store_be32(l4 + kCrcAt, crc);
+  // The UDP checksum from the fields' values (big-endian 32-bit words sum like their 16-bit halves): the
+  // message's words cached, the UDP length twice (header and pseudo-header), the packet's words.
+  uint64_t sum = t.key_sum_ + 2 * udp_len + p.w0 + p.w2 + lo32(p.message_id) + p.seq + lo32(p.offset) +
+                 lo32(p.tx_time_ps) + crc;
+
+  uint8_t* body = l4 + kFabemuHeaderBytes;
+  const bool nack = kind == PacketKind::kNack;
+  if (nack) {
+    // store_missing() spelled out, as above: the same instructions as before the header was shared.
+    for (size_t i = 0; i < missing.size(); ++i) store_be32(body + 4 * i, missing[i]);
+    sum += sum16(body, payload);
+  } else if (payload != 0 && !payload_zero) {
+    std::memset(body, 0, payload);
+  }
+  if (pad != 0 && (nack || !payload_zero)) std::memset(body + payload, 0, pad);
+  if (roce) {
+    // ICRC: masked IPv4 (from byte 2), UDP and BTH, the fabemu header, then payload and pad.
+    const IcrcFields ic{ip_len, p.ip_id, static_cast<uint16_t>(udp_len), static_cast<uint16_t>(p.w0 >> 16), p.w2};
+    const uint32_t s = Crc::icrc(t, ic, fields, crc, h, body, payload + pad, nack);
+    const uint32_t icrc = ~s;
+    uint8_t* icrc_at = body + payload + pad;
+    const uint32_t le = std::endian::native == std::endian::little ? icrc : __builtin_bswap32(icrc);
+    std::memcpy(icrc_at, &le, 4);    // little-endian on the wire
+    sum += __builtin_bswap32(icrc);  // those bytes read as a big-endian word
+  }
+  const auto csum = static_cast<uint16_t>(~fold(sum));
+  store_be16(udp + 6, csum == 0 ? 0xFFFF : csum);
+  if (total > ip_end) std::memset(f + ip_end, 0, total - ip_end);
+  return total;
+}
+
+// The BTH words 0 and 2 of a packet (RoCEv2): opcode, SE/M/pad/TVer and P_Key; A and PSN.
+inline void bth_words(const Bth& b, size_t pad, uint32_t& w0, uint32_t& w2) noexcept {
+  w0 = uint32_t{b.opcode} << 24 |
+       uint32_t{static_cast<uint8_t>((b.solicited ? 0x80 : 0) | (b.mig_req ? 0x40 : 0) | (pad << 4) |
+                                     (b.tver & 0x0F))}
+           << 16 |
+       b.pkey;
+  w2 = (b.ack_req ? 0x80000000u : 0) | (b.psn & 0xFFFFFF);
+}
+
 template <class Crc>
 size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
   const FabemuHeader& h = spec.hdr;
@@ -790,25 +901,12 @@ size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_
   const size_t payload = h.kind == PacketKind::kData   ? spec.payload_bytes
                          : h.kind == PacketKind::kNack ? spec.missing.size() * 4
                                                        : 0;
-  const size_t pad = roce ? roce_pad(payload) : 0;
   const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(t.mode_, payload);
   if (kIpv4HeaderBytes + udp_len > 65535) return 0;
-  const size_t ip_end = kUdpOff + udp_len;
-  const size_t total = std::max(kMinFrameBytes, ip_end);
-  if (out.size() < total) return 0;
-  uint8_t* f = out.data();
+  if (out.size() < std::max(kMinFrameBytes, kUdpOff + udp_len)) return 0;
 
-  // The BTH words with the packet's fields (RoCEv2): opcode, SE/M/pad/TVer and P_Key; A and PSN.
-  uint32_t w0 = 0, w2 = 0;
-  if (roce) {
-    const Bth& b = spec.bth;
-    w0 = uint32_t{b.opcode} << 24 |
-         uint32_t{static_cast<uint8_t>((b.solicited ? 0x80 : 0) | (b.mig_req ? 0x40 : 0) | (pad << 4) |
-                                       (b.tver & 0x0F))}
-             << 16 |
-         b.pkey;
-    w2 = (b.ack_req ? 0x80000000u : 0) | (b.psn & 0xFFFFFF);
-  }
+  Packet p;
+  if (roce) bth_words(spec.bth, roce_pad(payload), p.w0, p.w2);
   // The message's part of the frame (image, CRC and sums) is cached per MessageKey: built on a change.
   // The caller has usually just written `spec` a field at a time, so each field is read with a load of
   // its own (alone()): no MessageKey is built for the comparison, since its adjacent fields would be
@@ -829,61 +927,73 @@ size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_
                                       hi32(h.offset), hi32(h.tx_time_ps), pkey, qp},
             h);
   }
+  p.message_id = h.message_id;
+  p.offset = h.offset;
+  p.tx_time_ps = h.tx_time_ps;
+  p.seq = h.seq;
+  p.ip_id = spec.ip_id;
+  p.payload = static_cast<uint32_t>(payload);
+  return write<Crc>(t, p, h.kind, spec.missing, false, out.data());
+}
 
-  // Everything up to the end of the fabemu header from the image (a constant-size copy per mode), then
-  // the packet's fields: lengths, IP id and the IPv4 checksum (RFC 1624), BTH, the header's fields.
-  uint8_t* l4 = f + kL4Off;
-  if (roce) {
-    std::memcpy(f, t.image_, kL4Off + kBthBytes + kFabemuHeaderBytes);
-    store_be32(l4, w0);
-    store_be32(l4 + 8, w2);
-    l4 += kBthBytes;
-  } else {
-    std::memcpy(f, t.image_, kL4Off + kFabemuHeaderBytes);
+template <class Crc>
+bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes,
+                  uint8_t* const* frames, size_t room, uint16_t* lens, bool payload_zero) noexcept {
+  if (n == 0) return true;
+  const FabemuHeader& h = first.hdr;
+  const uint32_t stride = first.payload_bytes;
+  if (h.kind != PacketKind::kData || last_bytes > stride) return false;
+  // The longest frame of the run is a full one (a shorter last one needs no more room).
+  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(t.mode_, stride);
+  if (kIpv4HeaderBytes + udp_len > 65535 || room < std::max(kMinFrameBytes, kUdpOff + udp_len)) return false;
+  const bool roce = t.mode_ == WireMode::kRoceV2;
+  const uint64_t last_offset = h.offset + uint64_t{n - 1} * stride;
+  if (hi32(last_offset) != hi32(h.offset) || h.seq + uint64_t{n} > UINT32_MAX) [[unlikely]] {
+    // The offset's high half changes within the run (a message beyond 4 GiB): frame by frame.
+    FrameSpec s = first;
+    for (uint32_t i = 0; i < n; ++i) {
+      s.hdr.seq = h.seq + i;
+      s.hdr.offset = h.offset + uint64_t{i} * stride;
+      s.ip_id = static_cast<uint16_t>(first.ip_id + i);
+      s.payload_bytes = i + 1 == n ? last_bytes : stride;
+      s.bth.opcode = rc_send_opcode(s.hdr.seq, h.count);
+      s.bth.psn = s.hdr.seq & 0xFFFFFF;
+      s.bth.ack_req = s.hdr.seq + 1 == h.count;
+      lens[i] = static_cast<uint16_t>(encode<Crc>(t, s, std::span<uint8_t>(frames[i], room)));
+    }
+    return true;
   }
-  uint8_t* ip = f + kEthHeaderBytes;
-  const auto ip_len = static_cast<uint16_t>(kIpv4HeaderBytes + udp_len);
-  store_be16(ip + 2, ip_len);
-  store_be16(ip + 4, spec.ip_id);
-  store_be16(ip + 10, static_cast<uint16_t>(~fold(uint64_t{t.ip_sum_} + ip_len + spec.ip_id)));
-  uint8_t* udp = f + kUdpOff;
-  store_be16(udp + 4, static_cast<uint16_t>(udp_len));
-  store_be32(l4 + kIdAt + 4, lo32(h.message_id));
-  store_be32(l4 + kSeqAt, h.seq);
-  store_be32(l4 + kOffsetAt + 4, lo32(h.offset));
-  store_be32(l4 + kTimeAt + 4, lo32(h.tx_time_ps));
-  // The header CRC: the message's part from the cache, the packet's fields by the engine.
-  const uint32_t fields = Crc::header(h);
-  const uint32_t crc = ~(t.key_crc_ ^ fields);
-  store_be32(l4 + kCrcAt, crc);
-  // The UDP checksum from the fields' values (big-endian 32-bit words sum like their 16-bit halves): the
-  // message's words cached, the UDP length twice (header and pseudo-header), the packet's words.
-  uint64_t sum = t.key_sum_ + 2 * udp_len + w0 + w2 + lo32(h.message_id) + h.seq + lo32(h.offset) +
-                 lo32(h.tx_time_ps) + crc;
-
-  uint8_t* body = l4 + kFabemuHeaderBytes;
-  if (h.kind == PacketKind::kNack) {
-    // store_missing() spelled out, as above: the same instructions as before the header was shared.
-    for (size_t i = 0; i < spec.missing.size(); ++i) store_be32(body + 4 * i, spec.missing[i]);
-    sum += sum16(body, payload);
-  } else if (payload != 0) {
-    std::memset(body, 0, payload);
+  // One key for the whole run: the fields that change are seq, offset, IP id, the BTH's and the length.
+  const FrameTemplate::MessageKey& k = t.key_;
+  const uint16_t pkey = roce ? first.bth.pkey : uint16_t{0};
+  const uint32_t qp = roce ? first.bth.dest_qp & 0xFFFFFF : 0;
+  if (!t.key_valid_ || k.kind != h.kind || h.flags != k.flags || h.src_rank != k.src_rank ||
+      h.dst_rank != k.dst_rank || h.count != k.count || h.message_length != k.message_length ||
+      hi32(h.message_id) != k.id_hi || hi32(h.offset) != k.offset_hi || hi32(h.tx_time_ps) != k.time_hi ||
+      pkey != k.pkey || qp != k.dest_qp) [[unlikely]] {
+    set_key(t,
+            FrameTemplate::MessageKey{h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
+                                      hi32(h.message_id), hi32(h.offset), hi32(h.tx_time_ps), pkey, qp},
+            h);
   }
-  if (pad != 0) std::memset(body + payload, 0, pad);
-  if (roce) {
-    // ICRC: masked IPv4 (from byte 2), UDP and BTH, the fabemu header, then payload and pad.
-    const IcrcFields p{ip_len, spec.ip_id, static_cast<uint16_t>(udp_len), static_cast<uint16_t>(w0 >> 16), w2};
-    const uint32_t s = Crc::icrc(t, p, fields, crc, h, body, payload + pad, h.kind == PacketKind::kNack);
-    const uint32_t icrc = ~s;
-    uint8_t* icrc_at = body + payload + pad;
-    const uint32_t le = std::endian::native == std::endian::little ? icrc : __builtin_bswap32(icrc);
-    std::memcpy(icrc_at, &le, 4);    // little-endian on the wire
-    sum += __builtin_bswap32(icrc);  // those bytes read as a big-endian word
+  Packet p;
+  p.message_id = h.message_id;
+  p.tx_time_ps = h.tx_time_ps;
+  Bth b = first.bth;
+  for (uint32_t i = 0; i < n; ++i) {
+    p.seq = h.seq + i;
+    p.offset = h.offset + uint64_t{i} * stride;
+    p.ip_id = static_cast<uint16_t>(first.ip_id + i);
+    p.payload = i + 1 == n ? last_bytes : stride;
+    if (roce) {
+      b.opcode = rc_send_opcode(p.seq, h.count);
+      b.psn = p.seq & 0xFFFFFF;
+      b.ack_req = p.seq + 1 == h.count;
+      bth_words(b, roce_pad(p.payload), p.w0, p.w2);
+    }
+    lens[i] = static_cast<uint16_t>(write<Crc>(t, p, PacketKind::kData, {}, payload_zero, frames[i]));
   }
-  const auto csum = static_cast<uint16_t>(~fold(sum));
-  store_be16(udp + 6, csum == 0 ? 0xFFFF : csum);
-  if (total > ip_end) std::memset(f + ip_end, 0, total - ip_end);
-  return total;
+  return true;
 }
 
 }  // namespace detail
@@ -893,6 +1003,15 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
   if (t.crc_engine() == CrcEngine::kClmul) return detail::Encoder::clmul(t, spec, out);
 #endif
   return detail::Encoder::table(t, spec, out);
+}
+
+bool encode_run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes, uint8_t* const* frames,
+                size_t room, uint16_t* lens, bool payload_zero) noexcept {
+#if defined(FABEMU_HAVE_CLMUL)
+  if (t.crc_engine() == CrcEngine::kClmul)
+    return detail::Encoder::clmul_run(t, first, n, last_bytes, frames, room, lens, payload_zero);
+#endif
+  return detail::Encoder::table_run(t, first, n, last_bytes, frames, room, lens, payload_zero);
 }
 
 uint32_t DecodedFrame::missing(size_t i) const noexcept { return get32(payload.data() + 4 * i); }

@@ -205,6 +205,19 @@ class FrameTemplate {
 // t.matches(spec) (and the frame of t's flow otherwise). Returns the length, or 0 as encode() does.
 size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept;
 
+// A run of `n` data frames of one message, as a sender gives them (Sender::next_runs): frame i is byte for
+// byte what encode(t, spec_i, ...) writes, where spec_i is `first` with hdr.seq + i, hdr.offset + i *
+// first.payload_bytes, ip_id + i (mod 2^16), payload_bytes first.payload_bytes (last_bytes for the last
+// frame) and, in RoCEv2 mode, bth.opcode = rc_send_opcode(seq, count), bth.psn = seq mod 2^24 and
+// bth.ack_req = (seq + 1 == count): first.bth's own opcode, PSN and A are not used. Each frames[i] has
+// room for `room` bytes; lens[i] gets frame i's length. The message's fields are checked against the
+// template's cache once per run, not per frame. payload_zero: the caller vouches that the bytes after
+// every frame's headers (payload and RoCEv2 pad) are zero already, so they are not written.
+// Returns false (nothing written) when first.hdr is not kData, last_bytes > first.payload_bytes, or a
+// full frame does not fit `room` or an IP datagram.
+bool encode_run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes, uint8_t* const* frames,
+                size_t room, uint16_t* lens, bool payload_zero = false) noexcept;
+
 // Why a frame is not ours. Checked in this order, so a frame gets the first reason that applies.
 enum class Verdict : uint8_t {
   kOurs,

@@ -363,8 +363,9 @@ TEST(Sender, AckReleasesAndSlotReuseStartsAFreshTimer) {
 // packets, their order, the counters and the timers must be the same call for call.
 TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
   const SenderConfig cfg{.destinations = 4, .payload_per_packet = 100, .window = 8, .rto = 100_us};
-  Sender one(cfg), burst(cfg);
+  Sender one(cfg), burst(cfg), runs(cfg);  // runs: next_runs, the runs expanded packet by packet
   std::mt19937_64 rng(99);
+  std::vector<TxRun> rb(64);
   // Per message in flight: which packets the receiver holds.
   std::map<std::pair<uint32_t, uint64_t>, std::vector<bool>> held;
   std::vector<TxPacket> a, b(64);
@@ -374,9 +375,11 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
     if (step == 2500) {  // an RTO of 0 for a while, then back
       one.set_rto(Duration::zero());
       burst.set_rto(Duration::zero());
+      runs.set_rto(Duration::zero());
     } else if (step == 2600) {
       one.set_rto(100_us);
       burst.set_rto(100_us);
+      runs.set_rto(100_us);
     }
     for (int k = static_cast<int>(rng() % 3); k > 0; --k) {
       const auto dst = static_cast<uint32_t>(rng() % cfg.destinations);
@@ -385,6 +388,7 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
       const uint64_t cookie = rng();
       const uint64_t id = one.submit(dst, bytes, cookie);
       ASSERT_EQ(burst.submit(dst, bytes, cookie), id);
+      ASSERT_EQ(runs.submit(dst, bytes, cookie), id);
       held[{dst, id}].assign(std::max<uint64_t>(1, (bytes + 99) / 100), false);
     }
     const Time now = Time::from_ps(now_ps);
@@ -392,14 +396,32 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
     a.clear();
     for (TxPacket p; a.size() < want && one.next(now, p);) a.push_back(p);
     ASSERT_EQ(burst.next_burst(now, std::span<TxPacket>(b.data(), want)), a.size());
+    const Sender::Runs taken = runs.next_runs(now, rb, want);
+    ASSERT_EQ(taken.packets, a.size());
+    std::vector<TxPacket> c;
+    for (size_t r = 0; r < taken.runs; ++r) {
+      const TxRun& run = rb[r];
+      ASSERT_GE(run.n, 1u);
+      ASSERT_TRUE(!run.retransmit || run.n == 1);
+      if (r > 0 && !run.retransmit && !rb[r - 1].retransmit) {  // adjacent fresh runs are of other messages
+        ASSERT_FALSE(run.dst == rb[r - 1].dst && run.message_id == rb[r - 1].message_id);
+      }
+      for (uint32_t i = 0; i < run.n; ++i) c.push_back(run.packet(i));
+    }
+    ASSERT_EQ(c.size(), a.size());
     for (size_t i = 0; i < a.size(); ++i) {
       SCOPED_TRACE(testing::Message() << "packet " << i);
       const TxPacket& x = a[i];
       const TxPacket& y = b[i];
+      const TxPacket& z = c[i];
       ASSERT_EQ(std::tie(x.dst, x.message_id, x.seq, x.count, x.message_length, x.offset, x.bytes, x.retransmit,
                          x.cookie),
                 std::tie(y.dst, y.message_id, y.seq, y.count, y.message_length, y.offset, y.bytes, y.retransmit,
                          y.cookie));
+      ASSERT_EQ(std::tie(x.dst, x.message_id, x.seq, x.count, x.message_length, x.offset, x.bytes, x.retransmit,
+                         x.cookie),
+                std::tie(z.dst, z.message_id, z.seq, z.count, z.message_length, z.offset, z.bytes, z.retransmit,
+                         z.cookie));
       (x.retransmit ? retransmissions : packets)++;
       const auto it = held.find({x.dst, x.message_id});
       if (it != held.end() && rng() % 5 != 0) it->second[x.seq] = true;  // 1 in 5 lost
@@ -419,6 +441,7 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
       if (cumulative == count || rng() % 2 == 0) {
         done = one.on_ack(dst, id, cumulative);
         ASSERT_EQ(burst.on_ack(dst, id, cumulative), done);
+        ASSERT_EQ(runs.on_ack(dst, id, cumulative), done);
       } else {
         uint32_t covered = count;
         while (covered > cumulative && !got[covered - 1]) --covered;
@@ -428,17 +451,20 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
         }
         done = one.on_nack(dst, id, cumulative, covered, missing);
         ASSERT_EQ(burst.on_nack(dst, id, cumulative, covered, missing), done);
+        ASSERT_EQ(runs.on_nack(dst, id, cumulative, covered, missing), done);
       }
       it = done ? held.erase(it) : std::next(it);
     }
-    ASSERT_EQ(one.next_timeout(), burst.next_timeout());
-    ASSERT_EQ(one.unacked_messages(), burst.unacked_messages());
-    const SenderStats& x = one.stats();
-    const SenderStats& y = burst.stats();
-    ASSERT_EQ(std::tie(x.messages, x.messages_acked, x.packets, x.retransmissions, x.nack_retransmissions,
-                       x.timeout_retransmissions, x.timer_checks),
-              std::tie(y.messages, y.messages_acked, y.packets, y.retransmissions, y.nack_retransmissions,
-                       y.timeout_retransmissions, y.timer_checks));
+    for (Sender* twin : {&burst, &runs}) {
+      ASSERT_EQ(one.next_timeout(), twin->next_timeout());
+      ASSERT_EQ(one.unacked_messages(), twin->unacked_messages());
+      const SenderStats& x = one.stats();
+      const SenderStats& y = twin->stats();
+      ASSERT_EQ(std::tie(x.messages, x.messages_acked, x.packets, x.retransmissions, x.nack_retransmissions,
+                         x.timeout_retransmissions, x.timer_checks),
+                std::tie(y.messages, y.messages_acked, y.packets, y.retransmissions, y.nack_retransmissions,
+                         y.timeout_retransmissions, y.timer_checks));
+    }
     // Time: mostly below the RTO, sometimes past it, sometimes not at all.
     const uint64_t r = rng() % 8;
     now_ps += r == 0 ? 0 : r < 6 ? Time::from_us(rng() % 30).ps() : Time::from_us(100 + rng() % 100).ps();
@@ -449,6 +475,41 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
   EXPECT_GT(one.stats().timeout_retransmissions, 200u);
   EXPECT_GT(one.stats().messages_acked, 1000u);
   EXPECT_EQ(retransmissions, one.stats().retransmissions);
+}
+
+// next_runs' limits and fields, exactly: runs end where a message, the packet limit or the run buffer does.
+TEST(Sender, RunsStopAtEitherLimit) {
+  Sender s(SenderConfig{.destinations = 3, .payload_per_packet = 100, .window = 8, .rto = 100_us});
+  for (uint32_t d = 0; d < 3; ++d) s.submit(d, 450, 10 + d);  // 5 packets each, the last of 50 bytes
+  const Time now = Time::from_us(1);
+  std::array<TxRun, 2> rb;
+  Sender::Runs got = s.next_runs(now, rb, 3);  // the packet limit splits the first message
+  ASSERT_EQ(got.runs, 1u);
+  ASSERT_EQ(got.packets, 3u);
+  EXPECT_EQ(std::tie(rb[0].dst, rb[0].message_id, rb[0].seq, rb[0].n, rb[0].count, rb[0].offset, rb[0].bytes,
+                     rb[0].last_bytes, rb[0].cookie),
+            std::make_tuple(0u, uint64_t{0}, 0u, 3u, 5u, uint64_t{0}, 100u, 100u, uint64_t{10}));
+  got = s.next_runs(now, rb, 100);  // the buffer's two runs: the rest of message 0, all of message 1
+  ASSERT_EQ(got.runs, 2u);
+  ASSERT_EQ(got.packets, 7u);
+  EXPECT_EQ(std::tie(rb[0].dst, rb[0].seq, rb[0].n, rb[0].offset, rb[0].bytes, rb[0].last_bytes),
+            std::make_tuple(0u, 3u, 2u, uint64_t{300}, 100u, 50u));
+  EXPECT_EQ(rb[0].packet(1).bytes, 50u);
+  EXPECT_EQ(rb[0].packet(1).offset, 400u);
+  EXPECT_EQ(rb[0].from(1).packet(0).seq, 4u);
+  EXPECT_EQ(std::tie(rb[1].dst, rb[1].seq, rb[1].n, rb[1].last_bytes, rb[1].cookie),
+            std::make_tuple(1u, 0u, 5u, 50u, uint64_t{11}));
+  got = s.next_runs(now, rb, 100);
+  ASSERT_EQ(got.runs, 1u);
+  ASSERT_EQ(got.packets, 5u);
+  EXPECT_EQ(s.next_runs(now, rb, 100).packets, 0u);  // nothing left to send now
+  EXPECT_EQ(s.stats().packets, 15u);
+  // One lost packet, NACKed: its retransmission is a run of one, flagged.
+  s.on_nack(2, 0, 0, 5, std::vector<uint32_t>{4});
+  got = s.next_runs(now, rb, 100);
+  ASSERT_EQ(got.runs, 1u);
+  EXPECT_EQ(std::tie(rb[0].dst, rb[0].seq, rb[0].n, rb[0].bytes, rb[0].last_bytes, rb[0].retransmit),
+            std::make_tuple(2u, 4u, 1u, 50u, 50u, true));
 }
 
 TEST(FaultFilter, SeededAndCalibrated) {

@@ -517,6 +517,121 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
   for (const CrcEngine e : engines()) random_specs_same_bytes_as_encode(e);
 }
 
+// encode_run against encode(spec) frame by frame: random flows and messages, runs of any length at any
+// place in a message (with and without its shorter last packet), IP ids across the 16-bit wrap, offsets
+// across 2^32 (the run falls back to frame by frame), both modes, both engines, and payloads written or
+// vouched for as zero (payload_zero, frames pre-zeroed). The frames between runs of other kinds keep the
+// template's caches honest.
+TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
+  constexpr size_t kRoom = 9200;
+  for (const CrcEngine engine : engines()) {
+    SCOPED_TRACE(engine_name(engine));
+    std::mt19937_64 rng(9191);
+    std::vector<Bytes> bufs(40, Bytes(kRoom));
+    std::vector<uint8_t*> frames;
+    for (Bytes& b : bufs) frames.push_back(b.data());
+    std::vector<uint16_t> lens(40);
+    Bytes want(kRoom), other(kRoom);
+    uint64_t checked = 0, fallback_runs = 0;
+    for (int flow = 0; flow < 60; ++flow) {
+      FrameSpec s;
+      s.mode = (flow & 1) ? WireMode::kRoceV2 : WireMode::kFabemu;
+      s.src.mac[5] = static_cast<uint8_t>(flow);
+      s.src.ip = static_cast<uint32_t>(rng());
+      s.dst.ip = static_cast<uint32_t>(rng());
+      s.src.port = static_cast<uint16_t>(rng());
+      s.dst.port = static_cast<uint16_t>(rng());
+      s.bth.dest_qp = static_cast<uint32_t>(rng() % 100);
+      s.bth.solicited = (rng() & 1) != 0;
+      FrameTemplate t(s);
+      ASSERT_TRUE(t.set_crc_engine(engine));
+      for (int msg = 0; msg < 8; ++msg) {
+        const bool huge = rng() % 4 == 0;  // beyond 4 GiB: the run crosses an offset's high half
+        const uint32_t stride = huge ? 9000 : rng() % 2 == 0 ? 1024 : static_cast<uint32_t>(rng() % 9001);
+        s.hdr = FabemuHeader{};
+        s.hdr.src_rank = static_cast<uint32_t>(rng() % 8);
+        s.hdr.dst_rank = static_cast<uint32_t>(rng() % 8);
+        s.hdr.message_id = rng() % 2 == 0 ? rng() : static_cast<uint64_t>(msg);
+        s.hdr.message_length = huge ? (uint64_t{1} << 32) + rng() % 1000000 : rng() % (uint64_t{stride} * 80 + 1);
+        s.hdr.count = static_cast<uint32_t>(
+            std::max<uint64_t>(1, (s.hdr.message_length + std::max(stride, 1u) - 1) / std::max(stride, 1u)));
+        if (stride == 0) s.hdr.message_length = 0;
+        s.hdr.tx_time_ps = rng();
+        s.hdr.flags = rng() % 4 == 0 ? kFlagRetransmit : uint16_t{0};
+        s.bth.pkey = rng() % 8 == 0 ? static_cast<uint16_t>(rng()) : kDefaultPkey;
+        // Runs: near the high-half crossing for huge messages, else from the start, the middle and the end.
+        const uint32_t cross = static_cast<uint32_t>(((uint64_t{1} << 32) + stride - 1) / std::max(stride, 1u));
+        for (int r = 0; r < 4; ++r) {
+          uint32_t seq = huge ? cross - static_cast<uint32_t>(rng() % 20)
+                              : static_cast<uint32_t>(rng() % s.hdr.count);
+          if (r == 0 && !huge) seq = 0;
+          const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(1 + rng() % 40, s.hdr.count - seq));
+          s.hdr.seq = seq;
+          s.hdr.offset = uint64_t{seq} * stride;
+          s.payload_bytes = stride;
+          const bool ends = seq + n == s.hdr.count;
+          const uint64_t last_off = uint64_t{seq + n - 1} * stride;
+          const uint32_t last = ends ? static_cast<uint32_t>(std::min<uint64_t>(stride, s.hdr.message_length - last_off))
+                                     : stride;
+          s.ip_id = static_cast<uint16_t>(rng() % 3 == 0 ? 0xFFF0 + rng() % 16 : rng());
+          s.bth.opcode = static_cast<uint8_t>(rng());  // ignored by encode_run: it derives them from seq
+          s.bth.psn = static_cast<uint32_t>(rng());
+          s.bth.ack_req = (rng() & 1) != 0;
+          const bool zero = rng() % 2 == 0;
+          for (uint32_t i = 0; i < n; ++i) std::fill(bufs[i].begin(), bufs[i].end(), zero ? 0 : 0xA5);
+          fallback_runs += (last_off >> 32) != (s.hdr.offset >> 32);
+          ASSERT_TRUE(encode_run(t, s, n, last, frames.data(), kRoom, lens.data(), zero));
+          for (uint32_t i = 0; i < n; ++i) {
+            FrameSpec e = s;
+            e.hdr.seq = seq + i;
+            e.hdr.offset = uint64_t{seq + i} * stride;
+            e.ip_id = static_cast<uint16_t>(s.ip_id + i);
+            e.payload_bytes = i + 1 == n ? last : stride;
+            e.bth.opcode = rc_send_opcode(e.hdr.seq, e.hdr.count);
+            e.bth.psn = e.hdr.seq & 0xFFFFFF;
+            e.bth.ack_req = e.hdr.seq + 1 == e.hdr.count;
+            const size_t len = encode(e, want);
+            ASSERT_EQ(lens[i], len) << "flow " << flow << " message " << msg << " run " << r << " frame " << i;
+            ASSERT_TRUE(std::equal(want.begin(), want.begin() + static_cast<ptrdiff_t>(len), bufs[i].begin()))
+                << "flow " << flow << " message " << msg << " run " << r << " frame " << i;
+            ++checked;
+          }
+          // A frame of another kind between runs (the key changes and must come back).
+          FrameSpec ack = s;
+          ack.hdr.kind = PacketKind::kAck;
+          const size_t len = encode(ack, want);
+          ASSERT_EQ(encode(t, ack, other), len);
+          ASSERT_TRUE(std::equal(want.begin(), want.begin() + static_cast<ptrdiff_t>(len), other.begin()));
+        }
+      }
+    }
+    EXPECT_GT(checked, 5000u);
+    EXPECT_GT(fallback_runs, 10u);
+  }
+}
+
+TEST(FrameTemplate, RunsRefuseWhatEncodeWouldNot) {
+  FrameSpec s = golden_spec(WireMode::kFabemu);
+  FrameTemplate t(s);
+  Bytes buf(2048, 0xA5);
+  uint8_t* frames[] = {buf.data()};
+  uint16_t lens[1] = {7};
+  s.hdr.kind = PacketKind::kData;
+  s.payload_bytes = 1024;
+  EXPECT_TRUE(encode_run(t, s, 0, 0, frames, buf.size(), lens));  // nothing to write
+  EXPECT_EQ(lens[0], 7);
+  EXPECT_FALSE(encode_run(t, s, 1, 1025, frames, buf.size(), lens));          // last longer than the others
+  EXPECT_FALSE(encode_run(t, s, 1, 1024, frames, 1024 + 101, lens));          // 1 byte short of the frame
+  EXPECT_TRUE(encode_run(t, s, 1, 1024, frames, 1024 + 102, lens));
+  EXPECT_EQ(lens[0], 1024 + 102);
+  s.payload_bytes = 65536;
+  EXPECT_FALSE(encode_run(t, s, 1, 0, frames, 70000, lens));                  // beyond an IP datagram
+  s.payload_bytes = 16;
+  s.hdr.kind = PacketKind::kAck;
+  EXPECT_FALSE(encode_run(t, s, 1, 16, frames, buf.size(), lens));            // data frames only
+  EXPECT_TRUE(std::all_of(buf.begin() + 1126, buf.end(), [](uint8_t b) { return b == 0xA5; }));
+}
+
 TEST(FrameTemplate, CrcEngineChoice) {
   const FrameSpec s = golden_spec(WireMode::kRoceV2);
   FrameTemplate t(s);

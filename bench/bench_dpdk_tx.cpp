@@ -371,6 +371,137 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     state.SkipWithError("accounting does not match the sender's counts");
 }
 
+// <mode>_runs/...: the fabric's transmit loop a run at a time, as DpdkFabric::transmit runs it: the
+// Sender's packets as runs of one message (next_runs), each run's frames by fill_run (encode_run: one key
+// check per run) and the accounting per run (frames, bytes, data frames, the first frame's TSC, the
+// link's bytes and times). Pacing as above, per frame: a run is cut at its first frame not yet due, and
+// the rest waits for the next burst.
+void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
+  const Target t = target(dev);
+  const uint64_t message_bytes = payload == 0 ? 0 : uint64_t{payload} * 64;
+  fd::Sender sender(fd::SenderConfig{.destinations = kRanks,
+                                     .payload_per_packet = payload == 0 ? 1024 : payload,
+                                     .window = 1024,
+                                     .rto = fd::Duration::from_ms(1000)});
+  std::array<fd::FrameSpec, kRanks> specs;
+  std::vector<fd::FrameTemplate> flows;
+  flows.reserve(kRanks);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    fd::FrameSpec& s = specs[r];
+    s.mode = mode;
+    s.src = endpoint(0);
+    s.dst = endpoint(r);
+    if (mode == fd::WireMode::kRoceV2) {
+      s.src.port = fd::flow_source_port(uint64_t{0} << 32 | r);
+      s.dst.port = fd::kRoceV2Port;
+    }
+    s.bth.dest_qp = r + 1;
+    flows.emplace_back(s);
+    if (table_crc()) flows.back().set_crc_engine(fd::CrcEngine::kTable);
+  }
+  std::vector<Record> records(kRecords);
+  std::array<LinkTx, kRanks> links{};
+  Accounting acc;
+  uint64_t next_cookie = 0;
+  for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, next_cookie++ % kRecords);
+
+  const uint64_t hz = rte_get_tsc_hz();
+  const uint64_t interval_fp = (hz << 32) / kPacingRatePps;
+  uint64_t departure_fp = rte_rdtsc() << 32;
+  const double ps_per_tick = 1e12 / static_cast<double>(hz);
+  uint16_t ip_id = 0;
+  std::array<fd::TxRun, kBurst> runs;
+  size_t runs_n = 0, runs_next = 0;
+  rte_mbuf* pkts[kBurst];
+  t.tx->reset_stats();
+  uint64_t sent = 0;
+
+  for (auto _ : state) {
+    uint64_t tsc = rte_rdtsc();
+    const fd::Time now = fd::Time::from_ps(static_cast<uint64_t>(static_cast<double>(tsc) * ps_per_tick));
+    if (!fd::take_frames(t.tx->pool(), pkts, kBurst)) {  // fill_run resets them
+      drain(t.drain);
+      continue;
+    }
+    uint16_t n = 0;
+    while (n < kBurst) {
+      if (runs_next == runs_n) {
+        runs_next = runs_n = 0;
+        if ((runs_n = sender.next_runs(now, runs, kBurst - n).runs) == 0) break;
+      }
+      fd::TxRun& r = runs[runs_next];
+      uint32_t k = std::min<uint32_t>(r.n, kBurst - n);
+      if (pacing != Pacing::kOff) {
+        uint32_t due = 0;
+        for (; due < k; ++due) {
+          if (pacing == Pacing::kPerFrame) tsc = rte_rdtsc();
+          const uint64_t at = departure_fp >> 32;
+          if (at > tsc) {
+            if (pacing == Pacing::kLazy) tsc = rte_rdtsc();
+            if (at > tsc) break;
+          }
+          departure_fp += interval_fp;
+        }
+        k = due;
+        if (k == 0) break;  // not yet: the run waits for the next burst
+      }
+      fd::FrameSpec& s = specs[r.dst];
+      s.ip_id = ip_id;
+      s.hdr = fd::FabemuHeader{fd::PacketKind::kData, r.retransmit ? fd::kFlagRetransmit : uint16_t{0}, 0, r.dst,
+                               r.message_id, r.seq, r.count, r.message_length, r.offset, now.ps()};
+      s.payload_bytes = r.bytes;
+      const uint32_t last = k == r.n ? r.last_bytes : r.bytes;
+      static const bool zero_hack = std::getenv("FABEMU_BENCH_ZERO") != nullptr;
+      const uint64_t bytes = fd::fill_run(pkts + n, k, flows[r.dst], s, last, zero_hack);
+      if (bytes == 0) {
+        state.SkipWithError("a run does not fit its mbufs");
+        break;
+      }
+      n = static_cast<uint16_t>(n + k);
+      ip_id = static_cast<uint16_t>(ip_id + k);
+      // Accounting, as the fabric keeps it, once per run.
+      acc.frames_tx += k;
+      acc.frame_bytes_tx += bytes;
+      acc.data_frames += k;
+      acc.retransmissions += r.retransmit ? k : 0;
+      if (r.seq == 0) records[r.cookie].tx_ticks = tsc;
+      LinkTx& lt = links[r.dst];
+      if (lt.bytes == 0) lt.first = tsc;
+      lt.last = tsc;
+      lt.bytes += uint64_t{k - 1} * r.bytes + last;
+      const bool ends = k == r.n;
+      if (!ends) {
+        r = r.from(k);  // the rest of the run waits
+        break;
+      }
+      ++runs_next;
+      // The receiver's ACK, at once; the destination's next message.
+      if (r.seq + r.n == r.count && !r.retransmit) {
+        sender.on_ack(r.dst, r.message_id, r.count);
+        sender.submit(r.dst, message_bytes, next_cookie++ % kRecords);
+      }
+    }
+    if (n < kBurst) rte_pktmbuf_free_bulk(pkts + n, kBurst - n);
+    const uint16_t took = t.tx->tx_burst(pkts, n);
+    if (took < n) {
+      rte_pktmbuf_free_bulk(pkts + took, n - took);
+      acc.tx_dropped += n - took;
+    }
+    sent += took;
+    drain(t.drain);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(sent));
+  state.counters["frame_B"] = static_cast<double>(fd::frame_bytes(mode, payload));
+  state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
+  state.counters["dropped"] = static_cast<double>(acc.tx_dropped);
+  uint64_t link_bytes = 0;
+  for (const LinkTx& l : links) link_bytes += l.bytes;
+  benchmark::DoNotOptimize(link_bytes);
+  benchmark::DoNotOptimize(records.data());
+  if (acc.frames_tx != sender.stats().packets + sender.stats().retransmissions)
+    state.SkipWithError("accounting does not match the sender's counts");
+}
+
 // encode/<mode>/<bytes>B/<engine>: encode(FrameTemplate&) alone, 32 frames of one flow per iteration into
 // a buffer in cache (no mbufs, no device): the framing's own cost per CRC engine. The fields change per
 // frame as in the fabric's loop (seq, offset, time, ip id); one message size, so the caches hit.
@@ -548,6 +679,11 @@ void register_cases() {
         for (const auto& pc : pacings) {
           benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
                                        fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
+              ->UseRealTime();
+        }
+        for (const auto& pc : pacings) {
+          benchmark::RegisterBenchmark((std::string(m.name) + "_runs" + dev + size + "/pace_" + pc.name).c_str(),
+                                       fabric_tx_runs, d.dev, m.mode, payload, pc.pacing)
               ->UseRealTime();
         }
         benchmark::RegisterBenchmark((std::string(m.name) + "_encode" + dev + size + "/pace_off").c_str(),

@@ -196,21 +196,27 @@ inline RingPair make_ring_pair(const std::string& name) { return RingPair(name);
 // every field of every mbuf and cost here about 10 ns a frame more in testpmd's loop (bench_dpdk_tx,
 // txonly_ref against txonly_alloc). Returns false (nothing taken) when the pool and the lcore's cache
 // have fewer than n.
+inline void reset_frame(rte_mbuf* m) noexcept {
+  m->data_off = static_cast<uint16_t>(std::min<uint16_t>(RTE_PKTMBUF_HEADROOM, m->buf_len));
+  m->ol_flags &= RTE_MBUF_F_EXTERNAL;
+  m->packet_type = 0;
+  m->vlan_tci = 0;
+  m->vlan_tci_outer = 0;
+  m->port = RTE_MBUF_PORT_INVALID;
+  m->data_len = 0;
+  m->pkt_len = 0;
+  m->tx_offload = 0;
+}
 inline bool alloc_frames(rte_mempool* pool, rte_mbuf** out, unsigned n) noexcept {
   if (rte_mempool_get_bulk(pool, reinterpret_cast<void**>(out), n) != 0) return false;
-  for (unsigned i = 0; i < n; ++i) {
-    rte_mbuf* m = out[i];
-    m->data_off = static_cast<uint16_t>(std::min<uint16_t>(RTE_PKTMBUF_HEADROOM, m->buf_len));
-    m->ol_flags &= RTE_MBUF_F_EXTERNAL;
-    m->packet_type = 0;
-    m->vlan_tci = 0;
-    m->vlan_tci_outer = 0;
-    m->port = RTE_MBUF_PORT_INVALID;
-    m->data_len = 0;
-    m->pkt_len = 0;
-    m->tx_offload = 0;
-  }
+  for (unsigned i = 0; i < n; ++i) reset_frame(out[i]);
   return true;
+}
+// n mbufs straight from the pool (rte_mempool_get_bulk), not reset: for fill_run, which resets them as
+// it writes them. A separate pass of resets over a burst cost about 7 ns a frame more here (the 1126 B
+// case of bench_dpdk_tx's <mode>_runs loop, 2026-11-30), one pass over the mbufs is cheaper.
+inline bool take_frames(rte_mempool* pool, rte_mbuf** out, unsigned n) noexcept {
+  return rte_mempool_get_bulk(pool, reinterpret_cast<void**>(out), n) == 0;
 }
 
 // Encodes `spec` into the (empty, single-segment) `m`: data_len = pkt_len = frame length. Returns the
@@ -226,6 +232,32 @@ inline uint16_t fill_mbuf(rte_mbuf* m, FrameTemplate& flow, const FrameSpec& spe
   m->data_len = static_cast<uint16_t>(n);
   m->pkt_len = static_cast<uint32_t>(n);
   return static_cast<uint16_t>(n);
+}
+
+// The frames of a run of one message's data packets (wire.h, encode_run) into ms[0..n), n <= 64, mbufs of
+// one segment as alloc_frames or take_frames gives them (reset here, in the same pass): frame i into
+// ms[i], data_len = pkt_len = its length. Returns the run's bytes on the wire, or 0 (nothing usable)
+// when a frame does not fit its mbuf or encode_run refuses the run. payload_zero: the mbufs' data rooms
+// are zero beyond the headers (encode_run's contract).
+inline uint64_t fill_run(rte_mbuf* const* ms, uint32_t n, FrameTemplate& flow, const FrameSpec& first,
+                         uint32_t last_bytes, bool payload_zero = false) noexcept {
+  if (n == 0 || n > 64) return 0;
+  uint8_t* frames[64];
+  uint16_t lens[64];
+  size_t room = SIZE_MAX;
+  for (uint32_t i = 0; i < n; ++i) {
+    reset_frame(ms[i]);
+    frames[i] = rte_pktmbuf_mtod(ms[i], uint8_t*);
+    room = std::min<size_t>(room, rte_pktmbuf_tailroom(ms[i]));
+  }
+  if (!encode_run(flow, first, n, last_bytes, frames, room, lens, payload_zero)) return 0;
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    ms[i]->data_len = lens[i];
+    ms[i]->pkt_len = lens[i];
+    bytes += lens[i];
+  }
+  return bytes;
 }
 
 // Decodes the frame in `m`. A contiguous frame (one segment) is decoded in place, so `out.payload`

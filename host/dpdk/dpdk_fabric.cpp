@@ -429,6 +429,43 @@ uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
   return len;
 }
 
+uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, FrameSpec& spec, uint32_t last_bytes) {
+  FrameTemplate* t = flow_template(spec);
+  uint64_t bytes = 0;
+  if (t != nullptr) {
+    bytes = fill_run(ms, n, *t, spec, last_bytes);
+  } else {  // beyond 65,536 flows: frame by frame, encoded whole
+    FrameSpec f = spec;
+    for (uint32_t i = 0; i < n; ++i) {
+      f.hdr.seq = spec.hdr.seq + i;
+      f.hdr.offset = spec.hdr.offset + uint64_t{i} * spec.payload_bytes;
+      f.ip_id = static_cast<uint16_t>(spec.ip_id + i);
+      f.payload_bytes = i + 1 == n ? last_bytes : spec.payload_bytes;
+      f.bth.opcode = rc_send_opcode(f.hdr.seq, f.hdr.count);
+      f.bth.psn = f.hdr.seq & 0xFFFFFF;
+      f.bth.ack_req = f.hdr.seq + 1 == f.hdr.count;
+      reset_frame(ms[i]);  // the stash holds them as the pool gave them
+      const uint16_t len = fill_mbuf(ms[i], f);
+      if (len == 0) {
+        bytes = 0;
+        break;
+      }
+      bytes += len;
+    }
+  }
+  if (bytes == 0) {
+    rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(ms), n);
+    throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
+  }
+  if (pcap_) {
+    const uint64_t ns = clock_.wall().ps() / 1000;
+    for (uint32_t i = 0; i < n; ++i) pcap_->write(mbuf_bytes(ms[i]), ns);
+  }
+  stats_.frames_tx += n;
+  stats_.frame_bytes_tx += bytes;
+  return bytes;
+}
+
 rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
   rte_mbuf* m = rte_pktmbuf_alloc(port.pool());
   if (m == nullptr) return nullptr;
@@ -438,7 +475,7 @@ rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
 
 bool DpdkFabric::refill_stash() {
   stash_next_ = stash_n_ = 0;
-  if (alloc_frames(ports_.a().pool(), tx_stash_, kTxStash)) {
+  if (take_frames(ports_.a().pool(), tx_stash_, kTxStash)) {
     stash_n_ = kTxStash;
     return true;
   }
@@ -450,11 +487,9 @@ bool DpdkFabric::refill_stash() {
   return true;
 }
 
-void DpdkFabric::transmit() {
+void DpdkFabric::transmit_runs() {
   const emu::Time wall = clock_.wall();
-  const emu::Time emulated = clock_.emulated();
-  const emu::Time stamp = clock_.as_fast_as_possible() ? engine_.now() : emulated;
-  const bool pacing = !clock_.as_fast_as_possible();
+  const emu::Time stamp = engine_.now();
   FrameSpec spec;
   spec.mode = opt_.mode;
   for (uint32_t si = 0; si < senders_.size(); ++si) {
@@ -462,25 +497,77 @@ void DpdkFabric::transmit() {
     const uint32_t src = senders_.src(si);
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
-    // Without pacing every packet taken leaves in this poll if an mbuf is stashed for it: the Sender's
-    // packets are then taken a burst at a time (next_burst: those of as many next() calls), no more than
-    // the stashed mbufs and the room left. With pacing a packet may have to wait (held_): one at a time.
-    TxPacket burst[kTxStash];
-    size_t burst_n = 0, burst_next = 0;
+    TxRun runs[8];
+    uint32_t budget = kFramesPerSender;  // per poll, so that one sender cannot starve the others
+    // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built. The sender is
+    // asked for no more packets than the stash has mbufs for: every packet taken leaves in this poll.
+    while (budget > 0 && tx_data_.size() + kTxStash < kTxQueueLimit) {
+      if (stash_next_ == stash_n_ && !refill_stash()) break;  // pool empty: next poll
+      const size_t room = std::min<size_t>(
+          {budget, kTxQueueLimit - kTxStash - tx_data_.size(), size_t{stash_n_} - stash_next_});
+      const size_t runs_n = s.next_runs(wall, runs, room).runs;
+      if (runs_n == 0) break;
+      for (size_t ri = 0; ri < runs_n; ++ri) {
+        const TxRun& r = runs[ri];
+        const uint32_t k = r.n;
+        const uint32_t dst = senders_.dst(si, r.dst);  // r.dst is the destination's number in this sender
+        // A first transmission's cookie is its record (retransmissions are not counted as data frames).
+        Record* rec = r.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(r.cookie));
+        if (r.retransmit) [[unlikely]] {
+          // Karn's rule: the message's round trip is no RTT sample any more (until reassembled).
+          const auto w = by_wire_.find(pair_key(src, dst, r.message_id, npus_));
+          if (w != by_wire_.end()) records_.at(w->second).retransmitted = true;
+        }
+        if (dst != spec_dst) {
+          spec_dst = dst;
+          spec.dst = plan_.at(dst);
+          if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | dst);
+          spec.bth.dest_qp = dst + 1;
+        }
+        spec.ip_id = static_cast<uint16_t>(ip_id_);
+        spec.hdr = FabemuHeader{PacketKind::kData, r.retransmit ? kFlagRetransmit : uint16_t{0}, src, dst,
+                                r.message_id, r.seq, r.count, r.message_length, r.offset, stamp.ps()};
+        spec.payload_bytes = r.bytes;
+        rte_mbuf* const* ms = tx_stash_ + stash_next_;
+        stash_next_ = static_cast<uint16_t>(stash_next_ + k);  // taken: build_run frees them if it throws
+        const uint32_t last = r.last_bytes;
+        build_run(ms, k, spec, last);
+        ip_id_ += k;
+        budget -= k;
+        tx_data_.insert(tx_data_.end(), ms, ms + k);
+        const uint32_t link = rec != nullptr ? rec->first_link : ~0u;
+        for (uint32_t i = 0; i < k; ++i) tx_meta_.push_back(TxMeta{link, i + 1 == k ? last : r.bytes, 0, 0});
+        if (rec != nullptr) {
+          stats_.data_frames += k;
+          if (r.seq == 0) rec->tx_ticks = clock_.ticks();
+        }
+      }
+    }
+  }
+  flush(ports_.a(), tx_data_, &tx_meta_);
+}
+
+void DpdkFabric::transmit() {
+  if (clock_.as_fast_as_possible()) {
+    transmit_runs();
+    return;
+  }
+  // With pacing a packet may have to wait for its departure (held_): one at a time.
+  const emu::Time wall = clock_.wall();
+  const emu::Time stamp = clock_.emulated();
+  const bool pacing = true;
+  FrameSpec spec;
+  spec.mode = opt_.mode;
+  for (uint32_t si = 0; si < senders_.size(); ++si) {
+    Sender& s = senders_[si];
+    const uint32_t src = senders_.src(si);
+    spec.src = plan_.at(src);
+    uint32_t spec_dst = ~0u;
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built.
     for (uint32_t k = 0; k < kFramesPerSender && tx_data_.size() + kTxStash < kTxQueueLimit; ++k) {
       TxPacket p;
       if (held_[si]) {
         p = *held_[si];
-      } else if (burst_next < burst_n) {
-        p = burst[burst_next++];
-      } else if (!pacing && (stash_next_ < stash_n_ || refill_stash())) {
-        const size_t room = std::min<size_t>(
-            {size_t{stash_n_} - stash_next_, kFramesPerSender - k, kTxQueueLimit - kTxStash - tx_data_.size()});
-        burst_n = s.next_burst(wall, std::span<TxPacket>(burst, room));
-        if (burst_n == 0) break;
-        p = burst[0];
-        burst_next = 1;
       } else if (!s.next(wall, p)) {
         break;
       }

@@ -272,6 +272,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // completions), ACK/NACK for the senders. Returns true when a frame or a completion was received.
   bool poll();
   void transmit();
+  // transmit() without pacing (dilation 0): the senders' packets a run of one message at a time
+  // (Sender::next_runs, fill_run), counted per run.
+  void transmit_runs();
   // Port A's frames on the main lcore: ACKs and NACKs for the senders.
   void receive(Port& port);
   void handle(const DecodedFrame& f);  // an ACK or NACK for a sender
@@ -285,13 +288,19 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   rte_mbuf* frame(Port& port, const FrameSpec& spec);
   // Writes spec's frame into `m` from its flow's template, captures and counts it; returns its length.
   uint16_t build(rte_mbuf* m, const FrameSpec& spec);
+  // The same for a run of n data frames into ms[0..n) (fill_run: spec is the first frame's; the last
+  // frame carries last_bytes); returns their bytes.
+  uint64_t build_run(rte_mbuf* const* ms, uint32_t n, FrameSpec& spec, uint32_t last_bytes);
   // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
   FrameTemplate* flow_template(const FrameSpec& spec);
   // An mbuf of port a()'s pool for a data frame, from a stash refilled kTxStash at a time (nullptr when
-  // the pool is empty).
+  // the pool is empty). The stash holds them as the pool gives them (take_frames): reset here, or by
+  // fill_run for a run.
   rte_mbuf* data_mbuf() {
     if (stash_next_ == stash_n_ && !refill_stash()) return nullptr;
-    return tx_stash_[stash_next_++];
+    rte_mbuf* m = tx_stash_[stash_next_++];
+    reset_frame(m);
+    return m;
   }
   bool refill_stash();
   static uint64_t pair_key(uint32_t src, uint32_t dst, uint64_t wire_id, uint32_t npus) noexcept {

@@ -564,6 +564,9 @@ constexpr uint64_t field_k(size_t after) noexcept { return xpow(static_cast<uint
 // The fabemu header's fields in two pairs, (low id, seq) and (low offset, low time), 56-byte block.
 alignas(16) constexpr uint64_t kHeaderK[4] = {field_k(kCrcAt - kIdAt - 8), field_k(kCrcAt - kSeqAt - 4),
                                               field_k(kCrcAt - kOffsetAt - 8), field_k(kCrcAt - kTimeAt - 8)};
+// The fields fixed within a run of one message's frames (low id, low time); the moving pair (seq, low
+// offset) is kHeaderK[1..2].
+alignas(16) constexpr uint64_t kFixedK[2] = {kHeaderK[0], kHeaderK[3]};
 // A whole fabemu header's CRC'd block (the receive side's check): the multiplier of each of its 14 4-byte
 // words, and the register a 0xFFFFFFFF start leaves after 56 zero bytes (the CRC is linear: the block's
 // register from that start is this XOR the words' contributions from a zero one).
@@ -659,6 +662,14 @@ struct Encoder {
              crc_field<kCrcAt, kOffsetAt + 4, 4>(lo32(h.offset)) ^
              crc_field<kCrcAt, kTimeAt + 4, 4>(lo32(h.tx_time_ps));
     }
+    // header(h) in two parts, for a run of one message's frames: the fields fixed within the run (low
+    // halves of id and time) and those that move (seq, low offset). header(h) == fixed ^ moving.
+    static uint32_t fixed(uint32_t id_lo, uint32_t time_lo) noexcept {
+      return crc_field<kCrcAt, kIdAt + 4, 4>(id_lo) ^ crc_field<kCrcAt, kTimeAt + 4, 4>(time_lo);
+    }
+    static uint32_t moving(uint32_t seq, uint32_t offset_lo) noexcept {
+      return crc_field<kCrcAt, kSeqAt, 4>(seq) ^ crc_field<kCrcAt, kOffsetAt + 4, 4>(offset_lo);
+    }
     // The ICRC register after payload and pad (`tail` bytes at `body`, zeros unless `nack`), not inverted.
     // Linear in the bytes: the cached parts, the packet's fields by table, the register across the
     // header by kHeaderRun.
@@ -690,6 +701,13 @@ struct Encoder {
       const __m128i offset_time =
           clmul_pair(__builtin_bswap32(lo32(h.offset)), __builtin_bswap32(lo32(h.tx_time_ps)), kHeaderK + 2);
       return barrett(_mm_xor_si128(id_seq, offset_time));
+    }
+    // As Table's (the reduction is linear: header(h) == fixed ^ moving). One pair of products each.
+    FABEMU_CLMUL_TARGET static uint32_t fixed(uint32_t id_lo, uint32_t time_lo) noexcept {
+      return barrett(clmul_pair(__builtin_bswap32(id_lo), __builtin_bswap32(time_lo), kFixedK));
+    }
+    FABEMU_CLMUL_TARGET static uint32_t moving(uint32_t seq, uint32_t offset_lo) noexcept {
+      return barrett(clmul_pair(__builtin_bswap32(seq), __builtin_bswap32(offset_lo), kHeaderK + 1));
     }
     // As Table::icrc. The register at the header's CRC field is the cached key part, `fields` (the header
     // register's packet part: the same bytes) and the CRC's own bytes; the CRC'd bytes after it (4, and
@@ -976,22 +994,90 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
                                       hi32(h.message_id), hi32(h.offset), hi32(h.tx_time_ps), pkey, qp},
             h);
   }
-  Packet p;
-  p.message_id = h.message_id;
-  p.tx_time_ps = h.tx_time_ps;
+  // The frames of `stride` bytes (all, or all but a shorter last one) from an image of the run: the
+  // flow's and message's image with this run's lengths, low id and low time in place, and the sums and
+  // CRC part of those; per frame only the IP id, seq, offset, BTH words and the three checks are written.
+  const uint32_t full = last_bytes == stride ? n : n - 1;
+  const uint32_t id_lo = lo32(h.message_id), time_lo = lo32(h.tx_time_ps);
   Bth b = first.bth;
-  for (uint32_t i = 0; i < n; ++i) {
-    p.seq = h.seq + i;
-    p.offset = h.offset + uint64_t{i} * stride;
-    p.ip_id = static_cast<uint16_t>(first.ip_id + i);
-    p.payload = i + 1 == n ? last_bytes : stride;
+  if (full > 0) {
+    const size_t pad = roce ? roce_pad(stride) : 0;
+    const size_t ip_end = kUdpOff + udp_len;
+    const size_t total = std::max(kMinFrameBytes, ip_end);
+    const auto ip_len = static_cast<uint16_t>(kIpv4HeaderBytes + udp_len);
+    const size_t l4_at = roce ? kL4Off + kBthBytes : kL4Off;
+    alignas(64) uint8_t img[FrameTemplate::kImageBytes];
+    std::memcpy(img, t.image_, sizeof img);
+    store_be16(img + kEthHeaderBytes + 2, ip_len);
+    store_be16(img + kUdpOff + 4, static_cast<uint16_t>(udp_len));
+    store_be32(img + l4_at + kIdAt + 4, id_lo);
+    store_be32(img + l4_at + kTimeAt + 4, time_lo);
+    const uint64_t ip_base = uint64_t{t.ip_sum_} + ip_len;
+    const uint32_t crc_base = t.key_crc_ ^ Crc::fixed(id_lo, time_lo);
+    const uint64_t sum_base = t.key_sum_ + 2 * udp_len + id_lo + time_lo;
+    FabemuHeader ch;  // Table::icrc reads the packet's fields from a header
+    ch.message_id = h.message_id;
+    ch.tx_time_ps = h.tx_time_ps;
+    for (uint32_t i = 0; i < full; ++i) {
+      uint8_t* f = frames[i];
+      const uint32_t seq = h.seq + i;
+      const auto offset_lo = static_cast<uint32_t>(h.offset + uint64_t{i} * stride);
+      const auto ip_id = static_cast<uint16_t>(first.ip_id + i);
+      uint8_t* l4 = f + l4_at;
+      uint64_t sum = sum_base;
+      uint32_t w0 = 0, w2 = 0;
+      if (roce) {
+        std::memcpy(f, img, kL4Off + kBthBytes + kFabemuHeaderBytes);
+        b.opcode = rc_send_opcode(seq, h.count);
+        b.psn = seq & 0xFFFFFF;
+        b.ack_req = seq + 1 == h.count;
+        bth_words(b, pad, w0, w2);
+        store_be32(f + kL4Off, w0);
+        store_be32(f + kL4Off + 8, w2);
+        sum += uint64_t{w0} + w2;
+      } else {
+        std::memcpy(f, img, kL4Off + kFabemuHeaderBytes);
+      }
+      store_be16(f + kEthHeaderBytes + 4, ip_id);
+      store_be16(f + kEthHeaderBytes + 10, static_cast<uint16_t>(~fold(ip_base + ip_id)));
+      store_be32(l4 + kSeqAt, seq);
+      store_be32(l4 + kOffsetAt + 4, offset_lo);
+      const uint32_t moving = Crc::moving(seq, offset_lo);
+      const uint32_t crc = ~(crc_base ^ moving);
+      store_be32(l4 + kCrcAt, crc);
+      sum += uint64_t{seq} + offset_lo + crc;
+      uint8_t* body = l4 + kFabemuHeaderBytes;
+      if (!payload_zero) std::memset(body, 0, stride + pad);
+      if (roce) {
+        ch.seq = seq;
+        ch.offset = h.offset + uint64_t{i} * stride;
+        const IcrcFields ic{ip_len, ip_id, static_cast<uint16_t>(udp_len), static_cast<uint16_t>(w0 >> 16), w2};
+        const uint32_t icrc = ~Crc::icrc(t, ic, crc_base ^ moving ^ t.key_crc_, crc, ch, body, stride + pad, false);
+        const uint32_t le = std::endian::native == std::endian::little ? icrc : __builtin_bswap32(icrc);
+        std::memcpy(body + stride + pad, &le, 4);
+        sum += __builtin_bswap32(icrc);
+      }
+      const auto csum = static_cast<uint16_t>(~fold(sum));
+      store_be16(f + kUdpOff + 6, csum == 0 ? 0xFFFF : csum);
+      if (total > ip_end) std::memset(f + ip_end, 0, total - ip_end);
+      lens[i] = static_cast<uint16_t>(total);
+    }
+  }
+  if (full < n) {  // the message's shorter last packet
+    Packet p;
+    p.message_id = h.message_id;
+    p.tx_time_ps = h.tx_time_ps;
+    p.seq = h.seq + full;
+    p.offset = h.offset + uint64_t{full} * stride;
+    p.ip_id = static_cast<uint16_t>(first.ip_id + full);
+    p.payload = last_bytes;
     if (roce) {
       b.opcode = rc_send_opcode(p.seq, h.count);
       b.psn = p.seq & 0xFFFFFF;
       b.ack_req = p.seq + 1 == h.count;
       bth_words(b, roce_pad(p.payload), p.w0, p.w2);
     }
-    lens[i] = static_cast<uint16_t>(write<Crc>(t, p, PacketKind::kData, {}, payload_zero, frames[i]));
+    lens[full] = static_cast<uint16_t>(write<Crc>(t, p, PacketKind::kData, {}, payload_zero, frames[full]));
   }
   return true;
 }

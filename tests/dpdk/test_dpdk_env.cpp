@@ -278,11 +278,10 @@ TEST(Frames, ChainedMbufIsDecodedThroughScratch) {
 
 // alloc_frames (testpmd's way: rte_mempool_get_bulk and a partial reset) gives mbufs as
 // rte_pktmbuf_alloc_bulk would, even after a receive path or a chain left fields changed.
-TEST(Frames, AllocFramesResetsWhatAReceivePathLeaves) {
-  REQUIRE_EAL();
-  constexpr unsigned kN = 16;
-  rte_mempool* pool = rte_pktmbuf_pool_create("fe_allocf", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-  ASSERT_NE(pool, nullptr);
+// kN mbufs of `pool` left as an RX burst and its consumer may leave them, then freed.
+constexpr unsigned kDirty = 16;
+void dirty_pool(rte_mempool* pool) {
+  constexpr unsigned kN = kDirty;
   rte_mbuf* m[kN];
   ASSERT_EQ(rte_pktmbuf_alloc_bulk(pool, m, kN), 0);
   for (unsigned i = 0; i < kN; ++i) {  // what an RX burst and its consumer may leave
@@ -300,6 +299,14 @@ TEST(Frames, AllocFramesResetsWhatAReceivePathLeaves) {
   ASSERT_EQ(rte_pktmbuf_chain(m[0], m[1]), 0);
   rte_pktmbuf_free(m[0]);
   for (unsigned i = 2; i < kN; ++i) rte_pktmbuf_free(m[i]);
+}
+
+TEST(Frames, AllocFramesResetsWhatAReceivePathLeaves) {
+  REQUIRE_EAL();
+  constexpr unsigned kN = kDirty;
+  rte_mempool* pool = rte_pktmbuf_pool_create("fe_allocf", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr);
+  dirty_pool(pool);
   rte_mbuf* got[kN];
   ASSERT_TRUE(fd::alloc_frames(pool, got, kN));
   for (rte_mbuf* g : got) {
@@ -325,6 +332,51 @@ TEST(Frames, AllocFramesResetsWhatAReceivePathLeaves) {
   // Fewer left than asked for: nothing taken.
   rte_mbuf* many[64];
   EXPECT_FALSE(fd::alloc_frames(pool, many, 64));
+  EXPECT_EQ(rte_mempool_avail_count(pool), 63u);
+  rte_mempool_free(pool);
+}
+
+// take_frames gives the pool's mbufs as they are; fill_run resets them as alloc_frames does while it writes
+// a run's frames into them.
+TEST(Frames, FillRunResetsWhatAReceivePathLeaves) {
+  REQUIRE_EAL();
+  constexpr unsigned kN = kDirty;
+  rte_mempool* pool = rte_pktmbuf_pool_create("fe_takef", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr);
+  dirty_pool(pool);
+  rte_mbuf* got[kN];
+  ASSERT_TRUE(fd::take_frames(pool, got, kN));
+  fd::FrameSpec s = spec_for(0, 1000);
+  s.hdr.count = 20;
+  s.hdr.message_length = 19 * 1000 + 321;
+  s.hdr.seq = 4;
+  s.hdr.offset = 4000;
+  fd::FrameTemplate t(s);
+  // Packets 4..19 of the message: the last one carries 321 bytes.
+  const uint64_t bytes = fd::fill_run(got, kN, t, s, 321);
+  EXPECT_EQ(bytes, uint64_t{kN - 1} * fd::frame_bytes(s.mode, 1000) + fd::frame_bytes(s.mode, 321));
+  for (unsigned i = 0; i < kN; ++i) {
+    const rte_mbuf* g = got[i];
+    SCOPED_TRACE(testing::Message() << "frame " << i);
+    const uint16_t len = static_cast<uint16_t>(fd::frame_bytes(s.mode, i + 1 == kN ? 321 : 1000));
+    EXPECT_EQ(g->data_off, RTE_PKTMBUF_HEADROOM);
+    EXPECT_EQ(g->data_len, len);
+    EXPECT_EQ(g->pkt_len, len);
+    EXPECT_EQ(g->ol_flags, 0u);
+    EXPECT_EQ(g->packet_type, 0u);
+    EXPECT_EQ(g->vlan_tci, 0);
+    EXPECT_EQ(g->vlan_tci_outer, 0);
+    EXPECT_EQ(g->port, RTE_MBUF_PORT_INVALID);
+    EXPECT_EQ(g->tx_offload, 0u);
+    EXPECT_EQ(g->nb_segs, 1);
+    EXPECT_EQ(g->next, nullptr);
+    fd::DecodedFrame f;
+    ASSERT_EQ(fd::decode_mbuf(g, rules(), f), fd::Verdict::kOurs);
+    EXPECT_EQ(f.hdr.seq, 4 + i);
+    EXPECT_EQ(f.hdr.offset, uint64_t{4 + i} * 1000);
+    EXPECT_EQ(f.payload.size(), i + 1 == kN ? 321u : 1000u);
+  }
+  rte_pktmbuf_free_bulk(got, kN);
   EXPECT_EQ(rte_mempool_avail_count(pool), 63u);
   rte_mempool_free(pool);
 }

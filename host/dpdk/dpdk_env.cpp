@@ -246,6 +246,8 @@ Port::Port(Port&& o) noexcept
       device_(o.device_), started_(o.started_), open_(o.open_), ts_offload_(o.ts_offload_), ts_offset_(o.ts_offset_),
       ts_flag_(o.ts_flag_) {
   o.pool_ = nullptr;
+  zero_pool_ = o.zero_pool_;
+  o.zero_pool_ = nullptr;
   o.started_ = false;
   o.open_ = false;
   o.probed_.clear();
@@ -264,6 +266,28 @@ void Port::close() noexcept {
   // After close: the driver has given back every mbuf it held.
   if (pool_ != nullptr) rte_mempool_free(pool_);
   pool_ = nullptr;
+  if (zero_pool_ != nullptr) rte_mempool_free(zero_pool_);
+  zero_pool_ = nullptr;
+}
+
+rte_mempool* Port::zero_pool() {
+  if (zero_pool_ != nullptr) return zero_pool_;
+  static std::atomic<unsigned> counter{0};
+  const std::string name = "fe_z" + std::to_string(id_) + "_" + std::to_string(counter.fetch_add(1));
+  rte_mempool* z = rte_pktmbuf_pool_create(name.c_str(), pool_->size, pool_->cache_size, 0,
+                                           rte_pktmbuf_data_room_size(pool_), pool_->socket_id);
+  if (z == nullptr)
+    throw std::runtime_error("port " + name_ + ": rte_pktmbuf_pool_create(" + std::to_string(pool_->size) +
+                             " mbufs, zeroed for transmit): " + errstr(rte_errno));
+  rte_mempool_obj_iter(
+      z,
+      [](rte_mempool*, void*, void* obj, unsigned) {
+        auto* m = static_cast<rte_mbuf*>(obj);
+        std::memset(m->buf_addr, 0, m->buf_len);
+      },
+      nullptr);
+  zero_pool_ = z;
+  return z;
 }
 
 Port Port::attach_or_open(const std::string& devargs, const PortConfig& cfg) {

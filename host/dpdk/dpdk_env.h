@@ -115,6 +115,12 @@ class Port {
   uint16_t id() const noexcept { return id_; }
   const std::string& name() const noexcept { return name_; }
   rte_mempool* pool() const noexcept { return pool_; }
+  // A second pool of pool()'s size and data room for transmitting only, every data room zeroed when it
+  // is created (on the first call; std::runtime_error when it cannot be). Frames whose bytes after their
+  // headers are zeros (the fabric's data frames) are written into its mbufs without writing those
+  // bytes (encode_run's payload_zero), so nothing may write more than such headers into them: frames
+  // of one header length only, and never a receive queue's pool. Freed with the port.
+  rte_mempool* zero_pool();
   const PortConfig& config() const noexcept { return cfg_; }
   rte_ether_addr mac() const;
 
@@ -158,6 +164,7 @@ class Port {
   std::string name_;
   std::string probed_;        // devargs we probed (non-empty: remove the device on close)
   rte_mempool* pool_ = nullptr;
+  rte_mempool* zero_pool_ = nullptr;
   rte_device* device_ = nullptr;
   bool started_ = false;
   bool open_ = false;

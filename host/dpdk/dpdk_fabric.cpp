@@ -135,6 +135,13 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   for (const emu::Link& l : model_.topology().links()) {
     burst_ps_.push_back(clock_.to_wall(l.rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps());
   }
+  // Without pacing, fabemu-mode data frames come from port A's zeroed pool: their payload (zeros) is never
+  // written (Port::zero_pool; RoCEv2 frames end with an ICRC where a shorter frame's payload lies).
+  data_pool_ = ports_.a().pool();
+  if (clock_.as_fast_as_possible() && opt_.mode == WireMode::kFabemu) {
+    data_pool_ = ports_.a().zero_pool();
+    payload_zero_ = true;
+  }
   if (uint64_t{npus_} * npus_ <= 65536) dense_templates_.resize(uint64_t{npus_} * npus_);
   link_pace_.resize(model_.topology().links().size());
   const int rx_lcore = choose_rx_lcore();
@@ -433,7 +440,7 @@ uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, FrameSpec& spec,
   FrameTemplate* t = flow_template(spec);
   uint64_t bytes = 0;
   if (t != nullptr) {
-    bytes = fill_run(ms, n, *t, spec, last_bytes);
+    bytes = fill_run(ms, n, *t, spec, last_bytes, payload_zero_);
   } else {  // beyond 65,536 flows: frame by frame, encoded whole
     FrameSpec f = spec;
     for (uint32_t i = 0; i < n; ++i) {
@@ -475,12 +482,12 @@ rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
 
 bool DpdkFabric::refill_stash() {
   stash_next_ = stash_n_ = 0;
-  if (take_frames(ports_.a().pool(), tx_stash_, kTxStash)) {
+  if (take_frames(data_pool_, tx_stash_, kTxStash)) {
     stash_n_ = kTxStash;
     return true;
   }
   // Fewer than a stash left in the pool (and the lcore cache): one at a time.
-  rte_mbuf* m = rte_pktmbuf_alloc(ports_.a().pool());
+  rte_mbuf* m = rte_pktmbuf_alloc(data_pool_);
   if (m == nullptr) return false;
   tx_stash_[0] = m;
   stash_n_ = 1;

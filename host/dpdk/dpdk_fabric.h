@@ -293,7 +293,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint64_t build_run(rte_mbuf* const* ms, uint32_t n, FrameSpec& spec, uint32_t last_bytes);
   // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
   FrameTemplate* flow_template(const FrameSpec& spec);
-  // An mbuf of port a()'s pool for a data frame, from a stash refilled kTxStash at a time (nullptr when
+  // An mbuf of data_pool_ for a data frame, from a stash refilled kTxStash at a time (nullptr when
   // the pool is empty). The stash holds them as the pool gives them (take_frames): reset here, or by
   // fill_run for a run.
   rte_mbuf* data_mbuf() {
@@ -324,6 +324,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // Frames of flow src -> dst: by src * npus + dst, dense when npus^2 <= 65,536, else a map of at most 65,536.
   std::vector<std::unique_ptr<FrameTemplate>> dense_templates_;
   std::unordered_map<uint64_t, FrameTemplate> templates_;
+  rte_mempool* data_pool_ = nullptr;                  // the data frames': port A's pool or its zero_pool()
+  bool payload_zero_ = false;                         // data_pool_ is the zero pool: payloads are not written
   static constexpr uint16_t kTxStash = 32;
   rte_mbuf* tx_stash_[kTxStash] = {};                 // allocated from a()'s pool, not yet used
   uint16_t stash_next_ = 0, stash_n_ = 0;

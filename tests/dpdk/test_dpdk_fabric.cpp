@@ -52,6 +52,29 @@ std::optional<Workload> custom_ring_all_reduce() {
   return w;
 }
 
+// Without pacing the data frames come from port A's zero pool, whose payloads are never written: after a
+// run every mbuf of it must still be zero beyond a fabemu-mode frame head (102 bytes), and it must have
+// carried the run's frames (their heads are left in the mbufs). Returns the mbufs that carried a frame.
+unsigned expect_zero_pool_clean(fd::Port& a) {
+  struct Scan {
+    unsigned used = 0, dirty = 0;
+  } scan;
+  constexpr size_t kHead = fd::kEthHeaderBytes + fd::kIpv4HeaderBytes + fd::kUdpHeaderBytes + fd::kFabemuHeaderBytes;
+  rte_mempool_obj_iter(
+      a.zero_pool(),
+      [](rte_mempool*, void* arg, void* obj, unsigned) {
+        auto& sc = *static_cast<Scan*>(arg);
+        const auto* m = static_cast<const rte_mbuf*>(obj);
+        const auto* room = static_cast<const uint8_t*>(m->buf_addr) + RTE_PKTMBUF_HEADROOM;
+        const size_t len = m->buf_len - RTE_PKTMBUF_HEADROOM;
+        sc.used += std::any_of(room, room + kHead, [](uint8_t b) { return b != 0; });
+        sc.dirty += std::any_of(room + kHead, room + len, [](uint8_t b) { return b != 0; });
+      },
+      &scan);
+  EXPECT_EQ(scan.dirty, 0u) << "mbufs of the zero pool with bytes written beyond a frame head";
+  return scan.used;
+}
+
 TEST(DpdkFabric, GeneratedAllReduceOnRingPairMatchesTheSoftwareModel) {
   REQUIRE_EAL();
   fabemu::test::ScratchDir dir;
@@ -64,6 +87,7 @@ TEST(DpdkFabric, GeneratedAllReduceOnRingPairMatchesTheSoftwareModel) {
   // 8 ranks x 2 x 7 steps of 1/8 MiB in 4 chunks each: 14 MiB, in frames of at most 1442 bytes.
   EXPECT_EQ(d.stats.message_bytes, uint64_t{14} << 20);
   EXPECT_EQ(d.stats.data_frames, d.stats.frames_tx - d.stats.acks - d.stats.nacks - d.stats.retransmissions);
+  EXPECT_GE(expect_zero_pool_clean(ports.a()), 64u);
 }
 
 TEST(DpdkFabric, CustomRingAllReduceOnRingPairMatchesTheSoftwareModel) {
@@ -89,6 +113,7 @@ TEST(DpdkFabric, LossAndReorderingStillGiveTheModelledTimes) {
   expect_exact(sw, d);
   EXPECT_GT(d.stats.retransmissions, 0u);
   expect_faults_recovered(d.stats);
+  EXPECT_GE(expect_zero_pool_clean(ports.a()), 64u);  // retransmissions too come from it
 }
 
 TEST(DpdkFabric, CustomRingAllReduceWithLossMatches) {

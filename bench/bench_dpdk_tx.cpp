@@ -10,7 +10,8 @@
 //   mbuf: why the fabric takes its mbufs with alloc_frames() (dpdk_env.h), testpmd's way.
 // floor/<dev>/<bytes>B: the least any sender of this wire format does per frame (at floor_ref below): a
 //   bound on the ratio to testpmd that the fabric's loop could reach.
-// <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop: Sender::next_burst (selective repeat
+// <mode>/<dev>/<bytes>B/pace_<p> (pace_frame, pace_lazy) and <mode>_packets/<dev>/<bytes>B/pace_off: the
+//   DPDK fabric's transmit loop a packet at a time (with pacing, and without it before runs): Sender::next_burst (selective repeat
 //   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
 //   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame
 //   accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the message's first-frame TSC
@@ -371,11 +372,13 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
     state.SkipWithError("accounting does not match the sender's counts");
 }
 
-// <mode>_runs/...: the fabric's transmit loop a run at a time, as DpdkFabric::transmit runs it: the
-// Sender's packets as runs of one message (next_runs), each run's frames by fill_run (encode_run: one key
-// check per run) and the accounting per run (frames, bytes, data frames, the first frame's TSC, the
-// link's bytes and times). Pacing as above, per frame: a run is cut at its first frame not yet due, and
-// the rest waits for the next burst.
+// <mode>/<dev>/<bytes>B/pace_off: the fabric's transmit loop without pacing (DpdkFabric::transmit_runs),
+// a run at a time: the Sender's packets as runs of one message (next_runs), mbufs straight from the pool
+// (take_frames; fill_run resets them in its pass), each run's frames by fill_run (encode_run: one key
+// check per run; in fabemu mode from the device's zero pool, payloads not written) and the accounting per
+// run (frames, bytes, data frames, the first frame's TSC, the link's bytes and times). <mode>_runs/...
+// /pace_frame and /pace_lazy: the same with the pacing check per frame as above (a run is cut at its
+// first frame not yet due); the fabric paces a packet at a time (the <mode>/.../pace_frame loop).
 void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
   const Target t = target(dev);
   const uint64_t message_bytes = payload == 0 ? 0 : uint64_t{payload} * 64;
@@ -412,6 +415,9 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
   uint16_t ip_id = 0;
   std::array<fd::TxRun, kBurst> runs;
   size_t runs_n = 0, runs_next = 0;
+  // As the fabric: fabemu-mode data frames from the device's zero pool, their payloads never written.
+  const bool zero = mode == fd::WireMode::kFabemu;
+  rte_mempool* pool = zero ? t.tx->zero_pool() : t.tx->pool();
   rte_mbuf* pkts[kBurst];
   t.tx->reset_stats();
   uint64_t sent = 0;
@@ -419,7 +425,7 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
   for (auto _ : state) {
     uint64_t tsc = rte_rdtsc();
     const fd::Time now = fd::Time::from_ps(static_cast<uint64_t>(static_cast<double>(tsc) * ps_per_tick));
-    if (!fd::take_frames(t.tx->pool(), pkts, kBurst)) {  // fill_run resets them
+    if (!fd::take_frames(pool, pkts, kBurst)) {  // fill_run resets them
       drain(t.drain);
       continue;
     }
@@ -451,8 +457,7 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
                                r.message_id, r.seq, r.count, r.message_length, r.offset, now.ps()};
       s.payload_bytes = r.bytes;
       const uint32_t last = k == r.n ? r.last_bytes : r.bytes;
-      static const bool zero_hack = std::getenv("FABEMU_BENCH_ZERO") != nullptr;
-      const uint64_t bytes = fd::fill_run(pkts + n, k, flows[r.dst], s, last, zero_hack);
+      const uint64_t bytes = fd::fill_run(pkts + n, k, flows[r.dst], s, last, zero);
       if (bytes == 0) {
         state.SkipWithError("a run does not fit its mbufs");
         break;
@@ -676,15 +681,23 @@ void register_cases() {
         if (m.mode == fd::WireMode::kFabemu) {
           benchmark::RegisterBenchmark(("floor" + dev + size).c_str(), floor_ref, d.dev, bytes)->UseRealTime();
         }
+        // The fabric's loops: a run at a time without pacing, a packet at a time with it.
         for (const auto& pc : pacings) {
-          benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
-                                       fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
-              ->UseRealTime();
-        }
-        for (const auto& pc : pacings) {
-          benchmark::RegisterBenchmark((std::string(m.name) + "_runs" + dev + size + "/pace_" + pc.name).c_str(),
-                                       fabric_tx_runs, d.dev, m.mode, payload, pc.pacing)
-              ->UseRealTime();
+          if (pc.pacing == Pacing::kOff) {
+            benchmark::RegisterBenchmark((m.name + dev + size + "/pace_off").c_str(), fabric_tx_runs, d.dev, m.mode,
+                                         payload, Pacing::kOff)
+                ->UseRealTime();
+            benchmark::RegisterBenchmark((std::string(m.name) + "_packets" + dev + size + "/pace_off").c_str(),
+                                         fabric_tx<Variant::kFull>, d.dev, m.mode, payload, Pacing::kOff)
+                ->UseRealTime();
+          } else {
+            benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
+                                         fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
+                ->UseRealTime();
+            benchmark::RegisterBenchmark((std::string(m.name) + "_runs" + dev + size + "/pace_" + pc.name).c_str(),
+                                         fabric_tx_runs, d.dev, m.mode, payload, pc.pacing)
+                ->UseRealTime();
+          }
         }
         benchmark::RegisterBenchmark((std::string(m.name) + "_encode" + dev + size + "/pace_off").c_str(),
                                      fabric_tx<Variant::kEncode>, d.dev, m.mode, payload, Pacing::kOff)

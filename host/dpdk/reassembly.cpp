@@ -424,7 +424,12 @@ bool Sender::next(Time now, TxPacket& out) { return next_burst(now, {&out, 1}) =
   }
 }
 
-Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packets) {
+// The loop of next_burst and next_runs: `fresh(s, si, seq, n)` takes n new packets of slot si from seq on
+// (n == 1 each time when per_packet), `resent(p)` a retransmission; at most max_packets packets and
+// max_takes calls. Returns {calls, packets}.
+template <class Fresh, class Resent>
+[[gnu::always_inline]] inline Sender::Runs Sender::take(Time now, size_t max_packets, size_t max_takes, bool per_packet,
+                                                        Fresh fresh, Resent resent) {
   Runs got;
   // With a positive RTO, once nothing is due at `now` (no retransmission given, or none left), nothing
   // falls due while new packets go out at `now` either: their timers run from `now`, and no feedback
@@ -432,34 +437,34 @@ Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packet
   // of as many next() calls. With an RTO of 0 a packet is due again as soon as sent: the checks then
   // run before each packet, as next() would.
   const size_t fresh_per_check = config_.rto > Duration::zero() ? max_packets : 1;
-  while (got.packets < max_packets && got.runs < out.size()) {
+  while (got.packets < max_packets && got.runs < max_takes) {
     // Timers of messages acknowledged since (the usual case) are dropped on the way.
     while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
     if (!nacked_.empty() || !expired_.empty() || !rearmed_.empty() ||
         (!timers_.empty() && timers_.front().from + config_.rto <= now)) [[unlikely]] {
       TxPacket p;
       if (next_retransmission(now, p)) {
-        out[got.runs++] = TxRun{p.dst,    p.message_id, p.seq,   1,          p.count, p.message_length,
-                                p.offset, p.bytes,      p.bytes, p.retransmit, p.cookie};
+        resent(got.runs++, p);
         ++got.packets;
         continue;
       }
     }
     const size_t before = got.packets;
     const size_t end = std::min(max_packets, got.packets + fresh_per_check);
-    while (got.packets < end && got.runs < out.size() && !fresh_.empty()) {
+    while (got.packets < end && got.runs < max_takes && !fresh_.empty()) {
       const uint32_t si = fresh_.front();
       Slot& s = slots_[si];
       if (s.next_new >= s.count) [[unlikely]] {  // released (acknowledged) before it was all sent
         fresh_.pop();
         continue;
       }
-      const auto n = static_cast<uint32_t>(std::min<size_t>(s.count - s.next_new, end - got.packets));
+      const auto n =
+          per_packet ? 1u : static_cast<uint32_t>(std::min<size_t>(s.count - s.next_new, end - got.packets));
       const uint32_t seq = s.next_new;
       s.next_new += n;
       if (s.next_new == s.count) fresh_.pop();
       stats_.packets += n;
-      emit_run(s, si, seq, n, now, out[got.runs++]);
+      fresh(got.runs++, s, si, seq, n);
       got.packets += n;
     }
     if (got.packets == before) break;  // nothing to send now
@@ -467,17 +472,22 @@ Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packet
   return got;
 }
 
+Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packets) {
+  return take(
+      now, max_packets, out.size(), false,
+      [&](size_t i, Slot& s, uint32_t si, uint32_t seq, uint32_t n) { emit_run(s, si, seq, n, now, out[i]); },
+      [&](size_t i, const TxPacket& p) {
+        out[i] = TxRun{p.dst, p.message_id, p.seq, 1, p.count, p.message_length, p.offset, p.bytes, p.bytes,
+                       p.retransmit, p.cookie};
+      });
+}
+
 size_t Sender::next_burst(Time now, std::span<TxPacket> out) {
-  TxRun runs[64];
-  size_t n = 0;
-  while (n < out.size()) {
-    const Runs got = next_runs(now, runs, out.size() - n);
-    for (size_t r = 0; r < got.runs; ++r)
-      for (uint32_t i = 0; i < runs[r].n; ++i) out[n++] = runs[r].packet(i);
-    // Fewer runs than room for them: nothing more to send now (or out is full).
-    if (got.runs < std::size(runs)) break;
-  }
-  return n;
+  return take(
+             now, out.size(), out.size(), true,
+             [&](size_t i, Slot& s, uint32_t si, uint32_t seq, uint32_t) { emit(s, si, seq, now, false, out[i]); },
+             [&](size_t i, const TxPacket& p) { out[i] = p; })
+      .packets;
 }
 
 Time Sender::next_timeout() noexcept {

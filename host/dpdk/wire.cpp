@@ -997,7 +997,9 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
   // The frames of `stride` bytes (all, or all but a shorter last one) from an image of the run: the
   // flow's and message's image with this run's lengths, low id and low time in place, and the sums and
   // CRC part of those; per frame only the IP id, seq, offset, BTH words and the three checks are written.
-  const uint32_t full = last_bytes == stride ? n : n - 1;
+  // A run of one (one-packet messages, retransmissions) is written as encode() writes it: a run image
+  // would be one more copy of the frame head.
+  const uint32_t full = n == 1 ? 0 : last_bytes == stride ? n : n - 1;
   const uint32_t id_lo = lo32(h.message_id), time_lo = lo32(h.tx_time_ps);
   Bth b = first.bth;
   if (full > 0) {
@@ -1063,7 +1065,7 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
       lens[i] = static_cast<uint16_t>(total);
     }
   }
-  if (full < n) {  // the message's shorter last packet
+  if (full < n) {  // the message's shorter last packet, or the only one
     Packet p;
     p.message_id = h.message_id;
     p.tx_time_ps = h.tx_time_ps;

@@ -270,14 +270,15 @@ void Port::close() noexcept {
   zero_pool_ = nullptr;
 }
 
-rte_mempool* Port::zero_pool() {
+rte_mempool* Port::zero_pool(uint32_t mbufs) {
   if (zero_pool_ != nullptr) return zero_pool_;
   static std::atomic<unsigned> counter{0};
   const std::string name = "fe_z" + std::to_string(id_) + "_" + std::to_string(counter.fetch_add(1));
-  rte_mempool* z = rte_pktmbuf_pool_create(name.c_str(), pool_->size, pool_->cache_size, 0,
+  const uint32_t n = std::clamp<uint32_t>(mbufs, 63, pool_->size);
+  rte_mempool* z = rte_pktmbuf_pool_create(name.c_str(), n, std::min<uint32_t>(pool_->cache_size, n / 8), 0,
                                            rte_pktmbuf_data_room_size(pool_), pool_->socket_id);
   if (z == nullptr)
-    throw std::runtime_error("port " + name_ + ": rte_pktmbuf_pool_create(" + std::to_string(pool_->size) +
+    throw std::runtime_error("port " + name_ + ": rte_pktmbuf_pool_create(" + std::to_string(n) +
                              " mbufs, zeroed for transmit): " + errstr(rte_errno));
   rte_mempool_obj_iter(
       z,

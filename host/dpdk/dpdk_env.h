@@ -115,12 +115,13 @@ class Port {
   uint16_t id() const noexcept { return id_; }
   const std::string& name() const noexcept { return name_; }
   rte_mempool* pool() const noexcept { return pool_; }
-  // A second pool of pool()'s size and data room for transmitting only, every data room zeroed when it
-  // is created (on the first call; std::runtime_error when it cannot be). Frames whose bytes after their
-  // headers are zeros (the fabric's data frames) are written into its mbufs without writing those
-  // bytes (encode_run's payload_zero), so nothing may write more than such headers into them: frames
-  // of one header length only, and never a receive queue's pool. Freed with the port.
-  rte_mempool* zero_pool();
+  // A second pool for transmitting only, of `mbufs` (at most pool()'s size; 63 at least) with pool()'s
+  // data room, every data room zeroed when it is created (on the first call, whose size holds; later
+  // calls return it; std::runtime_error when it cannot be created). Frames whose bytes after their
+  // headers are zeros (the fabric's data frames) are written into its mbufs without writing those bytes
+  // (encode_run's payload_zero), so nothing may write more than such headers into them: frames of one
+  // header length only, and never a receive queue's pool. Freed with the port.
+  rte_mempool* zero_pool(uint32_t mbufs = UINT32_MAX);
   const PortConfig& config() const noexcept { return cfg_; }
   rte_ether_addr mac() const;
 

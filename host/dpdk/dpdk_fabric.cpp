@@ -137,9 +137,14 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   }
   // Without pacing, fabemu-mode data frames come from port A's zeroed pool: their payload (zeros) is never
   // written (Port::zero_pool; RoCEv2 frames end with an ICRC where a shorter frame's payload lies).
+  // Its size: what the transmit side holds (built, the stash, the device's ring) and the receive side
+  // takes per poll (every burst, and as many held back by reordering), as 2^n - 1: 2,047 by default,
+  // half of port A's pool (creating a pool is most of the start-up on a machine without hugepages).
   data_pool_ = ports_.a().pool();
   if (clock_.as_fast_as_possible() && opt_.mode == WireMode::kFabemu) {
-    data_pool_ = ports_.a().zero_pool();
+    uint32_t n = 1;
+    while (n - 1 < kTxQueueLimit + kTxStash + ports_.a().config().tx_desc + 2u * kRxBurst * kRxBursts) n <<= 1;
+    data_pool_ = ports_.a().zero_pool(n - 1);
     payload_zero_ = true;
   }
   if (uint64_t{npus_} * npus_ <= 65536) dense_templates_.resize(uint64_t{npus_} * npus_);
@@ -542,16 +547,19 @@ void DpdkFabric::transmit_runs() {
         ip_id_ += k;
         budget -= k;
         tx_data_.insert(tx_data_.end(), ms, ms + k);
-        const uint32_t link = rec != nullptr ? rec->first_link : ~0u;
-        for (uint32_t i = 0; i < k; ++i) tx_meta_.push_back(TxMeta{link, i + 1 == k ? last : r.bytes, 0, 0});
         if (rec != nullptr) {
           stats_.data_frames += k;
           if (r.seq == 0) rec->tx_ticks = clock_.ticks();
+          // Nothing is scheduled without pacing: a link's frames and bytes are counted as they are built,
+          // as frames_tx is (every frame built leaves before the run ends).
+          LinkPace& lp = link_pace_[rec->first_link];
+          lp.frames += k;
+          lp.bytes += uint64_t{k - 1} * r.bytes + last;
         }
       }
     }
   }
-  flush(ports_.a(), tx_data_, &tx_meta_);
+  flush(ports_.a(), tx_data_);
 }
 
 void DpdkFabric::transmit() {
@@ -562,7 +570,6 @@ void DpdkFabric::transmit() {
   // With pacing a packet may have to wait for its departure (held_): one at a time.
   const emu::Time wall = clock_.wall();
   const emu::Time stamp = clock_.emulated();
-  const bool pacing = true;
   FrameSpec spec;
   spec.mode = opt_.mode;
   for (uint32_t si = 0; si < senders_.size(); ++si) {
@@ -589,7 +596,7 @@ void DpdkFabric::transmit() {
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
       // no earlier than its link's rate allows after the frame before (pace_next_ps_).
       uint64_t scheduled_ps = 0, target_ps = 0;
-      const bool paced = rec != nullptr && pacing;
+      const bool paced = rec != nullptr;  // first transmissions are paced
       if (paced) {
         scheduled_ps = clock_.to_wall((rec->depart + rec->rate.ser(p.offset)).since_start()).ps();
         target_ps = std::max(scheduled_ps, pace_next_ps_[rec->first_link]);

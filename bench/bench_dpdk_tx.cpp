@@ -216,6 +216,81 @@ struct Accounting {
   uint64_t frames_tx = 0, frame_bytes_tx = 0, data_frames = 0, tx_dropped = 0, retransmissions = 0;
 };
 
+// What the fabric loops share: rank 0's Sender to ranks 1..7 with each destination's first message
+// submitted, one FrameSpec (flow fields set once) and FrameTemplate per destination, the message records
+// (by cookie), per-link counters and the loop's accounting. Messages of 0 bytes (one packet, no payload)
+// or 64 packets of `payload` bytes.
+struct Loop {
+  uint64_t message_bytes;
+  fd::Sender sender;
+  std::array<fd::FrameSpec, kRanks> specs;
+  std::vector<fd::FrameTemplate> flows;
+  std::vector<Record> records;
+  std::array<LinkTx, kRanks> links{};
+  Accounting acc;
+  uint64_t next_cookie = 0;
+
+  Loop(fd::WireMode mode, uint32_t payload)
+      : message_bytes(payload == 0 ? 0 : uint64_t{payload} * 64),
+        sender(fd::SenderConfig{.destinations = kRanks,
+                                .payload_per_packet = payload == 0 ? 1024 : payload,
+                                .window = 1024,
+                                .rto = fd::Duration::from_ms(1000)}),
+        records(kRecords),
+        mode_(mode),
+        payload_(payload) {
+    flows.reserve(kRanks);
+    for (uint32_t r = 0; r < kRanks; ++r) {
+      fd::FrameSpec& s = specs[r];
+      s.mode = mode;
+      s.src = endpoint(0);
+      s.dst = endpoint(r);
+      if (mode == fd::WireMode::kRoceV2) {
+        s.src.port = fd::flow_source_port(uint64_t{0} << 32 | r);
+        s.dst.port = fd::kRoceV2Port;
+      }
+      s.bth.dest_qp = r + 1;
+      flows.emplace_back(s);
+      if (table_crc()) flows.back().set_crc_engine(fd::CrcEngine::kTable);
+    }
+    for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, next_cookie++ % kRecords);
+  }
+  // A message's last packet is built: the receiver's ACK, at once, and the destination's next message.
+  void next_message(uint32_t dst, uint64_t id, uint32_t count) {
+    sender.on_ack(dst, id, count);
+    sender.submit(dst, message_bytes, next_cookie++ % kRecords);
+  }
+  // The burst's n frames to the device (the rest of pkts back to the pool), the far end drained; returns
+  // how many the device took (the others are counted as dropped).
+  uint16_t send(const Target& t, rte_mbuf** pkts, uint16_t n) {
+    if (n < kBurst) rte_pktmbuf_free_bulk(pkts + n, kBurst - n);
+    const uint16_t took = t.tx->tx_burst(pkts, n);
+    if (took < n) {
+      rte_pktmbuf_free_bulk(pkts + took, n - took);
+      acc.tx_dropped += n - took;
+    }
+    drain(t.drain);
+    return took;
+  }
+  // The counters of the case; `check_sender`: the frames counted must be the Sender's packets.
+  void finish(benchmark::State& state, const Target& t, uint64_t sent, bool check_sender) {
+    state.SetItemsProcessed(static_cast<int64_t>(sent));
+    state.counters["frame_B"] = static_cast<double>(fd::frame_bytes(mode_, payload_));
+    state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
+    state.counters["dropped"] = static_cast<double>(acc.tx_dropped);
+    uint64_t link_bytes = 0;
+    for (const LinkTx& l : links) link_bytes += l.bytes;
+    benchmark::DoNotOptimize(link_bytes);
+    benchmark::DoNotOptimize(records.data());
+    if (check_sender && acc.frames_tx != sender.stats().packets + sender.stats().retransmissions)
+      state.SkipWithError("accounting does not match the sender's counts");
+  }
+
+ private:
+  fd::WireMode mode_;
+  uint32_t payload_;
+};
+
 enum class Variant {
   kFull,      // Sender + FrameTemplate + accounting
   kEncode,    // Sender + fill_mbuf(spec) (full encode()) + accounting
@@ -225,33 +300,7 @@ enum class Variant {
 template <Variant kVariant>
 void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
   const Target t = target(dev);
-  // Messages of 0 bytes (one packet, no payload) or 64 packets of `payload` bytes.
-  const uint64_t message_bytes = payload == 0 ? 0 : uint64_t{payload} * 64;
-  fd::Sender sender(fd::SenderConfig{.destinations = kRanks,
-                                     .payload_per_packet = payload == 0 ? 1024 : payload,
-                                     .window = 1024,
-                                     .rto = fd::Duration::from_ms(1000)});
-  std::array<fd::FrameSpec, kRanks> specs;  // per destination: the flow fields set once
-  std::vector<fd::FrameTemplate> flows;
-  flows.reserve(kRanks);
-  for (uint32_t r = 0; r < kRanks; ++r) {
-    fd::FrameSpec& s = specs[r];
-    s.mode = mode;
-    s.src = endpoint(0);
-    s.dst = endpoint(r);
-    if (mode == fd::WireMode::kRoceV2) {
-      s.src.port = fd::flow_source_port(uint64_t{0} << 32 | r);
-      s.dst.port = fd::kRoceV2Port;
-    }
-    s.bth.dest_qp = r + 1;
-    flows.emplace_back(s);
-    if (table_crc()) flows.back().set_crc_engine(fd::CrcEngine::kTable);
-  }
-  std::vector<Record> records(kRecords);
-  std::array<LinkTx, kRanks> links{};
-  Accounting acc;
-  uint64_t next_cookie = 0;
-  for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, next_cookie++ % kRecords);
+  Loop loop(mode, payload);
 
   const uint64_t hz = rte_get_tsc_hz();
   // Departures in 32.32 fixed-point TSC ticks: frame k at start + k * interval.
@@ -291,7 +340,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
             p.message_id = gen_id[gen_dst];
             p.seq = gen_seq[gen_dst];
             p.count = count;
-            p.message_length = message_bytes;
+            p.message_length = loop.message_bytes;
             p.offset = uint64_t{p.seq} * payload;
             p.bytes = payload;
             p.cookie = gen_id[gen_dst] % kRecords;
@@ -301,7 +350,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
               gen_dst = gen_dst + 1 == kRanks ? 1 : gen_dst + 1;
             }
           }
-        } else if ((got_n = sender.next_burst(now, std::span(got.data(), kBurst - n))) == 0) {
+        } else if ((got_n = loop.sender.next_burst(now, std::span(got.data(), kBurst - n))) == 0) {
           break;
         }
       }
@@ -315,7 +364,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
         }
         departure_fp += interval_fp;
       }
-      fd::FrameSpec& s = specs[p.dst];
+      fd::FrameSpec& s = loop.specs[p.dst];
       s.ip_id = ip_id++;
       s.hdr = fd::FabemuHeader{fd::PacketKind::kData, p.retransmit ? fd::kFlagRetransmit : uint16_t{0}, 0, p.dst,
                                p.message_id, p.seq, p.count, p.message_length, p.offset, now.ps()};
@@ -327,7 +376,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
       if constexpr (kVariant == Variant::kEncode) {
         len = fd::fill_mbuf(pkts[n], s);
       } else {
-        len = fd::fill_mbuf(pkts[n], flows[p.dst], s);
+        len = fd::fill_mbuf(pkts[n], loop.flows[p.dst], s);
       }
       if (len == 0) {
         state.SkipWithError("a frame does not fit its mbuf");
@@ -336,40 +385,20 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
       ++got_next;
       ++n;
       // Accounting, as the fabric keeps it.
-      ++acc.frames_tx;
-      acc.frame_bytes_tx += len;
-      ++acc.data_frames;
-      acc.retransmissions += p.retransmit;
-      if (p.seq == 0) records[p.cookie].tx_ticks = tsc;
-      LinkTx& lt = links[p.dst];
+      ++loop.acc.frames_tx;
+      loop.acc.frame_bytes_tx += len;
+      ++loop.acc.data_frames;
+      loop.acc.retransmissions += p.retransmit;
+      if (p.seq == 0) loop.records[p.cookie].tx_ticks = tsc;
+      LinkTx& lt = loop.links[p.dst];
       if (lt.bytes == 0) lt.first = tsc;
       lt.last = tsc;
       lt.bytes += p.bytes;
-      // The receiver's ACK, at once; the destination's next message.
-      if (kVariant != Variant::kNoSender && p.seq + 1 == p.count && !p.retransmit) {
-        sender.on_ack(p.dst, p.message_id, p.count);
-        sender.submit(p.dst, message_bytes, next_cookie++ % kRecords);
-      }
+      if (kVariant != Variant::kNoSender && p.seq + 1 == p.count && !p.retransmit) loop.next_message(p.dst, p.message_id, p.count);
     }
-    if (n < kBurst) rte_pktmbuf_free_bulk(pkts + n, kBurst - n);
-    const uint16_t took = t.tx->tx_burst(pkts, n);
-    if (took < n) {
-      rte_pktmbuf_free_bulk(pkts + took, n - took);
-      acc.tx_dropped += n - took;
-    }
-    sent += took;
-    drain(t.drain);
+    sent += loop.send(t, pkts, n);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(sent));
-  state.counters["frame_B"] = static_cast<double>(fd::frame_bytes(mode, payload));
-  state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
-  state.counters["dropped"] = static_cast<double>(acc.tx_dropped);
-  uint64_t link_bytes = 0;
-  for (const LinkTx& l : links) link_bytes += l.bytes;
-  benchmark::DoNotOptimize(link_bytes);
-  benchmark::DoNotOptimize(records.data());
-  if (kVariant != Variant::kNoSender && acc.frames_tx != sender.stats().packets + sender.stats().retransmissions)
-    state.SkipWithError("accounting does not match the sender's counts");
+  loop.finish(state, t, sent, kVariant != Variant::kNoSender);
 }
 
 // <mode>/<dev>/<bytes>B/pace_off: the fabric's transmit loop without pacing (DpdkFabric::transmit_runs),
@@ -381,32 +410,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
 // first frame not yet due); the fabric paces a packet at a time (the <mode>/.../pace_frame loop).
 void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
   const Target t = target(dev);
-  const uint64_t message_bytes = payload == 0 ? 0 : uint64_t{payload} * 64;
-  fd::Sender sender(fd::SenderConfig{.destinations = kRanks,
-                                     .payload_per_packet = payload == 0 ? 1024 : payload,
-                                     .window = 1024,
-                                     .rto = fd::Duration::from_ms(1000)});
-  std::array<fd::FrameSpec, kRanks> specs;
-  std::vector<fd::FrameTemplate> flows;
-  flows.reserve(kRanks);
-  for (uint32_t r = 0; r < kRanks; ++r) {
-    fd::FrameSpec& s = specs[r];
-    s.mode = mode;
-    s.src = endpoint(0);
-    s.dst = endpoint(r);
-    if (mode == fd::WireMode::kRoceV2) {
-      s.src.port = fd::flow_source_port(uint64_t{0} << 32 | r);
-      s.dst.port = fd::kRoceV2Port;
-    }
-    s.bth.dest_qp = r + 1;
-    flows.emplace_back(s);
-    if (table_crc()) flows.back().set_crc_engine(fd::CrcEngine::kTable);
-  }
-  std::vector<Record> records(kRecords);
-  std::array<LinkTx, kRanks> links{};
-  Accounting acc;
-  uint64_t next_cookie = 0;
-  for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, next_cookie++ % kRecords);
+  Loop loop(mode, payload);
 
   const uint64_t hz = rte_get_tsc_hz();
   const uint64_t interval_fp = (hz << 32) / kPacingRatePps;
@@ -433,7 +437,7 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
     while (n < kBurst) {
       if (runs_next == runs_n) {
         runs_next = runs_n = 0;
-        if ((runs_n = sender.next_runs(now, runs, kBurst - n).runs) == 0) break;
+        if ((runs_n = loop.sender.next_runs(now, runs, kBurst - n).runs) == 0) break;
       }
       fd::TxRun& r = runs[runs_next];
       uint32_t k = std::min<uint32_t>(r.n, kBurst - n);
@@ -451,13 +455,13 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
         k = due;
         if (k == 0) break;  // not yet: the run waits for the next burst
       }
-      fd::FrameSpec& s = specs[r.dst];
+      fd::FrameSpec& s = loop.specs[r.dst];
       s.ip_id = ip_id;
       s.hdr = fd::FabemuHeader{fd::PacketKind::kData, r.retransmit ? fd::kFlagRetransmit : uint16_t{0}, 0, r.dst,
                                r.message_id, r.seq, r.count, r.message_length, r.offset, now.ps()};
       s.payload_bytes = r.bytes;
       const uint32_t last = k == r.n ? r.last_bytes : r.bytes;
-      const uint64_t bytes = fd::fill_run(pkts + n, k, flows[r.dst], s, last, zero);
+      const uint64_t bytes = fd::fill_run(pkts + n, k, loop.flows[r.dst], s, last, zero);
       if (bytes == 0) {
         state.SkipWithError("a run does not fit its mbufs");
         break;
@@ -465,12 +469,12 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
       n = static_cast<uint16_t>(n + k);
       ip_id = static_cast<uint16_t>(ip_id + k);
       // Accounting, as the fabric keeps it, once per run.
-      acc.frames_tx += k;
-      acc.frame_bytes_tx += bytes;
-      acc.data_frames += k;
-      acc.retransmissions += r.retransmit ? k : 0;
-      if (r.seq == 0) records[r.cookie].tx_ticks = tsc;
-      LinkTx& lt = links[r.dst];
+      loop.acc.frames_tx += k;
+      loop.acc.frame_bytes_tx += bytes;
+      loop.acc.data_frames += k;
+      loop.acc.retransmissions += r.retransmit ? k : 0;
+      if (r.seq == 0) loop.records[r.cookie].tx_ticks = tsc;
+      LinkTx& lt = loop.links[r.dst];
       if (lt.bytes == 0) lt.first = tsc;
       lt.last = tsc;
       lt.bytes += uint64_t{k - 1} * r.bytes + last;
@@ -480,31 +484,11 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
         break;
       }
       ++runs_next;
-      // The receiver's ACK, at once; the destination's next message.
-      if (r.seq + r.n == r.count && !r.retransmit) {
-        sender.on_ack(r.dst, r.message_id, r.count);
-        sender.submit(r.dst, message_bytes, next_cookie++ % kRecords);
-      }
+      if (r.seq + r.n == r.count && !r.retransmit) loop.next_message(r.dst, r.message_id, r.count);
     }
-    if (n < kBurst) rte_pktmbuf_free_bulk(pkts + n, kBurst - n);
-    const uint16_t took = t.tx->tx_burst(pkts, n);
-    if (took < n) {
-      rte_pktmbuf_free_bulk(pkts + took, n - took);
-      acc.tx_dropped += n - took;
-    }
-    sent += took;
-    drain(t.drain);
+    sent += loop.send(t, pkts, n);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(sent));
-  state.counters["frame_B"] = static_cast<double>(fd::frame_bytes(mode, payload));
-  state.counters["dev_opackets"] = static_cast<double>(t.tx->stats().opackets);
-  state.counters["dropped"] = static_cast<double>(acc.tx_dropped);
-  uint64_t link_bytes = 0;
-  for (const LinkTx& l : links) link_bytes += l.bytes;
-  benchmark::DoNotOptimize(link_bytes);
-  benchmark::DoNotOptimize(records.data());
-  if (acc.frames_tx != sender.stats().packets + sender.stats().retransmissions)
-    state.SkipWithError("accounting does not match the sender's counts");
+  loop.finish(state, t, sent, true);
 }
 
 // encode/<mode>/<bytes>B/<engine>: encode(FrameTemplate&) alone, 32 frames of one flow per iteration into

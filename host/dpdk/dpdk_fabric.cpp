@@ -499,6 +499,18 @@ bool DpdkFabric::refill_stash() {
   return true;
 }
 
+void DpdkFabric::retransmitted(uint32_t src, uint32_t dst, uint64_t wire_id) {
+  // Karn's rule: the message's round trip is no RTT sample any more (until reassembled).
+  const auto w = by_wire_.find(pair_key(src, dst, wire_id, npus_));
+  if (w != by_wire_.end()) records_.at(w->second).retransmitted = true;
+}
+
+void DpdkFabric::set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) const {
+  spec.dst = plan_.at(dst);
+  if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | dst);
+  spec.bth.dest_qp = dst + 1;
+}
+
 void DpdkFabric::transmit_runs() {
   const emu::Time wall = clock_.wall();
   const emu::Time stamp = engine_.now();
@@ -525,17 +537,8 @@ void DpdkFabric::transmit_runs() {
         const uint32_t dst = senders_.dst(si, r.dst);  // r.dst is the destination's number in this sender
         // A first transmission's cookie is its record (retransmissions are not counted as data frames).
         Record* rec = r.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(r.cookie));
-        if (r.retransmit) [[unlikely]] {
-          // Karn's rule: the message's round trip is no RTT sample any more (until reassembled).
-          const auto w = by_wire_.find(pair_key(src, dst, r.message_id, npus_));
-          if (w != by_wire_.end()) records_.at(w->second).retransmitted = true;
-        }
-        if (dst != spec_dst) {
-          spec_dst = dst;
-          spec.dst = plan_.at(dst);
-          if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | dst);
-          spec.bth.dest_qp = dst + 1;
-        }
+        if (r.retransmit) [[unlikely]] retransmitted(src, dst, r.message_id);
+        if (dst != spec_dst) set_destination(spec, src, spec_dst = dst);
         spec.ip_id = static_cast<uint16_t>(ip_id_);
         spec.hdr = FabemuHeader{PacketKind::kData, r.retransmit ? kFlagRetransmit : uint16_t{0}, src, dst,
                                 r.message_id, r.seq, r.count, r.message_length, r.offset, stamp.ps()};
@@ -588,11 +591,7 @@ void DpdkFabric::transmit() {
       const uint32_t dst = senders_.dst(si, p.dst);  // p.dst is the destination's number in this sender
       // A first transmission's cookie is its record (retransmissions are neither paced nor counted).
       Record* rec = p.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(p.cookie));
-      if (p.retransmit) [[unlikely]] {
-        // Karn's rule: the message's round trip is no RTT sample any more (until reassembled).
-        const auto w = by_wire_.find(pair_key(src, dst, p.message_id, npus_));
-        if (w != by_wire_.end()) records_.at(w->second).retransmitted = true;
-      }
+      if (p.retransmit) [[unlikely]] retransmitted(src, dst, p.message_id);
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
       // no earlier than its link's rate allows after the frame before (pace_next_ps_).
       uint64_t scheduled_ps = 0, target_ps = 0;
@@ -610,12 +609,7 @@ void DpdkFabric::transmit() {
         held_[si] = p;
         break;
       }
-      if (dst != spec_dst) {
-        spec_dst = dst;
-        spec.dst = plan_.at(dst);
-        if (opt_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{src} << 32 | dst);
-        spec.bth.dest_qp = dst + 1;
-      }
+      if (dst != spec_dst) set_destination(spec, src, spec_dst = dst);
       spec.ip_id = static_cast<uint16_t>(ip_id_++);
       spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, dst,
                               p.message_id, p.seq, p.count, p.message_length, p.offset, stamp.ps()};

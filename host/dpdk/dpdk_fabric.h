@@ -275,6 +275,10 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // transmit() without pacing (dilation 0): the senders' packets a run of one message at a time
   // (Sender::next_runs, fill_run), counted per run.
   void transmit_runs();
+  // A packet of message `wire_id` from src to dst is sent again: its round trip is no RTT sample.
+  void retransmitted(uint32_t src, uint32_t dst, uint64_t wire_id);
+  // The flow fields of frames from src to dst (src's own are in spec already).
+  void set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) const;
   // Port A's frames on the main lcore: ACKs and NACKs for the senders.
   void receive(Port& port);
   void handle(const DecodedFrame& f);  // an ACK or NACK for a sender

@@ -301,6 +301,22 @@ void dirty_pool(rte_mempool* pool) {
   for (unsigned i = 2; i < kN; ++i) rte_pktmbuf_free(m[i]);
 }
 
+// What alloc_frames and fill_run leave in an mbuf: everything dirty_pool() set reset, the lengths `len`.
+void expect_reset(const rte_mbuf* g, uint16_t len) {
+  EXPECT_EQ(g->data_off, RTE_PKTMBUF_HEADROOM);
+  EXPECT_EQ(g->data_len, len);
+  EXPECT_EQ(g->pkt_len, len);
+  EXPECT_EQ(g->ol_flags, 0u);
+  EXPECT_EQ(g->packet_type, 0u);
+  EXPECT_EQ(g->vlan_tci, 0);
+  EXPECT_EQ(g->vlan_tci_outer, 0);
+  EXPECT_EQ(g->port, RTE_MBUF_PORT_INVALID);
+  EXPECT_EQ(g->tx_offload, 0u);
+  EXPECT_EQ(g->nb_segs, 1);
+  EXPECT_EQ(g->next, nullptr);
+  EXPECT_EQ(rte_mbuf_refcnt_read(g), 1);
+}
+
 TEST(Frames, AllocFramesResetsWhatAReceivePathLeaves) {
   REQUIRE_EAL();
   constexpr unsigned kN = kDirty;
@@ -311,18 +327,7 @@ TEST(Frames, AllocFramesResetsWhatAReceivePathLeaves) {
   ASSERT_TRUE(fd::alloc_frames(pool, got, kN));
   for (rte_mbuf* g : got) {
     SCOPED_TRACE(testing::Message() << "mbuf " << static_cast<const void*>(g));
-    EXPECT_EQ(g->data_off, RTE_PKTMBUF_HEADROOM);
-    EXPECT_EQ(g->data_len, 0);
-    EXPECT_EQ(g->pkt_len, 0u);
-    EXPECT_EQ(g->ol_flags, 0u);
-    EXPECT_EQ(g->packet_type, 0u);
-    EXPECT_EQ(g->vlan_tci, 0);
-    EXPECT_EQ(g->vlan_tci_outer, 0);
-    EXPECT_EQ(g->port, RTE_MBUF_PORT_INVALID);
-    EXPECT_EQ(g->tx_offload, 0u);
-    EXPECT_EQ(g->nb_segs, 1);
-    EXPECT_EQ(g->next, nullptr);
-    EXPECT_EQ(rte_mbuf_refcnt_read(g), 1);
+    expect_reset(g, 0);
     // And a frame fits and decodes.
     ASSERT_GT(fd::fill_mbuf(g, spec_for(1, 1000)), 0);
     fd::DecodedFrame f;
@@ -359,17 +364,7 @@ TEST(Frames, FillRunResetsWhatAReceivePathLeaves) {
     const rte_mbuf* g = got[i];
     SCOPED_TRACE(testing::Message() << "frame " << i);
     const uint16_t len = static_cast<uint16_t>(fd::frame_bytes(s.mode, i + 1 == kN ? 321 : 1000));
-    EXPECT_EQ(g->data_off, RTE_PKTMBUF_HEADROOM);
-    EXPECT_EQ(g->data_len, len);
-    EXPECT_EQ(g->pkt_len, len);
-    EXPECT_EQ(g->ol_flags, 0u);
-    EXPECT_EQ(g->packet_type, 0u);
-    EXPECT_EQ(g->vlan_tci, 0);
-    EXPECT_EQ(g->vlan_tci_outer, 0);
-    EXPECT_EQ(g->port, RTE_MBUF_PORT_INVALID);
-    EXPECT_EQ(g->tx_offload, 0u);
-    EXPECT_EQ(g->nb_segs, 1);
-    EXPECT_EQ(g->next, nullptr);
+    expect_reset(g, len);
     fd::DecodedFrame f;
     ASSERT_EQ(fd::decode_mbuf(g, rules(), f), fd::Verdict::kOurs);
     EXPECT_EQ(f.hdr.seq, 4 + i);

@@ -368,9 +368,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
       s.ip_id = ip_id++;
       s.hdr = fd::FabemuHeader{fd::PacketKind::kData, p.retransmit ? fd::kFlagRetransmit : uint16_t{0}, 0, p.dst,
                                p.message_id, p.seq, p.count, p.message_length, p.offset, now.ps()};
-      s.bth.opcode = fd::rc_send_opcode(p.seq, p.count);
-      s.bth.psn = p.seq & 0xFFFFFF;
-      s.bth.ack_req = p.seq + 1 == p.count;
+      fd::set_data_bth(s.bth, p.seq, p.count);
       s.payload_bytes = p.bytes;
       uint16_t len;
       if constexpr (kVariant == Variant::kEncode) {

@@ -441,23 +441,15 @@ uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
   return len;
 }
 
-uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, FrameSpec& spec, uint32_t last_bytes) {
+uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes) {
   FrameTemplate* t = flow_template(spec);
   uint64_t bytes = 0;
   if (t != nullptr) {
     bytes = fill_run(ms, n, *t, spec, last_bytes, payload_zero_);
   } else {  // beyond 65,536 flows: frame by frame, encoded whole
-    FrameSpec f = spec;
     for (uint32_t i = 0; i < n; ++i) {
-      f.hdr.seq = spec.hdr.seq + i;
-      f.hdr.offset = spec.hdr.offset + uint64_t{i} * spec.payload_bytes;
-      f.ip_id = static_cast<uint16_t>(spec.ip_id + i);
-      f.payload_bytes = i + 1 == n ? last_bytes : spec.payload_bytes;
-      f.bth.opcode = rc_send_opcode(f.hdr.seq, f.hdr.count);
-      f.bth.psn = f.hdr.seq & 0xFFFFFF;
-      f.bth.ack_req = f.hdr.seq + 1 == f.hdr.count;
       reset_frame(ms[i]);  // the stash holds them as the pool gave them
-      const uint16_t len = fill_mbuf(ms[i], f);
+      const uint16_t len = fill_mbuf(ms[i], run_frame(spec, i, n, last_bytes));
       if (len == 0) {
         bytes = 0;
         break;
@@ -595,8 +587,7 @@ void DpdkFabric::transmit() {
       // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
       // no earlier than its link's rate allows after the frame before (pace_next_ps_).
       uint64_t scheduled_ps = 0, target_ps = 0;
-      const bool paced = rec != nullptr;  // first transmissions are paced
-      if (paced) {
+      if (rec != nullptr) {
         scheduled_ps = clock_.to_wall((rec->depart + rec->rate.ser(p.offset)).since_start()).ps();
         target_ps = std::max(scheduled_ps, pace_next_ps_[rec->first_link]);
         if (target_ps > wall.ps() && target_ps > clock_.wall().ps()) {
@@ -613,9 +604,7 @@ void DpdkFabric::transmit() {
       spec.ip_id = static_cast<uint16_t>(ip_id_++);
       spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, dst,
                               p.message_id, p.seq, p.count, p.message_length, p.offset, stamp.ps()};
-      spec.bth.opcode = rc_send_opcode(p.seq, p.count);
-      spec.bth.psn = p.seq & 0xFFFFFF;
-      spec.bth.ack_req = p.seq + 1 == p.count;
+      set_data_bth(spec.bth, p.seq, p.count);
       spec.payload_bytes = p.bytes;
       build(m, spec);
       held_[si].reset();
@@ -625,14 +614,12 @@ void DpdkFabric::transmit() {
         ++stats_.data_frames;
         if (p.seq == 0) rec->tx_ticks = clock_.ticks();
         meta.link = rec->first_link;
-        if (paced) {
-          meta.scheduled_ps = scheduled_ps;
-          const uint64_t now_ps = clock_.wall().ps();
-          const uint64_t burst_ps = burst_ps_[rec->first_link];
-          const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
-          meta.paced_ps = anchor;
-          pace_next_ps_[rec->first_link] = anchor + clock_.to_wall(rec->rate.ser(p.bytes)).ps();
-        }
+        meta.scheduled_ps = scheduled_ps;
+        const uint64_t now_ps = clock_.wall().ps();
+        const uint64_t burst_ps = burst_ps_[rec->first_link];
+        const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
+        meta.paced_ps = anchor;
+        pace_next_ps_[rec->first_link] = anchor + clock_.to_wall(rec->rate.ser(p.bytes)).ps();
       }
       tx_meta_.push_back(meta);
     }

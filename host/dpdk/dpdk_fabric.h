@@ -294,7 +294,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint16_t build(rte_mbuf* m, const FrameSpec& spec);
   // The same for a run of n data frames into ms[0..n) (fill_run: spec is the first frame's; the last
   // frame carries last_bytes); returns their bytes.
-  uint64_t build_run(rte_mbuf* const* ms, uint32_t n, FrameSpec& spec, uint32_t last_bytes);
+  uint64_t build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes);
   // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
   FrameTemplate* flow_template(const FrameSpec& spec);
   // An mbuf of data_pool_ for a data frame, from a stash refilled kTxStash at a time (nullptr when

@@ -441,6 +441,16 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept {
 
 // --- FrameTemplate ---
 
+FrameSpec run_frame(const FrameSpec& first, uint32_t i, uint32_t n, uint32_t last_bytes) noexcept {
+  FrameSpec s = first;
+  s.hdr.seq = first.hdr.seq + i;
+  s.hdr.offset = first.hdr.offset + uint64_t{i} * first.payload_bytes;
+  s.ip_id = static_cast<uint16_t>(first.ip_id + i);
+  s.payload_bytes = i + 1 == n ? last_bytes : first.payload_bytes;
+  set_data_bth(s.bth, s.hdr.seq, s.hdr.count);
+  return s;
+}
+
 FrameTemplate::FrameTemplate(const FrameSpec& flow) noexcept
     : mode_(flow.mode), src_(flow.src), dst_(flow.dst), dscp_(static_cast<uint8_t>(flow.dscp & 0x3F)) {
   if (mode_ == WireMode::kRoceV2) dst_.port = kRoceV2Port;
@@ -657,18 +667,16 @@ struct Encoder {
   // The portable engine: one slice-table lookup per byte of the packet's fields.
   struct Table {
     // The raw register (from zero) of the fabemu header's 56 CRC'd bytes with only the packet's fields.
-    static uint32_t header(const FabemuHeader& h) noexcept {
-      return crc_field<kCrcAt, kIdAt + 4, 4>(lo32(h.message_id)) ^ crc_field<kCrcAt, kSeqAt, 4>(h.seq) ^
-             crc_field<kCrcAt, kOffsetAt + 4, 4>(lo32(h.offset)) ^
-             crc_field<kCrcAt, kTimeAt + 4, 4>(lo32(h.tx_time_ps));
-    }
-    // header(h) in two parts, for a run of one message's frames: the fields fixed within the run (low
-    // halves of id and time) and those that move (seq, low offset). header(h) == fixed ^ moving.
+    // In two parts, for a run of one message's frames: the fields fixed within the run (low halves of id
+    // and time) and those that move (seq, low offset). header(h) == fixed ^ moving.
     static uint32_t fixed(uint32_t id_lo, uint32_t time_lo) noexcept {
       return crc_field<kCrcAt, kIdAt + 4, 4>(id_lo) ^ crc_field<kCrcAt, kTimeAt + 4, 4>(time_lo);
     }
     static uint32_t moving(uint32_t seq, uint32_t offset_lo) noexcept {
       return crc_field<kCrcAt, kSeqAt, 4>(seq) ^ crc_field<kCrcAt, kOffsetAt + 4, 4>(offset_lo);
+    }
+    static uint32_t header(const FabemuHeader& h) noexcept {
+      return fixed(lo32(h.message_id), lo32(h.tx_time_ps)) ^ moving(h.seq, lo32(h.offset));
     }
     // The ICRC register after payload and pad (`tail` bytes at `body`, zeros unless `nack`), not inverted.
     // Linear in the bytes: the cached parts, the packet's fields by table, the register across the
@@ -744,6 +752,23 @@ struct Encoder {
   // Caches what the frames of messages with `key` share (image, header CRC, UDP sum, RoCEv2 ICRC parts).
   [[gnu::noinline]] static void set_key(FrameTemplate& t, const FrameTemplate::MessageKey& key,
                                         const FabemuHeader& h) noexcept;
+  // The cache for the message of `h` whose key fields are the values given (encode() reads them each
+  // with a load of its own, alone()): set_key when any differs from t's key.
+  [[gnu::always_inline]] static inline void use_key(FrameTemplate& t, const FabemuHeader& h, PacketKind kind,
+                                                    uint16_t flags, uint32_t src_rank, uint32_t dst_rank,
+                                                    uint32_t count, uint64_t length, uint16_t pkey,
+                                                    uint32_t qp) noexcept {
+    const FrameTemplate::MessageKey& k = t.key_;
+    if (!t.key_valid_ || kind != k.kind || flags != k.flags || src_rank != k.src_rank || dst_rank != k.dst_rank ||
+        count != k.count || length != k.message_length || hi32(h.message_id) != k.id_hi ||
+        hi32(h.offset) != k.offset_hi || hi32(h.tx_time_ps) != k.time_hi || pkey != k.pkey || qp != k.dest_qp)
+        [[unlikely]] {
+      set_key(t,
+              FrameTemplate::MessageKey{kind, flags, src_rank, dst_rank, count, length, hi32(h.message_id),
+                                        hi32(h.offset), hi32(h.tx_time_ps), pkey, qp},
+              h);
+    }
+  }
   struct Packet;
   template <class Crc>
   [[gnu::always_inline]] static inline size_t write(FrameTemplate& t, const Packet& p, PacketKind kind,
@@ -929,22 +954,9 @@ size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_
   // The caller has usually just written `spec` a field at a time, so each field is read with a load of
   // its own (alone()): no MessageKey is built for the comparison, since its adjacent fields would be
   // copied and compared in wide loads that wait for those stores (about 5 ns a frame, measured).
-  const FrameTemplate::MessageKey& k = t.key_;
-  const PacketKind kind = alone(h.kind);
-  const uint16_t flags = alone(h.flags);
-  const uint32_t src_rank = alone(h.src_rank), dst_rank = alone(h.dst_rank), count = alone(h.count);
-  const uint64_t length = alone(h.message_length);
-  const uint16_t pkey = roce ? alone(spec.bth.pkey) : uint16_t{0};
-  const uint32_t qp = roce ? alone(spec.bth.dest_qp) & 0xFFFFFF : 0;
-  if (!t.key_valid_ || kind != k.kind || flags != k.flags || src_rank != k.src_rank || dst_rank != k.dst_rank ||
-      count != k.count || length != k.message_length || hi32(h.message_id) != k.id_hi ||
-      hi32(h.offset) != k.offset_hi || hi32(h.tx_time_ps) != k.time_hi || pkey != k.pkey || qp != k.dest_qp)
-      [[unlikely]] {
-    set_key(t,
-            FrameTemplate::MessageKey{kind, flags, src_rank, dst_rank, count, length, hi32(h.message_id),
-                                      hi32(h.offset), hi32(h.tx_time_ps), pkey, qp},
-            h);
-  }
+  use_key(t, h, alone(h.kind), alone(h.flags), alone(h.src_rank), alone(h.dst_rank), alone(h.count),
+          alone(h.message_length), roce ? alone(spec.bth.pkey) : uint16_t{0},
+          roce ? alone(spec.bth.dest_qp) & 0xFFFFFF : 0);
   p.message_id = h.message_id;
   p.offset = h.offset;
   p.tx_time_ps = h.tx_time_ps;
@@ -968,32 +980,15 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
   const uint64_t last_offset = h.offset + uint64_t{n - 1} * stride;
   if (hi32(last_offset) != hi32(h.offset) || h.seq + uint64_t{n} > UINT32_MAX) [[unlikely]] {
     // The offset's high half changes within the run (a message beyond 4 GiB): frame by frame.
-    FrameSpec s = first;
     for (uint32_t i = 0; i < n; ++i) {
-      s.hdr.seq = h.seq + i;
-      s.hdr.offset = h.offset + uint64_t{i} * stride;
-      s.ip_id = static_cast<uint16_t>(first.ip_id + i);
-      s.payload_bytes = i + 1 == n ? last_bytes : stride;
-      s.bth.opcode = rc_send_opcode(s.hdr.seq, h.count);
-      s.bth.psn = s.hdr.seq & 0xFFFFFF;
-      s.bth.ack_req = s.hdr.seq + 1 == h.count;
-      lens[i] = static_cast<uint16_t>(encode<Crc>(t, s, std::span<uint8_t>(frames[i], room)));
+      lens[i] = static_cast<uint16_t>(
+          encode<Crc>(t, run_frame(first, i, n, last_bytes), std::span<uint8_t>(frames[i], room)));
     }
     return true;
   }
   // One key for the whole run: the fields that change are seq, offset, IP id, the BTH's and the length.
-  const FrameTemplate::MessageKey& k = t.key_;
-  const uint16_t pkey = roce ? first.bth.pkey : uint16_t{0};
-  const uint32_t qp = roce ? first.bth.dest_qp & 0xFFFFFF : 0;
-  if (!t.key_valid_ || k.kind != h.kind || h.flags != k.flags || h.src_rank != k.src_rank ||
-      h.dst_rank != k.dst_rank || h.count != k.count || h.message_length != k.message_length ||
-      hi32(h.message_id) != k.id_hi || hi32(h.offset) != k.offset_hi || hi32(h.tx_time_ps) != k.time_hi ||
-      pkey != k.pkey || qp != k.dest_qp) [[unlikely]] {
-    set_key(t,
-            FrameTemplate::MessageKey{h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
-                                      hi32(h.message_id), hi32(h.offset), hi32(h.tx_time_ps), pkey, qp},
-            h);
-  }
+  use_key(t, h, h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
+          roce ? first.bth.pkey : uint16_t{0}, roce ? first.bth.dest_qp & 0xFFFFFF : 0);
   // The frames of `stride` bytes (all, or all but a shorter last one) from an image of the run: the
   // flow's and message's image with this run's lengths, low id and low time in place, and the sums and
   // CRC part of those; per frame only the IP id, seq, offset, BTH words and the three checks are written.
@@ -1030,9 +1025,7 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
       uint32_t w0 = 0, w2 = 0;
       if (roce) {
         std::memcpy(f, img, kL4Off + kBthBytes + kFabemuHeaderBytes);
-        b.opcode = rc_send_opcode(seq, h.count);
-        b.psn = seq & 0xFFFFFF;
-        b.ack_req = seq + 1 == h.count;
+        set_data_bth(b, seq, h.count);
         bth_words(b, pad, w0, w2);
         store_be32(f + kL4Off, w0);
         store_be32(f + kL4Off + 8, w2);
@@ -1074,9 +1067,7 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
     p.ip_id = static_cast<uint16_t>(first.ip_id + full);
     p.payload = last_bytes;
     if (roce) {
-      b.opcode = rc_send_opcode(p.seq, h.count);
-      b.psn = p.seq & 0xFFFFFF;
-      b.ack_req = p.seq + 1 == h.count;
+      set_data_bth(b, p.seq, h.count);
       bth_words(b, roce_pad(p.payload), p.w0, p.w2);
     }
     lens[full] = static_cast<uint16_t>(write<Crc>(t, p, PacketKind::kData, {}, payload_zero, frames[full]));

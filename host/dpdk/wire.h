@@ -89,6 +89,13 @@ constexpr uint8_t rc_send_opcode(uint32_t seq, uint32_t count) noexcept {
   return seq + 1 == count ? kRcSendLast : kRcSendMiddle;
 }
 
+// The BTH fields of data packet `seq` of `count` (RC SEND): opcode, PSN (seq mod 2^24), A on the last.
+constexpr void set_data_bth(Bth& b, uint32_t seq, uint32_t count) noexcept {
+  b.opcode = rc_send_opcode(seq, count);
+  b.psn = seq & 0xFFFFFF;
+  b.ack_req = seq + 1 == count;
+}
+
 // A UDP source port in the dynamic range derived from a flow key, so ECMP hashes spread flows.
 constexpr uint16_t flow_source_port(uint64_t flow) noexcept {
   flow ^= flow >> 33;
@@ -217,6 +224,8 @@ size_t encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) n
 // full frame does not fit `room` or an IP datagram.
 bool encode_run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes, uint8_t* const* frames,
                 size_t room, uint16_t* lens, bool payload_zero = false) noexcept;
+// Frame i of n of such a run as a FrameSpec (spec_i above): for paths that write a run frame by frame.
+FrameSpec run_frame(const FrameSpec& first, uint32_t i, uint32_t n, uint32_t last_bytes) noexcept;
 
 // Why a frame is not ours. Checked in this order, so a frame gets the first reason that applies.
 enum class Verdict : uint8_t {

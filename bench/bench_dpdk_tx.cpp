@@ -51,7 +51,10 @@
 #include <vector>
 
 #include "host/dpdk/dpdk_env.h"
+#include "emulator/histogram.h"
+#include "emulator/time.h"
 #include "host/dpdk/fabemu_header.h"
+#include "host/dpdk/realtime.h"
 #include "host/dpdk/reassembly.h"
 #include "host/dpdk/wire.h"
 
@@ -208,6 +211,7 @@ bool table_crc() {
 // The fabric's per-frame bookkeeping (DpdkFabric::transmit).
 struct Record {
   uint64_t tx_ticks = 0;
+  fd::Time depart;  // the message's modelled departure (the paced run loop's): when it was submitted
 };
 struct LinkTx {
   uint64_t bytes = 0, first = 0, last = 0;
@@ -256,8 +260,9 @@ struct Loop {
     for (uint32_t r = 1; r < kRanks; ++r) sender.submit(r, message_bytes, next_cookie++ % kRecords);
   }
   // A message's last packet is built: the receiver's ACK, at once, and the destination's next message.
-  void next_message(uint32_t dst, uint64_t id, uint32_t count) {
+  void next_message(uint32_t dst, uint64_t id, uint32_t count, fd::Time now = {}) {
     sender.on_ack(dst, id, count);
+    records[next_cookie % kRecords].depart = now;
     sender.submit(dst, message_bytes, next_cookie++ % kRecords);
   }
   // The burst's n frames to the device (the rest of pkts back to the pool), the far end drained; returns
@@ -399,24 +404,102 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   loop.finish(state, t, sent, kVariant != Variant::kNoSender);
 }
 
-// <mode>/<dev>/<bytes>B/pace_off: the fabric's transmit loop without pacing (DpdkFabric::transmit_runs),
-// a run at a time: the Sender's packets as runs of one message (next_runs), mbufs straight from the pool
-// (take_frames; fill_run resets them in its pass), each run's frames by fill_run (encode_run: one key
-// check per run; in fabemu mode from the device's zero pool, payloads not written) and the accounting per
-// run (frames, bytes, data frames, the first frame's TSC, the link's bytes and times). <mode>_runs/...
-// /pace_frame and /pace_lazy: the same with the pacing check per frame as above (a run is cut at its
-// first frame not yet due); the fabric paces a packet at a time (the <mode>/.../pace_frame loop).
+// The fabric's pacer (DpdkFabric::pace_run, record_departure) for the run loop below. Per frame of a run
+// the Sender offers (a RunGate): its modelled departure (its message's departure + ser(offset) at the
+// link's rate, to wall time) no earlier than the link's next departure, due when not later than the clock
+// (read again per frame with pace_frame; with pace_lazy, as the fabric, only when a frame is not due by
+// the last reading), the link's next departure and a record of the frame. After tx_burst, per frame: the
+// departure's jitter into a histogram and the link's frames and bytes. The link carries 100 Mpps of the
+// case's payloads and each message departs when it is submitted, so no frame waits: the pacer's cost.
+struct Pacer {
+  struct Meta {
+    uint32_t bytes;
+    uint64_t scheduled_ps, paced_ps;
+  };
+  Pacer(Pacing p, uint32_t payload, const std::vector<Record>& recs)
+      : pacing(p),
+        rate(fabemu::emu::Rate::from_bytes_per_sec(uint64_t{std::max<uint32_t>(payload, 1)} * kPacingRatePps)),
+        burst_ps(clock.to_wall(rate.ser(uint64_t{payload} * 64)).ps()),  // the fabric's kPacingBurstFrames
+        records(&recs) {
+    metas.reserve(kBurst);
+  }
+  static uint32_t gate(void* self, const fd::TxRun& r) { return static_cast<Pacer*>(self)->allow(r); }
+  uint32_t allow(const fd::TxRun& r) {
+    const Record& rec = (*records)[r.cookie];
+    const uint64_t frame_ps = clock.to_wall(rate.ser(r.bytes)).ps();
+    const uint64_t last_ps = clock.to_wall(rate.ser(r.last_bytes)).ps();
+    uint32_t due = 0;
+    for (; due < r.n; ++due) {
+      const uint64_t offset = r.offset + uint64_t{due} * r.bytes;
+      const bool last = due + 1 == r.n;
+      const uint64_t scheduled_ps = clock.to_wall((rec.depart + rate.ser(offset)).since_start()).ps();
+      const uint64_t target_ps = std::max(scheduled_ps, next_ps);
+      if (pacing == Pacing::kPerFrame) now_ps = clock.wall().ps();
+      if (target_ps > now_ps && target_ps > (now_ps = clock.wall().ps())) break;
+      const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
+      next_ps = anchor + (last ? last_ps : frame_ps);
+      metas.push_back(Meta{last ? r.last_bytes : r.bytes, scheduled_ps, anchor});
+    }
+    return due;
+  }
+  // The first `took` frames recorded left now (the rest, not taken by the device, are forgotten): as
+  // DpdkFabric::record_departure, the jitter and the link's busy period (a frame due no later than the end
+  // of the one before extends it; a period that ends is closed, its scheduled and actual spans summed).
+  void departed(uint16_t took) {
+    const uint64_t now = clock.wall().ps();
+    for (uint16_t i = 0; i < took; ++i) {
+      const Meta& m = metas[i];
+      jitter_ns.record((now > m.scheduled_ps ? now - m.scheduled_ps : m.scheduled_ps - now) / 1000);
+      ++frames_out;
+      bytes_out += m.bytes;
+      if (open && m.paced_ps <= last_paced_ps + clock.to_wall(rate.ser(last_bytes)).ps() + 1000) {
+        period_bytes += last_bytes;
+        ++period_frames;
+      } else {
+        if (open && period_frames > 1) {
+          spanned_bytes += period_bytes;
+          scheduled_ns += static_cast<double>(last_paced_ps - start_ps) / 1000.0;
+          actual_ns += (static_cast<double>(last_actual_ps) - static_cast<double>(start_ps)) / 1000.0;
+        }
+        open = true;
+        start_ps = m.paced_ps;
+        period_bytes = 0;
+        period_frames = 1;
+      }
+      last_paced_ps = std::max(last_paced_ps, m.paced_ps);
+      last_actual_ps = now;
+      last_bytes = m.bytes;
+    }
+    metas.clear();
+  }
+  Pacing pacing;
+  fd::TscClock clock{1.0};
+  fabemu::emu::Rate rate;
+  uint64_t burst_ps;
+  const std::vector<Record>* records;
+  uint64_t next_ps = 0, now_ps = 0, frames_out = 0, bytes_out = 0;
+  bool open = false;  // the link's busy period
+  uint64_t start_ps = 0, last_paced_ps = 0, last_actual_ps = 0, period_bytes = 0, spanned_bytes = 0;
+  uint32_t last_bytes = 0, period_frames = 0;
+  double scheduled_ns = 0, actual_ns = 0;
+  std::vector<Meta> metas;
+  fabemu::emu::LogHistogram jitter_ns;
+};
+
+// <mode>/<dev>/<bytes>B/pace_<p>: the fabric's transmit loop (DpdkFabric::transmit), a run at a time: the
+// Sender's packets as runs of one message (next_runs; with pacing, through the Pacer above as its gate),
+// mbufs straight from the pool (take_frames; fill_run resets them in its pass), each run's frames by
+// fill_run (encode_run: one key check per run; in fabemu mode from the device's zero pool, payloads not
+// written) and the accounting per run (frames, bytes, data frames, the first frame's TSC; without pacing
+// the link's bytes and times, with it the Pacer's per-frame departures).
 void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
   const Target t = target(dev);
   Loop loop(mode, payload);
+  Pacer pacer(pacing, payload, loop.records);
+  const fd::RunGate gate = pacing == Pacing::kOff ? fd::RunGate{} : fd::RunGate{&Pacer::gate, &pacer};
 
-  const uint64_t hz = rte_get_tsc_hz();
-  const uint64_t interval_fp = (hz << 32) / kPacingRatePps;
-  uint64_t departure_fp = rte_rdtsc() << 32;
-  const double ps_per_tick = 1e12 / static_cast<double>(hz);
   uint16_t ip_id = 0;
   std::array<fd::TxRun, kBurst> runs;
-  size_t runs_n = 0, runs_next = 0;
   // As the fabric: fabemu-mode data frames from the device's zero pool, their payloads never written.
   const bool zero = mode == fd::WireMode::kFabemu;
   rte_mempool* pool = zero ? t.tx->zero_pool() : t.tx->pool();
@@ -425,67 +508,53 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
   uint64_t sent = 0;
 
   for (auto _ : state) {
-    uint64_t tsc = rte_rdtsc();
-    const fd::Time now = fd::Time::from_ps(static_cast<uint64_t>(static_cast<double>(tsc) * ps_per_tick));
+    const uint64_t tsc = rte_rdtsc();
+    const fd::Time now = pacer.clock.wall_at(tsc);
+    pacer.now_ps = now.ps();
     if (!fd::take_frames(pool, pkts, kBurst)) {  // fill_run resets them
       drain(t.drain);
       continue;
     }
     uint16_t n = 0;
     while (n < kBurst) {
-      if (runs_next == runs_n) {
-        runs_next = runs_n = 0;
-        if ((runs_n = loop.sender.next_runs(now, runs, kBurst - n).runs) == 0) break;
-      }
-      fd::TxRun& r = runs[runs_next];
-      uint32_t k = std::min<uint32_t>(r.n, kBurst - n);
-      if (pacing != Pacing::kOff) {
-        uint32_t due = 0;
-        for (; due < k; ++due) {
-          if (pacing == Pacing::kPerFrame) tsc = rte_rdtsc();
-          const uint64_t at = departure_fp >> 32;
-          if (at > tsc) {
-            if (pacing == Pacing::kLazy) tsc = rte_rdtsc();
-            if (at > tsc) break;
-          }
-          departure_fp += interval_fp;
+      const fd::Sender::Runs got = loop.sender.next_runs(now, runs, kBurst - n, gate);
+      for (size_t ri = 0; ri < got.runs; ++ri) {
+        const fd::TxRun& r = runs[ri];
+        const uint32_t k = r.n;
+        fd::FrameSpec& s = loop.specs[r.dst];
+        s.ip_id = ip_id;
+        s.hdr = fd::FabemuHeader{fd::PacketKind::kData, r.retransmit ? fd::kFlagRetransmit : uint16_t{0}, 0, r.dst,
+                                 r.message_id, r.seq, r.count, r.message_length, r.offset, now.ps()};
+        s.payload_bytes = r.bytes;
+        const uint64_t bytes = fd::fill_run(pkts + n, k, loop.flows[r.dst], s, r.last_bytes, zero);
+        if (bytes == 0) {
+          state.SkipWithError("a run does not fit its mbufs");
+          return;
         }
-        k = due;
-        if (k == 0) break;  // not yet: the run waits for the next burst
+        n = static_cast<uint16_t>(n + k);
+        ip_id = static_cast<uint16_t>(ip_id + k);
+        // Accounting, as the fabric keeps it, once per run.
+        loop.acc.frames_tx += k;
+        loop.acc.frame_bytes_tx += bytes;
+        loop.acc.data_frames += k;
+        loop.acc.retransmissions += r.retransmit ? k : 0;
+        if (r.seq == 0) loop.records[r.cookie].tx_ticks = tsc;
+        if (pacing == Pacing::kOff) {
+          LinkTx& lt = loop.links[r.dst];
+          if (lt.bytes == 0) lt.first = tsc;
+          lt.last = tsc;
+          lt.bytes += uint64_t{k - 1} * r.bytes + r.last_bytes;
+        }
+        if (r.seq + r.n == r.count && !r.retransmit) loop.next_message(r.dst, r.message_id, r.count, now);
       }
-      fd::FrameSpec& s = loop.specs[r.dst];
-      s.ip_id = ip_id;
-      s.hdr = fd::FabemuHeader{fd::PacketKind::kData, r.retransmit ? fd::kFlagRetransmit : uint16_t{0}, 0, r.dst,
-                               r.message_id, r.seq, r.count, r.message_length, r.offset, now.ps()};
-      s.payload_bytes = r.bytes;
-      const uint32_t last = k == r.n ? r.last_bytes : r.bytes;
-      const uint64_t bytes = fd::fill_run(pkts + n, k, loop.flows[r.dst], s, last, zero);
-      if (bytes == 0) {
-        state.SkipWithError("a run does not fit its mbufs");
-        break;
-      }
-      n = static_cast<uint16_t>(n + k);
-      ip_id = static_cast<uint16_t>(ip_id + k);
-      // Accounting, as the fabric keeps it, once per run.
-      loop.acc.frames_tx += k;
-      loop.acc.frame_bytes_tx += bytes;
-      loop.acc.data_frames += k;
-      loop.acc.retransmissions += r.retransmit ? k : 0;
-      if (r.seq == 0) loop.records[r.cookie].tx_ticks = tsc;
-      LinkTx& lt = loop.links[r.dst];
-      if (lt.bytes == 0) lt.first = tsc;
-      lt.last = tsc;
-      lt.bytes += uint64_t{k - 1} * r.bytes + last;
-      const bool ends = k == r.n;
-      if (!ends) {
-        r = r.from(k);  // the rest of the run waits
-        break;
-      }
-      ++runs_next;
-      if (r.seq + r.n == r.count && !r.retransmit) loop.next_message(r.dst, r.message_id, r.count);
+      if (got.packets == 0 || (got.runs < runs.size() && n < kBurst)) break;  // nothing more (due) now
     }
-    sent += loop.send(t, pkts, n);
+    const uint16_t took = loop.send(t, pkts, n);
+    if (pacing != Pacing::kOff) pacer.departed(took);
+    sent += took;
   }
+  benchmark::DoNotOptimize(pacer.jitter_ns);
+  benchmark::DoNotOptimize(pacer.actual_ns);
   loop.finish(state, t, sent, true);
 }
 
@@ -663,23 +732,15 @@ void register_cases() {
         if (m.mode == fd::WireMode::kFabemu) {
           benchmark::RegisterBenchmark(("floor" + dev + size).c_str(), floor_ref, d.dev, bytes)->UseRealTime();
         }
-        // The fabric's loops: a run at a time without pacing, a packet at a time with it.
+        // The fabric's loop (a run at a time) and the loop before runs (a packet at a time).
         for (const auto& pc : pacings) {
-          if (pc.pacing == Pacing::kOff) {
-            benchmark::RegisterBenchmark((m.name + dev + size + "/pace_off").c_str(), fabric_tx_runs, d.dev, m.mode,
-                                         payload, Pacing::kOff)
-                ->UseRealTime();
-            benchmark::RegisterBenchmark((std::string(m.name) + "_packets" + dev + size + "/pace_off").c_str(),
-                                         fabric_tx<Variant::kFull>, d.dev, m.mode, payload, Pacing::kOff)
-                ->UseRealTime();
-          } else {
-            benchmark::RegisterBenchmark((m.name + dev + size + "/pace_" + pc.name).c_str(),
-                                         fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
-                ->UseRealTime();
-            benchmark::RegisterBenchmark((std::string(m.name) + "_runs" + dev + size + "/pace_" + pc.name).c_str(),
-                                         fabric_tx_runs, d.dev, m.mode, payload, pc.pacing)
-                ->UseRealTime();
-          }
+          const std::string pace = std::string("/pace_") + pc.name;
+          benchmark::RegisterBenchmark((m.name + dev + size + pace).c_str(), fabric_tx_runs, d.dev, m.mode, payload,
+                                       pc.pacing)
+              ->UseRealTime();
+          benchmark::RegisterBenchmark((std::string(m.name) + "_packets" + dev + size + pace).c_str(),
+                                       fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
+              ->UseRealTime();
         }
         benchmark::RegisterBenchmark((std::string(m.name) + "_encode" + dev + size + "/pace_off").c_str(),
                                      fabric_tx<Variant::kEncode>, d.dev, m.mode, payload, Pacing::kOff)

@@ -131,6 +131,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   }
   pacing_.size_for(model_.topology());
   pace_next_ps_.assign(model_.topology().links().size(), 0);
+  paced_.reserve(kFramesPerSender);
   burst_ps_.reserve(model_.topology().links().size());
   for (const emu::Link& l : model_.topology().links()) {
     burst_ps_.push_back(clock_.to_wall(l.rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps());
@@ -264,7 +265,6 @@ void DpdkFabric::submit(uint64_t id) {
 
 bool DpdkFabric::try_submit(uint64_t id, Record& r) {
   const LinkSenders::Pair ps = senders_.of(r.src, r.dst, r.first_link);
-  if (held_.size() < senders_.size()) held_.resize(senders_.size());
   Sender& s = senders_[ps.sender];
   if (!s.can_submit(ps.dst)) return false;
   // Every packet carries the record's address (no lookup per frame).
@@ -503,9 +503,45 @@ void DpdkFabric::set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) co
   spec.bth.dest_qp = dst + 1;
 }
 
-void DpdkFabric::transmit_runs() {
+// Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and no earlier
+// than its link's rate allows after the frame before (pace_next_ps_). The frames of a run that are due by
+// now leave in this poll; the pacer's schedule moves on by each one's serialization time from when it was
+// due, or from now less one burst allowance when it is later than that. The rest of the run is not taken
+// from the Sender: it stays there, unsent and untimed, until it is due (RunGate).
+uint32_t DpdkFabric::pace_run(const TxRun& r) {
+  const Record& rec = *reinterpret_cast<const Record*>(static_cast<uintptr_t>(r.cookie));
+  const uint32_t link = rec.first_link;
+  const uint64_t burst_ps = burst_ps_[link];
+  // A frame's wall time on the link: the same for all but a shorter last frame.
+  const uint64_t frame_ps = clock_.to_wall(rec.rate.ser(r.bytes)).ps();
+  const uint64_t last_ps = clock_.to_wall(rec.rate.ser(r.last_bytes)).ps();
+  uint64_t next_ps = pace_next_ps_[link];
+  uint32_t due = 0;
+  for (; due < r.n; ++due) {
+    const uint64_t offset = r.offset + uint64_t{due} * r.bytes;
+    const bool last = due + 1 == r.n;
+    const uint64_t scheduled_ps = clock_.to_wall((rec.depart + rec.rate.ser(offset)).since_start()).ps();
+    const uint64_t target_ps = std::max(scheduled_ps, next_ps);
+    // The clock is read again only when a frame is not due by the last reading.
+    if (target_ps > pace_now_ps_ && target_ps > (pace_now_ps_ = clock_.wall().ps())) break;
+    const uint64_t anchor = pace_now_ps_ > target_ps + burst_ps ? pace_now_ps_ - burst_ps : target_ps;
+    next_ps = anchor + (last ? last_ps : frame_ps);
+    paced_.push_back(TxMeta{link, last ? r.last_bytes : r.bytes, scheduled_ps, anchor});
+  }
+  pace_next_ps_[link] = next_ps;
+  return due;
+}
+
+void DpdkFabric::transmit() {
+  // With pacing (dilation > 0) the Sender gives only the new packets that are due (pace_run); without
+  // it, all of them. Either way a run of one message at a time (Sender::next_runs, fill_run).
+  const bool paced = !clock_.as_fast_as_possible();
   const emu::Time wall = clock_.wall();
-  const emu::Time stamp = engine_.now();
+  const emu::Time stamp = paced ? clock_.emulated() : engine_.now();
+  pace_now_ps_ = wall.ps();
+  const RunGate gate =
+      paced ? RunGate{[](void* self, const TxRun& r) { return static_cast<DpdkFabric*>(self)->pace_run(r); }, this}
+            : RunGate{};
   FrameSpec spec;
   spec.mode = opt_.mode;
   for (uint32_t si = 0; si < senders_.size(); ++si) {
@@ -521,13 +557,15 @@ void DpdkFabric::transmit_runs() {
       if (stash_next_ == stash_n_ && !refill_stash()) break;  // pool empty: next poll
       const size_t room = std::min<size_t>(
           {budget, kTxQueueLimit - kTxStash - tx_data_.size(), size_t{stash_n_} - stash_next_});
-      const size_t runs_n = s.next_runs(wall, runs, room).runs;
-      if (runs_n == 0) break;
-      for (size_t ri = 0; ri < runs_n; ++ri) {
+      paced_.clear();
+      const Sender::Runs got = s.next_runs(wall, runs, room, gate);
+      size_t paced_next = 0;  // paced_ holds the TxMeta of the first transmissions' frames, in order
+      for (size_t ri = 0; ri < got.runs; ++ri) {
         const TxRun& r = runs[ri];
         const uint32_t k = r.n;
         const uint32_t dst = senders_.dst(si, r.dst);  // r.dst is the destination's number in this sender
-        // A first transmission's cookie is its record (retransmissions are not counted as data frames).
+        // A first transmission's cookie is its record (retransmissions are neither paced nor counted as
+        // data frames).
         Record* rec = r.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(r.cookie));
         if (r.retransmit) [[unlikely]] retransmitted(src, dst, r.message_id);
         if (dst != spec_dst) set_destination(spec, src, spec_dst = dst);
@@ -545,86 +583,26 @@ void DpdkFabric::transmit_runs() {
         if (rec != nullptr) {
           stats_.data_frames += k;
           if (r.seq == 0) rec->tx_ticks = clock_.ticks();
-          // Nothing is scheduled without pacing: a link's frames and bytes are counted as they are built,
-          // as frames_tx is (every frame built leaves before the run ends).
-          LinkPace& lp = link_pace_[rec->first_link];
-          lp.frames += k;
-          lp.bytes += uint64_t{k - 1} * r.bytes + last;
+          if (paced) {  // the link's frames and bytes are counted as they leave (flush)
+            tx_meta_.insert(tx_meta_.end(), paced_.begin() + static_cast<ptrdiff_t>(paced_next),
+                            paced_.begin() + static_cast<ptrdiff_t>(paced_next + k));
+            paced_next += k;
+          } else {
+            // Nothing is scheduled without pacing: a link's frames and bytes are counted as they are
+            // built, as frames_tx is (every frame built leaves before the run ends).
+            LinkPace& lp = link_pace_[rec->first_link];
+            lp.frames += k;
+            lp.bytes += uint64_t{k - 1} * r.bytes + last;
+          }
+        } else if (paced) {
+          tx_meta_.push_back(TxMeta{~0u, last, 0, 0});  // a retransmission: a run of one
         }
       }
+      // Fewer than asked for and room for more runs: the sender has nothing more to send now.
+      if (got.packets < room && got.runs < std::size(runs)) break;
     }
   }
-  flush(ports_.a(), tx_data_);
-}
-
-void DpdkFabric::transmit() {
-  if (clock_.as_fast_as_possible()) {
-    transmit_runs();
-    return;
-  }
-  // With pacing a packet may have to wait for its departure (held_): one at a time.
-  const emu::Time wall = clock_.wall();
-  const emu::Time stamp = clock_.emulated();
-  FrameSpec spec;
-  spec.mode = opt_.mode;
-  for (uint32_t si = 0; si < senders_.size(); ++si) {
-    Sender& s = senders_[si];
-    const uint32_t src = senders_.src(si);
-    spec.src = plan_.at(src);
-    uint32_t spec_dst = ~0u;
-    // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built.
-    for (uint32_t k = 0; k < kFramesPerSender && tx_data_.size() + kTxStash < kTxQueueLimit; ++k) {
-      TxPacket p;
-      if (held_[si]) {
-        p = *held_[si];
-      } else if (!s.next(wall, p)) {
-        break;
-      }
-      const uint32_t dst = senders_.dst(si, p.dst);  // p.dst is the destination's number in this sender
-      // A first transmission's cookie is its record (retransmissions are neither paced nor counted).
-      Record* rec = p.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(p.cookie));
-      if (p.retransmit) [[unlikely]] retransmitted(src, dst, p.message_id);
-      // Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and
-      // no earlier than its link's rate allows after the frame before (pace_next_ps_).
-      uint64_t scheduled_ps = 0, target_ps = 0;
-      if (rec != nullptr) {
-        scheduled_ps = clock_.to_wall((rec->depart + rec->rate.ser(p.offset)).since_start()).ps();
-        target_ps = std::max(scheduled_ps, pace_next_ps_[rec->first_link]);
-        if (target_ps > wall.ps() && target_ps > clock_.wall().ps()) {
-          held_[si] = p;
-          break;
-        }
-      }
-      rte_mbuf* m = data_mbuf();
-      if (m == nullptr) {  // pool empty: try again next poll
-        held_[si] = p;
-        break;
-      }
-      if (dst != spec_dst) set_destination(spec, src, spec_dst = dst);
-      spec.ip_id = static_cast<uint16_t>(ip_id_++);
-      spec.hdr = FabemuHeader{PacketKind::kData, p.retransmit ? kFlagRetransmit : uint16_t{0}, src, dst,
-                              p.message_id, p.seq, p.count, p.message_length, p.offset, stamp.ps()};
-      set_data_bth(spec.bth, p.seq, p.count);
-      spec.payload_bytes = p.bytes;
-      build(m, spec);
-      held_[si].reset();
-      tx_data_.push_back(m);
-      TxMeta meta{~0u, static_cast<uint32_t>(p.bytes), 0, 0};
-      if (rec != nullptr) {
-        ++stats_.data_frames;
-        if (p.seq == 0) rec->tx_ticks = clock_.ticks();
-        meta.link = rec->first_link;
-        meta.scheduled_ps = scheduled_ps;
-        const uint64_t now_ps = clock_.wall().ps();
-        const uint64_t burst_ps = burst_ps_[rec->first_link];
-        const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
-        meta.paced_ps = anchor;
-        pace_next_ps_[rec->first_link] = anchor + clock_.to_wall(rec->rate.ser(p.bytes)).ps();
-      }
-      tx_meta_.push_back(meta);
-    }
-  }
-  flush(ports_.a(), tx_data_, &tx_meta_);
+  flush(ports_.a(), tx_data_, paced ? &tx_meta_ : nullptr);
 }
 
 void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta) {

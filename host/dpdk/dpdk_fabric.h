@@ -271,10 +271,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // One round of I/O: submit backlog, transmit, receive (the RxPath inline, or the receive lcore's
   // completions), ACK/NACK for the senders. Returns true when a frame or a completion was received.
   bool poll();
+  // The senders' packets, a run of one message at a time (Sender::next_runs, fill_run); with pacing, those
+  // that are due (pace_run).
   void transmit();
-  // transmit() without pacing (dilation 0): the senders' packets a run of one message at a time
-  // (Sender::next_runs, fill_run), counted per run.
-  void transmit_runs();
+  // RunGate of a run of first transmissions: how many of its frames are due now; their TxMeta into paced_.
+  uint32_t pace_run(const TxRun& r);
   // A packet of message `wire_id` from src to dst is sent again: its round trip is no RTT sample.
   void retransmitted(uint32_t src, uint32_t dst, uint64_t wire_id);
   // The flow fields of frames from src to dst (src's own are in spec already).
@@ -297,15 +298,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint64_t build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes);
   // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
   FrameTemplate* flow_template(const FrameSpec& spec);
-  // An mbuf of data_pool_ for a data frame, from a stash refilled kTxStash at a time (nullptr when
-  // the pool is empty). The stash holds them as the pool gives them (take_frames): reset here, or by
-  // fill_run for a run.
-  rte_mbuf* data_mbuf() {
-    if (stash_next_ == stash_n_ && !refill_stash()) return nullptr;
-    rte_mbuf* m = tx_stash_[stash_next_++];
-    reset_frame(m);
-    return m;
-  }
+  // The data frames' mbufs come from data_pool_ through a stash refilled kTxStash at a time, as the pool
+  // gives them (take_frames): fill_run resets them. False when the pool is empty.
   bool refill_stash();
   static uint64_t pair_key(uint32_t src, uint32_t dst, uint64_t wire_id, uint32_t npus) noexcept {
     return (uint64_t{src} * npus + dst) << 40 ^ wire_id;
@@ -331,14 +325,13 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   rte_mempool* data_pool_ = nullptr;                  // the data frames': port A's pool or its zero_pool()
   bool payload_zero_ = false;                         // data_pool_ is the zero pool: payloads are not written
   static constexpr uint16_t kTxStash = 32;
-  rte_mbuf* tx_stash_[kTxStash] = {};                 // allocated from a()'s pool, not yet used
+  rte_mbuf* tx_stash_[kTxStash] = {};                 // taken from data_pool_, not yet used
   uint16_t stash_next_ = 0, stash_n_ = 0;
   std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.
   MessagePacing pacing_;
   LinkSenders senders_;                               // one per first link
-  std::vector<std::optional<TxPacket>> held_;         // per sender: a packet waiting for its departure
   // Per first link, wall ps: the earliest departure of its next frame at the link's rate (a token bucket
   // one frame deep). A frame leaves at max(its modelled departure, pace_next_); when it leaves later than
   // that by more than one frame time, the schedule restarts from now (minus one frame time): a late
@@ -348,7 +341,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual
   std::vector<CollAcc> coll_acc_;                     // by Message::coll
   std::vector<rte_mbuf*> tx_data_;                    // frames built, not yet taken by the device
-  std::vector<TxMeta> tx_meta_;
+  std::vector<TxMeta> tx_meta_;                       // with pacing: per frame of tx_data_
+  std::vector<TxMeta> paced_;                         // pace_run's frames of one next_runs call
+  uint64_t pace_now_ps_ = 0;                          // pace_run's last reading of the wall clock
   std::unique_ptr<PcapWriter> pcap_;
   // With a receive lcore: its frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s file
   // in time order by close_pcap().

@@ -58,8 +58,4 @@ emu::Time TscClock::emulated() const noexcept {
   return emu::Time::from_ps(mul_div_floor(wall().ps(), 65536, dilation_q16_, q16_per_dilation_));
 }
 
-emu::Duration TscClock::to_wall(emu::Duration emulated) const noexcept {
-  return emu::Duration::from_ps(static_cast<uint64_t>((u128{emulated.ps()} * dilation_q16_) >> 16));
-}
-
 }  // namespace fabemu::host::dpdk

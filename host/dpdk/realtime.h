@@ -55,7 +55,9 @@ class TscClock {
   // Time::max() when as_fast_as_possible() (every emulated time has come).
   emu::Time emulated() const noexcept;
   // Emulated duration -> wall duration (times D).
-  emu::Duration to_wall(emu::Duration emulated) const noexcept;
+  emu::Duration to_wall(emu::Duration emulated) const noexcept {
+    return emu::Duration::from_ps(static_cast<uint64_t>((emu::detail::u128{emulated.ps()} * dilation_q16_) >> 16));
+  }
 
   double dilation() const noexcept { return dilation_; }
   bool as_fast_as_possible() const noexcept { return dilation_q16_ == 0; }

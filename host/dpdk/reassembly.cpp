@@ -402,8 +402,8 @@ bool Sender::next_retransmission(Time now, TxPacket& out) {
 
 bool Sender::next(Time now, TxPacket& out) { return next_burst(now, {&out, 1}) == 1; }
 
-[[gnu::always_inline]] inline void Sender::emit_run(Slot& s, uint32_t slot, uint32_t seq, uint32_t n, Time now,
-                                                    TxRun& out) {
+[[gnu::always_inline]] inline void Sender::describe_run(const Slot& s, uint32_t seq, uint32_t n,
+                                                        TxRun& out) const noexcept {
   out.dst = s.dst;
   out.message_id = s.id;
   out.seq = seq;
@@ -416,6 +416,9 @@ bool Sender::next(Time now, TxPacket& out) { return next_burst(now, {&out, 1}) =
   out.bytes = n > 1 ? config_.payload_per_packet : out.last_bytes;
   out.retransmit = false;
   out.cookie = s.cookie;
+}
+
+[[gnu::always_inline]] inline void Sender::commit_run(Slot& s, uint32_t slot, uint32_t seq, uint32_t n, Time now) {
   std::fill_n(s.sent_at.begin() + seq, n, now);
   // As n calls of emit(): the first one arms the message's timer if it has none.
   if (!s.armed) {
@@ -424,9 +427,10 @@ bool Sender::next(Time now, TxPacket& out) { return next_burst(now, {&out, 1}) =
   }
 }
 
-// The loop of next_burst and next_runs: `fresh(s, si, seq, n)` takes n new packets of slot si from seq on
-// (n == 1 each time when per_packet), `resent(p)` a retransmission; at most max_packets packets and
-// max_takes calls. Returns {calls, packets}.
+// The loop of next_burst and next_runs: `fresh(i, s, si, seq, n)` is offered n new packets of slot si from
+// seq on (n == 1 each time when per_packet) and returns how many it takes (the first k; fewer than n ends
+// the call), `resent(i, p)` takes a retransmission; at most max_packets packets and max_takes calls.
+// Returns {calls, packets}.
 template <class Fresh, class Resent>
 [[gnu::always_inline]] inline Sender::Runs Sender::take(Time now, size_t max_packets, size_t max_takes, bool per_packet,
                                                         Fresh fresh, Resent resent) {
@@ -437,6 +441,7 @@ template <class Fresh, class Resent>
   // of as many next() calls. With an RTO of 0 a packet is due again as soon as sent: the checks then
   // run before each packet, as next() would.
   const size_t fresh_per_check = config_.rto > Duration::zero() ? max_packets : 1;
+  bool held_back = false;  // `fresh` took less than offered: nothing after it goes in this call
   while (got.packets < max_packets && got.runs < max_takes) {
     // Timers of messages acknowledged since (the usual case) are dropped on the way.
     while (!timers_.empty() && !valid(timers_.front().slot, timers_.front().gen)) timers_.pop();
@@ -461,21 +466,44 @@ template <class Fresh, class Resent>
       const auto n =
           per_packet ? 1u : static_cast<uint32_t>(std::min<size_t>(s.count - s.next_new, end - got.packets));
       const uint32_t seq = s.next_new;
-      s.next_new += n;
+      const uint32_t k = fresh(got.runs, s, si, seq, n);
+      if (k == 0) [[unlikely]] {
+        held_back = true;
+        break;
+      }
+      s.next_new += k;
       if (s.next_new == s.count) fresh_.pop();
-      stats_.packets += n;
-      fresh(got.runs++, s, si, seq, n);
-      got.packets += n;
+      stats_.packets += k;
+      ++got.runs;
+      got.packets += k;
+      if (k < n) [[unlikely]] {
+        held_back = true;
+        break;
+      }
     }
-    if (got.packets == before) break;  // nothing to send now
+    if (got.packets == before || held_back) break;  // nothing (more) to send now
   }
   return got;
 }
 
-Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packets) {
+Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packets, RunGate gate) {
   return take(
       now, max_packets, out.size(), false,
-      [&](size_t i, Slot& s, uint32_t si, uint32_t seq, uint32_t n) { emit_run(s, si, seq, n, now, out[i]); },
+      [&](size_t i, Slot& s, uint32_t si, uint32_t seq, uint32_t n) -> uint32_t {
+        TxRun& r = out[i];
+        describe_run(s, seq, n, r);
+        if (gate.allow != nullptr) {
+          const uint32_t k = std::min(gate.allow(gate.ctx, r), n);
+          if (k == 0) return 0;
+          if (k < n) {
+            r.n = k;
+            r.last_bytes = r.bytes;  // a packet before the message's last: the full payload per packet
+          }
+          n = k;
+        }
+        commit_run(s, si, seq, n, now);
+        return n;
+      },
       [&](size_t i, const TxPacket& p) {
         out[i] = TxRun{p.dst, p.message_id, p.seq, 1, p.count, p.message_length, p.offset, p.bytes, p.bytes,
                        p.retransmit, p.cookie};
@@ -485,7 +513,10 @@ Sender::Runs Sender::next_runs(Time now, std::span<TxRun> out, size_t max_packet
 size_t Sender::next_burst(Time now, std::span<TxPacket> out) {
   return take(
              now, out.size(), out.size(), true,
-             [&](size_t i, Slot& s, uint32_t si, uint32_t seq, uint32_t) { emit(s, si, seq, now, false, out[i]); },
+             [&](size_t i, Slot& s, uint32_t si, uint32_t seq, uint32_t) -> uint32_t {
+               emit(s, si, seq, now, false, out[i]);
+               return 1;
+             },
              [&](size_t i, const TxPacket& p) { out[i] = p; })
       .packets;
 }

@@ -238,6 +238,16 @@ struct TxRun {
   }
 };
 
+// A pacer's say over a sender's new packets (Sender::next_runs): `allow(ctx, run)` is given each run of new
+// packets before the sender commits to it and returns how many of its first packets leave now (at most
+// run.n). The sender gives that many and stops there: the rest of the message and every message queued
+// behind it wait for a later call (a FIFO link), and packets not given are not sent (no send time, no
+// timer). Retransmissions are not gated. A default RunGate lets everything through.
+struct RunGate {
+  uint32_t (*allow)(void* ctx, const TxRun& run) = nullptr;
+  void* ctx = nullptr;
+};
+
 // Selective repeat with one retransmission timer per message in flight (not per packet): a packet is
 // sent again once it has been unacknowledged for the RTO since its last transmission, exactly as with a
 // timer per packet, but the per-packet cost of a first transmission is one store of its send time. The
@@ -266,11 +276,13 @@ class Sender {
   size_t next_burst(Time now, std::span<TxPacket> out);
   // The same packets as next_burst(now, max_packets of them) would give, in the same order and with the
   // same effects, as runs of consecutive packets of one message (a retransmission: a run of one), at
-  // most out.size() runs: what a sender hands to encode_run (wire.h) a run at a time.
+  // most out.size() runs: what a sender hands to encode_run (wire.h) a run at a time. With a gate, only
+  // the new packets it lets through now (RunGate): the packets next_burst would give, cut at the first one
+  // held back.
   struct Runs {
     size_t runs = 0, packets = 0;
   };
-  Runs next_runs(Time now, std::span<TxRun> out, size_t max_packets);
+  Runs next_runs(Time now, std::span<TxRun> out, size_t max_packets, RunGate gate = {});
   // When the earliest message timer expires (Time::max() when none): no packet times out before it
   // (next() may find that a message acknowledged since needs nothing resent then).
   Time next_timeout() noexcept;
@@ -334,7 +346,8 @@ class Sender {
   bool resend_queued(detail::Ring<Ref>& queue, uint64_t& reason_count, Time now, TxPacket& out);
   void check_message(uint32_t slot, Time now);
   void emit(Slot& s, uint32_t slot, uint32_t seq, Time now, bool retransmit, TxPacket& out);
-  void emit_run(Slot& s, uint32_t slot, uint32_t seq, uint32_t n, Time now, TxRun& out);
+  void describe_run(const Slot& s, uint32_t seq, uint32_t n, TxRun& out) const noexcept;
+  void commit_run(Slot& s, uint32_t slot, uint32_t seq, uint32_t n, Time now);
   template <class Fresh, class Resent>
   Runs take(Time now, size_t max_packets, size_t max_takes, bool per_packet, Fresh fresh, Resent resent);
 

@@ -512,6 +512,160 @@ TEST(Sender, RunsStopAtEitherLimit) {
             std::make_tuple(2u, 4u, 1u, 50u, 50u, true));
 }
 
+// A gate (a pacer) cuts runs exactly: the packets it lets through are given and timed, the rest of the
+// message and the messages behind it are not taken (no send time, no timer) and come later; a
+// retransmission is never gated.
+TEST(Sender, AGateCutsRunsAndHoldsBackTheRest) {
+  Sender s(SenderConfig{.destinations = 2, .payload_per_packet = 100, .window = 8, .rto = 100_us});
+  s.submit(0, 450, 7);  // 5 packets, the last of 50 bytes
+  s.submit(1, 100, 8);  // 1 packet
+  struct Gate {
+    std::vector<uint32_t> allow;  // per call
+    std::vector<TxRun> seen;
+  } g;
+  const RunGate gate{[](void* ctx, const TxRun& r) {
+                       auto& self = *static_cast<Gate*>(ctx);
+                       self.seen.push_back(r);
+                       const uint32_t k = self.allow.front();
+                       self.allow.erase(self.allow.begin());
+                       return k;
+                     },
+                     &g};
+  std::array<TxRun, 4> rb;
+  g.allow = {0};
+  Sender::Runs got = s.next_runs(Time::from_us(1), rb, 100, gate);  // nothing due: nothing taken
+  EXPECT_EQ(got.runs, 0u);
+  EXPECT_EQ(got.packets, 0u);
+  ASSERT_EQ(g.seen.size(), 1u);  // offered once: the whole message
+  EXPECT_EQ(std::tie(g.seen[0].dst, g.seen[0].seq, g.seen[0].n, g.seen[0].bytes, g.seen[0].last_bytes),
+            std::make_tuple(0u, 0u, 5u, 100u, 50u));
+  EXPECT_EQ(s.stats().packets, 0u);
+  EXPECT_EQ(s.next_timeout(), Time::max());  // nothing sent, nothing timed
+  g.allow = {2};
+  got = s.next_runs(Time::from_us(10), rb, 100, gate);  // two due: a run of two, then the call ends
+  ASSERT_EQ(got.runs, 1u);
+  EXPECT_EQ(got.packets, 2u);
+  EXPECT_EQ(std::tie(rb[0].dst, rb[0].seq, rb[0].n, rb[0].bytes, rb[0].last_bytes, rb[0].cookie),
+            std::make_tuple(0u, 0u, 2u, 100u, 100u, uint64_t{7}));
+  EXPECT_EQ(g.seen.size(), 2u);  // message 1, behind, was not offered
+  EXPECT_EQ(s.stats().packets, 2u);
+  EXPECT_EQ(s.next_timeout(), Time::from_us(110));
+  g.allow = {3, 1};
+  got = s.next_runs(Time::from_us(20), rb, 100, gate);  // the rest of message 0, then message 1
+  ASSERT_EQ(got.runs, 2u);
+  EXPECT_EQ(got.packets, 4u);
+  EXPECT_EQ(std::tie(g.seen[2].seq, g.seen[2].n), std::make_tuple(2u, 3u));
+  EXPECT_EQ(std::tie(rb[0].seq, rb[0].n, rb[0].offset, rb[0].bytes, rb[0].last_bytes),
+            std::make_tuple(2u, 3u, uint64_t{200}, 100u, 50u));
+  EXPECT_EQ(std::tie(rb[1].dst, rb[1].seq, rb[1].n, rb[1].last_bytes), std::make_tuple(1u, 0u, 1u, 100u));
+  EXPECT_EQ(s.stats().packets, 6u);
+  // Packets 0-1 of message 0 sent at 10 us time out at 110 us; 2-4 (20 us) not yet: the retransmissions
+  // go without the gate, which is not called (no new packet is waiting).
+  ASSERT_TRUE(s.on_ack(1, 0, 1));
+  const size_t offered = g.seen.size();
+  got = s.next_runs(Time::from_us(110), rb, 100, gate);
+  ASSERT_EQ(got.runs, 2u);
+  EXPECT_EQ(std::tie(rb[0].seq, rb[0].n, rb[0].retransmit), std::make_tuple(0u, 1u, true));
+  EXPECT_EQ(std::tie(rb[1].seq, rb[1].n, rb[1].retransmit), std::make_tuple(1u, 1u, true));
+  EXPECT_EQ(g.seen.size(), offered);
+  EXPECT_EQ(s.stats().timeout_retransmissions, 2u);
+}
+
+// A gated sender gives, call for call, the packets next_burst(now, as many as asked for) would give cut at
+// the first new packet the gate holds back, with the effects of next_burst asked for just those (its twin,
+// a copy taken before the call) but for timer checks: a random gate, losses, ACKs and NACKs.
+TEST(Sender, GatedRunsAreNextBurstCutShort) {
+  const SenderConfig cfg{.destinations = 3, .payload_per_packet = 100, .window = 8, .rto = 100_us};
+  Sender gated(cfg);
+  std::mt19937_64 rng(7);
+  const RunGate gate{[](void* ctx, const TxRun& r) {
+                       auto& g = *static_cast<std::mt19937_64*>(ctx);
+                       return g() % 3 == 0 ? 0u : static_cast<uint32_t>(1 + g() % r.n);
+                     },
+                     &rng};
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<bool>> held;
+  std::vector<TxRun> rb(16);
+  std::vector<TxPacket> full(64), b(64);
+  uint64_t now_ps = Time::from_us(1).ps(), cut = 0, nothing = 0;
+  for (int step = 0; step < 3000; ++step) {
+    SCOPED_TRACE(testing::Message() << "step " << step);
+    for (int k = static_cast<int>(rng() % 3); k > 0; --k) {
+      const auto dst = static_cast<uint32_t>(rng() % cfg.destinations);
+      if (!gated.can_submit(dst)) continue;
+      const uint64_t bytes = rng() % 1001;
+      const uint64_t id = gated.submit(dst, bytes, step);
+      held[{dst, id}].assign(std::max<uint64_t>(1, (bytes + 99) / 100), false);
+    }
+    const Time now = Time::from_ps(now_ps);
+    const size_t want = 1 + rng() % 40;
+    const Sender before = gated;
+    Sender probe = before;
+    const size_t ungated = probe.next_burst(now, std::span<TxPacket>(full.data(), want));
+    const Sender::Runs got = gated.next_runs(now, rb, want, gate);
+    ASSERT_LE(got.packets, ungated);
+    cut += got.packets < ungated && got.runs < rb.size();
+    nothing += ungated > 0 && got.packets == 0;
+    size_t i = 0;
+    for (size_t r = 0; r < got.runs; ++r) {
+      for (uint32_t j = 0; j < rb[r].n; ++j, ++i) {
+        const TxPacket x = rb[r].packet(j);
+        const TxPacket& y = full[i];
+        ASSERT_EQ(std::tie(x.dst, x.message_id, x.seq, x.offset, x.bytes, x.retransmit, x.cookie),
+                  std::tie(y.dst, y.message_id, y.seq, y.offset, y.bytes, y.retransmit, y.cookie));
+        const auto it = held.find({x.dst, x.message_id});
+        if (it != held.end() && rng() % 6 != 0) it->second[x.seq] = true;  // 1 in 6 lost
+      }
+    }
+    ASSERT_EQ(i, got.packets);
+    if (got.packets > 0) {  // the effects of next_burst asked for those packets
+      Sender twin = before;
+      ASSERT_EQ(twin.next_burst(now, std::span<TxPacket>(b.data(), got.packets)), got.packets);
+      const SenderStats& x = gated.stats();
+      const SenderStats& y = twin.stats();
+      ASSERT_EQ(std::tie(x.packets, x.retransmissions, x.nack_retransmissions, x.timeout_retransmissions),
+                std::tie(y.packets, y.retransmissions, y.nack_retransmissions, y.timeout_retransmissions));
+      // Asked for more, the gated call may have checked timers once more (and found nothing due): a timer
+      // restarted from its earliest unacknowledged packet, never earlier than the twin's.
+      ASSERT_GE(x.timer_checks, y.timer_checks);
+      ASSERT_GE(gated.next_timeout(), twin.next_timeout());
+    } else {
+      ASSERT_EQ(gated.stats().packets, before.stats().packets);  // nothing new was taken
+    }
+    for (auto it = held.begin(); it != held.end();) {
+      if (rng() % 3 != 0) {
+        ++it;
+        continue;
+      }
+      const auto [dst, id] = it->first;
+      const std::vector<bool>& rx = it->second;
+      const auto count = static_cast<uint32_t>(rx.size());
+      uint32_t cumulative = 0;
+      while (cumulative < count && rx[cumulative]) ++cumulative;
+      bool done;
+      if (cumulative == count || rng() % 2 == 0) {
+        done = gated.on_ack(dst, id, cumulative);
+      } else {
+        uint32_t covered = count;
+        while (covered > cumulative && !rx[covered - 1]) --covered;
+        std::vector<uint32_t> missing;
+        for (uint32_t q = cumulative; q < covered; ++q) {
+          if (!rx[q]) missing.push_back(q);
+        }
+        done = gated.on_nack(dst, id, cumulative, covered, missing);
+      }
+      it = done ? held.erase(it) : std::next(it);
+    }
+    const uint64_t r = rng() % 8;
+    now_ps += r == 0 ? 0 : r < 6 ? Time::from_us(rng() % 30).ps() : Time::from_us(100 + rng() % 100).ps();
+  }
+  // Every path was taken: cut runs, calls cut to nothing, completions, both kinds of retransmission.
+  EXPECT_GT(cut, 500u);
+  EXPECT_GT(nothing, 300u);
+  EXPECT_GT(gated.stats().messages_acked, 1000u);
+  EXPECT_GT(gated.stats().nack_retransmissions, 100u);
+  EXPECT_GT(gated.stats().timeout_retransmissions, 100u);
+}
+
 TEST(FaultFilter, SeededAndCalibrated) {
   const FaultConfig cfg{.drop_rate = 0.01, .duplicate_rate = 0.01, .reorder_rate = 0.05, .seed = 42};
   FaultFilter a(cfg), b(cfg);

@@ -10,8 +10,9 @@
 //   mbuf: why the fabric takes its mbufs with alloc_frames() (dpdk_env.h), testpmd's way.
 // floor/<dev>/<bytes>B: the least any sender of this wire format does per frame (at floor_ref below): a
 //   bound on the ratio to testpmd that the fabric's loop could reach.
-// <mode>/<dev>/<bytes>B/pace_<p> (pace_frame, pace_lazy) and <mode>_packets/<dev>/<bytes>B/pace_off: the
-//   DPDK fabric's transmit loop a packet at a time (with pacing, and without it before runs): Sender::next_burst (selective repeat
+// <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop, a run at a time (at fabric_tx_runs).
+// <mode>_packets/<dev>/<bytes>B/pace_<p> (pace_off, pace_frame, pace_lazy): the DPDK fabric's transmit
+//   loop a packet at a time, as it was before runs: Sender::next_burst (selective repeat
 //   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
 //   from the flow's FrameTemplate (every checksum, the header CRC, RoCEv2 ICRC), tx_burst, and per-frame
 //   accounting like DpdkFabric::transmit keeps (frames, bytes, data frames, the message's first-frame TSC
@@ -500,8 +501,10 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
 
   uint16_t ip_id = 0;
   std::array<fd::TxRun, kBurst> runs;
-  // As the fabric: fabemu-mode data frames from the device's zero pool, their payloads never written.
-  const bool zero = mode == fd::WireMode::kFabemu;
+  // As the fabric: data frames from the device's zero pool, their payloads never written, but for RoCEv2
+  // frames shorter than a full one (their ICRC would lie in a full frame's payload): here every frame of
+  // a RoCEv2 case is full (64 KiB messages) or shorter (0-byte messages).
+  const bool zero = mode == fd::WireMode::kFabemu || payload > 0;
   rte_mempool* pool = zero ? t.tx->zero_pool() : t.tx->pool();
   rte_mbuf* pkts[kBurst];
   t.tx->reset_stats();
@@ -547,7 +550,10 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
         }
         if (r.seq + r.n == r.count && !r.retransmit) loop.next_message(r.dst, r.message_id, r.count, now);
       }
-      if (got.packets == 0 || (got.runs < runs.size() && n < kBurst)) break;  // nothing more (due) now
+      // Nothing (due) now. (The fabric also stops when a call gives fewer runs and packets than it could:
+      // nothing is submitted while it transmits. Here each message's successor is submitted as its last
+      // packet is built, so the next call may find more.)
+      if (got.packets == 0) break;
     }
     const uint16_t took = loop.send(t, pkts, n);
     if (pacing != Pacing::kOff) pacer.departed(took);

@@ -136,17 +136,18 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   for (const emu::Link& l : model_.topology().links()) {
     burst_ps_.push_back(clock_.to_wall(l.rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps());
   }
-  // Without pacing, fabemu-mode data frames come from port A's zeroed pool: their payload (zeros) is never
-  // written (Port::zero_pool; RoCEv2 frames end with an ICRC where a shorter frame's payload lies).
+  // Data frames come from port A's zeroed pool: their payload (zeros) is never written (Port::zero_pool).
+  // RoCEv2 frames end with an ICRC, which in a shorter frame lies where a full frame's payload does: only
+  // full frames (payload_ bytes) come from it, the shorter ones from port A's pool (short_stash_).
   // Its size: what the transmit side holds (built, the stash, the device's ring) and the receive side
   // takes per poll (every burst, and as many held back by reordering), as 2^n - 1: 2,047 by default,
   // half of port A's pool (creating a pool is most of the start-up on a machine without hugepages).
-  data_pool_ = ports_.a().pool();
-  if (clock_.as_fast_as_possible() && opt_.mode == WireMode::kFabemu) {
+  {
     uint32_t n = 1;
     while (n - 1 < kTxQueueLimit + kTxStash + ports_.a().config().tx_desc + 2u * kRxBurst * kRxBursts) n <<= 1;
     data_pool_ = ports_.a().zero_pool(n - 1);
     payload_zero_ = true;
+    split_short_ = opt_.mode == WireMode::kRoceV2;
   }
   if (uint64_t{npus_} * npus_ <= 65536) dense_templates_.resize(uint64_t{npus_} * npus_);
   link_pace_.resize(model_.topology().links().size());
@@ -205,6 +206,7 @@ DpdkFabric::~DpdkFabric() {
   }
   for (rte_mbuf* m : tx_data_) rte_pktmbuf_free(m);
   if (stash_next_ < stash_n_) rte_pktmbuf_free_bulk(tx_stash_ + stash_next_, stash_n_ - stash_next_);
+  if (short_n_ > 0) rte_pktmbuf_free_bulk(short_stash_, short_n_);
 }
 
 uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
@@ -441,11 +443,12 @@ uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
   return len;
 }
 
-uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes) {
+uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes,
+                               bool payload_zero) {
   FrameTemplate* t = flow_template(spec);
   uint64_t bytes = 0;
   if (t != nullptr) {
-    bytes = fill_run(ms, n, *t, spec, last_bytes, payload_zero_);
+    bytes = fill_run(ms, n, *t, spec, last_bytes, payload_zero);
   } else {  // beyond 65,536 flows: frame by frame, encoded whole
     for (uint32_t i = 0; i < n; ++i) {
       reset_frame(ms[i]);  // the stash holds them as the pool gave them
@@ -489,6 +492,16 @@ bool DpdkFabric::refill_stash() {
   tx_stash_[0] = m;
   stash_n_ = 1;
   return true;
+}
+
+bool DpdkFabric::refill_short() {
+  const unsigned want = kShortStash - short_n_;
+  if (want == 0) return true;
+  if (take_frames(ports_.a().pool(), short_stash_ + short_n_, want)) {
+    short_n_ = kShortStash;
+    return true;
+  }
+  return false;  // port A's pool is (nearly) empty: next poll
 }
 
 void DpdkFabric::retransmitted(uint32_t src, uint32_t dst, uint64_t wire_id) {
@@ -549,12 +562,14 @@ void DpdkFabric::transmit() {
     const uint32_t src = senders_.src(si);
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
-    TxRun runs[8];
+    TxRun runs[kShortStash];
     uint32_t budget = kFramesPerSender;  // per poll, so that one sender cannot starve the others
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built. The sender is
     // asked for no more packets than the stash has mbufs for: every packet taken leaves in this poll.
     while (budget > 0 && tx_data_.size() + kTxStash < kTxQueueLimit) {
       if (stash_next_ == stash_n_ && !refill_stash()) break;  // pool empty: next poll
+      // A shorter frame for each run that may end in one (split_short_).
+      if (split_short_ && !refill_short()) break;
       const size_t room = std::min<size_t>(
           {budget, kTxQueueLimit - kTxStash - tx_data_.size(), size_t{stash_n_} - stash_next_});
       paced_.clear();
@@ -573,13 +588,21 @@ void DpdkFabric::transmit() {
         spec.hdr = FabemuHeader{PacketKind::kData, r.retransmit ? kFlagRetransmit : uint16_t{0}, src, dst,
                                 r.message_id, r.seq, r.count, r.message_length, r.offset, stamp.ps()};
         spec.payload_bytes = r.bytes;
-        rte_mbuf* const* ms = tx_stash_ + stash_next_;
-        stash_next_ = static_cast<uint16_t>(stash_next_ + k);  // taken: build_run frees them if it throws
         const uint32_t last = r.last_bytes;
-        build_run(ms, k, spec, last);
+        // The run's full frames from the stash (the zero pool); a shorter last frame too, unless it must
+        // not be written there (split_short_: from short_stash_, its payload written).
+        const uint32_t full = split_short_ && last != payload_ ? k - 1 : k;
+        rte_mbuf* const* ms = tx_stash_ + stash_next_;
+        stash_next_ = static_cast<uint16_t>(stash_next_ + full);  // taken: build_run frees them if it throws
+        if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, payload_zero_);
+        tx_data_.insert(tx_data_.end(), ms, ms + full);
+        if (full < k) {
+          rte_mbuf* m = short_stash_[--short_n_];
+          build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
+          tx_data_.push_back(m);
+        }
         ip_id_ += k;
         budget -= k;
-        tx_data_.insert(tx_data_.end(), ms, ms + k);
         if (rec != nullptr) {
           stats_.data_frames += k;
           if (r.seq == 0) rec->tx_ticks = clock_.ticks();

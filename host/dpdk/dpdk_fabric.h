@@ -295,12 +295,16 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint16_t build(rte_mbuf* m, const FrameSpec& spec);
   // The same for a run of n data frames into ms[0..n) (fill_run: spec is the first frame's; the last
   // frame carries last_bytes); returns their bytes.
-  uint64_t build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes);
+  uint64_t build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes,
+                     bool payload_zero);
   // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
   FrameTemplate* flow_template(const FrameSpec& spec);
   // The data frames' mbufs come from data_pool_ through a stash refilled kTxStash at a time, as the pool
   // gives them (take_frames): fill_run resets them. False when the pool is empty.
   bool refill_stash();
+  // short_stash_ full again (kShortStash, one per run of a next_runs call) from port A's pool; false when
+  // that pool is (nearly) empty.
+  bool refill_short();
   static uint64_t pair_key(uint32_t src, uint32_t dst, uint64_t wire_id, uint32_t npus) noexcept {
     return (uint64_t{src} * npus + dst) << 40 ^ wire_id;
   }
@@ -327,6 +331,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   static constexpr uint16_t kTxStash = 32;
   rte_mbuf* tx_stash_[kTxStash] = {};                 // taken from data_pool_, not yet used
   uint16_t stash_next_ = 0, stash_n_ = 0;
+  // RoCEv2: the zero pool holds full frames only; a run's shorter last frame comes from port A's pool.
+  bool split_short_ = false;
+  static constexpr uint16_t kShortStash = 8;          // the runs of one next_runs call (transmit's runs[])
+  rte_mbuf* short_stash_[kShortStash] = {};
+  uint16_t short_n_ = 0;
   std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.

@@ -55,11 +55,17 @@ std::optional<Workload> custom_ring_all_reduce() {
 // Without pacing the data frames come from port A's zero pool, whose payloads are never written: after a
 // run every mbuf of it must still be zero beyond a fabemu-mode frame head (102 bytes), and it must have
 // carried the run's frames (their heads are left in the mbufs). Returns the mbufs that carried a frame.
-unsigned expect_zero_pool_clean(fd::Port& a) {
+unsigned expect_zero_pool_clean(fd::Port& a, fd::WireMode mode = fd::WireMode::kFabemu, uint32_t wire_mtu = 1500) {
   struct Scan {
+    size_t head = 0, icrc = 0;  // RoCEv2: a full frame's ICRC at [icrc, icrc + 4)
     unsigned used = 0, dirty = 0;
   } scan;
-  constexpr size_t kHead = fd::kEthHeaderBytes + fd::kIpv4HeaderBytes + fd::kUdpHeaderBytes + fd::kFabemuHeaderBytes;
+  scan.head = fd::kEthHeaderBytes + fd::kIpv4HeaderBytes + fd::kUdpHeaderBytes + fd::kFabemuHeaderBytes;
+  if (mode == fd::WireMode::kRoceV2) {
+    // Only full frames: the ICRC right after the largest payload and its pad.
+    scan.head += fd::kBthBytes;
+    scan.icrc = fd::frame_bytes(mode, fd::max_payload_for_mtu(mode, wire_mtu)) - fd::kIcrcBytes;
+  }
   rte_mempool_obj_iter(
       a.zero_pool(),
       [](rte_mempool*, void* arg, void* obj, unsigned) {
@@ -67,11 +73,17 @@ unsigned expect_zero_pool_clean(fd::Port& a) {
         const auto* m = static_cast<const rte_mbuf*>(obj);
         const auto* room = static_cast<const uint8_t*>(m->buf_addr) + RTE_PKTMBUF_HEADROOM;
         const size_t len = m->buf_len - RTE_PKTMBUF_HEADROOM;
-        sc.used += std::any_of(room, room + kHead, [](uint8_t b) { return b != 0; });
-        sc.dirty += std::any_of(room + kHead, room + len, [](uint8_t b) { return b != 0; });
+        const auto nonzero = [](uint8_t b) { return b != 0; };
+        sc.used += std::any_of(room, room + sc.head, nonzero);
+        if (sc.icrc == 0) {
+          sc.dirty += std::any_of(room + sc.head, room + len, nonzero);
+        } else {
+          sc.dirty += std::any_of(room + sc.head, room + sc.icrc, nonzero) ||
+                      std::any_of(room + sc.icrc + fd::kIcrcBytes, room + len, nonzero);
+        }
       },
       &scan);
-  EXPECT_EQ(scan.dirty, 0u) << "mbufs of the zero pool with bytes written beyond a frame head";
+  EXPECT_EQ(scan.dirty, 0u) << "mbufs of the zero pool with bytes written beyond a frame head (and ICRC)";
   return scan.used;
 }
 
@@ -201,6 +213,8 @@ TEST(DpdkFabric, RoceFramesCapturedToPcap) {
   expect_exact(sw, d);
   // Read the capture back: every frame sent, each one ours in RoCEv2 mode (and so addressed to 4791).
   expect_capture_of(opt.pcap, fd::WireMode::kRoceV2, d.stats);
+  // Full frames came from the zero pool (their payloads not written), the shorter ones did not.
+  EXPECT_GE(expect_zero_pool_clean(ports.a(), fd::WireMode::kRoceV2), 64u);
 }
 
 TEST(DpdkFabric, DilatedRealTimeKeepsModelledTimesAndTakesTheWallTime) {
@@ -217,6 +231,8 @@ TEST(DpdkFabric, DilatedRealTimeKeepsModelledTimesAndTakesTheWallTime) {
   EXPECT_GE(d.stats.wall.ps(), sw.total.ps() * 500 / 2);  // the walker's end may follow a local step
   EXPECT_GT(d.stats.pacing_ratio, 0.0);
   EXPECT_GT(d.stats.jitter_ns.count(), 0u);
+  EXPECT_EQ(d.stats.jitter_ns.count(), d.stats.data_frames);  // every first transmission timed as it left
+  EXPECT_GE(expect_zero_pool_clean(ports.a()), 64u);         // paced frames come from the zero pool too
 }
 
 // Issue 4, "Pacing": at a target rate far below the device's (a ring pair moves several Gb/s here), each

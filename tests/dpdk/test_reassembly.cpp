@@ -357,6 +357,40 @@ TEST(Sender, AckReleasesAndSlotReuseStartsAFreshTimer) {
   EXPECT_EQ(tx.next_timeout(), Time::max());
 }
 
+// Per message in flight (destination, id): which of its packets the receiver holds.
+using Held = std::map<std::pair<uint32_t, uint64_t>, std::vector<bool>>;
+
+// Feedback for about one message in three of `held`: the ACK of a complete one, else (at random) a partial
+// ACK or a NACK listing the missing packets below the highest held. `ack(dst, id, cumulative)` and
+// `nack(dst, id, cumulative, covered, missing)` return whether that completed the message (then erased).
+template <class Ack, class Nack>
+void random_feedback(Held& held, std::mt19937_64& rng, Ack ack, Nack nack) {
+  for (auto it = held.begin(); it != held.end();) {
+    if (rng() % 3 != 0) {
+      ++it;
+      continue;
+    }
+    const auto [dst, id] = it->first;
+    const std::vector<bool>& got = it->second;
+    const auto count = static_cast<uint32_t>(got.size());
+    uint32_t cumulative = 0;
+    while (cumulative < count && got[cumulative]) ++cumulative;
+    bool done;
+    if (cumulative == count || rng() % 2 == 0) {
+      done = ack(dst, id, cumulative);
+    } else {
+      uint32_t covered = count;
+      while (covered > cumulative && !got[covered - 1]) --covered;
+      std::vector<uint32_t> missing;
+      for (uint32_t q = cumulative; q < covered; ++q) {
+        if (!got[q]) missing.push_back(q);
+      }
+      done = nack(dst, id, cumulative, covered, missing);
+    }
+    it = done ? held.erase(it) : std::next(it);
+  }
+}
+
 // next_burst(now, k packets) against k calls of next(now) on a twin sender fed the same calls: random
 // submissions, losses (timeouts), partial ACKs, NACKs with lists, time steps below and above the RTO,
 // bursts of 1 to 64, and a stretch with an RTO of 0 (a packet is due again as soon as it is sent). The
@@ -366,8 +400,7 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
   Sender one(cfg), burst(cfg), runs(cfg);  // runs: next_runs, the runs expanded packet by packet
   std::mt19937_64 rng(99);
   std::vector<TxRun> rb(64);
-  // Per message in flight: which packets the receiver holds.
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<bool>> held;
+  Held held;
   std::vector<TxPacket> a, b(64);
   uint64_t now_ps = Time::from_us(1).ps(), packets = 0, retransmissions = 0;
   for (int step = 0; step < 4000; ++step) {
@@ -427,34 +460,21 @@ TEST(Sender, NextBurstGivesTheSequenceOfRepeatedNext) {
       if (it != held.end() && rng() % 5 != 0) it->second[x.seq] = true;  // 1 in 5 lost
     }
     // Feedback for some messages: the ACK of a complete one, else a partial ACK or a NACK.
-    for (auto it = held.begin(); it != held.end();) {
-      if (rng() % 3 != 0) {
-        ++it;
-        continue;
-      }
-      const auto [dst, id] = it->first;
-      const std::vector<bool>& got = it->second;
-      const auto count = static_cast<uint32_t>(got.size());
-      uint32_t cumulative = 0;
-      while (cumulative < count && got[cumulative]) ++cumulative;
-      bool done;
-      if (cumulative == count || rng() % 2 == 0) {
-        done = one.on_ack(dst, id, cumulative);
-        ASSERT_EQ(burst.on_ack(dst, id, cumulative), done);
-        ASSERT_EQ(runs.on_ack(dst, id, cumulative), done);
-      } else {
-        uint32_t covered = count;
-        while (covered > cumulative && !got[covered - 1]) --covered;
-        std::vector<uint32_t> missing;
-        for (uint32_t q = cumulative; q < covered; ++q) {
-          if (!got[q]) missing.push_back(q);
-        }
-        done = one.on_nack(dst, id, cumulative, covered, missing);
-        ASSERT_EQ(burst.on_nack(dst, id, cumulative, covered, missing), done);
-        ASSERT_EQ(runs.on_nack(dst, id, cumulative, covered, missing), done);
-      }
-      it = done ? held.erase(it) : std::next(it);
-    }
+    random_feedback(
+        held, rng,
+        [&](uint32_t dst, uint64_t id, uint32_t cumulative) {
+          const bool done = one.on_ack(dst, id, cumulative);
+          EXPECT_EQ(burst.on_ack(dst, id, cumulative), done);
+          EXPECT_EQ(runs.on_ack(dst, id, cumulative), done);
+          return done;
+        },
+        [&](uint32_t dst, uint64_t id, uint32_t cumulative, uint32_t covered, const std::vector<uint32_t>& missing) {
+          const bool done = one.on_nack(dst, id, cumulative, covered, missing);
+          EXPECT_EQ(burst.on_nack(dst, id, cumulative, covered, missing), done);
+          EXPECT_EQ(runs.on_nack(dst, id, cumulative, covered, missing), done);
+          return done;
+        });
+    if (HasFailure()) return;
     for (Sender* twin : {&burst, &runs}) {
       ASSERT_EQ(one.next_timeout(), twin->next_timeout());
       ASSERT_EQ(one.unacked_messages(), twin->unacked_messages());
@@ -583,7 +603,7 @@ TEST(Sender, GatedRunsAreNextBurstCutShort) {
                        return g() % 3 == 0 ? 0u : static_cast<uint32_t>(1 + g() % r.n);
                      },
                      &rng};
-  std::map<std::pair<uint32_t, uint64_t>, std::vector<bool>> held;
+  Held held;
   std::vector<TxRun> rb(16);
   std::vector<TxPacket> full(64), b(64);
   uint64_t now_ps = Time::from_us(1).ps(), cut = 0, nothing = 0;
@@ -631,30 +651,11 @@ TEST(Sender, GatedRunsAreNextBurstCutShort) {
     } else {
       ASSERT_EQ(gated.stats().packets, before.stats().packets);  // nothing new was taken
     }
-    for (auto it = held.begin(); it != held.end();) {
-      if (rng() % 3 != 0) {
-        ++it;
-        continue;
-      }
-      const auto [dst, id] = it->first;
-      const std::vector<bool>& rx = it->second;
-      const auto count = static_cast<uint32_t>(rx.size());
-      uint32_t cumulative = 0;
-      while (cumulative < count && rx[cumulative]) ++cumulative;
-      bool done;
-      if (cumulative == count || rng() % 2 == 0) {
-        done = gated.on_ack(dst, id, cumulative);
-      } else {
-        uint32_t covered = count;
-        while (covered > cumulative && !rx[covered - 1]) --covered;
-        std::vector<uint32_t> missing;
-        for (uint32_t q = cumulative; q < covered; ++q) {
-          if (!rx[q]) missing.push_back(q);
-        }
-        done = gated.on_nack(dst, id, cumulative, covered, missing);
-      }
-      it = done ? held.erase(it) : std::next(it);
-    }
+    random_feedback(
+        held, rng, [&](uint32_t dst, uint64_t id, uint32_t cumulative) { return gated.on_ack(dst, id, cumulative); },
+        [&](uint32_t dst, uint64_t id, uint32_t cumulative, uint32_t covered, const std::vector<uint32_t>& missing) {
+          return gated.on_nack(dst, id, cumulative, covered, missing);
+        });
     const uint64_t r = rng() % 8;
     now_ps += r == 0 ? 0 : r < 6 ? Time::from_us(rng() % 30).ps() : Time::from_us(100 + rng() % 100).ps();
   }

@@ -47,6 +47,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -602,7 +603,14 @@ void encode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, f
 // decode/<mode>/<bytes>B/<sum>: decode() of 32 data frames in cache (the receive side's per-frame
 // classification: every checksum, the header CRC, and in RoCEv2 mode the UDP checksum in place of the
 // ICRC, as the fabric's receive path runs it), per ones'-complement sum engine (portable, sse2, avx2).
-void decode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::SumEngine engine) {
+// decode/roce/<bytes>B/icrc_<engine>: the same with the ICRC verified, by byte tables or folded (clmul),
+// the UDP sum by the best engine: what the receive side runs on a RoCEv2 frame.
+void decode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::SumEngine engine,
+                 std::optional<fd::CrcEngine> icrc = std::nullopt) {
+  if (icrc && *icrc == fd::CrcEngine::kClmul && fd::best_crc_engine() != fd::CrcEngine::kClmul) {
+    state.SkipWithError("this CPU cannot run the engine");
+    return;
+  }
   const fd::SumEngine best = fd::sum_engine();
   if (!fd::set_sum_engine(engine)) {
     state.SkipWithError("this CPU cannot run the engine");
@@ -624,7 +632,8 @@ void decode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, f
     len = fd::encode(s, buf[i]);
   }
   const fd::DecodeRules rules{.mode = mode, .port_lo = endpoint(1).port, .port_hi = endpoint(1).port,
-                              .verify_udp_checksum = true, .verify_icrc = false};
+                              .verify_udp_checksum = true, .verify_icrc = icrc.has_value(),
+                              .icrc_engine = icrc.value_or(fd::best_crc_engine())};
   fd::DecodedFrame out;
   uint64_t frames = 0, ours = 0;
   for (auto _ : state) {
@@ -721,7 +730,14 @@ void register_cases() {
       } sums[] = {{fd::SumEngine::kPortable, "portable"}, {fd::SumEngine::kSse2, "sse2"}, {fd::SumEngine::kAvx2, "avx2"}};
       for (const auto& e : sums) {
         benchmark::RegisterBenchmark(("decode/" + std::string(m.name) + size + "/" + e.name).c_str(), decode_only,
-                                     m.mode, payload, e.e);
+                                     m.mode, payload, e.e, std::nullopt);
+      }
+      if (m.mode == fd::WireMode::kRoceV2) {
+        for (const auto& [engine, name] : {std::pair{fd::CrcEngine::kTable, "icrc_table"},
+                                           std::pair{fd::CrcEngine::kClmul, "icrc_clmul"}}) {
+          benchmark::RegisterBenchmark(("decode/" + std::string(m.name) + size + "/" + name).c_str(), decode_only,
+                                       m.mode, payload, fd::best_sum_engine(), std::optional{engine});
+        }
       }
     }
   }

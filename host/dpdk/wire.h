@@ -256,9 +256,11 @@ struct DecodeRules {
   // Off only when the NIC has already verified the UDP checksum (DPDK's RX L4 checksum offload): the
   // payload sum is most of a fabemu-mode decode. The IPv4 checksum and the header CRC are always checked.
   bool verify_udp_checksum = true;
-  // Off only when the UDP checksum is verified (here or by the NIC), which then covers the same bytes:
-  // a software ICRC costs about a cycle per byte.
+  // Off only when the UDP checksum is verified (here or by the NIC), which then covers the same bytes.
   bool verify_icrc = true;
+  // The ICRC's engine (roce_icrc): by byte tables about a cycle per byte; kClmul folds 16 bytes at a time
+  // (about 0.1 cycle per byte: 1 KiB frames decode about five times faster).
+  CrcEngine icrc_engine = best_crc_engine();
 };
 
 struct DecodedFrame {
@@ -281,12 +283,15 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
 
 // --- checksums, public so that tests and tools can check frames independently ---
 
-// CRC-32 (IEEE 802.3, reflected, as zlib's crc32): crc32(data) == crc32_update(0, data).
-uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data) noexcept;
+// CRC-32 (IEEE 802.3, reflected, as zlib's crc32): crc32(data) == crc32_update(0, data). With kClmul
+// (the default when the CPU has it) 64 bytes or more are folded 16 bytes at a time by carry-less products,
+// about ten times faster than the byte tables of kTable on a 1 KiB frame; the result is the same.
+uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data, CrcEngine engine = best_crc_engine()) noexcept;
 // The RoCEv2 ICRC of a full frame (Ethernet header included, ICRC bytes at its end excluded), as IBTA
 // annex A17 defines it: CRC-32 over 8 bytes of 0xFF, the IPv4 header with TOS, TTL and checksum set to
-// all ones, the UDP header with checksum all ones, the BTH with its reserved byte all ones, and the rest.
-uint32_t roce_icrc(std::span<const uint8_t> frame_without_icrc) noexcept;
+// all ones, the UDP header with checksum all ones, the BTH with its reserved byte all ones, and the rest
+// (by crc32_update's engine: the receive side checks every RoCEv2 frame's ICRC with it).
+uint32_t roce_icrc(std::span<const uint8_t> frame_without_icrc, CrcEngine engine = best_crc_engine()) noexcept;
 // RFC 1071 ones'-complement sum folded to 16 bits (not inverted), of big-endian 16-bit words.
 uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial = 0) noexcept;
 

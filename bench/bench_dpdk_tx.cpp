@@ -428,8 +428,8 @@ struct Pacer {
   static uint32_t gate(void* self, const fd::TxRun& r) { return static_cast<Pacer*>(self)->allow(r); }
   uint32_t allow(const fd::TxRun& r) {
     const Record& rec = (*records)[r.cookie];
-    const uint64_t frame_ps = clock.to_wall(rate.ser(r.bytes)).ps();
     const uint64_t last_ps = clock.to_wall(rate.ser(r.last_bytes)).ps();
+    const uint64_t frame_ps = r.n > 1 ? clock.to_wall(rate.ser(r.bytes)).ps() : last_ps;
     uint32_t due = 0;
     for (; due < r.n; ++due) {
       const uint64_t offset = r.offset + uint64_t{due} * r.bytes;

@@ -526,8 +526,8 @@ uint32_t DpdkFabric::pace_run(const TxRun& r) {
   const uint32_t link = rec.first_link;
   const uint64_t burst_ps = burst_ps_[link];
   // A frame's wall time on the link: the same for all but a shorter last frame.
-  const uint64_t frame_ps = clock_.to_wall(rec.rate.ser(r.bytes)).ps();
   const uint64_t last_ps = clock_.to_wall(rec.rate.ser(r.last_bytes)).ps();
+  const uint64_t frame_ps = r.n > 1 ? clock_.to_wall(rec.rate.ser(r.bytes)).ps() : last_ps;
   uint64_t next_ps = pace_next_ps_[link];
   uint32_t due = 0;
   for (; due < r.n; ++due) {

@@ -146,7 +146,6 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
     uint32_t n = 1;
     while (n - 1 < kTxQueueLimit + kTxStash + ports_.a().config().tx_desc + 2u * kRxBurst * kRxBursts) n <<= 1;
     data_pool_ = ports_.a().zero_pool(n - 1);
-    payload_zero_ = true;
     split_short_ = opt_.mode == WireMode::kRoceV2;
   }
   if (uint64_t{npus_} * npus_ <= 65536) dense_templates_.resize(uint64_t{npus_} * npus_);
@@ -594,7 +593,7 @@ void DpdkFabric::transmit() {
         const uint32_t full = split_short_ && last != payload_ ? k - 1 : k;
         rte_mbuf* const* ms = tx_stash_ + stash_next_;
         stash_next_ = static_cast<uint16_t>(stash_next_ + full);  // taken: build_run frees them if it throws
-        if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, payload_zero_);
+        if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, true);
         tx_data_.insert(tx_data_.end(), ms, ms + full);
         if (full < k) {
           rte_mbuf* m = short_stash_[--short_n_];

@@ -326,8 +326,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // Frames of flow src -> dst: by src * npus + dst, dense when npus^2 <= 65,536, else a map of at most 65,536.
   std::vector<std::unique_ptr<FrameTemplate>> dense_templates_;
   std::unordered_map<uint64_t, FrameTemplate> templates_;
-  rte_mempool* data_pool_ = nullptr;                  // the data frames': port A's pool or its zero_pool()
-  bool payload_zero_ = false;                         // data_pool_ is the zero pool: payloads are not written
+  rte_mempool* data_pool_ = nullptr;                  // the data frames': port A's zero_pool() (payloads not written)
   static constexpr uint16_t kTxStash = 32;
   rte_mbuf* tx_stash_[kTxStash] = {};                 // taken from data_pool_, not yet used
   uint16_t stash_next_ = 0, stash_n_ = 0;
@@ -342,9 +341,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   MessagePacing pacing_;
   LinkSenders senders_;                               // one per first link
   // Per first link, wall ps: the earliest departure of its next frame at the link's rate (a token bucket
-  // one frame deep). A frame leaves at max(its modelled departure, pace_next_); when it leaves later than
-  // that by more than one frame time, the schedule restarts from now (minus one frame time): a late
-  // frame never makes the link burst above its rate to catch up.
+  // one burst deep). A frame leaves at max(its modelled departure, pace_next_); when it leaves later than
+  // that by more than the burst allowance (burst_ps_), the schedule restarts from now minus the allowance:
+  // a late frame never makes the link burst above its rate for longer than that to catch up.
   std::vector<uint64_t> pace_next_ps_;
   std::vector<LinkPace> link_pace_;
   std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual

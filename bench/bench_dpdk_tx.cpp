@@ -56,6 +56,7 @@
 #include "emulator/histogram.h"
 #include "emulator/time.h"
 #include "host/dpdk/fabemu_header.h"
+#include "host/dpdk/link_pacer.h"
 #include "host/dpdk/realtime.h"
 #include "host/dpdk/reassembly.h"
 #include "host/dpdk/wire.h"
@@ -407,11 +408,10 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
 }
 
 // The fabric's pacer (DpdkFabric::pace_run, record_departure) for the run loop below. Per frame of a run
-// the Sender offers (a RunGate): its modelled departure (its message's departure + ser(offset) at the
-// link's rate, to wall time) no earlier than the link's next departure, due when not later than the clock
-// (read again per frame with pace_frame; with pace_lazy, as the fabric, only when a frame is not due by
-// the last reading), the link's next departure and a record of the frame. After tx_burst, per frame: the
-// departure's jitter into a histogram and the link's frames and bytes. The link carries 100 Mpps of the
+// the Sender offers (a RunGate): the fabric's pace_frames (link_pacer.h: the modelled departure, the
+// link's next slot, the burst allowance; the clock read again per frame with pace_frame, with pace_lazy
+// as the fabric only when a frame is not due by the last reading) and a record of the frame. After
+// tx_burst, per frame: the departure's jitter into a histogram and the link's busy period. The link carries 100 Mpps of the
 // case's payloads and each message departs when it is submitted, so no frame waits: the pacer's cost.
 struct Pacer {
   struct Meta {
@@ -427,22 +427,10 @@ struct Pacer {
   }
   static uint32_t gate(void* self, const fd::TxRun& r) { return static_cast<Pacer*>(self)->allow(r); }
   uint32_t allow(const fd::TxRun& r) {
-    const Record& rec = (*records)[r.cookie];
-    const uint64_t last_ps = clock.to_wall(rate.ser(r.last_bytes)).ps();
-    const uint64_t frame_ps = r.n > 1 ? clock.to_wall(rate.ser(r.bytes)).ps() : last_ps;
-    uint32_t due = 0;
-    for (; due < r.n; ++due) {
-      const uint64_t offset = r.offset + uint64_t{due} * r.bytes;
-      const bool last = due + 1 == r.n;
-      const uint64_t scheduled_ps = clock.to_wall((rec.depart + rate.ser(offset)).since_start()).ps();
-      const uint64_t target_ps = std::max(scheduled_ps, next_ps);
-      if (pacing == Pacing::kPerFrame) now_ps = clock.wall().ps();
-      if (target_ps > now_ps && target_ps > (now_ps = clock.wall().ps())) break;
-      const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
-      next_ps = anchor + (last ? last_ps : frame_ps);
-      metas.push_back(Meta{last ? r.last_bytes : r.bytes, scheduled_ps, anchor});
-    }
-    return due;
+    return fd::pace_frames(clock, (*records)[r.cookie].depart, rate, r, burst_ps, slot, now_ps,
+                           pacing == Pacing::kPerFrame, [&](uint32_t bytes, uint64_t scheduled_ps, uint64_t paced_ps) {
+                             metas.push_back(Meta{bytes, scheduled_ps, paced_ps});
+                           });
   }
   // The first `took` frames recorded left now (the rest, not taken by the device, are forgotten): as
   // DpdkFabric::record_departure, the jitter and the link's busy period (a frame due no later than the end
@@ -479,7 +467,8 @@ struct Pacer {
   fabemu::emu::Rate rate;
   uint64_t burst_ps;
   const std::vector<Record>* records;
-  uint64_t next_ps = 0, now_ps = 0, frames_out = 0, bytes_out = 0;
+  fd::LinkSlot slot;
+  uint64_t now_ps = 0, frames_out = 0, bytes_out = 0;
   bool open = false;  // the link's busy period
   uint64_t start_ps = 0, last_paced_ps = 0, last_actual_ps = 0, period_bytes = 0, spanned_bytes = 0;
   uint32_t last_bytes = 0, period_frames = 0;

@@ -130,7 +130,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
     senders_ = LinkSenders(npus_, model_.topology().links().size(), c);
   }
   pacing_.size_for(model_.topology());
-  pace_next_ps_.assign(model_.topology().links().size(), 0);
+  pace_slot_.assign(model_.topology().links().size(), LinkSlot{});
   paced_.reserve(kFramesPerSender);
   burst_ps_.reserve(model_.topology().links().size());
   for (const emu::Link& l : model_.topology().links()) {
@@ -515,33 +515,17 @@ void DpdkFabric::set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) co
   spec.bth.dest_qp = dst + 1;
 }
 
-// Pacing: a first transmission leaves no earlier than the modelled departure of its bytes, and no earlier
-// than its link's rate allows after the frame before (pace_next_ps_). The frames of a run that are due by
-// now leave in this poll; the pacer's schedule moves on by each one's serialization time from when it was
-// due, or from now less one burst allowance when it is later than that. The rest of the run is not taken
-// from the Sender: it stays there, unsent and untimed, until it is due (RunGate).
+// Pacing (pace_frames, link_pacer.h): a first transmission leaves no earlier than the modelled departure of
+// its bytes, and no earlier than its link's rate allows after the frame before. The frames of a run that
+// are due by now leave in this poll; the rest of the run is not taken from the Sender: it stays there,
+// unsent and untimed, until it is due (RunGate).
 uint32_t DpdkFabric::pace_run(const TxRun& r) {
   const Record& rec = *reinterpret_cast<const Record*>(static_cast<uintptr_t>(r.cookie));
   const uint32_t link = rec.first_link;
-  const uint64_t burst_ps = burst_ps_[link];
-  // A frame's wall time on the link: the same for all but a shorter last frame.
-  const uint64_t last_ps = clock_.to_wall(rec.rate.ser(r.last_bytes)).ps();
-  const uint64_t frame_ps = r.n > 1 ? clock_.to_wall(rec.rate.ser(r.bytes)).ps() : last_ps;
-  uint64_t next_ps = pace_next_ps_[link];
-  uint32_t due = 0;
-  for (; due < r.n; ++due) {
-    const uint64_t offset = r.offset + uint64_t{due} * r.bytes;
-    const bool last = due + 1 == r.n;
-    const uint64_t scheduled_ps = clock_.to_wall((rec.depart + rec.rate.ser(offset)).since_start()).ps();
-    const uint64_t target_ps = std::max(scheduled_ps, next_ps);
-    // The clock is read again only when a frame is not due by the last reading.
-    if (target_ps > pace_now_ps_ && target_ps > (pace_now_ps_ = clock_.wall().ps())) break;
-    const uint64_t anchor = pace_now_ps_ > target_ps + burst_ps ? pace_now_ps_ - burst_ps : target_ps;
-    next_ps = anchor + (last ? last_ps : frame_ps);
-    paced_.push_back(TxMeta{link, last ? r.last_bytes : r.bytes, scheduled_ps, anchor});
-  }
-  pace_next_ps_[link] = next_ps;
-  return due;
+  return pace_frames(clock_, rec.depart, rec.rate, r, burst_ps_[link], pace_slot_[link], pace_now_ps_, false,
+                     [&](uint32_t bytes, uint64_t scheduled_ps, uint64_t paced_ps) {
+                       paced_.push_back(TxMeta{link, bytes, scheduled_ps, paced_ps});
+                     });
 }
 
 void DpdkFabric::transmit() {

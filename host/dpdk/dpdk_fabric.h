@@ -34,6 +34,7 @@
 #include "host/dpdk/message_pacing.h"
 #include "host/dpdk/pcap_writer.h"
 #include "host/dpdk/realtime.h"
+#include "host/dpdk/link_pacer.h"
 #include "host/dpdk/reassembly.h"
 #include "host/dpdk/rto_estimator.h"
 #include "host/dpdk/rx_worker.h"
@@ -244,7 +245,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint32_t link;                                    // ~0u: not a first transmission
     uint32_t bytes;
     uint64_t scheduled_ps;                            // the modelled departure (wall)
-    uint64_t paced_ps;                                // when the pacer let it go (wall, see pace_next_ps_)
+    uint64_t paced_ps;                                // when the pacer let it go (wall, see pace_frames)
   };
   // Per first link, the busy period being measured (online: a link's first transmissions leave in the
   // order of their schedule) and the totals of the closed ones.
@@ -340,11 +341,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.
   MessagePacing pacing_;
   LinkSenders senders_;                               // one per first link
-  // Per first link, wall ps: the earliest departure of its next frame at the link's rate (a token bucket
-  // one burst deep). A frame leaves at max(its modelled departure, pace_next_); when it leaves later than
-  // that by more than the burst allowance (burst_ps_), the schedule restarts from now minus the allowance:
-  // a late frame never makes the link burst above its rate for longer than that to catch up.
-  std::vector<uint64_t> pace_next_ps_;
+  // Per first link: the pacer's next slot (link_pacer.h, pace_frames).
+  std::vector<LinkSlot> pace_slot_;
   std::vector<LinkPace> link_pace_;
   std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual
   std::vector<CollAcc> coll_acc_;                     // by Message::coll

@@ -410,57 +410,35 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
 // The fabric's pacer (DpdkFabric::pace_run, record_departure) for the run loop below. Per frame of a run
 // the Sender offers (a RunGate): the fabric's pace_frames (link_pacer.h: the modelled departure, the
 // link's next slot, the burst allowance; the clock read again per frame with pace_frame, with pace_lazy
-// as the fabric only when a frame is not due by the last reading) and a record of the frame. After
-// tx_burst, per frame: the departure's jitter into a histogram and the link's busy period. The link carries 100 Mpps of the
-// case's payloads and each message departs when it is submitted, so no frame waits: the pacer's cost.
+// as the fabric only when a frame is not due by the last reading) and its PacedFrame kept. After
+// tx_burst, per frame: the departure's jitter into a histogram and the link's busy period (LinkBusy), as
+// the fabric keeps them. The link carries 100 Mpps of the case's payloads and each message departs when
+// it is submitted, so no frame waits: the pacer's cost.
 struct Pacer {
-  struct Meta {
-    uint32_t bytes;
-    uint64_t scheduled_ps, paced_ps;
-  };
   Pacer(Pacing p, uint32_t payload, const std::vector<Record>& recs)
       : pacing(p),
         rate(fabemu::emu::Rate::from_bytes_per_sec(uint64_t{std::max<uint32_t>(payload, 1)} * kPacingRatePps)),
         burst_ps(clock.to_wall(rate.ser(uint64_t{payload} * 64)).ps()),  // the fabric's kPacingBurstFrames
-        records(&recs) {
-    metas.reserve(kBurst);
-  }
+        records(&recs) {}
   static uint32_t gate(void* self, const fd::TxRun& r) { return static_cast<Pacer*>(self)->allow(r); }
   uint32_t allow(const fd::TxRun& r) {
-    return fd::pace_frames(clock, (*records)[r.cookie].depart, rate, r, burst_ps, slot, now_ps,
-                           pacing == Pacing::kPerFrame, [&](uint32_t bytes, uint64_t scheduled_ps, uint64_t paced_ps) {
-                             metas.push_back(Meta{bytes, scheduled_ps, paced_ps});
-                           });
+    const uint32_t due = fd::pace_frames(clock, 0, (*records)[r.cookie].depart, rate, r, burst_ps, slot, now_ps,
+                                         pacing == Pacing::kPerFrame, frames.data() + kept);
+    kept += due;
+    return due;
   }
-  // The first `took` frames recorded left now (the rest, not taken by the device, are forgotten): as
-  // DpdkFabric::record_departure, the jitter and the link's busy period (a frame due no later than the end
-  // of the one before extends it; a period that ends is closed, its scheduled and actual spans summed).
+  // The first `took` frames kept left now (the rest, not taken by the device, are forgotten).
   void departed(uint16_t took) {
     const uint64_t now = clock.wall().ps();
     for (uint16_t i = 0; i < took; ++i) {
-      const Meta& m = metas[i];
-      jitter_ns.record((now > m.scheduled_ps ? now - m.scheduled_ps : m.scheduled_ps - now) / 1000);
-      ++frames_out;
-      bytes_out += m.bytes;
-      if (open && m.paced_ps <= last_paced_ps + clock.to_wall(rate.ser(last_bytes)).ps() + 1000) {
-        period_bytes += last_bytes;
-        ++period_frames;
-      } else {
-        if (open && period_frames > 1) {
-          spanned_bytes += period_bytes;
-          scheduled_ns += static_cast<double>(last_paced_ps - start_ps) / 1000.0;
-          actual_ns += (static_cast<double>(last_actual_ps) - static_cast<double>(start_ps)) / 1000.0;
-        }
-        open = true;
-        start_ps = m.paced_ps;
-        period_bytes = 0;
-        period_frames = 1;
-      }
-      last_paced_ps = std::max(last_paced_ps, m.paced_ps);
-      last_actual_ps = now;
-      last_bytes = m.bytes;
+      const fd::PacedFrame& f = frames[i];
+      jitter_ns.record((now > f.scheduled_ps ? now - f.scheduled_ps : f.scheduled_ps - now) / 1000);
+      link.depart(f, now, [&](fd::LinkBusy& l) {
+        double scheduled = 0, actual = 0;
+        if (l.close(scheduled, actual) && actual > 0) ratio_sum += scheduled / actual;
+      });
     }
-    metas.clear();
+    kept = 0;
   }
   Pacing pacing;
   fd::TscClock clock{1.0};
@@ -468,12 +446,11 @@ struct Pacer {
   uint64_t burst_ps;
   const std::vector<Record>* records;
   fd::LinkSlot slot;
-  uint64_t now_ps = 0, frames_out = 0, bytes_out = 0;
-  bool open = false;  // the link's busy period
-  uint64_t start_ps = 0, last_paced_ps = 0, last_actual_ps = 0, period_bytes = 0, spanned_bytes = 0;
-  uint32_t last_bytes = 0, period_frames = 0;
-  double scheduled_ns = 0, actual_ns = 0;
-  std::vector<Meta> metas;
+  uint64_t now_ps = 0;
+  fd::LinkBusy link;
+  double ratio_sum = 0;
+  std::array<fd::PacedFrame, kBurst> frames;  // a burst's (the Sender offers at most its room)
+  uint32_t kept = 0;
   fabemu::emu::LogHistogram jitter_ns;
 };
 
@@ -550,7 +527,8 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
     sent += took;
   }
   benchmark::DoNotOptimize(pacer.jitter_ns);
-  benchmark::DoNotOptimize(pacer.actual_ns);
+  benchmark::DoNotOptimize(pacer.link);
+  benchmark::DoNotOptimize(pacer.ratio_sum);
   loop.finish(state, t, sent, true);
 }
 

@@ -131,7 +131,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   }
   pacing_.size_for(model_.topology());
   pace_slot_.assign(model_.topology().links().size(), LinkSlot{});
-  paced_.reserve(kFramesPerSender);
+  paced_.resize(kFramesPerSender);  // a next_runs call gives at most that many (its room)
   burst_ps_.reserve(model_.topology().links().size());
   for (const emu::Link& l : model_.topology().links()) {
     burst_ps_.push_back(clock_.to_wall(l.rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps());
@@ -522,10 +522,10 @@ void DpdkFabric::set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) co
 uint32_t DpdkFabric::pace_run(const TxRun& r) {
   const Record& rec = *reinterpret_cast<const Record*>(static_cast<uintptr_t>(r.cookie));
   const uint32_t link = rec.first_link;
-  return pace_frames(clock_, rec.depart, rec.rate, r, burst_ps_[link], pace_slot_[link], pace_now_ps_, false,
-                     [&](uint32_t bytes, uint64_t scheduled_ps, uint64_t paced_ps) {
-                       paced_.push_back(TxMeta{link, bytes, scheduled_ps, paced_ps});
-                     });
+  const uint32_t due = pace_frames(clock_, link, rec.depart, rec.rate, r, burst_ps_[link], pace_slot_[link],
+                                   pace_now_ps_, false, paced_.data() + paced_n_);
+  paced_n_ += due;
+  return due;
 }
 
 void DpdkFabric::transmit() {
@@ -555,7 +555,7 @@ void DpdkFabric::transmit() {
       if (split_short_ && !refill_short()) break;
       const size_t room = std::min<size_t>(
           {budget, kTxQueueLimit - kTxStash - tx_data_.size(), size_t{stash_n_} - stash_next_});
-      paced_.clear();
+      paced_n_ = 0;
       const Sender::Runs got = s.next_runs(wall, runs, room, gate);
       size_t paced_next = 0;  // paced_ holds the TxMeta of the first transmissions' frames, in order
       for (size_t ri = 0; ri < got.runs; ++ri) {
@@ -601,7 +601,7 @@ void DpdkFabric::transmit() {
             lp.bytes += uint64_t{k - 1} * r.bytes + last;
           }
         } else if (paced) {
-          tx_meta_.push_back(TxMeta{~0u, last, 0, 0});  // a retransmission: a run of one
+          tx_meta_.push_back(TxMeta{0, 0, last, kNotPaced, false});  // a retransmission: a run of one
         }
       }
       // Fewer than asked for and room for more runs: the sender has nothing more to send now.
@@ -618,48 +618,21 @@ void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<Tx
     const uint64_t now = clock_.wall().ps();
     for (size_t i = first; i < first + took; ++i) {
       const TxMeta& t = (*meta)[i];
-      if (t.link != ~0u) record_departure(t.link, t.scheduled_ps, t.paced_ps, now, t.bytes);
+      if (t.link != kNotPaced) record_departure(t, now);
     }
   });
   if (meta != nullptr) meta->erase(meta->begin(), meta->begin() + static_cast<ptrdiff_t>(sent));
 }
 
-void DpdkFabric::record_departure(uint32_t link, uint64_t scheduled_ps, uint64_t paced_ps, uint64_t actual_ps,
-                                  uint32_t bytes) {
-  LinkPace& lp = link_pace_[link];
-  ++lp.frames;
-  lp.bytes += bytes;
-  if (clock_.as_fast_as_possible()) return;  // nothing is scheduled
-  stats_.jitter_ns.record((actual_ps > scheduled_ps ? actual_ps - scheduled_ps : scheduled_ps - actual_ps) / 1000);
-  // Back-to-back in the pacer's schedule with the frame before: due no later than its end (+ 1 ns).
-  const emu::Rate rate = model_.topology().link(link).rate;
-  if (lp.open && paced_ps <= lp.last_paced_ps + clock_.to_wall(rate.ser(lp.last_bytes)).ps() + 1000) {
-    lp.period_bytes += lp.last_bytes;
-    ++lp.period_frames;
-  } else {
-    if (lp.open) close_period(lp, period_ratios_);
-    lp.open = true;
-    lp.start_ps = paced_ps;
-    lp.period_bytes = 0;
-    lp.period_frames = 1;
-  }
-  lp.last_paced_ps = std::max(lp.last_paced_ps, paced_ps);
-  lp.last_actual_ps = actual_ps;
-  lp.last_bytes = bytes;
+void DpdkFabric::record_departure(const TxMeta& t, uint64_t actual_ps) {
+  LinkPace& lp = link_pace_[t.link];
+  stats_.jitter_ns.record((actual_ps > t.scheduled_ps ? actual_ps - t.scheduled_ps : t.scheduled_ps - actual_ps) / 1000);
+  lp.depart(t, actual_ps, [&](LinkBusy&) { close_period(lp, period_ratios_); });
 }
 
 void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
-  lp.open = false;
-  if (lp.period_frames < 2) return;
-  // At the target rate the link carries the period's bytes (all but the last frame's) from its first
-  // frame's due time to its last one's; the wire took from that same start to the last frame's actual
-  // departure. A frame never leaves before it is due, so the ratio is at most 1.
-  ++lp.busy_periods;
-  lp.spanned_bytes += lp.period_bytes;
-  const double sched = static_cast<double>(lp.last_paced_ps - lp.start_ps);
-  const double act = static_cast<double>(lp.last_actual_ps) - static_cast<double>(lp.start_ps);
-  lp.scheduled_ns += sched / 1000.0;
-  lp.actual_ns += act / 1000.0;
+  double sched = 0, act = 0;
+  if (!lp.close(sched, act)) return;
   // Disturbed: the polling thread stalled within the period.
   const auto it = std::lower_bound(stalls_.begin(), stalls_.end(), lp.start_ps,
                                    [](const Stall& st, uint64_t t) { return st.to_ps < t; });

@@ -241,21 +241,15 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     bool retransmitted = false;  // a frame of it was sent again: no RTT sample (Karn's rule)
   };
 
-  struct TxMeta {                                     // per frame of tx_data_: its link and schedule
-    uint32_t link;                                    // ~0u: not a first transmission
-    uint32_t bytes;
-    uint64_t scheduled_ps;                            // the modelled departure (wall)
-    uint64_t paced_ps;                                // when the pacer let it go (wall, see pace_frames)
-  };
-  // Per first link, the busy period being measured (online: a link's first transmissions leave in the
-  // order of their schedule) and the totals of the closed ones.
-  struct LinkPace {
-    uint64_t bytes = 0, frames = 0;
-    bool open = false;
-    uint64_t start_ps = 0, last_paced_ps = 0, last_actual_ps = 0, period_bytes = 0;
-    uint32_t last_bytes = 0, period_frames = 0;
-    uint64_t busy_periods = 0, disturbed = 0, spanned_bytes = 0;
-    double scheduled_ns = 0, actual_ns = 0;
+  // Per frame of tx_data_ with pacing: a first transmission's PacedFrame (its link, schedule and whether
+  // it continues its link's busy period), or a retransmission's (link ~0u: not paced, not counted).
+  using TxMeta = PacedFrame;
+  static constexpr uint32_t kNotPaced = ~0u;
+  // Per first link: its frames and bytes and the busy periods of its first transmissions (LinkBusy: online,
+  // a link's first transmissions leave in the order of their schedule), and of the closed periods those
+  // in which the polling thread stalled (disturbed).
+  struct LinkPace : LinkBusy {
+    uint64_t disturbed = 0;
   };
   struct CollAcc {
     uint64_t messages = 0, bytes = 0;
@@ -263,7 +257,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   };
   // Closes lp's open busy period, its ratio (when undisturbed) into `ratios`.
   void close_period(LinkPace& lp, std::vector<double>& ratios) const;
-  void record_departure(uint32_t link, uint64_t scheduled_ps, uint64_t paced_ps, uint64_t actual_ps, uint32_t bytes);
+  void record_departure(const TxMeta& t, uint64_t actual_ps);
 
   void on_event(uint64_t id) override;                   // a message's ready time has come: submit it
   void on_delivered(uint64_t id, emu::Time at) override;  // the model delivers: wait for the wire
@@ -348,7 +342,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<CollAcc> coll_acc_;                     // by Message::coll
   std::vector<rte_mbuf*> tx_data_;                    // frames built, not yet taken by the device
   std::vector<TxMeta> tx_meta_;                       // with pacing: per frame of tx_data_
-  std::vector<TxMeta> paced_;                         // pace_run's frames of one next_runs call
+  std::vector<TxMeta> paced_;                         // pace_run's frames of one next_runs call: [0, paced_n_)
+  uint32_t paced_n_ = 0;
   uint64_t pace_now_ps_ = 0;                          // pace_run's last reading of the wall clock
   std::unique_ptr<PcapWriter> pcap_;
   // With a receive lcore: its frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s file

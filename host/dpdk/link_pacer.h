@@ -1,5 +1,6 @@
-// The pacing of a run of first transmissions on its first link, frame by frame: what DpdkFabric::pace_run
-// runs as the Sender's RunGate, and what the transmit benchmark (bench/bench_dpdk_tx.cpp) runs alike.
+// The pacing of a run of first transmissions on its first link, frame by frame, and the accounting of
+// their departures: what DpdkFabric runs (pace_run as the Sender's RunGate, record_departure after
+// tx_burst), and what the transmit benchmark (bench/bench_dpdk_tx.cpp) runs alike.
 #pragma once
 
 #include <algorithm>
@@ -12,39 +13,120 @@
 namespace fabemu::host::dpdk {
 
 // A link's pacer state, wall ps: the earliest departure of its next frame at the link's rate (a token
-// bucket one burst deep).
+// bucket one burst deep). 0: no frame paced yet.
 struct LinkSlot {
   uint64_t next_ps = 0;
 };
 
-// How many of run r's frames are due now, on a link of `rate` whose messages depart at `depart`
+// A frame the pacer let go, until it has left (LinkBusy::depart).
+struct PacedFrame {
+  uint64_t scheduled_ps;  // its modelled departure (wall)
+  uint64_t paced_ps;      // when the pacer let it go (wall): its due time, or later when it was late
+  uint32_t bytes;         // its payload bytes
+  uint32_t link;          // the caller's (pace_frames sets it from its argument)
+  bool extends;           // due no later than the end of the link's frame before it (+ 1 ns): back to back
+};
+
+// A paced frame due within this much of the end of the frame before it on its link continues that
+// frame's busy period (the ceiling of ser() may put a frame's due time a picosecond or so after it).
+inline constexpr uint64_t kBackToBackSlackPs = 1000;
+
+// How many of run r's frames are due now, on link `link` of `rate` whose messages depart at `depart`
 // (emulated): frame i is due at max(its modelled departure, depart + ser(its offset) on the wall clock,
 // the link's next slot). Once due it leaves; the link's next slot is then its due time plus its
 // serialization (wall), or, when it leaves later than its due time by more than `burst_ps`, now less
 // `burst_ps` plus that: a late frame never makes the link burst above its rate for longer than that.
 // `now_ps` is the last reading of the clock, read again only when a frame is not due by it (or before
-// every frame with `read_each`). `emit(bytes, scheduled_ps, paced_ps)` for each due frame, in order.
-template <class Emit>
-inline uint32_t pace_frames(const TscClock& clock, emu::Time depart, emu::Rate rate, const TxRun& r,
-                            uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, Emit&& emit) {
+// every frame with `read_each`). The due frames' PacedFrames into out[0..due) (room for r.n).
+inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
+                            uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, PacedFrame* out) {
+  using u128 = emu::detail::u128;
+  if (r.n == 0) return 0;
   // A frame's wall time on the link: the same for all but a shorter last frame.
   const uint64_t last_ps = clock.to_wall(rate.ser(r.last_bytes)).ps();
   const uint64_t frame_ps = r.n > 1 ? clock.to_wall(rate.ser(r.bytes)).ps() : last_ps;
+  // ser(offset) = ceil(offset * raw / 2^32) (Rate::ser), its numerator stepped by a frame's bytes: one
+  // addition a frame instead of a product, the same values. A run whose last numerator would not fit
+  // (serialization times of 2^64 ps and more) takes Rate::ser and its saturation frame by frame.
+  const uint64_t raw = rate.ps_per_byte_q32();
+  const u128 step = u128{r.bytes} * raw;
+  u128 num = u128{r.offset} * raw + 0xFFFFFFFFu;
+  const bool stepped = ((num + step * (r.n - 1)) >> 96) == 0;
+  // A frame due by now_ps leaves at its due time, or at now_ps - burst_ps when that is later.
+  const auto floor_of = [burst_ps](uint64_t now) { return now > burst_ps ? now - burst_ps : 0; };
+  if (read_each) now_ps = clock.wall().ps();
+  uint64_t floor_ps = floor_of(now_ps);
   uint64_t next_ps = slot.next_ps;
+  bool any = next_ps != 0;  // a frame before on the link (the first can extend nothing)
   uint32_t due = 0;
-  for (; due < r.n; ++due) {
-    const uint64_t offset = r.offset + uint64_t{due} * r.bytes;
-    const bool last = due + 1 == r.n;
-    const uint64_t scheduled_ps = clock.to_wall((depart + rate.ser(offset)).since_start()).ps();
+  for (; due < r.n; ++due, num += step) {
+    const emu::Duration ser = stepped ? emu::Duration::from_ps(static_cast<uint64_t>(num >> 32))
+                                      : rate.ser(r.offset + uint64_t{due} * r.bytes);
+    const uint64_t scheduled_ps = clock.to_wall((depart + ser).since_start()).ps();
     const uint64_t target_ps = std::max(scheduled_ps, next_ps);
-    if (read_each) now_ps = clock.wall().ps();
-    if (target_ps > now_ps && target_ps > (now_ps = clock.wall().ps())) break;
-    const uint64_t anchor = now_ps > target_ps + burst_ps ? now_ps - burst_ps : target_ps;
+    if (read_each && due > 0) floor_ps = floor_of(now_ps = clock.wall().ps());
+    if (target_ps > now_ps) [[unlikely]] {
+      if (target_ps > (now_ps = clock.wall().ps())) break;
+      floor_ps = floor_of(now_ps);
+    }
+    const uint64_t anchor = std::max(target_ps, floor_ps);
+    const bool last = due + 1 == r.n;
+    out[due] = PacedFrame{scheduled_ps, anchor, last ? r.last_bytes : r.bytes, link,
+                          any && anchor <= next_ps + kBackToBackSlackPs};
+    any = true;
     next_ps = anchor + (last ? last_ps : frame_ps);
-    emit(last ? r.last_bytes : r.bytes, scheduled_ps, anchor);
   }
   slot.next_ps = next_ps;
   return due;
 }
+
+// A link's paced frames as they leave (depart, in the order the pacer let them go): its frames and bytes,
+// and its busy periods, each a run of frames back to back in the pacer's schedule (PacedFrame::extends).
+// A closed period of two frames or more has spans: scheduled, from its first frame's due time to its
+// last one's (the time the link at its target rate takes for all but the last frame's bytes), and
+// actual, from that same start to the last frame's actual departure. scheduled / actual is the rate the
+// link achieved against its target (at most 1: a frame never leaves before it is due).
+struct LinkBusy {
+  uint64_t bytes = 0, frames = 0;
+  bool open = false;
+  uint64_t start_ps = 0, last_paced_ps = 0, last_actual_ps = 0, period_bytes = 0;
+  uint32_t last_bytes = 0, period_frames = 0;
+  uint64_t busy_periods = 0, spanned_bytes = 0;
+  double scheduled_ns = 0, actual_ns = 0;
+
+  // Frame f left at actual_ps. `close(*this)` when it starts a new period and one is open: the caller
+  // closes that one (close(), and whatever it keeps of the period) before f is counted.
+  template <class Close>
+  void depart(const PacedFrame& f, uint64_t actual_ps, Close&& close) {
+    ++frames;
+    bytes += f.bytes;
+    if (open && f.extends) {
+      period_bytes += last_bytes;
+      ++period_frames;
+    } else {
+      if (open) close(*this);
+      open = true;
+      start_ps = f.paced_ps;
+      period_bytes = 0;
+      period_frames = 1;
+    }
+    last_paced_ps = std::max(last_paced_ps, f.paced_ps);
+    last_actual_ps = actual_ps;
+    last_bytes = f.bytes;
+  }
+  // Closes the open period; its spans (ns) are added to the link's. False for a period of one frame,
+  // which has no span (nothing added).
+  bool close(double& scheduled, double& actual) {
+    open = false;
+    if (period_frames < 2) return false;
+    ++busy_periods;
+    spanned_bytes += period_bytes;
+    scheduled = static_cast<double>(last_paced_ps - start_ps) / 1000.0;
+    actual = (static_cast<double>(last_actual_ps) - static_cast<double>(start_ps)) / 1000.0;
+    scheduled_ns += scheduled;
+    actual_ns += actual;
+    return true;
+  }
+};
 
 }  // namespace fabemu::host::dpdk

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <optional>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "tests/dpdk/dpdk_test_support.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_fabric.h"
+#include "host/dpdk/link_pacer.h"
 #include "tests/emulator/walker_test_util.h"
 #include "traces/generate.h"
 #include "traces/trace_set.h"
@@ -402,6 +405,158 @@ TEST(TscClock, DilationMapsWallToEmulatedTime) {
   EXPECT_GE(emulated.ps(), wall.ps() / 1000);
   EXPECT_LE(emulated.ps(), wall.ps() / 1000 + 1'000'000'000u);
   EXPECT_THROW(fd::TscClock(-1), std::invalid_argument);
+}
+
+// pace_frames against closed-form schedules. 8 Gb/s is 1000 ps a byte; at dilation 2 a 100-byte frame
+// is 200 ns of wall time and a 40-byte one 80 ns. Messages depart 500 s (emulated) after the clock
+// started, so frame i of a run from offset 0 is due at 1000 s + 200 ns * i on the wall clock, and the
+// clock itself (read when a frame is not due by the reading given) is always far behind: only the
+// readings given decide.
+TEST(LinkPacer, DueFramesFollowTheScheduleTheSlotAndTheBurstAllowance) {
+  const fd::TscClock clock(2);
+  const Rate rate = Rate::from_gbps(8);
+  const Time depart = Time::from_ps(500'000'000'000'000);
+  constexpr uint64_t kBase = 1'000'000'000'000'000;
+  fd::TxRun run;
+  run.n = 4;
+  run.count = 4;
+  run.bytes = 100;
+  run.last_bytes = 40;
+  std::array<fd::PacedFrame, 4> out{};
+  const auto pace = [&](uint32_t from, uint64_t burst_ps, fd::LinkSlot& slot, uint64_t& now, bool read_each) {
+    out.fill(fd::PacedFrame{});
+    return fd::pace_frames(clock, 3, depart, rate, run.from(from), burst_ps, slot, now, read_each, out.data());
+  };
+
+  // On time: frames 0..2 are due at the reading (frame 2 exactly), frame 3 is not; back to back after the
+  // first. The slot is then frame 2's due time plus its 200 ns.
+  fd::LinkSlot slot;
+  uint64_t now = kBase + 400'000;
+  EXPECT_EQ(pace(0, 1'000'000'000, slot, now, false), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[i].scheduled_ps, kBase + 200'000 * i) << i;
+    EXPECT_EQ(out[i].paced_ps, kBase + 200'000 * i) << i;
+    EXPECT_EQ(out[i].bytes, 100u);
+    EXPECT_EQ(out[i].link, 3u);
+    EXPECT_EQ(out[i].extends, i > 0) << i;
+  }
+  EXPECT_EQ(out[3].bytes, 0u);  // not written
+  EXPECT_EQ(slot.next_ps, kBase + 600'000);
+  EXPECT_LT(now, kBase);  // the clock was read for frame 3
+  // The rest of the run (frame 3, 40 bytes), a microsecond later: due, back to back, the slot 80 ns on.
+  now = kBase + 1'600'000;
+  EXPECT_EQ(pace(3, 1'000'000'000, slot, now, false), 1u);
+  EXPECT_EQ(out[0].scheduled_ps, kBase + 600'000);
+  EXPECT_EQ(out[0].paced_ps, kBase + 600'000);
+  EXPECT_EQ(out[0].bytes, 40u);
+  EXPECT_TRUE(out[0].extends);
+  EXPECT_EQ(slot.next_ps, kBase + 680'000);
+
+  // Late by 10 us with a burst allowance of 100 ns: frame 0 is anchored at now - 100 ns, which puts the
+  // slot 100 ns after now: frame 1 waits. It starts a busy period (not back to back).
+  slot = fd::LinkSlot{};
+  now = kBase + 10'000'000;
+  EXPECT_EQ(pace(0, 100'000, slot, now, false), 1u);
+  EXPECT_EQ(out[0].scheduled_ps, kBase);
+  EXPECT_EQ(out[0].paced_ps, kBase + 9'900'000);
+  EXPECT_FALSE(out[0].extends);
+  EXPECT_EQ(slot.next_ps, kBase + 10'100'000);
+  // 5 us later the slot (not the schedule) sets frame 1's due time; it is 4.9 us late, more than the
+  // allowance: anchored at now - 100 ns, a new period.
+  now = kBase + 15'000'000;
+  EXPECT_EQ(pace(1, 100'000, slot, now, false), 1u);
+  EXPECT_EQ(out[0].scheduled_ps, kBase + 200'000);
+  EXPECT_EQ(out[0].paced_ps, kBase + 14'900'000);
+  EXPECT_FALSE(out[0].extends);
+  EXPECT_EQ(slot.next_ps, kBase + 15'100'000);
+  // Frame 2 50 ns after the slot (within the allowance): at the slot, back to back with frame 1; frame 3
+  // then exactly at its slot.
+  now = kBase + 15'150'000;
+  EXPECT_EQ(pace(2, 100'000, slot, now, false), 1u);
+  EXPECT_EQ(out[0].scheduled_ps, kBase + 400'000);
+  EXPECT_EQ(out[0].paced_ps, kBase + 15'100'000);
+  EXPECT_TRUE(out[0].extends);
+  now = kBase + 15'300'000;
+  EXPECT_EQ(pace(3, 100'000, slot, now, false), 1u);
+  EXPECT_EQ(out[0].paced_ps, kBase + 15'300'000);
+  EXPECT_EQ(out[0].bytes, 40u);
+  EXPECT_TRUE(out[0].extends);
+  EXPECT_EQ(slot.next_ps, kBase + 15'380'000);
+  // A reading before every frame (read_each) takes the clock, which is far behind: nothing is due.
+  now = kBase + 20'000'000;
+  EXPECT_EQ(pace(0, 100'000, slot, now, true), 0u);
+  EXPECT_EQ(slot.next_ps, kBase + 15'380'000);
+}
+
+// The modelled departures pace_frames steps through a run are Rate::ser's, frame by frame, for rates
+// that are not whole picoseconds a byte, long offsets, and dilations.
+TEST(LinkPacer, SteppedDeparturesEqualRateSer) {
+  std::mt19937_64 rng(7);
+  std::array<fd::PacedFrame, 64> out{};
+  for (const double dilation : {1.0, 3.7, 1000.0}) {
+    const fd::TscClock clock(dilation);
+    for (int trial = 0; trial < 300; ++trial) {
+      const Rate rate = Rate::from_gbps(1.0 + static_cast<double>(rng() % 800'000) / 1000.0);
+      fd::TxRun run;
+      run.n = 1 + static_cast<uint32_t>(rng() % 64);
+      run.bytes = 1 + static_cast<uint32_t>(rng() % 9000);
+      run.last_bytes = 1 + static_cast<uint32_t>(rng() % run.bytes);
+      run.offset = uint64_t{run.bytes} * (rng() % (uint64_t{1} << 24));
+      run.count = run.n;
+      const Time depart = Time::from_ps(rng() % (uint64_t{1} << 40));
+      fd::LinkSlot slot;
+      uint64_t now = ~uint64_t{0} >> 2;  // every frame is due
+      ASSERT_EQ(fd::pace_frames(clock, 0, depart, rate, run, now, slot, now, false, out.data()), run.n);
+      for (uint32_t i = 0; i < run.n; ++i) {
+        const uint64_t want = clock.to_wall((depart + rate.ser(run.offset + uint64_t{i} * run.bytes)).since_start()).ps();
+        ASSERT_EQ(out[i].scheduled_ps, want) << "dilation " << dilation << " trial " << trial << " frame " << i;
+      }
+    }
+  }
+}
+
+// A link's departures (LinkBusy): frames back to back make one busy period, closed by the next frame that
+// is not; its scheduled span runs from the first frame's due time to the last one's, its actual span to
+// the last one's departure, and only the bytes of all but its last frame count. A period of one frame has
+// no span.
+TEST(LinkPacer, BusyPeriodsSpanBackToBackFrames) {
+  fd::LinkBusy link;
+  std::vector<std::pair<double, double>> closed;
+  int singles = 0;
+  const auto close = [&](fd::LinkBusy& l) {
+    double s = 0, a = 0;
+    if (l.close(s, a)) {
+      closed.emplace_back(s, a);
+    } else {
+      ++singles;
+    }
+  };
+  const auto frame = [](uint64_t paced, uint32_t bytes, bool extends) {
+    return fd::PacedFrame{paced, paced, bytes, 0, extends};
+  };
+  link.depart(frame(1'000'000, 100, false), 1'500'000, close);  // period 1: three frames
+  link.depart(frame(1'200'000, 100, true), 1'500'000, close);
+  link.depart(frame(1'400'000, 40, true), 2'100'000, close);
+  link.depart(frame(5'000'000, 100, false), 5'000'000, close);  // period 2: one frame
+  link.depart(frame(9'000'000, 100, false), 9'300'000, close);  // period 3: open
+  link.depart(frame(9'200'000, 100, true), 9'400'000, close);
+  ASSERT_EQ(closed.size(), 1u);
+  EXPECT_DOUBLE_EQ(closed[0].first, 400.0);    // ns: 1.0 us to 1.4 us
+  EXPECT_DOUBLE_EQ(closed[0].second, 1100.0);  // 1.0 us to 2.1 us
+  EXPECT_EQ(singles, 1);
+  EXPECT_EQ(link.busy_periods, 1u);
+  EXPECT_EQ(link.spanned_bytes, 200u);
+  EXPECT_EQ(link.frames, 6u);
+  EXPECT_EQ(link.bytes, 540u);
+  EXPECT_TRUE(link.open);
+  double s = 0, a = 0;
+  ASSERT_TRUE(link.close(s, a));  // period 3
+  EXPECT_DOUBLE_EQ(s, 200.0);
+  EXPECT_DOUBLE_EQ(a, 400.0);
+  EXPECT_EQ(link.busy_periods, 2u);
+  EXPECT_EQ(link.spanned_bytes, 300u);
+  EXPECT_DOUBLE_EQ(link.scheduled_ns, 600.0);
+  EXPECT_DOUBLE_EQ(link.actual_ns, 1500.0);
 }
 
 // Mempools sized from the workload: what the fabric holds outside the rings grows with the rank count.

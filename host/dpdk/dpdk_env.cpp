@@ -202,6 +202,11 @@ void Port::setup() {
     conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_TIMESTAMP;
     ts_offload_ = true;
   }
+  constexpr uint64_t kRxChecksums = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+  if (cfg_.rx_checksums && (info.rx_offload_capa & kRxChecksums) == kRxChecksums) {
+    conf.rxmode.offloads |= kRxChecksums;
+    csum_offload_ = true;
+  }
   rc = rte_eth_dev_configure(id_, cfg_.rx_queues, cfg_.tx_queues, &conf);
   if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_configure: " + errstr(rc));
   uint16_t rx_desc = cfg_.rx_desc, tx_desc = cfg_.tx_desc;
@@ -243,7 +248,8 @@ bool Port::read_clock(uint64_t& out) const noexcept { return rte_eth_read_clock(
 
 Port::Port(Port&& o) noexcept
     : id_(o.id_), cfg_(o.cfg_), name_(std::move(o.name_)), probed_(std::move(o.probed_)), pool_(o.pool_),
-      device_(o.device_), started_(o.started_), open_(o.open_), ts_offload_(o.ts_offload_), ts_offset_(o.ts_offset_),
+      device_(o.device_), started_(o.started_), open_(o.open_), ts_offload_(o.ts_offload_),
+      csum_offload_(o.csum_offload_), ts_offset_(o.ts_offset_),
       ts_flag_(o.ts_flag_) {
   o.pool_ = nullptr;
   zero_pool_ = o.zero_pool_;
@@ -402,6 +408,12 @@ uint16_t fill_mbuf(rte_mbuf* m, const FrameSpec& spec) noexcept {
 
 Verdict decode_mbuf(const rte_mbuf* m, const DecodeRules& rules, DecodedFrame& out,
                     std::span<uint8_t> scratch) noexcept {
+  if ((m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD && rules.verify_udp_checksum)
+      [[unlikely]] {
+    DecodeRules checked = rules;
+    checked.verify_udp_checksum = false;  // the NIC summed it
+    return decode_mbuf(m, checked, out, scratch);
+  }
   if (m->nb_segs == 1 && m->data_len == m->pkt_len) return decode(mbuf_bytes(m), rules, out);
   if (m->pkt_len > scratch.size()) return Verdict::kTruncated;
   const void* p = rte_pktmbuf_read(m, 0, m->pkt_len, scratch.data());

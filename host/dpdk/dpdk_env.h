@@ -75,6 +75,9 @@ struct PortConfig {
   int socket = SOCKET_ID_ANY;     // NUMA node of the mempool and rings
   // Enable the NIC's RX timestamps (RTE_ETH_RX_OFFLOAD_TIMESTAMP) when the device offers them.
   bool rx_timestamps = true;
+  // Enable the NIC's RX checksum checks (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM and UDP_CKSUM) when the device
+  // offers both: a frame whose UDP checksum the NIC found good is not summed again (decode_mbuf).
+  bool rx_checksums = true;
 
   // Mbufs for `in_flight` packets held by the application (delay lines, retransmit buffers) on top of
   // every RX/TX descriptor, one burst per lcore in flight and the lcores' mempool caches; rounded up
@@ -140,6 +143,8 @@ class Port {
   // RX timestamps (README.md, "NIC hardware timestamps"). True when the device offered
   // RTE_ETH_RX_OFFLOAD_TIMESTAMP and it was enabled.
   bool rx_timestamp_offload() const noexcept { return ts_offload_; }
+  // The NIC checks received IPv4 and UDP checksums (PortConfig::rx_checksums and the device offers it).
+  bool rx_checksum_offload() const noexcept { return csum_offload_; }
   // The frame's RX timestamp (the mbuf dynamic field, in the device's clock) when the driver set one:
   // with the offload, or drivers that always do (net_pcap: the pcap record's time in microseconds).
   bool rx_timestamp(const rte_mbuf* m, uint64_t& out) const noexcept {
@@ -170,6 +175,7 @@ class Port {
   bool started_ = false;
   bool open_ = false;
   bool ts_offload_ = false;
+  bool csum_offload_ = false;
   int ts_offset_ = 0;      // of the timestamp dynamic field (valid when ts_flag_ != 0)
   uint64_t ts_flag_ = 0;   // the RX timestamp dynamic flag; 0: never set by anyone here
 };
@@ -270,6 +276,9 @@ inline uint64_t fill_run(rte_mbuf* const* ms, uint32_t n, FrameTemplate& flow, c
 
 // Decodes the frame in `m`. A contiguous frame (one segment) is decoded in place, so `out.payload`
 // points into the mbuf; a chained one is first copied into `scratch` (kTruncated when it does not fit).
+// A frame whose UDP checksum the NIC found good (RTE_MBUF_F_RX_L4_CKSUM_GOOD, RX checksum offload) is
+// not summed again; every other (bad, unknown, none) is checked as `rules` say. Everything else (the
+// IPv4 checksum, the ICRC when asked for, the header CRC) is checked as ever.
 Verdict decode_mbuf(const rte_mbuf* m, const DecodeRules& rules, DecodedFrame& out,
                     std::span<uint8_t> scratch = {}) noexcept;
 

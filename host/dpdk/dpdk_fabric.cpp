@@ -811,6 +811,7 @@ const DpdkStats& DpdkFabric::stats() {
   b.role = two_ports ? "data (B)" : "data and ACK/NACK (A = B)";
   b.clock = rx_path_->clock_name();
   b.offload = ports_.b().rx_timestamp_offload();
+  b.checksum_offload = ports_.b().rx_checksum_offload();
   if (rx_readable) {
     const RxPathStats& r = rx_path_->stats();
     out_.frames_rx += r.frames_rx;
@@ -837,6 +838,7 @@ const DpdkStats& DpdkFabric::stats() {
     a.role = "ACK/NACK (A)";
     a.clock = "tsc";  // feedback arrivals are not timed
     a.offload = ports_.a().rx_timestamp_offload();
+    a.checksum_offload = ports_.a().rx_checksum_offload();
     a.frames = s.frames_rx;
     a.hw_timestamped = a_hw_timestamped_;
     out_.rx_clocks.push_back(a);
@@ -865,8 +867,10 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     out += fmt::format("  lcores              main {} polls everything\n", s.main_lcore);
   }
   for (const DpdkStats::PortClock& c : s.rx_clocks) {
-    out += fmt::format("  arrival clock       {} {}: {} (RX timestamp offload {}), {} of {} frames hardware-timestamped\n",
-                       c.role, c.port, c.clock, c.offload ? "on" : "not offered", c.hw_timestamped, c.frames);
+    out += fmt::format("  arrival clock       {} {}: {} (RX timestamp offload {}, UDP checksums checked by {}), {} of {} "
+                       "frames hardware-timestamped\n",
+                       c.role, c.port, c.clock, c.offload ? "on" : "not offered",
+                       c.checksum_offload ? "the NIC" : "fabemu", c.hw_timestamped, c.frames);
   }
   out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive: SRTT + 4 RTTVAR of the wire latency)\n",
                      static_cast<double>(s.rto_max.ps()) / 1e9);
@@ -982,9 +986,10 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   std::string clocks = "[";
   for (size_t i = 0; i < s.rx_clocks.size(); ++i) {
     const DpdkStats::PortClock& c = s.rx_clocks[i];
-    clocks += fmt::format("{}{{\"port\": \"{}\", \"role\": \"{}\", \"clock\": \"{}\", \"offload\": {}, \"frames\": {}, "
-                          "\"hw_timestamped\": {}}}",
-                          i == 0 ? "" : ", ", c.port, c.role, c.clock, c.offload, c.frames, c.hw_timestamped);
+    clocks += fmt::format("{}{{\"port\": \"{}\", \"role\": \"{}\", \"clock\": \"{}\", \"offload\": {}, "
+                          "\"checksum_offload\": {}, \"frames\": {}, \"hw_timestamped\": {}}}",
+                          i == 0 ? "" : ", ", c.port, c.role, c.clock, c.offload, c.checksum_offload, c.frames,
+                          c.hw_timestamped);
   }
   kv("rx_clocks", clocks + "]");
   kv("data_frames", fmt::format("{}", s.data_frames));

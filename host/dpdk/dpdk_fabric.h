@@ -119,6 +119,7 @@ struct DpdkStats {
   struct PortClock {
     std::string port, role, clock;
     bool offload = false;             // RTE_ETH_RX_OFFLOAD_TIMESTAMP enabled
+    bool checksum_offload = false;    // RTE_ETH_RX_OFFLOAD_IPV4_CKSUM and UDP_CKSUM enabled (decode_mbuf)
     uint64_t frames = 0, hw_timestamped = 0;
   };
   std::vector<PortClock> rx_clocks;

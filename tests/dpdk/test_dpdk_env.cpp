@@ -276,6 +276,57 @@ TEST(Frames, ChainedMbufIsDecodedThroughScratch) {
   rte_mempool_free(pool);
 }
 
+// RX checksum offload: a frame whose UDP checksum the NIC found good is not summed again (a payload byte
+// changed after the NIC's check goes unnoticed, which shows the sum was skipped); a bad, unknown or absent
+// verdict of the NIC leaves the check to us; the IPv4 checksum is checked either way.
+TEST(Frames, TheNicsGoodUdpChecksumIsNotSummedAgain) {
+  REQUIRE_EAL();
+  rte_mempool* pool = rte_pktmbuf_pool_create("fe_csum", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+  ASSERT_NE(pool, nullptr);
+  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  const uint16_t len = fd::fill_mbuf(m, spec_for(3, 500));
+  ASSERT_GT(len, 0);
+  uint8_t* f = rte_pktmbuf_mtod(m, uint8_t*);
+  fd::DecodedFrame d;
+  ASSERT_EQ(fd::decode_mbuf(m, rules(), d), fd::Verdict::kOurs);
+  f[len - 1] ^= 0x5A;  // a payload byte: only the UDP checksum covers it
+  struct Case {
+    uint64_t flags;
+    fd::Verdict want;
+  };
+  for (const Case c : {Case{0, fd::Verdict::kBadUdpChecksum},  // RTE_MBUF_F_RX_L4_CKSUM_UNKNOWN
+                       Case{RTE_MBUF_F_RX_L4_CKSUM_BAD, fd::Verdict::kBadUdpChecksum},
+                       Case{RTE_MBUF_F_RX_L4_CKSUM_NONE, fd::Verdict::kBadUdpChecksum},
+                       Case{RTE_MBUF_F_RX_L4_CKSUM_GOOD, fd::Verdict::kOurs},
+                       Case{RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_IP_CKSUM_GOOD, fd::Verdict::kOurs}}) {
+    m->ol_flags = c.flags;
+    EXPECT_EQ(fd::decode_mbuf(m, rules(), d), c.want) << "ol_flags " << std::hex << c.flags;
+  }
+  EXPECT_EQ(d.hdr.seq, 3u);
+  EXPECT_EQ(d.payload_bytes, 500u);
+  // The IPv4 header checksum is ours to check even when the NIC says good (TTL changed).
+  m->ol_flags = RTE_MBUF_F_RX_L4_CKSUM_GOOD | RTE_MBUF_F_RX_IP_CKSUM_GOOD;
+  f[fd::kEthHeaderBytes + 8] ^= 1;
+  EXPECT_EQ(fd::decode_mbuf(m, rules(), d), fd::Verdict::kBadIpChecksum);
+  rte_pktmbuf_free(m);
+  rte_mempool_free(pool);
+}
+
+// A port asks for RX checksum offload exactly when the device offers IPv4 and UDP checks and the config
+// wants it (the virtual devices here do not offer them: the software check stays).
+TEST(Port, RxChecksumOffloadWhenTheDeviceOffersIt) {
+  REQUIRE_EAL();
+  for (const bool want : {true, false}) {
+    fd::PortConfig cfg;
+    cfg.rx_checksums = want;
+    fd::Port p = fd::Port::open(want ? "net_null_fecs1" : "net_null_fecs0", cfg);
+    rte_eth_dev_info info{};
+    ASSERT_EQ(rte_eth_dev_info_get(p.id(), &info), 0);
+    constexpr uint64_t kBoth = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM | RTE_ETH_RX_OFFLOAD_UDP_CKSUM;
+    EXPECT_EQ(p.rx_checksum_offload(), want && (info.rx_offload_capa & kBoth) == kBoth);
+  }
+}
+
 // alloc_frames (testpmd's way: rte_mempool_get_bulk and a partial reset) gives mbufs as
 // rte_pktmbuf_alloc_bulk would, even after a receive path or a chain left fields changed.
 // kN mbufs of `pool` left as an RX burst and its consumer may leave them, then freed.

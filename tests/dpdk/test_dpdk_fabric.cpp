@@ -452,36 +452,32 @@ TEST(LinkPacer, DueFramesFollowTheScheduleTheSlotAndTheBurstAllowance) {
   EXPECT_TRUE(out[0].extends);
   EXPECT_EQ(slot.next_ps, kBase + 680'000);
 
-  // Late by 10 us with a burst allowance of 100 ns: frame 0 is anchored at now - 100 ns, which puts the
-  // slot 100 ns after now: frame 1 waits. It starts a busy period (not back to back).
+  // A burst allowance of 100 ns, one frame due per reading:
+  // - late by 10 us: frame 0 is anchored at now - 100 ns, which puts the slot 100 ns after now, so frame
+  //   1 waits; it starts a busy period (not back to back);
+  // - 5 us later the slot (not the schedule) sets frame 1's due time; 4.9 us late, more than the
+  //   allowance: anchored at now - 100 ns, a new period;
+  // - frame 2 50 ns after the slot (within the allowance): at the slot, back to back with frame 1;
+  // - frame 3 (40 bytes) exactly at its slot, back to back; the slot then 80 ns on.
+  struct Step {
+    uint32_t frame;
+    uint64_t now, scheduled, paced;
+    bool extends;
+    uint64_t slot;
+  };
   slot = fd::LinkSlot{};
-  now = kBase + 10'000'000;
-  EXPECT_EQ(pace(0, 100'000, slot, now, false), 1u);
-  EXPECT_EQ(out[0].scheduled_ps, kBase);
-  EXPECT_EQ(out[0].paced_ps, kBase + 9'900'000);
-  EXPECT_FALSE(out[0].extends);
-  EXPECT_EQ(slot.next_ps, kBase + 10'100'000);
-  // 5 us later the slot (not the schedule) sets frame 1's due time; it is 4.9 us late, more than the
-  // allowance: anchored at now - 100 ns, a new period.
-  now = kBase + 15'000'000;
-  EXPECT_EQ(pace(1, 100'000, slot, now, false), 1u);
-  EXPECT_EQ(out[0].scheduled_ps, kBase + 200'000);
-  EXPECT_EQ(out[0].paced_ps, kBase + 14'900'000);
-  EXPECT_FALSE(out[0].extends);
-  EXPECT_EQ(slot.next_ps, kBase + 15'100'000);
-  // Frame 2 50 ns after the slot (within the allowance): at the slot, back to back with frame 1; frame 3
-  // then exactly at its slot.
-  now = kBase + 15'150'000;
-  EXPECT_EQ(pace(2, 100'000, slot, now, false), 1u);
-  EXPECT_EQ(out[0].scheduled_ps, kBase + 400'000);
-  EXPECT_EQ(out[0].paced_ps, kBase + 15'100'000);
-  EXPECT_TRUE(out[0].extends);
-  now = kBase + 15'300'000;
-  EXPECT_EQ(pace(3, 100'000, slot, now, false), 1u);
-  EXPECT_EQ(out[0].paced_ps, kBase + 15'300'000);
-  EXPECT_EQ(out[0].bytes, 40u);
-  EXPECT_TRUE(out[0].extends);
-  EXPECT_EQ(slot.next_ps, kBase + 15'380'000);
+  for (const Step& st : {Step{0, 10'000'000, 0, 9'900'000, false, 10'100'000},
+                         Step{1, 15'000'000, 200'000, 14'900'000, false, 15'100'000},
+                         Step{2, 15'150'000, 400'000, 15'100'000, true, 15'300'000},
+                         Step{3, 15'300'000, 600'000, 15'300'000, true, 15'380'000}}) {
+    now = kBase + st.now;
+    EXPECT_EQ(pace(st.frame, 100'000, slot, now, false), 1u) << "frame " << st.frame;
+    EXPECT_EQ(out[0].scheduled_ps, kBase + st.scheduled) << "frame " << st.frame;
+    EXPECT_EQ(out[0].paced_ps, kBase + st.paced) << "frame " << st.frame;
+    EXPECT_EQ(out[0].bytes, st.frame == 3 ? 40u : 100u) << "frame " << st.frame;
+    EXPECT_EQ(out[0].extends, st.extends) << "frame " << st.frame;
+    EXPECT_EQ(slot.next_ps, kBase + st.slot) << "frame " << st.frame;
+  }
   // A reading before every frame (read_each) takes the clock, which is far behind: nothing is due.
   now = kBase + 20'000'000;
   EXPECT_EQ(pace(0, 100'000, slot, now, true), 0u);

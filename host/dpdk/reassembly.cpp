@@ -627,7 +627,8 @@ FaultFilter::FaultFilter(const FaultConfig& config)
     : state_(config.seed),
       drop_q32_(to_q32(config.drop_rate, "drop rate")),
       dup_q32_(to_q32(config.duplicate_rate, "duplicate rate")),
-      reorder_q32_(to_q32(config.reorder_rate, "reorder rate")) {}
+      reorder_q32_(to_q32(config.reorder_rate, "reorder rate")),
+      active_(drop_q32_ != 0 || dup_q32_ != 0 || reorder_q32_ != 0) {}
 
 uint64_t FaultFilter::draw() noexcept {  // splitmix64
   uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
@@ -641,7 +642,7 @@ uint64_t FaultFilter::uniform(uint64_t n) noexcept {
   return n == 0 ? 0 : static_cast<uint64_t>((u128{draw()} * n) >> 64);
 }
 
-FaultDecision FaultFilter::next() noexcept {
+FaultDecision FaultFilter::draw_next() noexcept {
   ++seen_;
   FaultDecision d;
   // Three draws per packet whatever the outcome, so one rate does not shift the others' sequence.

@@ -443,7 +443,15 @@ class FaultFilter {
  public:
   // std::invalid_argument for a rate outside [0, 1] (or NaN).
   explicit FaultFilter(const FaultConfig& config);
-  FaultDecision next() noexcept;
+  // The next packet's faults. With every rate 0 (after rounding to 2^-32) nothing is drawn: no fault is
+  // possible, and the generator stays where it is (uniform() then gives what it gives on a fresh filter).
+  FaultDecision next() noexcept {
+    if (!active_) [[likely]] {
+      ++seen_;
+      return {};
+    }
+    return draw_next();
+  }
   // A deterministic draw in [0, n), for callers that choose a reorder distance.
   uint64_t uniform(uint64_t n) noexcept;
   uint64_t seen() const noexcept { return seen_; }
@@ -453,8 +461,10 @@ class FaultFilter {
 
  private:
   uint64_t draw() noexcept;
+  FaultDecision draw_next() noexcept;
   uint64_t state_;
   uint64_t drop_q32_, dup_q32_, reorder_q32_;  // probability * 2^32
+  bool active_;                                // a rate is not 0
   uint64_t seen_ = 0, dropped_ = 0, duplicated_ = 0, reordered_ = 0;
 };
 

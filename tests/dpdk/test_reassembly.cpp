@@ -681,6 +681,22 @@ TEST(FaultFilter, SeededAndCalibrated) {
   EXPECT_THROW(FaultFilter(FaultConfig{.reorder_rate = -0.1}), std::invalid_argument);
   FaultFilter all(FaultConfig{.drop_rate = 1.0});
   for (int i = 0; i < 1000; ++i) ASSERT_TRUE(all.next().drop);
+  // No rate: no fault and no draw (uniform() continues from the seed as on a fresh filter); a rate that
+  // rounds to 0 (below 2^-33) is none.
+  FaultFilter none(FaultConfig{.seed = 9}), fresh(FaultConfig{.seed = 9});
+  FaultFilter tiny(FaultConfig{.drop_rate = 1e-11, .seed = 9});
+  for (int i = 0; i < 1000; ++i) {
+    const FaultDecision d = none.next(), t = tiny.next();
+    ASSERT_FALSE(d.drop || d.duplicate || d.reorder || t.drop || t.duplicate || t.reorder);
+  }
+  EXPECT_EQ(none.seen(), 1000u);
+  EXPECT_EQ(none.dropped() + none.duplicated() + none.reordered(), 0u);
+  EXPECT_EQ(none.uniform(1'000'000), fresh.uniform(1'000'000));
+  EXPECT_EQ(tiny.uniform(1'000'000), FaultFilter(FaultConfig{.seed = 9}).uniform(1'000'000));
+  // One rate set: every packet draws (the drop decision at 0.5 differs from packet to packet).
+  FaultFilter half(FaultConfig{.drop_rate = 0.5, .seed = 9});
+  for (int i = 0; i < 1000; ++i) half.next();
+  EXPECT_NEAR(static_cast<double>(half.dropped()), 500, 80);
 }
 
 // --- 10,000 messages over a faulty channel ---

@@ -511,6 +511,36 @@ TEST(LinkPacer, SteppedDeparturesEqualRateSer) {
   }
 }
 
+// Frames due on schedule are back to back at any dilation: ser() rounds up (and ceil(a + b) <= ceil(a) +
+// ceil(b)), the wall mapping rounds down, so a frame's due time comes at most a picosecond after the end of
+// the one before, within the back-to-back test's slack (with no slack this fails at dilation 999.5). Odd
+// rates, dilations up to 10^6, every frame due at once.
+TEST(LinkPacer, OnScheduleFramesAreBackToBackAtAnyDilation) {
+  std::mt19937_64 rng(11);
+  std::array<fd::PacedFrame, 64> out{};
+  for (const double dilation : {1.0, 999.5, 4321.7, 65536.3, 1e6}) {
+    const fd::TscClock clock(dilation);
+    for (int trial = 0; trial < 200; ++trial) {
+      const Rate rate = Rate::from_gbps(0.5 + static_cast<double>(rng() % 400'000) / 1000.0);
+      fd::TxRun run;
+      run.n = 64;
+      run.bytes = 1 + static_cast<uint32_t>(rng() % 4000);
+      run.last_bytes = run.bytes;
+      run.offset = uint64_t{run.bytes} * (rng() % 1000);
+      run.count = 1100;
+      fd::LinkSlot slot;
+      uint64_t now = ~uint64_t{0} >> 2;
+      ASSERT_EQ(fd::pace_frames(clock, 0, Time::from_ps(rng() % (uint64_t{1} << 30)), rate, run, now, slot, now,
+                                false, out.data()),
+                64u);
+      for (uint32_t i = 1; i < 64; ++i) {
+        ASSERT_TRUE(out[i].extends) << "dilation " << dilation << " trial " << trial << " frame " << i << ": due "
+                                    << out[i].paced_ps << ", the frame before " << out[i - 1].paced_ps;
+      }
+    }
+  }
+}
+
 // A link's departures (LinkBusy): frames back to back make one busy period, closed by the next frame that
 // is not; its scheduled span runs from the first frame's due time to the last one's, its actual span to
 // the last one's departure, and only the bytes of all but its last frame count. A period of one frame has

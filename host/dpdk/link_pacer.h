@@ -25,6 +25,7 @@ struct PacedFrame {
   uint32_t bytes;         // its payload bytes
   uint32_t link;          // the caller's (pace_frames sets it from its argument)
   bool extends;           // due no later than the end of the link's frame before it (+ 1 ns): back to back
+                          // (a link's first frame starts a period whatever it says: LinkBusy::open)
 };
 
 // A paced frame due within this much of the end of the frame before it on its link continues that
@@ -54,17 +55,15 @@ inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depa
   const bool stepped = ((num + step * (r.n - 1)) >> 96) == 0;
   // A frame due by now_ps leaves at its due time, or at now_ps - burst_ps when that is later.
   const auto floor_of = [burst_ps](uint64_t now) { return now > burst_ps ? now - burst_ps : 0; };
-  if (read_each) now_ps = clock.wall().ps();
   uint64_t floor_ps = floor_of(now_ps);
   uint64_t next_ps = slot.next_ps;
-  bool any = next_ps != 0;  // a frame before on the link (the first can extend nothing)
   uint32_t due = 0;
   for (; due < r.n; ++due, num += step) {
     const emu::Duration ser = stepped ? emu::Duration::from_ps(static_cast<uint64_t>(num >> 32))
                                       : rate.ser(r.offset + uint64_t{due} * r.bytes);
     const uint64_t scheduled_ps = clock.to_wall((depart + ser).since_start()).ps();
     const uint64_t target_ps = std::max(scheduled_ps, next_ps);
-    if (read_each && due > 0) floor_ps = floor_of(now_ps = clock.wall().ps());
+    if (read_each) floor_ps = floor_of(now_ps = clock.wall().ps());
     if (target_ps > now_ps) [[unlikely]] {
       if (target_ps > (now_ps = clock.wall().ps())) break;
       floor_ps = floor_of(now_ps);
@@ -72,8 +71,7 @@ inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depa
     const uint64_t anchor = std::max(target_ps, floor_ps);
     const bool last = due + 1 == r.n;
     out[due] = PacedFrame{scheduled_ps, anchor, last ? r.last_bytes : r.bytes, link,
-                          any && anchor <= next_ps + kBackToBackSlackPs};
-    any = true;
+                          anchor <= next_ps + kBackToBackSlackPs};
     next_ps = anchor + (last ? last_ps : frame_ps);
   }
   slot.next_ps = next_ps;

@@ -407,7 +407,7 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   loop.finish(state, t, sent, kVariant != Variant::kNoSender);
 }
 
-// The fabric's pacer (DpdkFabric::pace_run, record_departure) for the run loop below. Per frame of a run
+// The fabric's pacer (DpdkFabric::pace_run, record_departures) for the run loop below. Per frame of a run
 // the Sender offers (a RunGate): the fabric's pace_frames (link_pacer.h: the modelled departure, the
 // link's next slot, the burst allowance; the clock read again per frame with pace_frame, with pace_lazy
 // as the fabric only when a frame is not due by the last reading) and its PacedFrame kept. After
@@ -429,15 +429,12 @@ struct Pacer {
   }
   // The first `took` frames kept left now (the rest, not taken by the device, are forgotten).
   void departed(uint16_t took) {
-    const uint64_t now = clock.wall().ps();
-    for (uint16_t i = 0; i < took; ++i) {
-      const fd::PacedFrame& f = frames[i];
-      jitter_ns.record((now > f.scheduled_ps ? now - f.scheduled_ps : f.scheduled_ps - now) / 1000);
-      link.depart(f, now, [&](fd::LinkBusy& l) {
-        double scheduled = 0, actual = 0;
-        if (l.close(scheduled, actual) && actual > 0) ratio_sum += scheduled / actual;
-      });
-    }
+    fd::record_departures(
+        frames.data(), took, clock.wall().ps(), jitter_ns, [this](uint32_t) -> fd::LinkBusy& { return link; },
+        [this](fd::LinkBusy& l) {
+          double scheduled = 0, actual = 0;
+          if (l.close(scheduled, actual) && actual > 0) ratio_sum += scheduled / actual;
+        });
     kept = 0;
   }
   Pacing pacing;

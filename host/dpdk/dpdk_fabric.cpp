@@ -601,7 +601,7 @@ void DpdkFabric::transmit() {
             lp.bytes += uint64_t{k - 1} * r.bytes + last;
           }
         } else if (paced) {
-          tx_meta_.push_back(TxMeta{0, 0, last, kNotPaced, false});  // a retransmission: a run of one
+          tx_meta_.push_back(TxMeta{0, 0, last, kUnpacedLink, false});  // a retransmission: a run of one
         }
       }
       // Fewer than asked for and room for more runs: the sender has nothing more to send now.
@@ -615,19 +615,12 @@ void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<Tx
   const size_t sent = send_bursts(port, queue, kBurst, [&](size_t first, uint16_t took) {
     if (meta == nullptr) return;
     // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
-    const uint64_t now = clock_.wall().ps();
-    for (size_t i = first; i < first + took; ++i) {
-      const TxMeta& t = (*meta)[i];
-      if (t.link != kNotPaced) record_departure(t, now);
-    }
+    record_departures(
+        meta->data() + first, took, clock_.wall().ps(), stats_.jitter_ns,
+        [this](uint32_t link) -> LinkPace& { return link_pace_[link]; },
+        [this](LinkPace& lp) { close_period(lp, period_ratios_); });
   });
   if (meta != nullptr) meta->erase(meta->begin(), meta->begin() + static_cast<ptrdiff_t>(sent));
-}
-
-void DpdkFabric::record_departure(const TxMeta& t, uint64_t actual_ps) {
-  LinkPace& lp = link_pace_[t.link];
-  stats_.jitter_ns.record((actual_ps > t.scheduled_ps ? actual_ps - t.scheduled_ps : t.scheduled_ps - actual_ps) / 1000);
-  lp.depart(t, actual_ps, [&](LinkBusy&) { close_period(lp, period_ratios_); });
 }
 
 void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {

@@ -243,9 +243,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   };
 
   // Per frame of tx_data_ with pacing: a first transmission's PacedFrame (its link, schedule and whether
-  // it continues its link's busy period), or a retransmission's (link ~0u: not paced, not counted).
+  // it continues its link's busy period), or a retransmission's (link kUnpacedLink: not paced, not
+  // counted).
   using TxMeta = PacedFrame;
-  static constexpr uint32_t kNotPaced = ~0u;
   // Per first link: its frames and bytes and the busy periods of its first transmissions (LinkBusy: online,
   // a link's first transmissions leave in the order of their schedule), and of the closed periods those
   // in which the polling thread stalled (disturbed).
@@ -258,7 +258,6 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   };
   // Closes lp's open busy period, its ratio (when undisturbed) into `ratios`.
   void close_period(LinkPace& lp, std::vector<double>& ratios) const;
-  void record_departure(const TxMeta& t, uint64_t actual_ps);
 
   void on_event(uint64_t id) override;                   // a message's ready time has come: submit it
   void on_delivered(uint64_t id, emu::Time at) override;  // the model delivers: wait for the wire

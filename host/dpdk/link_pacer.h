@@ -1,11 +1,13 @@
 // The pacing of a run of first transmissions on its first link, frame by frame, and the accounting of
-// their departures: what DpdkFabric runs (pace_run as the Sender's RunGate, record_departure after
+// their departures: what DpdkFabric runs (pace_run as the Sender's RunGate, record_departures after
 // tx_burst), and what the transmit benchmark (bench/bench_dpdk_tx.cpp) runs alike.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
+#include "emulator/histogram.h"
 #include "emulator/time.h"
 #include "host/dpdk/realtime.h"
 #include "host/dpdk/reassembly.h"
@@ -28,19 +30,19 @@ struct PacedFrame {
                           // (a link's first frame starts a period whatever it says: LinkBusy::open)
 };
 
+// PacedFrame::link of a frame that was not paced (a retransmission): record_departures skips it.
+inline constexpr uint32_t kUnpacedLink = ~0u;
+
 // A paced frame due within this much of the end of the frame before it on its link continues that
 // frame's busy period (the ceiling of ser() may put a frame's due time a picosecond or so after it).
 inline constexpr uint64_t kBackToBackSlackPs = 1000;
 
-// How many of run r's frames are due now, on link `link` of `rate` whose messages depart at `depart`
-// (emulated): frame i is due at max(its modelled departure, depart + ser(its offset) on the wall clock,
-// the link's next slot). Once due it leaves; the link's next slot is then its due time plus its
-// serialization (wall), or, when it leaves later than its due time by more than `burst_ps`, now less
-// `burst_ps` plus that: a late frame never makes the link burst above its rate for longer than that.
-// `now_ps` is the last reading of the clock, read again only when a frame is not due by it (or before
-// every frame with `read_each`). The due frames' PacedFrames into out[0..due) (room for r.n).
+namespace detail {
+// pace_frames for one reading policy (the clock read before every frame, or only when a frame is not due
+// by the last reading): its own loop each, with no per-frame test of the policy.
+template <bool kReadEach>
 inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
-                            uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, PacedFrame* out) {
+                            uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, PacedFrame* out) {
   using u128 = emu::detail::u128;
   if (r.n == 0) return 0;
   // A frame's wall time on the link: the same for all but a shorter last frame.
@@ -55,27 +57,59 @@ inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depa
   const bool stepped = ((num + step * (r.n - 1)) >> 96) == 0;
   // A frame due by now_ps leaves at its due time, or at now_ps - burst_ps when that is later.
   const auto floor_of = [burst_ps](uint64_t now) { return now > burst_ps ? now - burst_ps : 0; };
-  uint64_t floor_ps = floor_of(now_ps);
+  uint64_t now = now_ps;
+  uint64_t floor_ps = floor_of(now);
   uint64_t next_ps = slot.next_ps;
   uint32_t due = 0;
-  for (; due < r.n; ++due, num += step) {
-    const emu::Duration ser = stepped ? emu::Duration::from_ps(static_cast<uint64_t>(num >> 32))
-                                      : rate.ser(r.offset + uint64_t{due} * r.bytes);
-    const uint64_t scheduled_ps = clock.to_wall((depart + ser).since_start()).ps();
+  // Frame `due` of `bytes` and wall time `wall_ps` on the link, modelled to depart at `scheduled_ps`:
+  // false when it is not due yet.
+  const auto pace = [&](uint64_t scheduled_ps, uint32_t bytes, uint64_t wall_ps) {
     const uint64_t target_ps = std::max(scheduled_ps, next_ps);
-    if (read_each) floor_ps = floor_of(now_ps = clock.wall().ps());
-    if (target_ps > now_ps) [[unlikely]] {
-      if (target_ps > (now_ps = clock.wall().ps())) break;
-      floor_ps = floor_of(now_ps);
+    if constexpr (kReadEach) floor_ps = floor_of(now = clock.wall().ps());
+    if (target_ps > now) [[unlikely]] {
+      if (target_ps > (now = clock.wall().ps())) return false;
+      floor_ps = floor_of(now);
     }
     const uint64_t anchor = std::max(target_ps, floor_ps);
-    const bool last = due + 1 == r.n;
-    out[due] = PacedFrame{scheduled_ps, anchor, last ? r.last_bytes : r.bytes, link,
-                          anchor <= next_ps + kBackToBackSlackPs};
-    next_ps = anchor + (last ? last_ps : frame_ps);
+    out[due] = PacedFrame{scheduled_ps, anchor, bytes, link, anchor <= next_ps + kBackToBackSlackPs};
+    next_ps = anchor + wall_ps;
+    return true;
+  };
+  if (stepped) [[likely]] {
+    // All but the last frame, then the last: frame_ps and the bytes fixed in the loop.
+    const uint32_t bytes = r.bytes;
+    for (; due + 1 < r.n; ++due, num += step) {
+      const emu::Time at = depart + emu::Duration::from_ps(static_cast<uint64_t>(num >> 32));
+      if (!pace(clock.to_wall(at.since_start()).ps(), bytes, frame_ps)) break;
+    }
+    if (due + 1 == r.n) {
+      const emu::Time at = depart + emu::Duration::from_ps(static_cast<uint64_t>(num >> 32));
+      if (pace(clock.to_wall(at.since_start()).ps(), r.last_bytes, last_ps)) ++due;
+    }
+  } else {
+    for (; due < r.n; ++due) {
+      const emu::Time at = depart + rate.ser(r.offset + uint64_t{due} * r.bytes);
+      const bool last = due + 1 == r.n;
+      if (!pace(clock.to_wall(at.since_start()).ps(), last ? r.last_bytes : r.bytes, last ? last_ps : frame_ps)) break;
+    }
   }
   slot.next_ps = next_ps;
+  now_ps = now;
   return due;
+}
+}  // namespace detail
+
+// How many of run r's frames are due now, on link `link` of `rate` whose messages depart at `depart`
+// (emulated): frame i is due at max(its modelled departure, depart + ser(its offset) on the wall clock,
+// the link's next slot). Once due it leaves; the link's next slot is then its due time plus its
+// serialization (wall), or, when it leaves later than its due time by more than `burst_ps`, now less
+// `burst_ps` plus that: a late frame never makes the link burst above its rate for longer than that.
+// `now_ps` is the last reading of the clock, read again only when a frame is not due by it (or before
+// every frame with `read_each`). The due frames' PacedFrames into out[0..due) (room for r.n).
+inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
+                            uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, PacedFrame* out) {
+  return read_each ? detail::pace_frames<true>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out)
+                   : detail::pace_frames<false>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out);
 }
 
 // A link's paced frames as they leave (depart, in the order the pacer let them go): its frames and bytes,
@@ -112,6 +146,38 @@ struct LinkBusy {
     last_actual_ps = actual_ps;
     last_bytes = f.bytes;
   }
+  // depart(f[i], actual_ps, close) for i in [0, n): consecutive frames of this link that left together,
+  // the state in registers until a period closes (the frames' fields could alias it in memory).
+  template <class Close>
+  void depart_all(const PacedFrame* f, size_t n, uint64_t actual_ps, Close&& close) {
+    uint64_t fr = frames, by = bytes, pb = period_bytes, lp = last_paced_ps;
+    uint32_t lb = last_bytes, pf = period_frames;
+    bool op = open;
+    for (size_t i = 0; i < n; ++i) {
+      const PacedFrame& g = f[i];
+      if (op && g.extends) [[likely]] {
+        pb += lb;
+        ++pf;
+      } else {
+        if (op) {
+          frames = fr, bytes = by, period_bytes = pb, last_paced_ps = lp, last_bytes = lb, period_frames = pf;
+          if (i > 0) last_actual_ps = actual_ps;  // the frame before left with this one
+          close(*this);
+        }
+        op = true;
+        start_ps = g.paced_ps;
+        pb = 0;
+        pf = 1;
+      }
+      ++fr;
+      by += g.bytes;
+      lp = std::max(lp, g.paced_ps);
+      lb = g.bytes;
+    }
+    if (n > 0) last_actual_ps = actual_ps;
+    frames = fr, bytes = by, period_bytes = pb, last_paced_ps = lp, last_bytes = lb, period_frames = pf;
+    open = op;
+  }
   // Closes the open period; its spans (ns) are added to the link's. False for a period of one frame,
   // which has no span (nothing added).
   bool close(double& scheduled, double& actual) {
@@ -126,5 +192,29 @@ struct LinkBusy {
     return true;
   }
 };
+
+// The frames f[0..n) left at actual_ps (one tx_burst): each one's departure jitter, |actual - scheduled|
+// in ns, into `jitter_ns`, and each run of consecutive frames of one link into that link's account
+// (link_of(link): a LinkBusy or a type derived from it; close(that) closes its open period, as
+// LinkBusy::depart's callback). Frames of kUnpacedLink are skipped.
+template <class LinkOf, class Close>
+inline void record_departures(const PacedFrame* f, size_t n, uint64_t actual_ps, emu::LogHistogram& jitter_ns,
+                              LinkOf&& link_of, Close&& close) {
+  for (size_t i = 0; i < n;) {
+    const uint32_t link = f[i].link;
+    size_t j = i + 1;
+    while (j < n && f[j].link == link) ++j;
+    if (link != kUnpacedLink) {
+      const PacedFrame* g = f + i;
+      jitter_ns.record_each(j - i, [g, actual_ps](size_t k) {
+        const uint64_t s = g[k].scheduled_ps;
+        return (actual_ps > s ? actual_ps - s : s - actual_ps) / 1000;
+      });
+      auto& account = link_of(link);
+      account.depart_all(g, j - i, actual_ps, [&](LinkBusy&) { close(account); });
+    }
+    i = j;
+  }
+}
 
 }  // namespace fabemu::host::dpdk

@@ -838,6 +838,28 @@ struct Encoder {
   [[gnu::always_inline]] static inline bool run(FrameTemplate& t, const FrameSpec& first, uint32_t n,
                                                 uint32_t last_bytes, uint8_t* const* frames, size_t room,
                                                 uint16_t* lens, bool payload_zero) noexcept;
+  // What the full frames of a run share (run() computes it once): the run's frame-head image, the frames
+  // and their lengths, the first frame's fields, the lengths, and the fixed parts of the checks.
+  struct FullFrames {
+    const uint8_t* img;
+    uint8_t* const* frames;
+    uint16_t* lens;
+    uint32_t seq;
+    uint64_t offset;
+    uint16_t ip_id;
+    uint32_t stride;
+    size_t pad, udp_len;
+    uint16_t ip_len;
+    size_t tail_zeros;  // bytes after the IP datagram up to the minimum frame
+    uint64_t ip_base;
+    uint32_t crc_base;
+    uint64_t sum_base;
+    uint32_t count;
+    uint64_t message_id, tx_time_ps;
+  };
+  template <class Crc, bool kRoce, bool kZero>
+  [[gnu::always_inline]] static inline void full_frames(FrameTemplate& t, const FullFrames& r, Bth& b,
+                                                        uint32_t full) noexcept;
   static size_t table(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
     return encode<Table>(t, spec, out);
   }
@@ -1023,6 +1045,71 @@ size_t Encoder::encode(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_
   return write<Crc>(t, p, h.kind, spec.missing, false, out.data());
 }
 
+// The frames of `stride` bytes of a run, from the run's image: per frame only the IP id, seq, offset, BTH
+// words and the three checks are written (and the payload when it is not zero already).
+template <class Crc, bool kRoce, bool kZero>
+[[gnu::always_inline]] inline void Encoder::full_frames(FrameTemplate& t, const FullFrames& r, Bth& b,
+                                                        uint32_t full) noexcept {
+  const size_t head = kRoce ? kL4Off + kBthBytes + kFabemuHeaderBytes : kL4Off + kFabemuHeaderBytes;
+  const size_t l4_at = kRoce ? kL4Off + kBthBytes : kL4Off;
+  // In locals: the frames' byte stores may alias anything in memory, so a value read through `r` or `t`
+  // would be loaded again after every store.
+  const uint8_t* const img = r.img;
+  uint8_t* const* const frames = r.frames;
+  uint16_t* const lens = r.lens;
+  const uint32_t stride = r.stride, count = r.count;
+  const size_t pad = r.pad, udp_len = r.udp_len, tail_zeros = r.tail_zeros;
+  const uint16_t ip_len = r.ip_len;
+  const uint64_t ip_base = r.ip_base, sum_base = r.sum_base;
+  const uint32_t crc_base = r.crc_base, key_crc = t.key_crc_;
+  const uint32_t body_bytes = static_cast<uint32_t>(stride + pad);
+  const auto total = static_cast<uint16_t>(kUdpOff + udp_len + tail_zeros);
+  FabemuHeader ch;  // Table::icrc reads the packet's fields from a header
+  ch.message_id = r.message_id;
+  ch.tx_time_ps = r.tx_time_ps;
+  uint32_t seq = r.seq;
+  uint64_t offset = r.offset;
+  uint16_t ip_id = r.ip_id;
+  for (uint32_t i = 0; i < full; ++i, ++seq, offset += stride, ++ip_id) {
+    uint8_t* f = frames[i];
+    const auto offset_lo = static_cast<uint32_t>(offset);
+    uint8_t* l4 = f + l4_at;
+    uint64_t sum = sum_base;
+    std::memcpy(f, img, head);
+    uint32_t w0 = 0, w2 = 0;
+    if constexpr (kRoce) {
+      set_data_bth(b, seq, count);
+      bth_words(b, pad, w0, w2);
+      store_be32(f + kL4Off, w0);
+      store_be32(f + kL4Off + 8, w2);
+      sum += uint64_t{w0} + w2;
+    }
+    store_be16(f + kEthHeaderBytes + 4, ip_id);
+    store_be16(f + kEthHeaderBytes + 10, static_cast<uint16_t>(~fold(ip_base + ip_id)));
+    store_be32(l4 + kSeqAt, seq);
+    store_be32(l4 + kOffsetAt + 4, offset_lo);
+    const uint32_t moving = Crc::moving(seq, offset_lo);
+    const uint32_t crc = ~(crc_base ^ moving);
+    store_be32(l4 + kCrcAt, crc);
+    sum += uint64_t{seq} + offset_lo + crc;
+    uint8_t* body = l4 + kFabemuHeaderBytes;
+    if constexpr (!kZero) std::memset(body, 0, body_bytes);
+    if constexpr (kRoce) {
+      ch.seq = seq;
+      ch.offset = offset;
+      const IcrcFields ic{ip_len, ip_id, static_cast<uint16_t>(udp_len), static_cast<uint16_t>(w0 >> 16), w2};
+      const uint32_t icrc = ~Crc::icrc(t, ic, crc_base ^ moving ^ key_crc, crc, ch, body, body_bytes, false);
+      const uint32_t le = std::endian::native == std::endian::little ? icrc : __builtin_bswap32(icrc);
+      std::memcpy(body + body_bytes, &le, 4);
+      sum += __builtin_bswap32(icrc);
+    }
+    const auto csum = static_cast<uint16_t>(~fold(sum));
+    store_be16(f + kUdpOff + 6, csum == 0 ? 0xFFFF : csum);
+    if (tail_zeros != 0) [[unlikely]] std::memset(f + kUdpOff + udp_len, 0, tail_zeros);
+    lens[i] = total;
+  }
+}
+
 template <class Crc>
 bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes,
                   uint8_t* const* frames, size_t room, uint16_t* lens, bool payload_zero) noexcept {
@@ -1069,50 +1156,17 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
     const uint64_t ip_base = uint64_t{t.ip_sum_} + ip_len;
     const uint32_t crc_base = t.key_crc_ ^ Crc::fixed(id_lo, time_lo);
     const uint64_t sum_base = t.key_sum_ + 2 * udp_len + id_lo + time_lo;
-    FabemuHeader ch;  // Table::icrc reads the packet's fields from a header
-    ch.message_id = h.message_id;
-    ch.tx_time_ps = h.tx_time_ps;
-    for (uint32_t i = 0; i < full; ++i) {
-      uint8_t* f = frames[i];
-      const uint32_t seq = h.seq + i;
-      const auto offset_lo = static_cast<uint32_t>(h.offset + uint64_t{i} * stride);
-      const auto ip_id = static_cast<uint16_t>(first.ip_id + i);
-      uint8_t* l4 = f + l4_at;
-      uint64_t sum = sum_base;
-      uint32_t w0 = 0, w2 = 0;
-      if (roce) {
-        std::memcpy(f, img, kL4Off + kBthBytes + kFabemuHeaderBytes);
-        set_data_bth(b, seq, h.count);
-        bth_words(b, pad, w0, w2);
-        store_be32(f + kL4Off, w0);
-        store_be32(f + kL4Off + 8, w2);
-        sum += uint64_t{w0} + w2;
-      } else {
-        std::memcpy(f, img, kL4Off + kFabemuHeaderBytes);
-      }
-      store_be16(f + kEthHeaderBytes + 4, ip_id);
-      store_be16(f + kEthHeaderBytes + 10, static_cast<uint16_t>(~fold(ip_base + ip_id)));
-      store_be32(l4 + kSeqAt, seq);
-      store_be32(l4 + kOffsetAt + 4, offset_lo);
-      const uint32_t moving = Crc::moving(seq, offset_lo);
-      const uint32_t crc = ~(crc_base ^ moving);
-      store_be32(l4 + kCrcAt, crc);
-      sum += uint64_t{seq} + offset_lo + crc;
-      uint8_t* body = l4 + kFabemuHeaderBytes;
-      if (!payload_zero) std::memset(body, 0, stride + pad);
-      if (roce) {
-        ch.seq = seq;
-        ch.offset = h.offset + uint64_t{i} * stride;
-        const IcrcFields ic{ip_len, ip_id, static_cast<uint16_t>(udp_len), static_cast<uint16_t>(w0 >> 16), w2};
-        const uint32_t icrc = ~Crc::icrc(t, ic, crc_base ^ moving ^ t.key_crc_, crc, ch, body, stride + pad, false);
-        const uint32_t le = std::endian::native == std::endian::little ? icrc : __builtin_bswap32(icrc);
-        std::memcpy(body + stride + pad, &le, 4);
-        sum += __builtin_bswap32(icrc);
-      }
-      const auto csum = static_cast<uint16_t>(~fold(sum));
-      store_be16(f + kUdpOff + 6, csum == 0 ? 0xFFFF : csum);
-      if (total > ip_end) std::memset(f + ip_end, 0, total - ip_end);
-      lens[i] = static_cast<uint16_t>(total);
+    const FullFrames ff{img, frames, lens, h.seq, h.offset, first.ip_id, stride, pad, udp_len, ip_len,
+                        total - ip_end, ip_base, crc_base, sum_base, h.count, h.message_id, h.tx_time_ps};
+    // One loop per mode and payload kind: no per-frame test of either, and registers for the rest.
+    if (roce && payload_zero) {
+      full_frames<Crc, true, true>(t, ff, b, full);
+    } else if (roce) {
+      full_frames<Crc, true, false>(t, ff, b, full);
+    } else if (payload_zero) {
+      full_frames<Crc, false, true>(t, ff, b, full);
+    } else {
+      full_frames<Crc, false, false>(t, ff, b, full);
     }
   }
   if (full < n) {  // the message's shorter last packet, or the only one

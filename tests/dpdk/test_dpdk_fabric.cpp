@@ -585,6 +585,76 @@ TEST(LinkPacer, BusyPeriodsSpanBackToBackFrames) {
   EXPECT_DOUBLE_EQ(link.actual_ns, 1500.0);
 }
 
+// record_departures (what the fabric and the benchmark run after each tx_burst) keeps every link's
+// account, busy periods and the jitter histogram exactly as LinkBusy::depart and LogHistogram::record one
+// frame at a time: random bursts of three links' runs, unpaced frames among them, periods opening and
+// closing within a burst, at its first frame and across bursts.
+TEST(LinkPacer, BurstDeparturesEqualFrameByFrame) {
+  std::mt19937_64 rng(11);
+  constexpr uint32_t kLinks = 3;
+  std::array<fd::LinkBusy, kLinks> one{}, all{};
+  std::array<std::vector<std::pair<double, double>>, kLinks> closed_one, closed_all;
+  fabemu::emu::LogHistogram jitter_one, jitter_all;
+  std::array<uint64_t, kLinks> paced_at{};
+  uint64_t now = 1'000'000;
+  uint64_t unpaced = 0;
+  for (int burst = 0; burst < 400; ++burst) {
+    std::vector<fd::PacedFrame> f;
+    while (f.size() < 32 && rng() % 8 != 0) {  // runs of one link, or a retransmission
+      if (rng() % 6 == 0) {
+        f.push_back(fd::PacedFrame{0, 0, 64, fd::kUnpacedLink, false});
+        ++unpaced;
+        continue;
+      }
+      const auto link = static_cast<uint32_t>(rng() % kLinks);
+      for (uint64_t k = 1 + rng() % 8; k > 0 && f.size() < 32; --k) {
+        paced_at[link] += 1000 + rng() % 5000;
+        const uint64_t scheduled = paced_at[link] - rng() % 3000;
+        f.push_back(fd::PacedFrame{scheduled, paced_at[link], static_cast<uint32_t>(1 + rng() % 1500), link,
+                                   rng() % 5 != 0});
+      }
+    }
+    now += rng() % 40'000;
+    for (const fd::PacedFrame& g : f) {
+      if (g.link == fd::kUnpacedLink) continue;
+      jitter_one.record((now > g.scheduled_ps ? now - g.scheduled_ps : g.scheduled_ps - now) / 1000);
+      one[g.link].depart(g, now, [&](fd::LinkBusy& l) {
+        double s = 0, a = 0;
+        if (l.close(s, a)) closed_one[g.link].emplace_back(s, a);
+      });
+    }
+    fd::record_departures(
+        f.data(), f.size(), now, jitter_all, [&](uint32_t link) -> fd::LinkBusy& { return all[link]; },
+        [&](fd::LinkBusy& l) {
+          double s = 0, a = 0;
+          if (l.close(s, a)) closed_all[static_cast<size_t>(&l - all.data())].emplace_back(s, a);
+        });
+  }
+  ASSERT_GT(unpaced, 0u);
+  uint64_t periods = 0;
+  for (uint32_t l = 0; l < kLinks; ++l) {
+    SCOPED_TRACE(l);
+    EXPECT_EQ(closed_one[l], closed_all[l]);
+    EXPECT_EQ(one[l].frames, all[l].frames);
+    EXPECT_EQ(one[l].bytes, all[l].bytes);
+    EXPECT_EQ(one[l].busy_periods, all[l].busy_periods);
+    EXPECT_EQ(one[l].spanned_bytes, all[l].spanned_bytes);
+    EXPECT_EQ(one[l].open, all[l].open);
+    EXPECT_EQ(one[l].start_ps, all[l].start_ps);
+    EXPECT_EQ(one[l].last_paced_ps, all[l].last_paced_ps);
+    EXPECT_EQ(one[l].last_actual_ps, all[l].last_actual_ps);
+    EXPECT_EQ(one[l].period_bytes, all[l].period_bytes);
+    EXPECT_EQ(one[l].period_frames, all[l].period_frames);
+    EXPECT_EQ(one[l].last_bytes, all[l].last_bytes);
+    periods += one[l].busy_periods;
+  }
+  EXPECT_GT(periods, 100u);
+  EXPECT_EQ(jitter_one.count(), jitter_all.count());
+  EXPECT_EQ(jitter_one.min(), jitter_all.min());
+  EXPECT_EQ(jitter_one.max(), jitter_all.max());
+  for (double q : {0.1, 0.5, 0.9, 0.99}) EXPECT_EQ(jitter_one.quantile(q), jitter_all.quantile(q)) << q;
+}
+
 // Mempools sized from the workload: what the fabric holds outside the rings grows with the rank count.
 TEST(DpdkFabric, PoolSizeFollowsTheRankCount) {
   EXPECT_EQ(fd::DpdkFabric::frames_in_flight(8), 256u + 8u + 256u + 256u);

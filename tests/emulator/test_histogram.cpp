@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -89,4 +90,29 @@ TEST(LogHistogram, EmptyAndWeighted) {
   EXPECT_EQ(h.min(), 1'000'000u);
   h.clear();
   EXPECT_EQ(h.count(), 0u);
+}
+
+// record_each (the transmit path's per-burst recording) counts exactly as record() one value at a time:
+// every bucket, the count, minimum and maximum; the mean to the rounding of one sum.
+TEST(LogHistogram, RecordEachEqualsRecordingOneByOne) {
+  std::mt19937_64 rng(7);
+  LogHistogram one, each;
+  one.record(500);  // state before the batches: min and max carried over
+  each.record(500);
+  for (int batch = 0; batch < 200; ++batch) {
+    std::vector<uint64_t> v(rng() % 40);  // empty batches too
+    const int shift = static_cast<int>(rng() % 50);
+    for (auto& x : v) x = rng() >> (14 + shift);
+    for (uint64_t x : v) one.record(x);
+    each.record_each(v.size(), [&](size_t i) { return v[i]; });
+  }
+  std::vector<std::array<uint64_t, 3>> a, b;
+  one.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { a.push_back({lo, hi, n}); });
+  each.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { b.push_back({lo, hi, n}); });
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(one.count(), each.count());
+  EXPECT_EQ(one.min(), each.min());
+  EXPECT_EQ(one.max(), each.max());
+  EXPECT_NEAR(one.mean(), each.mean(), one.mean() * 1e-12);
 }

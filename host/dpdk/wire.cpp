@@ -1060,7 +1060,8 @@ template <class Crc, bool kRoce, bool kZero>
   const uint32_t stride = r.stride, count = r.count;
   const size_t pad = r.pad, udp_len = r.udp_len, tail_zeros = r.tail_zeros;
   const uint16_t ip_len = r.ip_len;
-  const uint64_t ip_base = r.ip_base, sum_base = r.sum_base;
+  const uint64_t sum_base = r.sum_base;
+  const uint32_t ip_base16 = fold(r.ip_base);  // not 0: the base holds the version word
   const uint32_t crc_base = r.crc_base, key_crc = t.key_crc_;
   const uint32_t body_bytes = static_cast<uint32_t>(stride + pad);
   const auto total = static_cast<uint16_t>(kUdpOff + udp_len + tail_zeros);
@@ -1085,7 +1086,10 @@ template <class Crc, bool kRoce, bool kZero>
       sum += uint64_t{w0} + w2;
     }
     store_be16(f + kEthHeaderBytes + 4, ip_id);
-    store_be16(f + kEthHeaderBytes + 10, static_cast<uint16_t>(~fold(ip_base + ip_id)));
+    // The base folded once (ip_base16: 1..0xFFFF) plus the id is at most 0x1FFFE: one end-around carry
+    // gives fold()'s value (the same residue, never 0).
+    const uint32_t ip_sum = ip_base16 + ip_id;
+    store_be16(f + kEthHeaderBytes + 10, static_cast<uint16_t>(~((ip_sum & 0xFFFF) + (ip_sum >> 16))));
     store_be32(l4 + kSeqAt, seq);
     store_be32(l4 + kOffsetAt + 4, offset_lo);
     const uint32_t moving = Crc::moving(seq, offset_lo);

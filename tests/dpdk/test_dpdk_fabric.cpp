@@ -511,6 +511,39 @@ TEST(LinkPacer, SteppedDeparturesEqualRateSer) {
   }
 }
 
+// Runs whose serialization times reach 2^64 ps (slow rates, offsets of terabytes) are not stepped: each
+// frame takes Rate::ser and its saturation. Their modelled departures are still Rate::ser's.
+TEST(LinkPacer, SaturatingDeparturesEqualRateSer) {
+  std::mt19937_64 rng(5);
+  std::array<fd::PacedFrame, 64> out{};
+  int unstepped = 0;
+  for (const double dilation : {1.0, 3.7}) {
+    const fd::TscClock clock(dilation);
+    for (int trial = 0; trial < 200; ++trial) {
+      const Rate rate = Rate::from_bytes_per_sec(233 + rng() % 1000);  // the slowest rate a Rate holds: 233 B/s
+      fd::TxRun run;
+      run.n = 1 + static_cast<uint32_t>(rng() % 64);
+      run.bytes = 1 + static_cast<uint32_t>(rng() % 9000);
+      run.last_bytes = 1 + static_cast<uint32_t>(rng() % run.bytes);
+      run.offset = uint64_t{run.bytes} * (rng() % (uint64_t{1} << 36));
+      run.count = run.n;
+      const fabemu::emu::detail::u128 last_num =
+          fabemu::emu::detail::u128{run.offset + uint64_t{run.n - 1} * run.bytes} * rate.ps_per_byte_q32() + 0xFFFFFFFFu;
+      unstepped += (last_num >> 96) != 0;
+      const Time depart = Time::from_ps(rng() % (uint64_t{1} << 40));
+      fd::LinkSlot slot;
+      uint64_t now = ~uint64_t{0};  // every frame is due, however late its schedule
+      ASSERT_EQ(fd::pace_frames(clock, 0, depart, rate, run, 0, slot, now, false, out.data()), run.n);
+      for (uint32_t i = 0; i < run.n; ++i) {
+        const uint64_t want = clock.to_wall((depart + rate.ser(run.offset + uint64_t{i} * run.bytes)).since_start()).ps();
+        ASSERT_EQ(out[i].scheduled_ps, want) << "dilation " << dilation << " trial " << trial << " frame " << i;
+        ASSERT_EQ(out[i].bytes, i + 1 == run.n ? run.last_bytes : run.bytes);
+      }
+    }
+  }
+  EXPECT_GT(unstepped, 100);  // most runs take the unstepped path
+}
+
 // Frames due on schedule are back to back at any dilation: ser() rounds up (and ceil(a + b) <= ceil(a) +
 // ceil(b)), the wall mapping rounds down, so a frame's due time comes at most a picosecond after the end of
 // the one before, within the back-to-back test's slack (with no slack this fails at dilation 999.5). Odd

@@ -6,7 +6,6 @@ namespace fabemu::host::dpdk {
 namespace {
 
 uint16_t load_be16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint64_t load_be64(const uint8_t* p) noexcept { return uint64_t{load_be32(p)} << 32 | load_be32(p + 4); }
 
 // What both receivers require of the fields, given the payload length: a known kind; data: seq < count
 // and the bytes within the message; ACK: no payload, cumulative <= count; NACK: a list of whole u32s,

@@ -30,6 +30,13 @@ inline void store_be64(uint8_t* p, uint64_t v) noexcept {
 inline uint32_t load_be32(const uint8_t* p) noexcept {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
 }
+// One load and a byte swap (GCC 12 did not merge the bytes of two load_be32s, nor inline them).
+inline uint64_t load_be64(const uint8_t* p) noexcept {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+  return v;
+}
 
 // Byte offsets in the header of the fields FrameTemplate patches per packet, and of the header CRC.
 inline constexpr size_t kHeaderIdAt = 16, kHeaderSeqAt = 24, kHeaderOffsetAt = 40, kHeaderTimeAt = 48;

@@ -253,6 +253,19 @@ uint16_t fold(uint64_t s) noexcept {
   return static_cast<uint16_t>(s);
 }
 
+// An IPv4 header of 20 bytes sums to 0xFFFF (its checksum is right): five native 32-bit loads. The sum
+// of little-endian words folds to the byte swap of RFC 1071's big-endian one (byte order independence),
+// and 0xFFFF is its own swap; a folded sum is 0 only for all-zero bytes in either order.
+bool ipv4_header_sum_ok(const uint8_t* ip) noexcept {
+  uint64_t s = 0;
+  for (size_t i = 0; i < kIpv4HeaderBytes; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, ip + i, 4);
+    s += w;
+  }
+  return fold(s) == 0xFFFF;
+}
+
 uint64_t pseudo_header_sum(uint32_t src_ip, uint32_t dst_ip, uint16_t udp_len) noexcept {
   return (src_ip >> 16) + (src_ip & 0xFFFF) + (dst_ip >> 16) + (dst_ip & 0xFFFF) + kIpProtoUdp + udp_len;
 }
@@ -1224,7 +1237,7 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
   if (ip[0] != 0x45 || (get16(ip + 6) & 0x3FFF) != 0) return Verdict::kBadIpHeader;
   const size_t ip_len = get16(ip + 2);
   if (ip_len < kIpv4HeaderBytes || kEthHeaderBytes + ip_len > n) return Verdict::kTruncated;
-  if (fold(sum16(ip, kIpv4HeaderBytes)) != 0xFFFF) return Verdict::kBadIpChecksum;
+  if (!ipv4_header_sum_ok(ip)) return Verdict::kBadIpChecksum;
   if (ip[9] != kIpProtoUdp) return Verdict::kNotUdp;
   if (ip_len < kIpv4HeaderBytes + kUdpHeaderBytes) return Verdict::kTruncated;
   const uint8_t* udp = f + kUdpOff;

@@ -753,6 +753,34 @@ TEST(FrameTemplate, ClmulAndTableEnginesGiveTheSameFrames) {
   }
 }
 
+// The IPv4 header checksum check (native 32-bit words, byte order independence) against RFC 1071's
+// big-endian definition: random headers (TOS, id, TTL, checksum, addresses mutated), half of them
+// repaired. A header is refused as kBadIpChecksum exactly when its words do not sum to 0xFFFF.
+TEST(Wire, IpHeaderChecksumAgainstTheDefinition) {
+  const Bytes good = encode_bytes(golden_spec(WireMode::kFabemu));
+  std::mt19937 rng(791);
+  const size_t positions[] = {15, 18, 19, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33};
+  DecodedFrame d;
+  int bad = 0, ok = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    Bytes f = good;
+    for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k) {
+      f[positions[rng() % std::size(positions)]] = static_cast<uint8_t>(rng() % 4 == 0 ? 0xFF * (rng() % 2) : rng());
+    }
+    if (rng() % 2 == 0) fix_ip(f);
+    const Verdict v = decode(f, kFabemuRules, d);
+    if (ip_ok(f)) {
+      ++ok;
+      ASSERT_NE(v, Verdict::kBadIpChecksum) << "trial " << trial;
+    } else {
+      ++bad;
+      ASSERT_EQ(v, Verdict::kBadIpChecksum) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(ok, 1000);
+  EXPECT_GT(bad, 1000);
+}
+
 // Every reason a frame is not ours, each from one mutation of a valid frame (checksums that precede
 // the checked field repaired, so the verdict is the intended one).
 TEST(Wire, NotOursReasons) {

@@ -597,17 +597,10 @@ alignas(16) constexpr uint64_t kHeaderK[4] = {field_k(kCrcAt - kIdAt - 8), field
 // The fields fixed within a run of one message's frames (low id, low time); the moving pair (seq, low
 // offset) is kHeaderK[1..2].
 alignas(16) constexpr uint64_t kFixedK[2] = {kHeaderK[0], kHeaderK[3]};
-// A whole fabemu header's CRC'd block (the receive side's check): the multiplier of each of its 14 4-byte
-// words, and the register a 0xFFFFFFFF start leaves after 56 zero bytes (the CRC is linear: the block's
-// register from that start is this XOR the words' contributions from a zero one).
-constexpr std::array<uint64_t, kCrcAt / 4> make_block_k() noexcept {
-  std::array<uint64_t, kCrcAt / 4> k{};
-  for (size_t i = 0; i < k.size(); ++i) k[i] = field_k(kCrcAt - 4 * i - 4);
-  return k;
-}
-alignas(16) constexpr std::array<uint64_t, kCrcAt / 4> kBlockK = make_block_k();
+// A whole fabemu header's CRC'd block (the receive side's check): the register a 0xFFFFFFFF start leaves
+// after 56 zero bytes (the CRC is linear: the block's register from that start is this XOR the register
+// its bytes leave from a zero one).
 constexpr uint32_t kInitAcrossBlock = mulmodp(kZeroOps.lo[kCrcAt], 0xFFFFFFFFu);
-static_assert(kCrcAt % 8 == 0, "the block's words are taken in pairs");
 
 // The RoCEv2 ICRC at the end of the fabemu header, as multipliers of (IPv4 length|id, UDP length, BTH bytes
 // 0-1, BTH A|PSN), each a 4-byte field (the 2-byte ones followed by two masked bytes that are 0 there),
@@ -652,12 +645,22 @@ FABEMU_CLMUL_TARGET inline __m128i load128(const uint8_t* q) noexcept {
 FABEMU_CLMUL_TARGET inline __m128i fold128(__m128i x, __m128i k, __m128i next) noexcept {
   return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11)), next);
 }
-FABEMU_CLMUL_TARGET uint32_t crc_fold(uint32_t s, const uint8_t* p, size_t n) noexcept {
-  const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);  // 4 blocks: high, low halves
-  const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);  // 1 block: high, low halves
-  const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);              // 64 -> 32 bits
+// The 1-block multipliers of the folding (high, low halves).
+FABEMU_CLMUL_TARGET inline __m128i fold_k3k4() noexcept { return _mm_set_epi64x(0x0ccaa009e, 0x1751997d0); }
+// A folded 128-bit remainder reduced to the 32-bit register: to 64 bits, to 32, then Barrett.
+FABEMU_CLMUL_TARGET inline uint32_t fold_reduce(__m128i x) noexcept {
+  const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);                 // 64 -> 32 bits
   const __m128i poly_mu = _mm_set_epi64x(0x1f7011641, 0x1db710641);  // Barrett: mu, P (reflected, 33 bits)
   const __m128i low32 = _mm_set_epi32(0, 0, 0, -1);
+  x = _mm_xor_si128(_mm_clmulepi64_si128(x, fold_k3k4(), 0x10), _mm_srli_si128(x, 8));             // 128 -> 64
+  x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, low32), k5, 0x00), _mm_srli_si128(x, 4));  // -> 32
+  __m128i q = _mm_clmulepi64_si128(_mm_and_si128(x, low32), poly_mu, 0x10);
+  q = _mm_clmulepi64_si128(_mm_and_si128(q, low32), poly_mu, 0x00);
+  return static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(x, q), 1));
+}
+FABEMU_CLMUL_TARGET uint32_t crc_fold(uint32_t s, const uint8_t* p, size_t n) noexcept {
+  const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);  // 4 blocks: high, low halves
+  const __m128i k3k4 = fold_k3k4();
   __m128i x0 = _mm_xor_si128(load128(p), _mm_cvtsi32_si128(static_cast<int>(s)));
   __m128i x1 = load128(p + 16), x2 = load128(p + 32), x3 = load128(p + 48);
   p += 64;
@@ -670,23 +673,19 @@ FABEMU_CLMUL_TARGET uint32_t crc_fold(uint32_t s, const uint8_t* p, size_t n) no
   }
   __m128i x = fold128(fold128(fold128(x0, k3k4, x1), k3k4, x2), k3k4, x3);
   for (; n >= 16; p += 16, n -= 16) x = fold128(x, k3k4, load128(p));
-  x = _mm_xor_si128(_mm_clmulepi64_si128(x, k3k4, 0x10), _mm_srli_si128(x, 8));                  // 128 -> 64
-  x = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(x, low32), k5, 0x00), _mm_srli_si128(x, 4));  // -> 32
-  __m128i q = _mm_clmulepi64_si128(_mm_and_si128(x, low32), poly_mu, 0x10);
-  q = _mm_clmulepi64_si128(_mm_and_si128(q, low32), poly_mu, 0x00);
-  return static_cast<uint32_t>(_mm_extract_epi32(_mm_xor_si128(x, q), 1));
+  return fold_reduce(x);
 }
 
-// The CRC-32 of a header's first kCrcAt bytes: 14 products, one reduction (the table engine: crc_raw).
+// The CRC-32 of a header's first kCrcAt (56) bytes, folded as crc_fold folds its last four blocks: the
+// bytes behind 8 zero bytes (which leave a register of 0 as it is) are four 16-byte blocks, the first
+// from one 8-byte load; 6 products for the blocks, 4 for the reduction, and the constant a 0xFFFFFFFF
+// start leaves across 56 bytes (the table engine: crc_raw).
+static_assert(kCrcAt == 56, "four blocks: 8 zero bytes and 56");
 FABEMU_CLMUL_TARGET uint32_t header_crc_clmul(const uint8_t* p) noexcept {
-  __m128i acc = _mm_setzero_si128();
-  for (size_t i = 0; i < kBlockK.size(); i += 2) {
-    uint32_t a, b;  // little-endian loads: the big-endian words byte-swapped, as the register reads them
-    std::memcpy(&a, p + 4 * i, 4);
-    std::memcpy(&b, p + 4 * i + 4, 4);
-    acc = _mm_xor_si128(acc, clmul_pair(a, b, kBlockK.data() + i));
-  }
-  return ~(barrett(acc) ^ kInitAcrossBlock);
+  const __m128i k3k4 = fold_k3k4();
+  const __m128i x0 = _mm_slli_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), 8);
+  const __m128i x = fold128(fold128(fold128(x0, k3k4, load128(p + 8)), k3k4, load128(p + 24)), k3k4, load128(p + 40));
+  return ~(fold_reduce(x) ^ kInitAcrossBlock);
 }
 #endif
 

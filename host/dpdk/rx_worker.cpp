@@ -48,6 +48,12 @@ RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
 RxPath::~RxPath() {
   for (rte_mbuf* m : tx_) rte_pktmbuf_free(m);
   for (const Held& h : reorder_) rte_pktmbuf_free(h.m);
+  free_done();
+}
+
+void RxPath::free_done() noexcept {
+  if (done_n_ > 0) rte_pktmbuf_free_bulk(done_.data(), done_n_);
+  done_n_ = 0;
 }
 
 void RxPath::sample_clock() noexcept {
@@ -97,11 +103,12 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
     next_sample_ = rte_rdtsc() + sample_every_;
   }
   data_seen_ = false;
+  free_done();  // left by a round that threw
   const bool any = receive_round(port_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
                                  [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts) {
     if (f.hdr.kind != PacketKind::kData) {
       sink.feedback(f);
-      rte_pktmbuf_free(m);
+      done_[done_n_++] = m;
       return;
     }
     data_seen_ = true;
@@ -116,7 +123,7 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
     }
     handle(f, sink, has_ts, ts);
     if (d.duplicate) handle(f, sink, has_ts, ts);
-    rte_pktmbuf_free(m);
+    done_[done_n_++] = m;
     // Frames held back are released behind `after` later data frames.
     for (size_t j = 0; j < reorder_.size();) {
       if (--reorder_[j].after == 0) {
@@ -128,6 +135,7 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
       }
     }
   });
+  free_done();
   if (!data_seen_ && !reorder_.empty()) {
     // Nothing newer came: what was held back is released (it was overtaken by what arrived meanwhile).
     release_.swap(reorder_);

@@ -9,6 +9,7 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -186,6 +187,10 @@ class RxPath {
   };
   std::vector<Held> reorder_;
   std::vector<Held> release_;
+  // The frames of this round that are done with, freed together after it (rte_pktmbuf_free_bulk).
+  std::array<rte_mbuf*, size_t{kRxBurst} * kRxBursts> done_{};
+  uint32_t done_n_ = 0;
+  void free_done() noexcept;
   NackBatch nacks_;
   std::vector<uint8_t> scratch_;
   uint64_t ip_id_ = 0;

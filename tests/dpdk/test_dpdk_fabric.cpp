@@ -484,29 +484,44 @@ TEST(LinkPacer, DueFramesFollowTheScheduleTheSlotAndTheBurstAllowance) {
   EXPECT_EQ(slot.next_ps, kBase + 15'380'000);
 }
 
+// A run of 1-64 frames of 1-9000 bytes (the last one shorter or not) at a random offset below 2^offset_bits
+// frames.
+fd::TxRun random_run(std::mt19937_64& rng, int offset_bits) {
+  fd::TxRun run;
+  run.n = 1 + static_cast<uint32_t>(rng() % 64);
+  run.bytes = 1 + static_cast<uint32_t>(rng() % 9000);
+  run.last_bytes = 1 + static_cast<uint32_t>(rng() % run.bytes);
+  run.offset = uint64_t{run.bytes} * (rng() % (uint64_t{1} << offset_bits));
+  run.count = run.n;
+  return run;
+}
+
+// pace_frames with every frame due by `now` (and a burst allowance as long, so no frame is re-anchored):
+// each frame's modelled departure is Rate::ser's (to wall time) and its bytes the run's.
+void expect_rate_ser_departures(const fd::TscClock& clock, Rate rate, const fd::TxRun& run, Time depart,
+                                uint64_t now) {
+  std::array<fd::PacedFrame, 64> out{};
+  fd::LinkSlot slot;
+  ASSERT_EQ(fd::pace_frames(clock, 0, depart, rate, run, now, slot, now, false, out.data()), run.n);
+  for (uint32_t i = 0; i < run.n; ++i) {
+    const uint64_t want = clock.to_wall((depart + rate.ser(run.offset + uint64_t{i} * run.bytes)).since_start()).ps();
+    ASSERT_EQ(out[i].scheduled_ps, want) << "frame " << i;
+    ASSERT_EQ(out[i].bytes, i + 1 == run.n ? run.last_bytes : run.bytes) << "frame " << i;
+  }
+}
+
 // The modelled departures pace_frames steps through a run are Rate::ser's, frame by frame, for rates
 // that are not whole picoseconds a byte, long offsets, and dilations.
 TEST(LinkPacer, SteppedDeparturesEqualRateSer) {
   std::mt19937_64 rng(7);
-  std::array<fd::PacedFrame, 64> out{};
   for (const double dilation : {1.0, 3.7, 1000.0}) {
     const fd::TscClock clock(dilation);
     for (int trial = 0; trial < 300; ++trial) {
+      SCOPED_TRACE(testing::Message() << "dilation " << dilation << " trial " << trial);
       const Rate rate = Rate::from_gbps(1.0 + static_cast<double>(rng() % 800'000) / 1000.0);
-      fd::TxRun run;
-      run.n = 1 + static_cast<uint32_t>(rng() % 64);
-      run.bytes = 1 + static_cast<uint32_t>(rng() % 9000);
-      run.last_bytes = 1 + static_cast<uint32_t>(rng() % run.bytes);
-      run.offset = uint64_t{run.bytes} * (rng() % (uint64_t{1} << 24));
-      run.count = run.n;
-      const Time depart = Time::from_ps(rng() % (uint64_t{1} << 40));
-      fd::LinkSlot slot;
-      uint64_t now = ~uint64_t{0} >> 2;  // every frame is due
-      ASSERT_EQ(fd::pace_frames(clock, 0, depart, rate, run, now, slot, now, false, out.data()), run.n);
-      for (uint32_t i = 0; i < run.n; ++i) {
-        const uint64_t want = clock.to_wall((depart + rate.ser(run.offset + uint64_t{i} * run.bytes)).since_start()).ps();
-        ASSERT_EQ(out[i].scheduled_ps, want) << "dilation " << dilation << " trial " << trial << " frame " << i;
-      }
+      const fd::TxRun run = random_run(rng, 24);
+      expect_rate_ser_departures(clock, rate, run, Time::from_ps(rng() % (uint64_t{1} << 40)), ~uint64_t{0} >> 2);
+      if (HasFatalFailure()) return;
     }
   }
 }
@@ -515,30 +530,19 @@ TEST(LinkPacer, SteppedDeparturesEqualRateSer) {
 // frame takes Rate::ser and its saturation. Their modelled departures are still Rate::ser's.
 TEST(LinkPacer, SaturatingDeparturesEqualRateSer) {
   std::mt19937_64 rng(5);
-  std::array<fd::PacedFrame, 64> out{};
   int unstepped = 0;
   for (const double dilation : {1.0, 3.7}) {
     const fd::TscClock clock(dilation);
     for (int trial = 0; trial < 200; ++trial) {
+      SCOPED_TRACE(testing::Message() << "dilation " << dilation << " trial " << trial);
       const Rate rate = Rate::from_bytes_per_sec(233 + rng() % 1000);  // the slowest rate a Rate holds: 233 B/s
-      fd::TxRun run;
-      run.n = 1 + static_cast<uint32_t>(rng() % 64);
-      run.bytes = 1 + static_cast<uint32_t>(rng() % 9000);
-      run.last_bytes = 1 + static_cast<uint32_t>(rng() % run.bytes);
-      run.offset = uint64_t{run.bytes} * (rng() % (uint64_t{1} << 36));
-      run.count = run.n;
+      const fd::TxRun run = random_run(rng, 36);
       const fabemu::emu::detail::u128 last_num =
           fabemu::emu::detail::u128{run.offset + uint64_t{run.n - 1} * run.bytes} * rate.ps_per_byte_q32() + 0xFFFFFFFFu;
       unstepped += (last_num >> 96) != 0;
-      const Time depart = Time::from_ps(rng() % (uint64_t{1} << 40));
-      fd::LinkSlot slot;
-      uint64_t now = ~uint64_t{0};  // every frame is due, however late its schedule
-      ASSERT_EQ(fd::pace_frames(clock, 0, depart, rate, run, 0, slot, now, false, out.data()), run.n);
-      for (uint32_t i = 0; i < run.n; ++i) {
-        const uint64_t want = clock.to_wall((depart + rate.ser(run.offset + uint64_t{i} * run.bytes)).since_start()).ps();
-        ASSERT_EQ(out[i].scheduled_ps, want) << "dilation " << dilation << " trial " << trial << " frame " << i;
-        ASSERT_EQ(out[i].bytes, i + 1 == run.n ? run.last_bytes : run.bytes);
-      }
+      // Every frame is due, however late its schedule.
+      expect_rate_ser_departures(clock, rate, run, Time::from_ps(rng() % (uint64_t{1} << 40)), ~uint64_t{0});
+      if (HasFatalFailure()) return;
     }
   }
   EXPECT_GT(unstepped, 100);  // most runs take the unstepped path

@@ -130,21 +130,7 @@ struct LinkBusy {
   // closes that one (close(), and whatever it keeps of the period) before f is counted.
   template <class Close>
   void depart(const PacedFrame& f, uint64_t actual_ps, Close&& close) {
-    ++frames;
-    bytes += f.bytes;
-    if (open && f.extends) {
-      period_bytes += last_bytes;
-      ++period_frames;
-    } else {
-      if (open) close(*this);
-      open = true;
-      start_ps = f.paced_ps;
-      period_bytes = 0;
-      period_frames = 1;
-    }
-    last_paced_ps = std::max(last_paced_ps, f.paced_ps);
-    last_actual_ps = actual_ps;
-    last_bytes = f.bytes;
+    depart_all(&f, 1, actual_ps, close);
   }
   // depart(f[i], actual_ps, close) for i in [0, n): consecutive frames of this link that left together,
   // the state in registers until a period closes (the frames' fields could alias it in memory).

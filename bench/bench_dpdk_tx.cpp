@@ -422,20 +422,20 @@ struct Pacer {
         records(&recs) {}
   static uint32_t gate(void* self, const fd::TxRun& r) { return static_cast<Pacer*>(self)->allow(r); }
   uint32_t allow(const fd::TxRun& r) {
-    const uint32_t due = fd::pace_frames(clock, 0, (*records)[r.cookie].depart, rate, r, burst_ps, slot, now_ps,
-                                         pacing == Pacing::kPerFrame, frames.data() + kept);
-    kept += due;
-    return due;
+    const fd::Paced got = fd::pace_frames(clock, 0, (*records)[r.cookie].depart, rate, r, burst_ps, slot, now_ps,
+                                          pacing == Pacing::kPerFrame, runs.data());
+    for (uint32_t i = 0; i < got.runs; ++i) queue.push(runs[i]);
+    return got.frames;
   }
   // The first `took` frames kept left now (the rest, not taken by the device, are forgotten).
   void departed(uint16_t took) {
-    fd::record_departures(
-        frames.data(), took, clock.wall().ps(), jitter_ns, [this](uint32_t) -> fd::LinkBusy& { return link; },
+    queue.departed(
+        clock, took, clock.wall().ps(), jitter_ns, [this](uint32_t) -> fd::LinkBusy& { return link; },
         [this](fd::LinkBusy& l) {
           double scheduled = 0, actual = 0;
           if (l.close(scheduled, actual) && actual > 0) ratio_sum += scheduled / actual;
         });
-    kept = 0;
+    queue.clear();
   }
   Pacing pacing;
   fd::TscClock clock{1.0};
@@ -446,8 +446,8 @@ struct Pacer {
   uint64_t now_ps = 0;
   fd::LinkBusy link;
   double ratio_sum = 0;
-  std::array<fd::PacedFrame, kBurst> frames;  // a burst's (the Sender offers at most its room)
-  uint32_t kept = 0;
+  std::array<fd::PacedRun, kBurst> runs;  // pace_frames' of one run (the Sender offers at most a burst)
+  fd::PacedQueue queue;                   // a burst's
   fabemu::emu::LogHistogram jitter_ns;
 };
 

@@ -5,6 +5,7 @@
 // above the exact maximum), as HdrHistogram's value_at_percentile does.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
@@ -46,21 +47,33 @@ class LogHistogram {
     if (v > max_) max_ = v;
   }
   // record(value(i)) for i in [0, n): the same counts, minimum and maximum, with the totals kept in
-  // registers until the end (the sum is added once, so the mean may differ in its last bits).
-  template <class F>
+  // registers until the end (the sum is added once, so the mean may differ in its last bits). value(i)
+  // is called once for each i, in order (it may step a state of its own). kMonotone: the values never
+  // rise or never fall (the caller knows), so the minimum and maximum are the first and last value's.
+  template <bool kMonotone = false, class F>
   void record_each(std::size_t n, F&& value) noexcept {
     if (n == 0) return;
     uint64_t lo = min_, hi = max_;
-    __extension__ unsigned __int128 sum = 0;  // __extension__: quiet under -Wpedantic
-    for (std::size_t i = 0; i < n; ++i) {
-      const uint64_t v = value(i);
+    uint64_t sum_lo = 0, sum_hi = 0;  // the sum's 128 bits, its carries counted by hand (fewer registers)
+    uint64_t v = value(0);
+    const uint64_t first = v;
+    for (std::size_t i = 0;;) {
       ++counts_[bucket_of(v)];
-      sum += v;
-      lo = v < lo ? v : lo;
-      hi = v > hi ? v : hi;
+      sum_lo += v;
+      sum_hi += sum_lo < v;
+      if constexpr (!kMonotone) {
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      if (++i == n) break;
+      v = value(i);
+    }
+    if constexpr (kMonotone) {
+      lo = std::min({lo, first, v});
+      hi = std::max({hi, first, v});
     }
     count_ += n;
-    sum_ += static_cast<double>(sum);
+    sum_ += static_cast<double>(sum_hi) * 18446744073709551616.0 + static_cast<double>(sum_lo);
     min_ = lo;
     max_ = hi;
   }

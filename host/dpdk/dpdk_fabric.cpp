@@ -522,10 +522,10 @@ void DpdkFabric::set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) co
 uint32_t DpdkFabric::pace_run(const TxRun& r) {
   const Record& rec = *reinterpret_cast<const Record*>(static_cast<uintptr_t>(r.cookie));
   const uint32_t link = rec.first_link;
-  const uint32_t due = pace_frames(clock_, link, rec.depart, rec.rate, r, burst_ps_[link], pace_slot_[link],
-                                   pace_now_ps_, false, paced_.data() + paced_n_);
-  paced_n_ += due;
-  return due;
+  const Paced got = pace_frames(clock_, link, rec.depart, rec.rate, r, burst_ps_[link], pace_slot_[link],
+                                pace_now_ps_, false, paced_.data() + paced_n_);
+  paced_n_ += got.runs;
+  return got.frames;
 }
 
 void DpdkFabric::transmit() {
@@ -557,7 +557,7 @@ void DpdkFabric::transmit() {
           {budget, kTxQueueLimit - kTxStash - tx_data_.size(), size_t{stash_n_} - stash_next_});
       paced_n_ = 0;
       const Sender::Runs got = s.next_runs(wall, runs, room, gate);
-      size_t paced_next = 0;  // paced_ holds the TxMeta of the first transmissions' frames, in order
+      size_t paced_next = 0;  // paced_ holds the PacedRuns of the first transmissions' frames, in order
       for (size_t ri = 0; ri < got.runs; ++ri) {
         const TxRun& r = runs[ri];
         const uint32_t k = r.n;
@@ -590,9 +590,10 @@ void DpdkFabric::transmit() {
           stats_.data_frames += k;
           if (r.seq == 0) rec->tx_ticks = clock_.ticks();
           if (paced) {  // the link's frames and bytes are counted as they leave (flush)
-            tx_meta_.insert(tx_meta_.end(), paced_.begin() + static_cast<ptrdiff_t>(paced_next),
-                            paced_.begin() + static_cast<ptrdiff_t>(paced_next + k));
-            paced_next += k;
+            for (uint32_t f = 0; f < k; ++paced_next) {  // the run's PacedRuns: k frames
+              f += paced_[paced_next].n;
+              tx_paced_.push(paced_[paced_next]);
+            }
           } else {
             // Nothing is scheduled without pacing: a link's frames and bytes are counted as they are
             // built, as frames_tx is (every frame built leaves before the run ends).
@@ -601,26 +602,26 @@ void DpdkFabric::transmit() {
             lp.bytes += uint64_t{k - 1} * r.bytes + last;
           }
         } else if (paced) {
-          tx_meta_.push_back(TxMeta{0, 0, last, kUnpacedLink, false});  // a retransmission: a run of one
+          tx_paced_.push_unpaced(k);  // a retransmission
         }
       }
       // Fewer than asked for and room for more runs: the sender has nothing more to send now.
       if (got.packets < room && got.runs < std::size(runs)) break;
     }
   }
-  flush(ports_.a(), tx_data_, paced ? &tx_meta_ : nullptr);
+  flush(ports_.a(), tx_data_, paced ? &tx_paced_ : nullptr);
 }
 
-void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta) {
-  const size_t sent = send_bursts(port, queue, kBurst, [&](size_t first, uint16_t took) {
-    if (meta == nullptr) return;
+void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, PacedQueue* paced) {
+  send_bursts(port, queue, kBurst, [&](size_t, uint16_t took) {
+    if (paced == nullptr) return;
     // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
-    record_departures(
-        meta->data() + first, took, clock_.wall().ps(), stats_.jitter_ns,
+    paced->departed(
+        clock_, took, clock_.wall().ps(), stats_.jitter_ns,
         [this](uint32_t link) -> LinkPace& { return link_pace_[link]; },
         [this](LinkPace& lp) { close_period(lp, period_ratios_); });
   });
-  if (meta != nullptr) meta->erase(meta->begin(), meta->begin() + static_cast<ptrdiff_t>(sent));
+  if (paced != nullptr) paced->compact();
 }
 
 void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {

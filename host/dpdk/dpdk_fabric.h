@@ -242,10 +242,6 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     bool retransmitted = false;  // a frame of it was sent again: no RTT sample (Karn's rule)
   };
 
-  // Per frame of tx_data_ with pacing: a first transmission's PacedFrame (its link, schedule and whether
-  // it continues its link's busy period), or a retransmission's (link kUnpacedLink: not paced, not
-  // counted).
-  using TxMeta = PacedFrame;
   // Per first link: its frames and bytes and the busy periods of its first transmissions (LinkBusy: online,
   // a link's first transmissions leave in the order of their schedule), and of the closed periods those
   // in which the polling thread stalled (disturbed).
@@ -269,7 +265,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // The senders' packets, a run of one message at a time (Sender::next_runs, fill_run); with pacing, those
   // that are due (pace_run).
   void transmit();
-  // RunGate of a run of first transmissions: how many of its frames are due now; their TxMeta into paced_.
+  // RunGate of a run of first transmissions: how many of its frames are due now; their PacedRuns into
+  // paced_.
   uint32_t pace_run(const TxRun& r);
   // A packet of message `wire_id` from src to dst is sent again: its round trip is no RTT sample.
   void retransmitted(uint32_t src, uint32_t dst, uint64_t wire_id);
@@ -282,8 +279,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   void feedback(const DecodedFrame& f) override { handle(f); }  // RxSink: port B loops frames back
   void take_completions();
   int choose_rx_lcore() const;
-  // `meta` (parallel to `queue`): frames taken by the device are timed into link_pace_.
-  void flush(Port& port, std::vector<rte_mbuf*>& queue, std::vector<TxMeta>* meta = nullptr);
+  // `paced` (the PacedRuns of `queue`'s frames, in order): frames taken by the device are timed into
+  // link_pace_ and the jitter histogram.
+  void flush(Port& port, std::vector<rte_mbuf*>& queue, PacedQueue* paced = nullptr);
   // A frame from `port`'s pool (nullptr when it is empty), built by build().
   rte_mbuf* frame(Port& port, const FrameSpec& spec);
   // Writes spec's frame into `m` from its flow's template, captures and counts it; returns its length.
@@ -341,8 +339,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual
   std::vector<CollAcc> coll_acc_;                     // by Message::coll
   std::vector<rte_mbuf*> tx_data_;                    // frames built, not yet taken by the device
-  std::vector<TxMeta> tx_meta_;                       // with pacing: per frame of tx_data_
-  std::vector<TxMeta> paced_;                         // pace_run's frames of one next_runs call: [0, paced_n_)
+  // With pacing, tx_data_'s frames as PacedRuns: a first transmission's (its link, schedule and whether
+  // it continues its link's busy period), or a retransmission's (link kUnpacedLink: not paced, not
+  // counted).
+  PacedQueue tx_paced_;
+  std::vector<PacedRun> paced_;                       // pace_run's runs of one next_runs call: [0, paced_n_)
   uint32_t paced_n_ = 0;
   uint64_t pace_now_ps_ = 0;                          // pace_run's last reading of the wall clock
   std::unique_ptr<PcapWriter> pcap_;

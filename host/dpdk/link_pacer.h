@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "emulator/histogram.h"
 #include "emulator/time.h"
@@ -20,7 +21,8 @@ struct LinkSlot {
   uint64_t next_ps = 0;
 };
 
-// A frame the pacer let go, until it has left (LinkBusy::depart).
+// A frame the pacer let go, until it has left (LinkBusy::depart): one frame of a PacedRun
+// (PacedRun::frame), the pacer's frame-by-frame view.
 struct PacedFrame {
   uint64_t scheduled_ps;  // its modelled departure (wall)
   uint64_t paced_ps;      // when the pacer let it go (wall): its due time, or later when it was late
@@ -30,21 +32,71 @@ struct PacedFrame {
                           // (a link's first frame starts a period whatever it says: LinkBusy::open)
 };
 
-// PacedFrame::link of a frame that was not paced (a retransmission): record_departures skips it.
+// PacedRun::link of frames that were not paced (a retransmission): record_departures skips them.
 inline constexpr uint32_t kUnpacedLink = ~0u;
 
 // A paced frame due within this much of the end of the frame before it on its link continues that
 // frame's busy period (the ceiling of ser() may put a frame's due time a picosecond or so after it).
 inline constexpr uint64_t kBackToBackSlackPs = 1000;
 
+// Consecutive frames of one run that the pacer let go on one link, each after the first due exactly at
+// the end of the one before (the link's slot): frame i (i < n) is paced at paced_ps + i * frame_ps, is
+// `bytes` long but for the last (`last_bytes`), and is modelled to depart at scheduled(i). Frames 1.. are
+// back to back; frame 0 as `extends` says. A run the pacer did not step (serialization beyond 2^64 ps)
+// gives a PacedRun per frame.
+struct PacedRun {
+  emu::detail::u128 num = 0, step = 0;  // frame i's modelled departure, i >= 1: to_wall(depart_ps + (num + i * step) >> 32)
+  uint64_t depart_ps = 0;               // the message's departure (emulated ps)
+  uint64_t scheduled_ps = 0;            // frame 0's modelled departure (wall)
+  uint64_t paced_ps = 0;                // frame 0's
+  uint64_t frame_ps = 0;                // a full frame's wall time at the link's rate
+  uint32_t n = 0, bytes = 0, last_bytes = 0;
+  uint32_t link = kUnpacedLink;
+  bool extends = false;
+
+  // Frame i's modelled departure (wall ps).
+  uint64_t scheduled(const TscClock& clock, uint32_t i) const noexcept {
+    if (i == 0) return scheduled_ps;
+    return wall_of(clock, num + step * i);
+  }
+  PacedFrame frame(const TscClock& clock, uint32_t i) const noexcept {
+    return PacedFrame{scheduled(clock, i), paced_ps + uint64_t{i} * frame_ps, i + 1 == n ? last_bytes : bytes, link,
+                      i == 0 ? extends : true};
+  }
+  // Removes the first k (0 < k < n) frames from this run and returns them as a run of their own.
+  PacedRun take_front(const TscClock& clock, uint32_t k) noexcept {
+    PacedRun head = *this;
+    head.n = k;
+    head.last_bytes = bytes;
+    num += step * k;
+    scheduled_ps = wall_of(clock, num);
+    paced_ps += uint64_t{k} * frame_ps;
+    n -= k;
+    extends = true;
+    return head;
+  }
+  // The modelled departure (wall) of the frame whose stepped numerator is `at`.
+  uint64_t wall_of(const TscClock& clock, emu::detail::u128 at) const noexcept {
+    return TscClock::to_wall_ps(depart_ps + static_cast<uint64_t>(at >> 32), clock.dilation_q16());
+  }
+};
+
+// What pace_frames let go of a run: its first `frames` frames, as `runs` PacedRuns.
+struct Paced {
+  uint32_t frames = 0, runs = 0;
+};
+
 namespace detail {
 // pace_frames for one reading policy (the clock read before every frame, or only when a frame is not due
-// by the last reading): its own loop each, with no per-frame test of the policy.
-template <bool kReadEach>
-inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
-                            uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, PacedFrame* out) {
+// by the last reading): its own loop each, with no per-frame test of the policy. kWhole (with the lazy
+// policy): a run whose frames all follow its first back to back and are due by the reading is let go
+// whole, without the loop (the loop gives the same: LinkPacer.WholeRunsEqualFrameByFrame).
+template <bool kReadEach, bool kWhole = !kReadEach>
+inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
+                         uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, PacedRun* out) {
   using u128 = emu::detail::u128;
-  if (r.n == 0) return 0;
+  Paced got;
+  if (r.n == 0) return got;
   // A frame's wall time on the link: the same for all but a shorter last frame.
   const uint64_t last_ps = clock.to_wall(rate.ser(r.last_bytes)).ps();
   const uint64_t frame_ps = r.n > 1 ? clock.to_wall(rate.ser(r.bytes)).ps() : last_ps;
@@ -60,10 +112,12 @@ inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depa
   uint64_t now = now_ps;
   uint64_t floor_ps = floor_of(now);
   uint64_t next_ps = slot.next_ps;
-  uint32_t due = 0;
-  // Frame `due` of `bytes` and wall time `wall_ps` on the link, modelled to depart at `scheduled_ps`:
-  // false when it is not due yet.
-  const auto pace = [&](uint64_t scheduled_ps, uint32_t bytes, uint64_t wall_ps) {
+  uint32_t& due = got.frames;
+  PacedRun* cur = nullptr;
+  // Frame `due` of `bytes` and wall time `wall_ps` on the link, modelled to depart at `scheduled_ps` (its
+  // stepped numerator `at`): false when it is not due yet. A stepped frame at the end of the frame before
+  // joins that one's PacedRun.
+  const auto pace = [&](uint64_t scheduled_ps, u128 at, uint32_t bytes, uint64_t wall_ps) {
     const uint64_t target_ps = std::max(scheduled_ps, next_ps);
     if constexpr (kReadEach) floor_ps = floor_of(now = clock.wall().ps());
     if (target_ps > now) [[unlikely]] {
@@ -71,31 +125,65 @@ inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depa
       floor_ps = floor_of(now);
     }
     const uint64_t anchor = std::max(target_ps, floor_ps);
-    out[due] = PacedFrame{scheduled_ps, anchor, bytes, link, anchor <= next_ps + kBackToBackSlackPs};
+    if (cur != nullptr && anchor == next_ps) [[likely]] {
+      ++cur->n;
+      cur->last_bytes = bytes;
+    } else {
+      cur = out + got.runs++;
+      *cur = PacedRun{at, step, depart.ps(), scheduled_ps, anchor, frame_ps, 1, r.bytes, bytes, link,
+                      anchor <= next_ps + kBackToBackSlackPs};
+      if (!stepped) cur = nullptr;  // frame by frame (PacedRun::scheduled cannot step)
+    }
     next_ps = anchor + wall_ps;
     return true;
   };
+  const auto scheduled_at = [&](u128 at) {
+    return clock.to_wall(emu::Duration::from_ps(depart.ps() + static_cast<uint64_t>(at >> 32))).ps();
+  };
   if (stepped) [[likely]] {
-    // All but the last frame, then the last: frame_ps and the bytes fixed in the loop.
     const uint32_t bytes = r.bytes;
-    for (; due + 1 < r.n; ++due, num += step) {
-      const emu::Time at = depart + emu::Duration::from_ps(static_cast<uint64_t>(num >> 32));
-      if (!pace(clock.to_wall(at.since_start()).ps(), bytes, frame_ps)) break;
+    bool more = true;  // false: frame 0 is not due
+    if constexpr (kWhole) {
+      // Frame 0, then the rest at once when frame 0 left at least n - 1 ps after its modelled departure
+      // and the run's last frame is due by now at the end of the one before. Frame i's modelled departure
+      // is at most frame 0's + i * (frame_ps + 1) (ser() rounds up: the steps add at most i ser(bytes);
+      // to_wall rounds down), so none is later than the end of the frame before: every frame is due at
+      // that end (the floor is at most frame 0's time; the clock is not read again).
+      if (r.n > 1 && !pace(scheduled_at(num), num, bytes, frame_ps)) {
+        more = false;
+      } else if (r.n > 1) {
+        due = 1;
+        const uint64_t first_ps = cur->paced_ps;
+        const u128 last_at = u128{first_ps} + u128{frame_ps} * (r.n - 1);
+        if (first_ps - cur->scheduled_ps >= r.n - 1 && last_at <= now) {
+          cur->n = r.n;
+          cur->last_bytes = r.last_bytes;
+          due = r.n;
+          slot.next_ps = static_cast<uint64_t>(last_at) + last_ps;
+          now_ps = now;
+          return got;
+        }
+        num += step;
+      }
     }
-    if (due + 1 == r.n) {
-      const emu::Time at = depart + emu::Duration::from_ps(static_cast<uint64_t>(num >> 32));
-      if (pace(clock.to_wall(at.since_start()).ps(), r.last_bytes, last_ps)) ++due;
+    // All but the last frame, then the last: frame_ps and the bytes fixed in the loop.
+    for (; more && due + 1 < r.n; ++due, num += step) {
+      if (!pace(scheduled_at(num), num, bytes, frame_ps)) {
+        more = false;
+        break;
+      }
     }
+    if (more && due + 1 == r.n && pace(scheduled_at(num), num, r.last_bytes, last_ps)) ++due;
   } else {
     for (; due < r.n; ++due) {
       const emu::Time at = depart + rate.ser(r.offset + uint64_t{due} * r.bytes);
       const bool last = due + 1 == r.n;
-      if (!pace(clock.to_wall(at.since_start()).ps(), last ? r.last_bytes : r.bytes, last ? last_ps : frame_ps)) break;
+      if (!pace(clock.to_wall(at.since_start()).ps(), 0, last ? r.last_bytes : r.bytes, last ? last_ps : frame_ps)) break;
     }
   }
   slot.next_ps = next_ps;
   now_ps = now;
-  return due;
+  return got;
 }
 }  // namespace detail
 
@@ -105,9 +193,9 @@ inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depa
 // serialization (wall), or, when it leaves later than its due time by more than `burst_ps`, now less
 // `burst_ps` plus that: a late frame never makes the link burst above its rate for longer than that.
 // `now_ps` is the last reading of the clock, read again only when a frame is not due by it (or before
-// every frame with `read_each`). The due frames' PacedFrames into out[0..due) (room for r.n).
-inline uint32_t pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
-                            uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, PacedFrame* out) {
+// every frame with `read_each`). The due frames as PacedRuns into out[0..runs) (room for r.n).
+inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
+                         uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, PacedRun* out) {
   return read_each ? detail::pace_frames<true>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out)
                    : detail::pace_frames<false>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out);
 }
@@ -130,39 +218,36 @@ struct LinkBusy {
   // closes that one (close(), and whatever it keeps of the period) before f is counted.
   template <class Close>
   void depart(const PacedFrame& f, uint64_t actual_ps, Close&& close) {
-    depart_all(&f, 1, actual_ps, close);
+    PacedRun r;
+    r.paced_ps = f.paced_ps;
+    r.n = 1;
+    r.bytes = r.last_bytes = f.bytes;
+    r.extends = f.extends;
+    depart(r, actual_ps, close);
   }
-  // depart(f[i], actual_ps, close) for i in [0, n): consecutive frames of this link that left together,
-  // the state in registers until a period closes (the frames' fields could alias it in memory).
+  // depart(r.frame(i), actual_ps, close) for every frame of r, at once: frames 1.. continue the period
+  // (all but r's last frame are r.bytes long).
   template <class Close>
-  void depart_all(const PacedFrame* f, size_t n, uint64_t actual_ps, Close&& close) {
-    uint64_t fr = frames, by = bytes, pb = period_bytes, lp = last_paced_ps;
-    uint32_t lb = last_bytes, pf = period_frames;
-    bool op = open;
-    for (size_t i = 0; i < n; ++i) {
-      const PacedFrame& g = f[i];
-      if (op && g.extends) [[likely]] {
-        pb += lb;
-        ++pf;
-      } else {
-        if (op) {
-          frames = fr, bytes = by, period_bytes = pb, last_paced_ps = lp, last_bytes = lb, period_frames = pf;
-          if (i > 0) last_actual_ps = actual_ps;  // the frame before left with this one
-          close(*this);
-        }
-        op = true;
-        start_ps = g.paced_ps;
-        pb = 0;
-        pf = 1;
-      }
-      ++fr;
-      by += g.bytes;
-      lp = std::max(lp, g.paced_ps);
-      lb = g.bytes;
+  void depart(const PacedRun& r, uint64_t actual_ps, Close&& close) {
+    if (r.n == 0) return;
+    if (open && r.extends) {
+      period_bytes += last_bytes;
+      ++period_frames;
+    } else {
+      if (open) close(*this);
+      open = true;
+      start_ps = r.paced_ps;
+      period_bytes = 0;
+      period_frames = 1;
     }
-    if (n > 0) last_actual_ps = actual_ps;
-    frames = fr, bytes = by, period_bytes = pb, last_paced_ps = lp, last_bytes = lb, period_frames = pf;
-    open = op;
+    const uint64_t more = r.n - 1;
+    period_bytes += more * r.bytes;
+    period_frames += static_cast<uint32_t>(more);
+    frames += r.n;
+    bytes += more * r.bytes + r.last_bytes;
+    last_paced_ps = std::max(last_paced_ps, r.paced_ps + more * r.frame_ps);
+    last_bytes = r.last_bytes;
+    last_actual_ps = actual_ps;
   }
   // Closes the open period; its spans (ns) are added to the link's. False for a period of one frame,
   // which has no span (nothing added).
@@ -179,28 +264,86 @@ struct LinkBusy {
   }
 };
 
-// The frames f[0..n) left at actual_ps (one tx_burst): each one's departure jitter, |actual - scheduled|
-// in ns, into `jitter_ns`, and each run of consecutive frames of one link into that link's account
-// (link_of(link): a LinkBusy or a type derived from it; close(that) closes its open period, as
-// LinkBusy::depart's callback). Frames of kUnpacedLink are skipped.
+// The frames of runs r[0..n) left at actual_ps (one tx_burst): each frame's departure jitter,
+// |actual - scheduled| in ns, into `jitter_ns`, and each run into its link's account (link_of(link): a
+// LinkBusy or a type derived from it; close(that) closes its open period, as LinkBusy::depart's callback).
+// Runs of kUnpacedLink are skipped.
 template <class LinkOf, class Close>
-inline void record_departures(const PacedFrame* f, size_t n, uint64_t actual_ps, emu::LogHistogram& jitter_ns,
-                              LinkOf&& link_of, Close&& close) {
-  for (size_t i = 0; i < n;) {
-    const uint32_t link = f[i].link;
-    size_t j = i + 1;
-    while (j < n && f[j].link == link) ++j;
-    if (link != kUnpacedLink) {
-      const PacedFrame* g = f + i;
-      jitter_ns.record_each(j - i, [g, actual_ps](size_t k) {
-        const uint64_t s = g[k].scheduled_ps;
-        return (actual_ps > s ? actual_ps - s : s - actual_ps) / 1000;
-      });
-      auto& account = link_of(link);
-      account.depart_all(g, j - i, actual_ps, [&](LinkBusy&) { close(account); });
+inline void record_departures(const TscClock& clock, const PacedRun* r, size_t n, uint64_t actual_ps,
+                              emu::LogHistogram& jitter_ns, LinkOf&& link_of, Close&& close) {
+  for (size_t i = 0; i < n; ++i) {
+    const PacedRun& g = r[i];
+    if (g.link == kUnpacedLink) continue;
+    const auto jitter = [actual_ps](uint64_t s) { return (actual_ps > s ? actual_ps - s : s - actual_ps) / 1000; };
+    if (g.n == 1) {
+      jitter_ns.record(jitter(g.scheduled_ps));
+    } else {
+      // A run of two or more is stepped: frame k's modelled departure from num + k * step, k in order
+      // (record_each asks for each once, in order), the run's fields in registers. The usual case: all
+      // of them by actual_ps (it is after the pacing), so the jitter only falls along the run.
+      const auto each = [&g, &clock, &jitter_ns]<bool kAfter>(auto&& of) {
+        jitter_ns.record_each<kAfter>(g.n, [at = g.num, step = g.step, depart = g.depart_ps, q = clock.dilation_q16(),
+                                            &of](size_t) mutable {
+          const uint64_t s = TscClock::to_wall_ps(depart + static_cast<uint64_t>(at >> 32), q);
+          at += step;
+          return of(s);
+        });
+      };
+      if (actual_ps >= g.scheduled(clock, g.n - 1)) {
+        each.template operator()<true>([actual_ps](uint64_t s) { return (actual_ps - s) / 1000; });
+      } else {
+        each.template operator()<false>(jitter);
+      }
     }
-    i = j;
+    auto& account = link_of(g.link);
+    account.depart(g, actual_ps, [&](LinkBusy&) { close(account); });
   }
 }
+
+// The PacedRuns of a transmit queue's frames, in the queue's order: what record_departures needs once
+// the device has taken some of them. A run partly taken stays at the front with the frames left.
+class PacedQueue {
+ public:
+  void push(const PacedRun& r) { runs_.push_back(r); }
+  // Frames not paced (retransmissions): n of them.
+  void push_unpaced(uint32_t n) {
+    PacedRun r;
+    r.n = n;
+    runs_.push_back(r);
+  }
+  // The first `took` frames of the queue left at actual_ps: record_departures of them, off the queue.
+  template <class LinkOf, class Close>
+  void departed(const TscClock& clock, size_t took, uint64_t actual_ps, emu::LogHistogram& jitter_ns,
+                LinkOf&& link_of, Close&& close) {
+    size_t end = head_;
+    while (end < runs_.size() && took >= runs_[end].n) took -= runs_[end++].n;
+    record_departures(clock, runs_.data() + head_, end - head_, actual_ps, jitter_ns, link_of, close);
+    head_ = end;
+    if (took > 0) {  // took < runs_[end].n: that run's first frames
+      const PacedRun part = runs_[end].take_front(clock, static_cast<uint32_t>(took));
+      record_departures(clock, &part, 1, actual_ps, jitter_ns, link_of, close);
+    }
+    if (head_ == runs_.size()) clear();
+  }
+  // Forgets every run (the frames were dropped).
+  void clear() noexcept {
+    runs_.clear();
+    head_ = 0;
+  }
+  // Drops the runs already recorded from the vector (their room is reused).
+  void compact() {
+    runs_.erase(runs_.begin(), runs_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
+  }
+  size_t frames() const noexcept {
+    size_t f = 0;
+    for (size_t i = head_; i < runs_.size(); ++i) f += runs_[i].n;
+    return f;
+  }
+
+ private:
+  std::vector<PacedRun> runs_;
+  size_t head_ = 0;
+};
 
 }  // namespace fabemu::host::dpdk

@@ -56,8 +56,14 @@ class TscClock {
   emu::Time emulated() const noexcept;
   // Emulated duration -> wall duration (times D).
   emu::Duration to_wall(emu::Duration emulated) const noexcept {
-    return emu::Duration::from_ps(static_cast<uint64_t>((emu::detail::u128{emulated.ps()} * dilation_q16_) >> 16));
+    return emu::Duration::from_ps(to_wall_ps(emulated.ps(), dilation_q16_));
   }
+  // to_wall of `emulated_ps` at D * 2^16 = `dilation_q16` (dilation_q16()): for loops that keep it in a
+  // register.
+  static uint64_t to_wall_ps(uint64_t emulated_ps, uint64_t dilation_q16) noexcept {
+    return static_cast<uint64_t>((emu::detail::u128{emulated_ps} * dilation_q16) >> 16);
+  }
+  uint64_t dilation_q16() const noexcept { return dilation_q16_; }
 
   double dilation() const noexcept { return dilation_; }
   bool as_fast_as_possible() const noexcept { return dilation_q16_ == 0; }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <filesystem>
 #include <fstream>
@@ -407,6 +408,25 @@ TEST(TscClock, DilationMapsWallToEmulatedTime) {
   EXPECT_THROW(fd::TscClock(-1), std::invalid_argument);
 }
 
+// pace_frames' due frames one by one (PacedRun::frame) into out[0..): how many.
+template <class Pace>
+uint32_t frames_of(const fd::TscClock& clock, uint32_t n, fd::PacedFrame* out, Pace&& pace) {
+  std::vector<fd::PacedRun> runs(std::max<uint32_t>(n, 1));
+  const fd::Paced got = pace(runs.data());
+  uint32_t f = 0;
+  for (uint32_t i = 0; i < got.runs; ++i) {
+    for (uint32_t k = 0; k < runs[i].n; ++k) out[f++] = runs[i].frame(clock, k);
+  }
+  EXPECT_EQ(f, got.frames);
+  return got.frames;
+}
+uint32_t pace_each(const fd::TscClock& clock, uint32_t link, Time depart, Rate rate, const fd::TxRun& r,
+                   uint64_t burst_ps, fd::LinkSlot& slot, uint64_t& now, bool read_each, fd::PacedFrame* out) {
+  return frames_of(clock, r.n, out, [&](fd::PacedRun* runs) {
+    return fd::pace_frames(clock, link, depart, rate, r, burst_ps, slot, now, read_each, runs);
+  });
+}
+
 // pace_frames against closed-form schedules. 8 Gb/s is 1000 ps a byte; at dilation 2 a 100-byte frame
 // is 200 ns of wall time and a 40-byte one 80 ns. Messages depart 500 s (emulated) after the clock
 // started, so frame i of a run from offset 0 is due at 1000 s + 200 ns * i on the wall clock, and the
@@ -425,7 +445,7 @@ TEST(LinkPacer, DueFramesFollowTheScheduleTheSlotAndTheBurstAllowance) {
   std::array<fd::PacedFrame, 4> out{};
   const auto pace = [&](uint32_t from, uint64_t burst_ps, fd::LinkSlot& slot, uint64_t& now, bool read_each) {
     out.fill(fd::PacedFrame{});
-    return fd::pace_frames(clock, 3, depart, rate, run.from(from), burst_ps, slot, now, read_each, out.data());
+    return pace_each(clock, 3, depart, rate, run.from(from), burst_ps, slot, now, read_each, out.data());
   };
 
   // On time: frames 0..2 are due at the reading (frame 2 exactly), frame 3 is not; back to back after the
@@ -502,7 +522,7 @@ void expect_rate_ser_departures(const fd::TscClock& clock, Rate rate, const fd::
                                 uint64_t now) {
   std::array<fd::PacedFrame, 64> out{};
   fd::LinkSlot slot;
-  ASSERT_EQ(fd::pace_frames(clock, 0, depart, rate, run, now, slot, now, false, out.data()), run.n);
+  ASSERT_EQ(pace_each(clock, 0, depart, rate, run, now, slot, now, false, out.data()), run.n);
   for (uint32_t i = 0; i < run.n; ++i) {
     const uint64_t want = clock.to_wall((depart + rate.ser(run.offset + uint64_t{i} * run.bytes)).since_start()).ps();
     ASSERT_EQ(out[i].scheduled_ps, want) << "frame " << i;
@@ -567,7 +587,7 @@ TEST(LinkPacer, OnScheduleFramesAreBackToBackAtAnyDilation) {
       run.count = 1100;
       fd::LinkSlot slot;
       uint64_t now = ~uint64_t{0} >> 2;
-      ASSERT_EQ(fd::pace_frames(clock, 0, Time::from_ps(rng() % (uint64_t{1} << 30)), rate, run, now, slot, now,
+      ASSERT_EQ(pace_each(clock, 0, Time::from_ps(rng() % (uint64_t{1} << 30)), rate, run, now, slot, now,
                                 false, out.data()),
                 64u);
       for (uint32_t i = 1; i < 64; ++i) {
@@ -622,37 +642,59 @@ TEST(LinkPacer, BusyPeriodsSpanBackToBackFrames) {
   EXPECT_DOUBLE_EQ(link.actual_ns, 1500.0);
 }
 
-// record_departures (what the fabric and the benchmark run after each tx_burst) keeps every link's
-// account, busy periods and the jitter histogram exactly as LinkBusy::depart and LogHistogram::record one
-// frame at a time: random bursts of three links' runs, unpaced frames among them, periods opening and
+// record_departures through a PacedQueue (what the fabric and the benchmark run after each tx_burst) keeps
+// every link's account, busy periods and the jitter histogram exactly as LinkBusy::depart and
+// LogHistogram::record one frame at a time (PacedRun::frame): random runs of three links, unpaced frames
+// among them, the device taking all, some or none of the queue (runs split anywhere), periods opening and
 // closing within a burst, at its first frame and across bursts.
 TEST(LinkPacer, BurstDeparturesEqualFrameByFrame) {
   std::mt19937_64 rng(11);
+  const fd::TscClock clock(3.7);
   constexpr uint32_t kLinks = 3;
   std::array<fd::LinkBusy, kLinks> one{}, all{};
   std::array<std::vector<std::pair<double, double>>, kLinks> closed_one, closed_all;
   fabemu::emu::LogHistogram jitter_one, jitter_all;
-  std::array<uint64_t, kLinks> paced_at{};
+  std::array<uint64_t, kLinks> paced_at{};  // the end of each link's last frame
+  fd::PacedQueue queue;
+  std::deque<fd::PacedFrame> frames;  // the queue's, one by one
   uint64_t now = 1'000'000;
-  uint64_t unpaced = 0;
-  for (int burst = 0; burst < 400; ++burst) {
-    std::vector<fd::PacedFrame> f;
-    while (f.size() < 32 && rng() % 8 != 0) {  // runs of one link, or a retransmission
+  uint64_t unpaced = 0, splits = 0;
+  for (int burst = 0; burst < 600; ++burst) {
+    while (frames.size() < 64 && rng() % 8 != 0) {  // runs of one link, or retransmissions
       if (rng() % 6 == 0) {
-        f.push_back(fd::PacedFrame{0, 0, 64, fd::kUnpacedLink, false});
-        ++unpaced;
+        const auto n = static_cast<uint32_t>(1 + rng() % 3);
+        queue.push_unpaced(n);
+        for (uint32_t k = 0; k < n; ++k) frames.push_back(fd::PacedFrame{0, 0, 64, fd::kUnpacedLink, false});
+        unpaced += n;
         continue;
       }
-      const auto link = static_cast<uint32_t>(rng() % kLinks);
-      for (uint64_t k = 1 + rng() % 8; k > 0 && f.size() < 32; --k) {
-        paced_at[link] += 1000 + rng() % 5000;
-        const uint64_t scheduled = paced_at[link] - rng() % 3000;
-        f.push_back(fd::PacedFrame{scheduled, paced_at[link], static_cast<uint32_t>(1 + rng() % 1500), link,
-                                   rng() % 5 != 0});
-      }
+      fd::PacedRun r;
+      r.link = static_cast<uint32_t>(rng() % kLinks);
+      r.n = static_cast<uint32_t>(1 + rng() % 12);
+      r.bytes = static_cast<uint32_t>(64 + rng() % 1500);
+      r.last_bytes = static_cast<uint32_t>(1 + rng() % r.bytes);
+      r.frame_ps = 1000 + rng() % 5000;
+      r.extends = rng() % 5 != 0;
+      r.paced_ps = paced_at[r.link] + (r.extends ? 0 : rng() % 50'000);
+      paced_at[r.link] = r.paced_ps + r.n * r.frame_ps;
+      // Modelled departures up to about 3 us (wall) before the pacing, stepped at about the frame time.
+      r.depart_ps = r.paced_ps * 10 / 37 - std::min<uint64_t>(r.paced_ps * 10 / 37, rng() % 800'000);
+      r.num = fabemu::emu::detail::u128{rng() % 1000} << 32 | (rng() & 0xFFFFFFFFu);
+      r.step = fabemu::emu::detail::u128{r.frame_ps * 10 / 37} << 32 | (rng() & 0xFFFFFFFFu);
+      r.scheduled_ps = r.wall_of(clock, r.num);
+      queue.push(r);
+      for (uint32_t k = 0; k < r.n; ++k) frames.push_back(r.frame(clock, k));
     }
     now += rng() % 40'000;
-    for (const fd::PacedFrame& g : f) {
+    // The device takes the whole queue, a part (splitting a run anywhere), or nothing.
+    size_t took = frames.size();
+    if (rng() % 3 == 0 && !frames.empty()) {
+      took = rng() % frames.size();
+      ++splits;
+    }
+    for (size_t k = 0; k < took; ++k) {
+      const fd::PacedFrame g = frames.front();
+      frames.pop_front();
       if (g.link == fd::kUnpacedLink) continue;
       jitter_one.record((now > g.scheduled_ps ? now - g.scheduled_ps : g.scheduled_ps - now) / 1000);
       one[g.link].depart(g, now, [&](fd::LinkBusy& l) {
@@ -660,14 +702,17 @@ TEST(LinkPacer, BurstDeparturesEqualFrameByFrame) {
         if (l.close(s, a)) closed_one[g.link].emplace_back(s, a);
       });
     }
-    fd::record_departures(
-        f.data(), f.size(), now, jitter_all, [&](uint32_t link) -> fd::LinkBusy& { return all[link]; },
+    queue.departed(
+        clock, took, now, jitter_all, [&](uint32_t link) -> fd::LinkBusy& { return all[link]; },
         [&](fd::LinkBusy& l) {
           double s = 0, a = 0;
           if (l.close(s, a)) closed_all[static_cast<size_t>(&l - all.data())].emplace_back(s, a);
         });
+    if (rng() % 2 == 0) queue.compact();
+    ASSERT_EQ(queue.frames(), frames.size()) << "burst " << burst;
   }
   ASSERT_GT(unpaced, 0u);
+  ASSERT_GT(splits, 100u);
   uint64_t periods = 0;
   for (uint32_t l = 0; l < kLinks; ++l) {
     SCOPED_TRACE(l);
@@ -690,6 +735,79 @@ TEST(LinkPacer, BurstDeparturesEqualFrameByFrame) {
   EXPECT_EQ(jitter_one.min(), jitter_all.min());
   EXPECT_EQ(jitter_one.max(), jitter_all.max());
   for (double q : {0.1, 0.5, 0.9, 0.99}) EXPECT_EQ(jitter_one.quantile(q), jitter_all.quantile(q)) << q;
+}
+
+// A run whose frames all follow its first back to back and are due is let go whole (pace_frames' kWhole),
+// with the same PacedRuns, slot and reading as frame by frame: random runs, rates, dilations, slots just
+// behind, at or ahead of the schedule (within a run's length in ps of the bound the shortcut rests on:
+// with half of it the test fails),
+// readings and burst allowances. Messages depart 500 s (emulated) after the clock started, so the clock
+// (read when a frame is not due) is far behind: only the readings given decide.
+TEST(LinkPacer, WholeRunsEqualFrameByFrame) {
+  std::mt19937_64 rng(13);
+  int whole = 0, partial = 0, near_bound = 0;
+  // Rates of whole picoseconds a byte step every frame by ser(bytes) exactly; with a dilation whose
+  // product with it has a fraction near 1, frame i's modelled departure comes close to the bound.
+  constexpr std::array<uint64_t, 8> kWholePs{1, 2, 5, 8, 25, 40, 125, 1000};
+  for (const double dilation : {1.0, 3.7, 2.999, 1000.0}) {
+    const fd::TscClock clock(dilation);
+    for (int trial = 0; trial < 3000; ++trial) {
+      SCOPED_TRACE(testing::Message() << "dilation " << dilation << " trial " << trial);
+      const Rate rate = rng() % 2 == 0 ? Rate::from_gbps(1.0 + static_cast<double>(rng() % 800'000) / 1000.0)
+                                       : Rate::from_bytes_per_sec(1'000'000'000'000 / kWholePs[rng() % kWholePs.size()]);
+      const fd::TxRun run = random_run(rng, 24);
+      const Time depart = Time::from_ps(500'000'000'000'000 + rng() % (uint64_t{1} << 40));
+      const uint64_t first = clock.to_wall((depart + rate.ser(run.offset)).since_start()).ps();
+      const uint64_t span = clock.to_wall(rate.ser(run.bytes)).ps() * run.n + 1;
+      fd::LinkSlot slot;
+      switch (rng() % 4) {
+        case 0: break;                                              // an idle link
+        case 1: slot.next_ps = first + rng() % (2 * run.n); break;  // near the bound
+        case 2: slot.next_ps = first + rng() % span; break;
+        default: slot.next_ps = first - rng() % span; break;
+      }
+      uint64_t now = first - span / 4 + rng() % (2 * span);
+      const uint64_t burst_ps = rng() % 3 == 0 ? 0 : rng() % (2 * span);
+      fd::LinkSlot slot_each = slot;
+      const uint64_t given = now;
+      uint64_t now_each = now;
+      std::vector<fd::PacedRun> got(run.n), each(run.n);
+      const fd::Paced a = fd::detail::pace_frames<false, true>(clock, 7, depart, rate, run, burst_ps, slot, now, got.data());
+      const fd::Paced b =
+          fd::detail::pace_frames<false, false>(clock, 7, depart, rate, run, burst_ps, slot_each, now_each, each.data());
+      ASSERT_EQ(a.frames, b.frames);
+      ASSERT_EQ(a.runs, b.runs);
+      ASSERT_EQ(slot.next_ps, slot_each.next_ps);
+      // Both read the clock (when a frame was not due by the reading given), or neither did.
+      ASSERT_EQ(now == given, now_each == given);
+      if (now != given) {
+        ASSERT_LT(std::max(now, now_each), first / 2);
+      }
+      for (uint32_t i = 0; i < a.runs; ++i) {
+        SCOPED_TRACE(i);
+        ASSERT_EQ(got[i].n, each[i].n);
+        ASSERT_EQ(got[i].scheduled_ps, each[i].scheduled_ps);
+        ASSERT_EQ(got[i].paced_ps, each[i].paced_ps);
+        ASSERT_EQ(got[i].frame_ps, each[i].frame_ps);
+        ASSERT_EQ(got[i].bytes, each[i].bytes);
+        ASSERT_EQ(got[i].last_bytes, each[i].last_bytes);
+        ASSERT_EQ(got[i].extends, each[i].extends);
+        ASSERT_TRUE(got[i].num == each[i].num && got[i].step == each[i].step);
+        ASSERT_EQ(got[i].depart_ps, each[i].depart_ps);
+        ASSERT_EQ(got[i].link, 7u);
+      }
+      if (a.runs == 1 && a.frames == run.n && run.n > 1) {
+        ++whole;
+        const uint64_t margin = got[0].paced_ps - got[0].scheduled_ps;
+        near_bound += margin < 2 * uint64_t{run.n};
+      } else if (a.frames > 0) {
+        ++partial;
+      }
+    }
+  }
+  EXPECT_GT(whole, 1000);
+  EXPECT_GT(partial, 1000);
+  EXPECT_GT(near_bound, 100);
 }
 
 // Mempools sized from the workload: what the fabric holds outside the rings grows with the rank count.

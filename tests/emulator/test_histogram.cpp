@@ -96,15 +96,20 @@ TEST(LogHistogram, EmptyAndWeighted) {
 // every bucket, the count, minimum and maximum; the mean to the rounding of one sum.
 TEST(LogHistogram, RecordEachEqualsRecordingOneByOne) {
   std::mt19937_64 rng(7);
-  LogHistogram one, each;
+  LogHistogram one, each, sorted;
   one.record(500);  // state before the batches: min and max carried over
   each.record(500);
+  sorted.record(500);
   for (int batch = 0; batch < 200; ++batch) {
     std::vector<uint64_t> v(rng() % 40);  // empty batches too
     const int shift = static_cast<int>(rng() % 50);
     for (auto& x : v) x = rng() >> (14 + shift);
     for (uint64_t x : v) one.record(x);
     each.record_each(v.size(), [&](size_t i) { return v[i]; });
+    // The same values in order, rising or falling: record_each<true> (minimum and maximum from the ends).
+    std::sort(v.begin(), v.end());
+    if (rng() % 2 == 0) std::reverse(v.begin(), v.end());
+    sorted.record_each<true>(v.size(), [&](size_t i) { return v[i]; });
   }
   std::vector<std::array<uint64_t, 3>> a, b;
   one.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { a.push_back({lo, hi, n}); });
@@ -115,4 +120,11 @@ TEST(LogHistogram, RecordEachEqualsRecordingOneByOne) {
   EXPECT_EQ(one.min(), each.min());
   EXPECT_EQ(one.max(), each.max());
   EXPECT_NEAR(one.mean(), each.mean(), one.mean() * 1e-12);
+  std::vector<std::array<uint64_t, 3>> c;
+  sorted.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { c.push_back({lo, hi, n}); });
+  EXPECT_EQ(a, c);
+  EXPECT_EQ(one.count(), sorted.count());
+  EXPECT_EQ(one.min(), sorted.min());
+  EXPECT_EQ(one.max(), sorted.max());
+  EXPECT_NEAR(one.mean(), sorted.mean(), one.mean() * 1e-12);
 }

@@ -407,13 +407,13 @@ void fabric_tx(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t pay
   loop.finish(state, t, sent, kVariant != Variant::kNoSender);
 }
 
-// The fabric's pacer (DpdkFabric::pace_run, record_departures) for the run loop below. Per frame of a run
-// the Sender offers (a RunGate): the fabric's pace_frames (link_pacer.h: the modelled departure, the
-// link's next slot, the burst allowance; the clock read again per frame with pace_frame, with pace_lazy
-// as the fabric only when a frame is not due by the last reading) and its PacedFrame kept. After
-// tx_burst, per frame: the departure's jitter into a histogram and the link's busy period (LinkBusy), as
-// the fabric keeps them. The link carries 100 Mpps of the case's payloads and each message departs when
-// it is submitted, so no frame waits: the pacer's cost.
+// The fabric's pacer (DpdkFabric::pace_run, PacedQueue::departed) for the run loop below. Per run the
+// Sender offers (a RunGate): the fabric's pace_frames (link_pacer.h: the modelled departure, the link's
+// next slot, the burst allowance; the clock read again per frame with pace_frame, with pace_lazy as the
+// fabric only when a frame is not due by the last reading) and its PacedRuns queued. After tx_burst:
+// each frame's departure jitter into a histogram and each PacedRun into the link's busy period
+// (LinkBusy), as the fabric keeps them. The link carries 100 Mpps of the case's payloads and each message
+// departs when it is submitted, so no frame waits: the pacer's cost.
 struct Pacer {
   Pacer(Pacing p, uint32_t payload, const std::vector<Record>& recs)
       : pacing(p),

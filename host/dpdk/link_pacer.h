@@ -54,6 +54,8 @@ struct PacedRun {
   uint32_t link = kUnpacedLink;
   bool extends = false;
 
+  bool operator==(const PacedRun&) const = default;
+
   // Frame i's modelled departure (wall ps).
   uint64_t scheduled(const TscClock& clock, uint32_t i) const noexcept {
     if (i == 0) return scheduled_ps;

@@ -784,16 +784,8 @@ TEST(LinkPacer, WholeRunsEqualFrameByFrame) {
         ASSERT_LT(std::max(now, now_each), first / 2);
       }
       for (uint32_t i = 0; i < a.runs; ++i) {
-        SCOPED_TRACE(i);
-        ASSERT_EQ(got[i].n, each[i].n);
-        ASSERT_EQ(got[i].scheduled_ps, each[i].scheduled_ps);
-        ASSERT_EQ(got[i].paced_ps, each[i].paced_ps);
-        ASSERT_EQ(got[i].frame_ps, each[i].frame_ps);
-        ASSERT_EQ(got[i].bytes, each[i].bytes);
-        ASSERT_EQ(got[i].last_bytes, each[i].last_bytes);
-        ASSERT_EQ(got[i].extends, each[i].extends);
-        ASSERT_TRUE(got[i].num == each[i].num && got[i].step == each[i].step);
-        ASSERT_EQ(got[i].depart_ps, each[i].depart_ps);
+        ASSERT_TRUE(got[i] == each[i]) << "run " << i << ": " << got[i].n << " frames paced from " << got[i].paced_ps
+                                        << ", frame by frame " << each[i].n << " from " << each[i].paced_ps;
         ASSERT_EQ(got[i].link, 7u);
       }
       if (a.runs == 1 && a.frames == run.n && run.n > 1) {

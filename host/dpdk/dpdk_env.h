@@ -123,7 +123,9 @@ class Port {
   // calls return it; std::runtime_error when it cannot be created). Frames whose bytes after their
   // headers are zeros (the fabric's data frames) are written into its mbufs without writing those bytes
   // (encode_run's payload_zero), so nothing may write more than such headers into them: frames of one
-  // header length only, and never a receive queue's pool. Freed with the port.
+  // header length only, and never a receive queue's pool. Nothing but the lengths of its mbufs may change
+  // either (fill_run with zero_pool sets them and resets nothing else; a device's free restores next and
+  // nb_segs): no offload flags, no data offset. Freed with the port.
   rte_mempool* zero_pool(uint32_t mbufs = UINT32_MAX);
   const PortConfig& config() const noexcept { return cfg_; }
   rte_ether_addr mac() const;
@@ -227,7 +229,7 @@ inline bool alloc_frames(rte_mempool* pool, rte_mbuf** out, unsigned n) noexcept
   return true;
 }
 // n mbufs straight from the pool (rte_mempool_get_bulk), not reset: for fill_run, which resets them as
-// it writes them. A separate pass of resets over a burst cost about 7 ns a frame more here (the 1126 B
+// it writes them (a zero pool's need no reset). A separate pass of resets over a burst cost about 7 ns a frame more here (the 1126 B
 // case of bench_dpdk_tx's <mode>_runs loop, 2026-11-30), one pass over the mbufs is cheaper.
 inline bool take_frames(rte_mempool* pool, rte_mbuf** out, unsigned n) noexcept {
   return rte_mempool_get_bulk(pool, reinterpret_cast<void**>(out), n) == 0;
@@ -251,20 +253,24 @@ inline uint16_t fill_mbuf(rte_mbuf* m, FrameTemplate& flow, const FrameSpec& spe
 // The frames of a run of one message's data packets (wire.h, encode_run) into ms[0..n), n <= 64, mbufs of
 // one segment as alloc_frames or take_frames gives them (reset here, in the same pass): frame i into
 // ms[i], data_len = pkt_len = its length. Returns the run's bytes on the wire, or 0 (nothing usable)
-// when a frame does not fit its mbuf or encode_run refuses the run. payload_zero: the mbufs' data rooms
-// are zero beyond the headers (encode_run's contract).
+// when a frame does not fit its mbuf or encode_run refuses the run.
+// zero_pool: the mbufs are a Port::zero_pool()'s. Their data rooms are zero beyond the headers
+// (encode_run's payload_zero), and their fields are as the pool made them but for the lengths, which
+// this sets (the pool's contract): they are not reset. A store into a burst's mbuf headers besides the
+// lengths cost 7-10 ns a frame here, before or after the frames' bytes (bench_dpdk_tx,
+// fabemu/null/1126B/pace_off: 35 -> 47 M frames/s without the reset; README.md, "Mbufs not reset").
 inline uint64_t fill_run(rte_mbuf* const* ms, uint32_t n, FrameTemplate& flow, const FrameSpec& first,
-                         uint32_t last_bytes, bool payload_zero = false) noexcept {
+                         uint32_t last_bytes, bool zero_pool = false) noexcept {
   if (n == 0 || n > 64) return 0;
   uint8_t* frames[64];
   uint16_t lens[64];
   size_t room = SIZE_MAX;
   for (uint32_t i = 0; i < n; ++i) {
-    reset_frame(ms[i]);
+    if (!zero_pool) reset_frame(ms[i]);
     frames[i] = rte_pktmbuf_mtod(ms[i], uint8_t*);
-    room = std::min<size_t>(room, rte_pktmbuf_tailroom(ms[i]));
+    room = std::min<size_t>(room, ms[i]->buf_len - ms[i]->data_off);  // the tailroom of an empty mbuf
   }
-  if (!encode_run(flow, first, n, last_bytes, frames, room, lens, payload_zero)) return 0;
+  if (!encode_run(flow, first, n, last_bytes, frames, room, lens, zero_pool)) return 0;
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
     ms[i]->data_len = lens[i];

@@ -427,6 +427,64 @@ TEST(Frames, FillRunResetsWhatAReceivePathLeaves) {
   rte_mempool_free(pool);
 }
 
+// A zero pool's mbufs are not reset by fill_run (zero_pool): their fields must stay as the pool made them
+// but for the lengths, through a ring pair (the receiver gets the sender's mbuf itself, decodes and frees
+// it) and through net_null (which frees it on transmit). Every frame decodes with its own length, and
+// every mbuf of the pool is checked after 200 rounds of runs of random lengths.
+TEST(Frames, ZeroPoolMbufsStayAsThePoolMadeThem) {
+  REQUIRE_EAL();
+  fd::RingPair pair("zpool");
+  fd::PortConfig cfg;
+  cfg.mbufs = 1023;
+  fd::Port a(pair.a(), cfg);
+  fd::Port b(pair.b(), cfg);
+  fd::Port null = fd::Port::open("net_null_fez", cfg);
+  std::mt19937 rng(21);
+  for (fd::Port* tx : {&a, &null}) {
+    rte_mempool* zero = tx->zero_pool(255);
+    for (int round = 0; round < 200; ++round) {
+      const auto n = static_cast<uint32_t>(1 + rng() % 40);
+      const auto payload = static_cast<uint32_t>(1 + rng() % 1400);
+      const auto last = static_cast<uint32_t>(1 + rng() % payload);
+      fd::FrameSpec s = spec_for(static_cast<uint32_t>(round), payload);
+      s.hdr.count = n;
+      s.hdr.message_length = uint64_t{n - 1} * payload + last;
+      s.hdr.seq = 0;
+      s.hdr.offset = 0;
+      fd::FrameTemplate t(s);
+      rte_mbuf* m[40];
+      ASSERT_TRUE(fd::take_frames(zero, m, n));
+      ASSERT_GT(fd::fill_run(m, n, t, s, last, true), 0u) << "round " << round;
+      for (uint32_t i = 0; i < n; ++i) {
+        const auto len = static_cast<uint16_t>(fd::frame_bytes(s.mode, i + 1 == n ? last : payload));
+        ASSERT_EQ(m[i]->data_len, len);
+        ASSERT_EQ(m[i]->pkt_len, len);
+      }
+      ASSERT_EQ(tx->tx_all(m, n), n);
+      if (tx == &a) {
+        rte_mbuf* rx[40];
+        ASSERT_EQ(b.rx_burst(rx, 40), n);
+        for (uint32_t i = 0; i < n; ++i) {
+          fd::DecodedFrame d;
+          ASSERT_EQ(fd::decode_mbuf(rx[i], rules(), d), fd::Verdict::kOurs) << "round " << round << " frame " << i;
+          EXPECT_EQ(d.payload.size(), i + 1 == n ? last : payload);
+        }
+        rte_pktmbuf_free_bulk(rx, n);
+      }
+    }
+    // Every mbuf back in the pool, each as the pool made it but for its last lengths.
+    ASSERT_EQ(rte_mempool_avail_count(zero), 255u);
+    rte_mempool_obj_iter(
+        zero,
+        [](rte_mempool*, void*, void* obj, unsigned) {
+          const auto* g = static_cast<const rte_mbuf*>(obj);
+          expect_reset(g, g->data_len);
+          EXPECT_EQ(g->pkt_len, g->data_len);
+        },
+        nullptr);
+  }
+}
+
 TEST(NetNull, MillionFramesCountedByTheDevice) {
   REQUIRE_EAL();
   fd::PortConfig cfg;

@@ -220,36 +220,42 @@ struct LinkBusy {
   // closes that one (close(), and whatever it keeps of the period) before f is counted.
   template <class Close>
   void depart(const PacedFrame& f, uint64_t actual_ps, Close&& close) {
-    PacedRun r;
-    r.paced_ps = f.paced_ps;
-    r.n = 1;
-    r.bytes = r.last_bytes = f.bytes;
-    r.extends = f.extends;
-    depart(r, actual_ps, close);
+    depart_one(f.paced_ps, f.bytes, f.extends, actual_ps, close);
+  }
+  // depart() of one frame given by its fields (a PacedRun of one: its pacing time, last_bytes, extends).
+  template <class Close>
+  void depart_one(uint64_t paced_ps, uint32_t frame_bytes, bool extends, uint64_t actual_ps, Close&& close) {
+    if (open && extends) {
+      period_bytes += last_bytes;
+      ++period_frames;
+    } else {
+      if (open) close(*this);
+      open = true;
+      start_ps = paced_ps;
+      period_bytes = 0;
+      period_frames = 1;
+    }
+    ++frames;
+    bytes += frame_bytes;
+    last_paced_ps = std::max(last_paced_ps, paced_ps);
+    last_bytes = frame_bytes;
+    last_actual_ps = actual_ps;
   }
   // depart(r.frame(i), actual_ps, close) for every frame of r, at once: frames 1.. continue the period
   // (all but r's last frame are r.bytes long).
   template <class Close>
   void depart(const PacedRun& r, uint64_t actual_ps, Close&& close) {
     if (r.n == 0) return;
-    if (open && r.extends) {
-      period_bytes += last_bytes;
-      ++period_frames;
-    } else {
-      if (open) close(*this);
-      open = true;
-      start_ps = r.paced_ps;
-      period_bytes = 0;
-      period_frames = 1;
-    }
+    if (r.n == 1) return depart_one(r.paced_ps, r.last_bytes, r.extends, actual_ps, close);
+    depart_one(r.paced_ps, r.bytes, r.extends, actual_ps, close);  // frame 0 (full: the run goes on)
+    // Frames 1..n-1: each continues the period with the bytes of the frame before.
     const uint64_t more = r.n - 1;
     period_bytes += more * r.bytes;
     period_frames += static_cast<uint32_t>(more);
-    frames += r.n;
-    bytes += more * r.bytes + r.last_bytes;
+    frames += more;
+    bytes += (more - 1) * r.bytes + r.last_bytes;
     last_paced_ps = std::max(last_paced_ps, r.paced_ps + more * r.frame_ps);
     last_bytes = r.last_bytes;
-    last_actual_ps = actual_ps;
   }
   // Closes the open period; its spans (ns) are added to the link's. False for a period of one frame,
   // which has no span (nothing added).
@@ -273,29 +279,39 @@ struct LinkBusy {
 template <class LinkOf, class Close>
 inline void record_departures(const TscClock& clock, const PacedRun* r, size_t n, uint64_t actual_ps,
                               emu::LogHistogram& jitter_ns, LinkOf&& link_of, Close&& close) {
+  const auto jitter = [actual_ps](uint64_t s) { return (actual_ps > s ? actual_ps - s : s - actual_ps) / 1000; };
   for (size_t i = 0; i < n; ++i) {
     const PacedRun& g = r[i];
     if (g.link == kUnpacedLink) continue;
-    const auto jitter = [actual_ps](uint64_t s) { return (actual_ps > s ? actual_ps - s : s - actual_ps) / 1000; };
     if (g.n == 1) {
-      jitter_ns.record(jitter(g.scheduled_ps));
-    } else {
-      // A run of two or more is stepped: frame k's modelled departure from num + k * step, k in order
-      // (record_each asks for each once, in order), the run's fields in registers. The usual case: all
-      // of them by actual_ps (it is after the pacing), so the jitter only falls along the run.
-      const auto each = [&g, &clock, &jitter_ns]<bool kAfter>(auto&& of) {
-        jitter_ns.record_each<kAfter>(g.n, [at = g.num, step = g.step, depart = g.depart_ps, q = clock.dilation_q16(),
-                                            &of](size_t) mutable {
-          const uint64_t s = TscClock::to_wall_ps(depart + static_cast<uint64_t>(at >> 32), q);
-          at += step;
-          return of(s);
-        });
-      };
-      if (actual_ps >= g.scheduled(clock, g.n - 1)) {
-        each.template operator()<true>([actual_ps](uint64_t s) { return (actual_ps - s) / 1000; });
-      } else {
-        each.template operator()<false>(jitter);
+      // Runs of one frame in a row on this link (one-packet messages): their jitter at once, and each
+      // into the account as a frame.
+      size_t j = i + 1;
+      while (j < n && r[j].n == 1 && r[j].link == g.link) ++j;
+      jitter_ns.record_each(j - i, [&](size_t k) { return jitter(r[i + k].scheduled_ps); });
+      auto& account = link_of(g.link);
+      for (size_t k = i; k < j; ++k) {
+        account.depart_one(r[k].paced_ps, r[k].last_bytes, r[k].extends, actual_ps,
+                           [&](LinkBusy&) { close(account); });
       }
+      i = j - 1;
+      continue;
+    }
+    // A run of two or more is stepped: frame k's modelled departure from num + k * step, k in order
+    // (record_each asks for each once, in order), the run's fields in registers. The usual case: all
+    // of them by actual_ps (it is after the pacing), so the jitter only falls along the run.
+    const auto each = [&g, &clock, &jitter_ns]<bool kAfter>(auto&& of) {
+      jitter_ns.record_each<kAfter>(g.n, [at = g.num, step = g.step, depart = g.depart_ps, q = clock.dilation_q16(),
+                                          &of](size_t) mutable {
+        const uint64_t s = TscClock::to_wall_ps(depart + static_cast<uint64_t>(at >> 32), q);
+        at += step;
+        return of(s);
+      });
+    };
+    if (actual_ps >= g.scheduled(clock, g.n - 1)) {
+      each.template operator()<true>([actual_ps](uint64_t s) { return (actual_ps - s) / 1000; });
+    } else {
+      each.template operator()<false>(jitter);
     }
     auto& account = link_of(g.link);
     account.depart(g, actual_ps, [&](LinkBusy&) { close(account); });

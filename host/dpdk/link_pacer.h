@@ -39,6 +39,13 @@ inline constexpr uint32_t kUnpacedLink = ~0u;
 // frame's busy period (the ceiling of ser() may put a frame's due time a picosecond or so after it).
 inline constexpr uint64_t kBackToBackSlackPs = 1000;
 
+// The modelled departure (wall ps) of a stepped frame: a message departing at `depart_ps` (emulated),
+// the frame's ser(offset) numerator `at` (Rate::ser: its upper bits are the ps), at D * 2^16 =
+// `dilation_q16` (TscClock::dilation_q16). What pace_frames steps and PacedRun gives again.
+inline uint64_t stepped_departure_ps(uint64_t depart_ps, emu::detail::u128 at, uint64_t dilation_q16) noexcept {
+  return TscClock::to_wall_ps(depart_ps + static_cast<uint64_t>(at >> 32), dilation_q16);
+}
+
 // Consecutive frames of one run that the pacer let go on one link, each after the first due exactly at
 // the end of the one before (the link's slot): frame i (i < n) is paced at paced_ps + i * frame_ps, is
 // `bytes` long but for the last (`last_bytes`), and is modelled to depart at scheduled(i). Frames 1.. are
@@ -79,7 +86,7 @@ struct PacedRun {
   }
   // The modelled departure (wall) of the frame whose stepped numerator is `at`.
   uint64_t wall_of(const TscClock& clock, emu::detail::u128 at) const noexcept {
-    return TscClock::to_wall_ps(depart_ps + static_cast<uint64_t>(at >> 32), clock.dilation_q16());
+    return stepped_departure_ps(depart_ps, at, clock.dilation_q16());
   }
 };
 
@@ -139,9 +146,7 @@ inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart,
     next_ps = anchor + wall_ps;
     return true;
   };
-  const auto scheduled_at = [&](u128 at) {
-    return clock.to_wall(emu::Duration::from_ps(depart.ps() + static_cast<uint64_t>(at >> 32))).ps();
-  };
+  const auto scheduled_at = [&](u128 at) { return stepped_departure_ps(depart.ps(), at, clock.dilation_q16()); };
   if (stepped) [[likely]] {
     const uint32_t bytes = r.bytes;
     bool more = true;  // false: frame 0 is not due
@@ -151,21 +156,22 @@ inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart,
       // is at most frame 0's + i * (frame_ps + 1) (ser() rounds up: the steps add at most i ser(bytes);
       // to_wall rounds down), so none is later than the end of the frame before: every frame is due at
       // that end (the floor is at most frame 0's time; the clock is not read again).
-      if (r.n > 1 && !pace(scheduled_at(num), num, bytes, frame_ps)) {
-        more = false;
-      } else if (r.n > 1) {
-        due = 1;
-        const uint64_t first_ps = cur->paced_ps;
-        const u128 last_at = u128{first_ps} + u128{frame_ps} * (r.n - 1);
-        if (first_ps - cur->scheduled_ps >= r.n - 1 && last_at <= now) {
-          cur->n = r.n;
-          cur->last_bytes = r.last_bytes;
-          due = r.n;
-          slot.next_ps = static_cast<uint64_t>(last_at) + last_ps;
-          now_ps = now;
-          return got;
+      if (r.n > 1) {
+        more = pace(scheduled_at(num), num, bytes, frame_ps);
+        if (more) {
+          due = 1;
+          const uint64_t first_ps = cur->paced_ps;
+          const u128 last_at = u128{first_ps} + u128{frame_ps} * (r.n - 1);
+          if (first_ps - cur->scheduled_ps >= r.n - 1 && last_at <= now) {
+            cur->n = r.n;
+            cur->last_bytes = r.last_bytes;
+            due = r.n;
+            slot.next_ps = static_cast<uint64_t>(last_at) + last_ps;
+            now_ps = now;
+            return got;
+          }
+          num += step;
         }
-        num += step;
       }
     }
     // All but the last frame, then the last: frame_ps and the bytes fixed in the loop.
@@ -303,7 +309,7 @@ inline void record_departures(const TscClock& clock, const PacedRun* r, size_t n
     const auto each = [&g, &clock, &jitter_ns]<bool kAfter>(auto&& of) {
       jitter_ns.record_each<kAfter>(g.n, [at = g.num, step = g.step, depart = g.depart_ps, q = clock.dilation_q16(),
                                           &of](size_t) mutable {
-        const uint64_t s = TscClock::to_wall_ps(depart + static_cast<uint64_t>(at >> 32), q);
+        const uint64_t s = stepped_departure_ps(depart, at, q);
         at += step;
         return of(s);
       });

@@ -23,8 +23,9 @@ class LogHistogram {
 
   static constexpr std::size_t bucket_of(uint64_t v) noexcept {
     if (v < kExact) return static_cast<std::size_t>(v);
-    const int e = static_cast<int>(std::bit_width(v)) - kSubBits;  // >= 1
-    return static_cast<std::size_t>(static_cast<uint64_t>(e) * kHalf + (v >> e));
+    // bit_width(v) - kSubBits (>= 1), written with the index of the top bit (63 ^ countl_zero: one bsr)
+    const uint64_t e = static_cast<uint64_t>(63 ^ std::countl_zero(v)) + 1 - kSubBits;
+    return static_cast<std::size_t>(e * kHalf + (v >> e));
   }
   // Smallest and largest value counted in bucket b.
   static constexpr uint64_t lowest(std::size_t b) noexcept {
@@ -53,29 +54,19 @@ class LogHistogram {
   template <bool kMonotone = false, class F>
   void record_each(std::size_t n, F&& value) noexcept {
     if (n == 0) return;
-    uint64_t lo = min_, hi = max_;
-    uint64_t sum_lo = 0, sum_hi = 0;  // the sum's 128 bits, its carries counted by hand (fewer registers)
-    uint64_t v = value(0);
-    const uint64_t first = v;
-    for (std::size_t i = 0;;) {
-      ++counts_[bucket_of(v)];
-      sum_lo += v;
-      sum_hi += sum_lo < v;
-      if constexpr (!kMonotone) {
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-      }
-      if (++i == n) break;
-      v = value(i);
+    record_loop<kMonotone, false>(n, value(0), value);
+  }
+  // record_each<true> of values that never rise (value(0) is the largest). When n times the first value
+  // fits in 64 bits (always, for latencies in ns), so does the sum: no carry is counted.
+  template <class F>
+  void record_falling(std::size_t n, F&& value) noexcept {
+    if (n == 0) return;
+    const uint64_t first = value(0);
+    if (first <= std::numeric_limits<uint64_t>::max() / n) {
+      record_loop<true, true>(n, first, value);
+    } else {
+      record_loop<true, false>(n, first, value);
     }
-    if constexpr (kMonotone) {
-      lo = std::min({lo, first, v});
-      hi = std::max({hi, first, v});
-    }
-    count_ += n;
-    sum_ += static_cast<double>(sum_hi) * 18446744073709551616.0 + static_cast<double>(sum_lo);
-    min_ = lo;
-    max_ = hi;
   }
   void merge(const LogHistogram& o) noexcept {
     for (std::size_t b = 0; b < kBuckets; ++b) counts_[b] += o.counts_[b];
@@ -115,6 +106,33 @@ class LogHistogram {
   }
 
  private:
+  // record_each's loop, value(0) = `first` already taken. kSum64: the sum cannot pass 64 bits.
+  template <bool kMonotone, bool kSum64, class F>
+  void record_loop(std::size_t n, uint64_t first, F& value) noexcept {
+    uint64_t lo = min_, hi = max_;
+    uint64_t sum_lo = 0, sum_hi = 0;  // the sum's 128 bits, its carries counted by hand (fewer registers)
+    uint64_t v = first;
+    for (std::size_t i = 0;;) {
+      ++counts_[bucket_of(v)];
+      sum_lo += v;
+      if constexpr (!kSum64) sum_hi += sum_lo < v;
+      if constexpr (!kMonotone) {
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      if (++i == n) break;
+      v = value(i);
+    }
+    if constexpr (kMonotone) {
+      lo = std::min({lo, first, v});
+      hi = std::max({hi, first, v});
+    }
+    count_ += n;
+    sum_ += static_cast<double>(sum_hi) * 18446744073709551616.0 + static_cast<double>(sum_lo);
+    min_ = lo;
+    max_ = hi;
+  }
+
   std::array<uint64_t, kBuckets> counts_{};
   uint64_t count_ = 0;
   double sum_ = 0;

@@ -46,6 +46,29 @@ inline uint64_t stepped_departure_ps(uint64_t depart_ps, emu::detail::u128 at, u
   return TscClock::to_wall_ps(depart_ps + static_cast<uint64_t>(at >> 32), dilation_q16);
 }
 
+// stepped_departure_ps of `at`, at + step, at + 2 step, ...: the numerator's ps part (plus the message's
+// departure) and its 32 bits of fraction in a word each, so a step is an addition and an addition with
+// carry. `at` and every numerator stepped to must stay below 2^96 (pace_frames' `stepped`).
+class SteppedDepartures {
+ public:
+  SteppedDepartures(uint64_t depart_ps, emu::detail::u128 at, emu::detail::u128 step, uint64_t dilation_q16) noexcept
+      : ps_(depart_ps + static_cast<uint64_t>(at >> 32)),
+        frac_(static_cast<uint64_t>(at) << 32),
+        step_ps_(static_cast<uint64_t>(step >> 32)),
+        step_frac_(static_cast<uint64_t>(step) << 32),
+        q16_(dilation_q16) {}
+  // The next frame's modelled departure (wall ps).
+  uint64_t next() noexcept {
+    const uint64_t s = TscClock::to_wall_ps(ps_, q16_);
+    frac_ += step_frac_;
+    ps_ += step_ps_ + (frac_ < step_frac_ ? 1 : 0);
+    return s;
+  }
+
+ private:
+  uint64_t ps_, frac_, step_ps_, step_frac_, q16_;
+};
+
 // Consecutive frames of one run that the pacer let go on one link, each after the first due exactly at
 // the end of the one before (the link's slot): frame i (i < n) is paced at paced_ps + i * frame_ps, is
 // `bytes` long but for the last (`last_bytes`), and is modelled to depart at scheduled(i). Frames 1.. are
@@ -304,20 +327,13 @@ inline void record_departures(const TscClock& clock, const PacedRun* r, size_t n
       continue;
     }
     // A run of two or more is stepped: frame k's modelled departure from num + k * step, k in order
-    // (record_each asks for each once, in order), the run's fields in registers. The usual case: all
-    // of them by actual_ps (it is after the pacing), so the jitter only falls along the run.
-    const auto each = [&g, &clock, &jitter_ns]<bool kAfter>(auto&& of) {
-      jitter_ns.record_each<kAfter>(g.n, [at = g.num, step = g.step, depart = g.depart_ps, q = clock.dilation_q16(),
-                                          &of](size_t) mutable {
-        const uint64_t s = stepped_departure_ps(depart, at, q);
-        at += step;
-        return of(s);
-      });
-    };
+    // (record_each asks for each once, in order). The usual case: all of them by actual_ps (it is after
+    // the pacing), so the jitter only falls along the run.
+    SteppedDepartures at(g.depart_ps, g.num, g.step, clock.dilation_q16());
     if (actual_ps >= g.scheduled(clock, g.n - 1)) {
-      each.template operator()<true>([actual_ps](uint64_t s) { return (actual_ps - s) / 1000; });
+      jitter_ns.record_falling(g.n, [&at, actual_ps](size_t) { return (actual_ps - at.next()) / 1000; });
     } else {
-      each.template operator()<false>(jitter);
+      jitter_ns.record_each(g.n, [&at, &jitter](size_t) { return jitter(at.next()); });
     }
     auto& account = link_of(g.link);
     account.depart(g, actual_ps, [&](LinkBusy&) { close(account); });

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -127,4 +128,32 @@ TEST(LogHistogram, RecordEachEqualsRecordingOneByOne) {
   EXPECT_EQ(one.min(), sorted.min());
   EXPECT_EQ(one.max(), sorted.max());
   EXPECT_NEAR(one.mean(), sorted.mean(), one.mean() * 1e-12);
+}
+
+// record_falling (a run's jitter: values that never rise) counts as record() one at a time, with the
+// sum in 64 bits when n times the first value fits and in 128 when it does not (values up to 2^64 - 1).
+TEST(LogHistogram, RecordFallingEqualsRecordingOneByOne) {
+  std::mt19937_64 rng(11);
+  LogHistogram one, falling;
+  one.record(3);
+  falling.record(3);
+  int wide = 0;  // batches whose sum needs more than 64 bits
+  for (int batch = 0; batch < 300; ++batch) {
+    std::vector<uint64_t> v(1 + rng() % 40);
+    const int shift = static_cast<int>(rng() % 64);
+    for (auto& x : v) x = rng() >> shift;
+    std::sort(v.rbegin(), v.rend());
+    if (v[0] > std::numeric_limits<uint64_t>::max() / v.size()) ++wide;
+    for (uint64_t x : v) one.record(x);
+    falling.record_falling(v.size(), [&](size_t i) { return v[i]; });
+  }
+  ASSERT_GT(wide, 10);
+  std::vector<std::array<uint64_t, 3>> a, b;
+  one.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { a.push_back({lo, hi, n}); });
+  falling.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { b.push_back({lo, hi, n}); });
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(one.count(), falling.count());
+  EXPECT_EQ(one.min(), falling.min());
+  EXPECT_EQ(one.max(), falling.max());
+  EXPECT_NEAR(one.mean(), falling.mean(), one.mean() * 1e-12);
 }

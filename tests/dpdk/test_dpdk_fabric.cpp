@@ -4,11 +4,13 @@
 // byte reassembled, also under injected loss, duplication and reordering. One EAL per process; every test
 // skips with the reason when EAL cannot start. Traffic goes only to rings and memif sockets in a temp dir.
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -313,7 +315,16 @@ TEST(DpdkFabric, ARankSendsOnItsLinksInParallel) {
   fd::DpdkFabricOptions opt;
   opt.dilation = 1;
   for (int attempt = 1;; ++attempt) {
+    // The share of a core this thread (which polls the ports) got during the run: under 0.8 the host
+    // took the core from it (other jobs, or ctest -j on two cores), and the timing says nothing.
+    const auto wall0 = std::chrono::steady_clock::now();
+    timespec cpu0{}, cpu1{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
     const DpdkRun d = run_dpdk(w, ports, opt);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    const double share =
+        (static_cast<double>(cpu1.tv_sec - cpu0.tv_sec) + static_cast<double>(cpu1.tv_nsec - cpu0.tv_nsec) * 1e-9) / wall_s;
     expect_exact(sw, d);
     ASSERT_EQ(d.stats.collectives.size(), 4u);
     // Every rank's three links carried its messages: 12 first links.
@@ -326,14 +337,21 @@ TEST(DpdkFabric, ARankSendsOnItsLinksInParallel) {
     }
     std::sort(dev.begin(), dev.end());
     const double median = (dev[1] + dev[2]) / 2;
-    std::printf("attempt %d: deviation median %+.3f%%, worst %+.3f%%; %llu late of %llu; %llu stalls, longest %llu ns\n",
-                attempt, 100 * median, 100 * dev.back(), static_cast<unsigned long long>(d.stats.late),
-                static_cast<unsigned long long>(d.stats.late + d.stats.on_time),
-                static_cast<unsigned long long>(d.stats.poll_stalls),
-                static_cast<unsigned long long>(d.stats.poll_gap_max_ns));
+    std::printf(
+        "attempt %d: deviation median %+.3f%%, worst %+.3f%%; %llu late of %llu; %llu stalls, longest %llu ns; "
+        "%.0f%% of a core\n",
+        attempt, 100 * median, 100 * dev.back(), static_cast<unsigned long long>(d.stats.late),
+        static_cast<unsigned long long>(d.stats.late + d.stats.on_time), static_cast<unsigned long long>(d.stats.poll_stalls),
+        static_cast<unsigned long long>(d.stats.poll_gap_max_ns), 100 * share);
     // A run disturbed by the host (the polling thread descheduled for milliseconds: +6-18% with a CPU hog
-    // alongside) is run again; the head-of-line bug this guards against gives +445% in every run.
+    // alongside, +185-197% sharing a core with another test) is run again; the head-of-line bug this
+    // guards against gives +445% in every run, at a full core.
     if (median > 0.1 && attempt < 5) continue;
+    if (median > 0.1 && share < 0.8) {
+      GTEST_SKIP() << "the host gave the polling thread " << std::lround(100 * share) << "% of a core in the last of "
+                   << attempt << " runs (deviation +" << std::lround(100 * median)
+                   << "%): too loaded to time the links; the exact times and counts were checked";
+    }
     EXPECT_LT(median, 0.1) << fd::format_dpdk_stats(d.stats);
     break;
   }

@@ -1139,7 +1139,15 @@ template <class Crc, bool kRoce, bool kZero>
   FabemuHeader ch;  // Table::icrc reads the packet's fields from a header
   ch.message_id = r.message_id;
   ch.tx_time_ps = r.tx_time_ps;
-  // RoCEv2: the ICRC's per-run part (lengths, zero tail) once.
+  // RoCEv2: the BTH's first word of a Middle packet (every frame of the run but a message's first and
+  // last has it), and the ICRC's per-run part (lengths, zero tail), once.
+  uint32_t w0_middle = 0;
+  if constexpr (kRoce) {
+    Bth m = b;
+    set_data_bth(m, 1, 3);  // packet 1 of 3: Middle, A clear
+    uint32_t w2_unused = 0;
+    bth_words(m, pad, w0_middle, w2_unused);
+  }
   const auto icrc_run = [&] {
     if constexpr (kRoce) {
       return typename Crc::IcrcRun(t, ip_len, static_cast<uint16_t>(udp_len), body_bytes);
@@ -1158,8 +1166,13 @@ template <class Crc, bool kRoce, bool kZero>
     std::memcpy(f, img, head);
     uint32_t w0 = 0, w2 = 0;
     if constexpr (kRoce) {
-      set_data_bth(b, seq, count);
-      bth_words(b, pad, w0, w2);
+      if (seq != 0 && seq + 1 < count) [[likely]] {  // Middle: as set_data_bth and bth_words give
+        w0 = w0_middle;
+        w2 = seq & 0xFFFFFF;
+      } else {
+        set_data_bth(b, seq, count);
+        bth_words(b, pad, w0, w2);
+      }
       store_be32(f + kL4Off, w0);
       store_be32(f + kL4Off + 8, w2);
       sum += uint64_t{w0} + w2;

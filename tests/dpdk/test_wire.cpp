@@ -567,7 +567,7 @@ TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
     for (Bytes& b : bufs) frames.push_back(b.data());
     std::vector<uint16_t> lens(40);
     Bytes want(kRoom), other(kRoom);
-    uint64_t checked = 0, fallback_runs = 0;
+    uint64_t checked = 0, fallback_runs = 0, wrapped_runs = 0;
     for (int flow = 0; flow < 60; ++flow) {
       FrameSpec s;
       s.mode = (flow & 1) ? WireMode::kRoceV2 : WireMode::kFabemu;
@@ -582,7 +582,10 @@ TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
       ASSERT_TRUE(t.set_crc_engine(engine));
       for (int msg = 0; msg < 8; ++msg) {
         const bool huge = rng() % 4 == 0;  // beyond 4 GiB: the run crosses an offset's high half
-        const uint32_t stride = huge ? 9000 : rng() % 2 == 0 ? 1024 : static_cast<uint32_t>(rng() % 9001);
+        // Huge messages of 256-byte packets cross 4 GiB at seq 2^24, where the RoCEv2 PSN (seq mod 2^24)
+        // wraps too.
+        const uint32_t stride = huge ? (rng() % 2 == 0 ? 9000 : 256)
+                                     : rng() % 2 == 0 ? 1024 : static_cast<uint32_t>(rng() % 9001);
         s.hdr = FabemuHeader{};
         s.hdr.src_rank = static_cast<uint32_t>(rng() % 8);
         s.hdr.dst_rank = static_cast<uint32_t>(rng() % 8);
@@ -597,7 +600,7 @@ TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
         // Runs: near the high-half crossing for huge messages, else from the start, the middle and the end.
         const uint32_t cross = static_cast<uint32_t>(((uint64_t{1} << 32) + stride - 1) / std::max(stride, 1u));
         for (int r = 0; r < 4; ++r) {
-          uint32_t seq = huge ? cross - static_cast<uint32_t>(rng() % 20)
+          uint32_t seq = huge ? cross - 20 + static_cast<uint32_t>(rng() % 40)  // across it, before and after
                               : static_cast<uint32_t>(rng() % s.hdr.count);
           if (r == 0 && !huge) seq = 0;
           const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(1 + rng() % 40, s.hdr.count - seq));
@@ -615,6 +618,8 @@ TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
           const bool zero = rng() % 2 == 0;
           for (uint32_t i = 0; i < n; ++i) std::fill(bufs[i].begin(), bufs[i].end(), zero ? 0 : 0xA5);
           fallback_runs += (last_off >> 32) != (s.hdr.offset >> 32);
+          // RoCEv2 runs written from a run image with the PSN wrapped (seq >= 2^24).
+          wrapped_runs += s.mode == WireMode::kRoceV2 && n > 2 && seq >= (1u << 24) && (last_off >> 32) == (s.hdr.offset >> 32);
           ASSERT_TRUE(encode_run(t, s, n, last, frames.data(), kRoom, lens.data(), zero));
           for (uint32_t i = 0; i < n; ++i) {
             FrameSpec e = s;
@@ -642,6 +647,7 @@ TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
     }
     EXPECT_GT(checked, 5000u);
     EXPECT_GT(fallback_runs, 10u);
+    EXPECT_GT(wrapped_runs, 3u);
   }
 }
 

@@ -54,18 +54,20 @@ class LogHistogram {
   template <bool kMonotone = false, class F>
   void record_each(std::size_t n, F&& value) noexcept {
     if (n == 0) return;
-    record_loop<kMonotone, false>(n, value(0), value);
+    record_loop<kMonotone>(n, value(0), value);
   }
   // record_each<true> of values that never rise (value(0) is the largest). When n times the first value
   // fits in 64 bits (always, for latencies in ns), so does the sum: no carry is counted.
+  // The values' power of two (their buckets' exponent) then only falls too: it is found again only
+  // when a value drops below the lowest of the current one, and a value's bucket is a shift and an add.
   template <class F>
   void record_falling(std::size_t n, F&& value) noexcept {
     if (n == 0) return;
     const uint64_t first = value(0);
     if (first <= std::numeric_limits<uint64_t>::max() / n) {
-      record_loop<true, true>(n, first, value);
+      falling_loop<true>(n, first, value);
     } else {
-      record_loop<true, false>(n, first, value);
+      falling_loop<false>(n, first, value);
     }
   }
   void merge(const LogHistogram& o) noexcept {
@@ -106,8 +108,42 @@ class LogHistogram {
   }
 
  private:
-  // record_each's loop, value(0) = `first` already taken. kSum64: the sum cannot pass 64 bits.
-  template <bool kMonotone, bool kSum64, class F>
+  // record_falling's loop, value(0) = `first` already taken. kSum64: the sum cannot pass 64 bits. The
+  // values from `floor` up (to the last one, which is at most the top of its power of two) are counted
+  // in bucket base + (v >> shift), as bucket_of gives.
+  template <bool kSum64, class F>
+  void falling_loop(std::size_t n, uint64_t first, F& value) noexcept {
+    uint64_t sum_lo = 0, sum_hi = 0;
+    uint64_t floor = 0, base = 0;
+    unsigned shift = 0;
+    const auto range_of = [&](uint64_t v) {
+      if (v < kExact) {
+        floor = 0;
+        base = 0;
+        shift = 0;
+      } else {
+        shift = static_cast<unsigned>(63 ^ std::countl_zero(v)) + 1 - kSubBits;  // bucket_of's e
+        floor = uint64_t{1} << (shift + kSubBits - 1);
+        base = shift * kHalf;
+      }
+    };
+    uint64_t v = first;
+    range_of(v);
+    for (std::size_t i = 0;;) {
+      if (v < floor) [[unlikely]] range_of(v);
+      ++counts_[base + (v >> shift)];
+      sum_lo += v;
+      if constexpr (!kSum64) sum_hi += sum_lo < v;
+      if (++i == n) break;
+      v = value(i);
+    }
+    count_ += n;
+    sum_ += static_cast<double>(sum_hi) * 18446744073709551616.0 + static_cast<double>(sum_lo);
+    min_ = std::min(min_, v);
+    max_ = std::max(max_, first);
+  }
+  // record_each's loop, value(0) = `first` already taken.
+  template <bool kMonotone, class F>
   void record_loop(std::size_t n, uint64_t first, F& value) noexcept {
     uint64_t lo = min_, hi = max_;
     uint64_t sum_lo = 0, sum_hi = 0;  // the sum's 128 bits, its carries counted by hand (fewer registers)
@@ -115,7 +151,7 @@ class LogHistogram {
     for (std::size_t i = 0;;) {
       ++counts_[bucket_of(v)];
       sum_lo += v;
-      if constexpr (!kSum64) sum_hi += sum_lo < v;
+      sum_hi += sum_lo < v;
       if constexpr (!kMonotone) {
         lo = v < lo ? v : lo;
         hi = v > hi ? v : hi;

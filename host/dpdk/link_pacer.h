@@ -57,9 +57,11 @@ class SteppedDepartures {
         step_ps_(static_cast<uint64_t>(step >> 32)),
         step_frac_(static_cast<uint64_t>(step) << 32),
         q16_(dilation_q16) {}
-  // The next frame's modelled departure (wall ps).
+  // The next frame's modelled departure (wall ps). kUnit: at dilation 1 (q16 = 2^16), where the wall
+  // time is the emulated one (to_wall_ps(ps, 2^16) == ps) and the product is left out.
+  template <bool kUnit = false>
   uint64_t next() noexcept {
-    const uint64_t s = TscClock::to_wall_ps(ps_, q16_);
+    const uint64_t s = kUnit ? ps_ : TscClock::to_wall_ps(ps_, q16_);
     frac_ += step_frac_;
     ps_ += step_ps_ + (frac_ < step_frac_ ? 1 : 0);
     return s;
@@ -331,7 +333,11 @@ inline void record_departures(const TscClock& clock, const PacedRun* r, size_t n
     // the pacing), so the jitter only falls along the run.
     SteppedDepartures at(g.depart_ps, g.num, g.step, clock.dilation_q16());
     if (actual_ps >= g.scheduled(clock, g.n - 1)) {
-      jitter_ns.record_falling(g.n, [&at, actual_ps](size_t) { return (actual_ps - at.next()) / 1000; });
+      if (clock.dilation_q16() == TscClock::kUnitQ16) {
+        jitter_ns.record_falling(g.n, [&at, actual_ps](size_t) { return (actual_ps - at.next<true>()) / 1000; });
+      } else {
+        jitter_ns.record_falling(g.n, [&at, actual_ps](size_t) { return (actual_ps - at.next()) / 1000; });
+      }
     } else {
       jitter_ns.record_each(g.n, [&at, &jitter](size_t) { return jitter(at.next()); });
     }

@@ -64,6 +64,8 @@ class TscClock {
     return static_cast<uint64_t>((emu::detail::u128{emulated_ps} * dilation_q16) >> 16);
   }
   uint64_t dilation_q16() const noexcept { return dilation_q16_; }
+  // dilation_q16() at D = 1: wall time is emulated time.
+  static constexpr uint64_t kUnitQ16 = uint64_t{1} << 16;
 
   double dilation() const noexcept { return dilation_; }
   bool as_fast_as_possible() const noexcept { return dilation_q16_ == 0; }

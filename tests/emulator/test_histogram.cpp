@@ -93,8 +93,29 @@ TEST(LogHistogram, EmptyAndWeighted) {
   EXPECT_EQ(h.count(), 0u);
 }
 
-// record_each (the transmit path's per-burst recording) counts exactly as record() one value at a time:
-// every bucket, the count, minimum and maximum; the mean to the rounding of one sum.
+namespace {
+
+// Every non-empty bucket of h: lowest, highest, count.
+std::vector<std::array<uint64_t, 3>> buckets_of(const LogHistogram& h) {
+  std::vector<std::array<uint64_t, 3>> b;
+  h.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { b.push_back({lo, hi, n}); });
+  return b;
+}
+
+// `got` counts what `want` (recorded one value at a time) counts: every bucket, the count, minimum and
+// maximum; the mean to the rounding of one sum.
+void expect_recorded_alike(const LogHistogram& want, const LogHistogram& got) {
+  ASSERT_FALSE(buckets_of(want).empty());
+  EXPECT_EQ(buckets_of(want), buckets_of(got));
+  EXPECT_EQ(want.count(), got.count());
+  EXPECT_EQ(want.min(), got.min());
+  EXPECT_EQ(want.max(), got.max());
+  EXPECT_NEAR(want.mean(), got.mean(), want.mean() * 1e-12);
+}
+
+}  // namespace
+
+// record_each (the transmit path's per-burst recording) counts exactly as record() one value at a time.
 TEST(LogHistogram, RecordEachEqualsRecordingOneByOne) {
   std::mt19937_64 rng(7);
   LogHistogram one, each, sorted;
@@ -112,22 +133,8 @@ TEST(LogHistogram, RecordEachEqualsRecordingOneByOne) {
     if (rng() % 2 == 0) std::reverse(v.begin(), v.end());
     sorted.record_each<true>(v.size(), [&](size_t i) { return v[i]; });
   }
-  std::vector<std::array<uint64_t, 3>> a, b;
-  one.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { a.push_back({lo, hi, n}); });
-  each.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { b.push_back({lo, hi, n}); });
-  ASSERT_FALSE(a.empty());
-  EXPECT_EQ(a, b);
-  EXPECT_EQ(one.count(), each.count());
-  EXPECT_EQ(one.min(), each.min());
-  EXPECT_EQ(one.max(), each.max());
-  EXPECT_NEAR(one.mean(), each.mean(), one.mean() * 1e-12);
-  std::vector<std::array<uint64_t, 3>> c;
-  sorted.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { c.push_back({lo, hi, n}); });
-  EXPECT_EQ(a, c);
-  EXPECT_EQ(one.count(), sorted.count());
-  EXPECT_EQ(one.min(), sorted.min());
-  EXPECT_EQ(one.max(), sorted.max());
-  EXPECT_NEAR(one.mean(), sorted.mean(), one.mean() * 1e-12);
+  expect_recorded_alike(one, each);
+  expect_recorded_alike(one, sorted);
 }
 
 // record_falling (a run's jitter: values that never rise) counts as record() one at a time, with the
@@ -148,12 +155,5 @@ TEST(LogHistogram, RecordFallingEqualsRecordingOneByOne) {
     falling.record_falling(v.size(), [&](size_t i) { return v[i]; });
   }
   ASSERT_GT(wide, 10);
-  std::vector<std::array<uint64_t, 3>> a, b;
-  one.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { a.push_back({lo, hi, n}); });
-  falling.for_each_bucket([&](uint64_t lo, uint64_t hi, uint64_t n) { b.push_back({lo, hi, n}); });
-  EXPECT_EQ(a, b);
-  EXPECT_EQ(one.count(), falling.count());
-  EXPECT_EQ(one.min(), falling.min());
-  EXPECT_EQ(one.max(), falling.max());
-  EXPECT_NEAR(one.mean(), falling.mean(), one.mean() * 1e-12);
+  expect_recorded_alike(one, falling);
 }

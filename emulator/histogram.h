@@ -49,17 +49,30 @@ class LogHistogram {
   }
   // record(value(i)) for i in [0, n): the same counts, minimum and maximum, with the totals kept in
   // registers until the end (the sum is added once, so the mean may differ in its last bits). value(i)
-  // is called once for each i, in order (it may step a state of its own). kMonotone: the values never
-  // rise or never fall (the caller knows), so the minimum and maximum are the first and last value's.
-  template <bool kMonotone = false, class F>
+  // is called once for each i, in order (it may step a state of its own).
+  template <class F>
   void record_each(std::size_t n, F&& value) noexcept {
     if (n == 0) return;
-    record_loop<kMonotone>(n, value(0), value);
+    uint64_t lo = min_, hi = max_;
+    uint64_t sum_lo = 0, sum_hi = 0;  // the sum's 128 bits, its carries counted by hand (fewer registers)
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint64_t v = value(i);
+      ++counts_[bucket_of(v)];
+      sum_lo += v;
+      sum_hi += sum_lo < v;
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+    count_ += n;
+    sum_ += static_cast<double>(sum_hi) * 18446744073709551616.0 + static_cast<double>(sum_lo);
+    min_ = lo;
+    max_ = hi;
   }
-  // record_each<true> of values that never rise (value(0) is the largest). When n times the first value
-  // fits in 64 bits (always, for latencies in ns), so does the sum: no carry is counted.
-  // The values' power of two (their buckets' exponent) then only falls too: it is found again only
-  // when a value drops below the lowest of the current one, and a value's bucket is a shift and an add.
+  // record_each of values that never rise (value(0) is the largest; the caller knows): the minimum and
+  // maximum are the last and first values. When n times the first fits in 64 bits (always, for latencies
+  // in ns), so does the sum: no carry is counted. The values' power of two (their buckets' exponent) only
+  // falls too: it is found again only when a value drops below the lowest of the current one, and a
+  // value's bucket is a shift and an add.
   template <class F>
   void record_falling(std::size_t n, F&& value) noexcept {
     if (n == 0) return;
@@ -141,32 +154,6 @@ class LogHistogram {
     sum_ += static_cast<double>(sum_hi) * 18446744073709551616.0 + static_cast<double>(sum_lo);
     min_ = std::min(min_, v);
     max_ = std::max(max_, first);
-  }
-  // record_each's loop, value(0) = `first` already taken.
-  template <bool kMonotone, class F>
-  void record_loop(std::size_t n, uint64_t first, F& value) noexcept {
-    uint64_t lo = min_, hi = max_;
-    uint64_t sum_lo = 0, sum_hi = 0;  // the sum's 128 bits, its carries counted by hand (fewer registers)
-    uint64_t v = first;
-    for (std::size_t i = 0;;) {
-      ++counts_[bucket_of(v)];
-      sum_lo += v;
-      sum_hi += sum_lo < v;
-      if constexpr (!kMonotone) {
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-      }
-      if (++i == n) break;
-      v = value(i);
-    }
-    if constexpr (kMonotone) {
-      lo = std::min({lo, first, v});
-      hi = std::max({hi, first, v});
-    }
-    count_ += n;
-    sum_ += static_cast<double>(sum_hi) * 18446744073709551616.0 + static_cast<double>(sum_lo);
-    min_ = lo;
-    max_ = hi;
   }
 
   std::array<uint64_t, kBuckets> counts_{};

@@ -202,7 +202,8 @@ void floor_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
 }
 
 // FABEMU_BENCH_CRC=table: the fabric loop's templates use the portable CRC engine (the default is the
-// best this CPU runs, as in the fabric), to compare the engines in the whole loop.
+// best this CPU runs, as in the fabric), to compare the engines in the whole loop. FABEMU_BENCH_CRC=single:
+// the clmul engine with run_crc_batch() off (a run's CRCs one frame at a time; wire.h).
 bool table_crc() {
   static const bool table = [] {
     const char* e = std::getenv("FABEMU_BENCH_CRC");
@@ -749,6 +750,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_dpdk_tx: %s\n", e.what());
     return 2;
   }
+  if (const char* e = std::getenv("FABEMU_BENCH_CRC"); e != nullptr && std::string(e) == "single") {
+    fd::set_run_crc_batch(false);
+  }
+  std::fprintf(stderr, "bench_dpdk_tx: run CRCs %s\n", fd::run_crc_batch() ? "four frames at a time" : "frame by frame");
   int rc = 0;
   try {
     fd::PortConfig cfg;

@@ -136,6 +136,13 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept;
 enum class CrcEngine : uint8_t { kTable, kClmul };
 // kClmul when this CPU runs it (checked once), else kTable: the engine a FrameTemplate starts with.
 CrcEngine best_crc_engine() noexcept;
+// Whether encode_run's kClmul engine computes the CRCs of a run's frames four at a time (header CRC and
+// RoCEv2 ICRC, 512-bit VPCLMULQDQ), where the CPU has AVX-512 F/BW/VL and VPCLMULQDQ: on by default
+// there, never elsewhere. The frames are the same bytes either way; set_run_crc_batch(false) turns it
+// off (tests compare both, the benchmark measures both) and returns whether it is on now.
+bool run_crc_batch_available() noexcept;
+bool run_crc_batch() noexcept;
+bool set_run_crc_batch(bool on) noexcept;
 
 namespace detail {
 // The CRC register operator of a run of zero bytes (RoCEv2 payload and pad), as nibble tables.

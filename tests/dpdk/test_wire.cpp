@@ -557,10 +557,33 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
 // across 2^32 (the run falls back to frame by frame), both modes, both engines, and payloads written or
 // vouched for as zero (payload_zero, frames pre-zeroed). The frames between runs of other kinds keep the
 // template's caches honest.
+// The engines for encode_run: each of engines(), and kClmul once more with run_crc_batch() on (its CRCs
+// four frames at a time) where the CPU has AVX-512 and VPCLMULQDQ.
+struct RunEngine {
+  CrcEngine engine;
+  bool batch;
+};
+std::vector<RunEngine> run_engines() {
+  std::vector<RunEngine> e;
+  for (const CrcEngine c : engines()) e.push_back({c, false});
+  if (run_crc_batch_available()) e.push_back({CrcEngine::kClmul, true});
+  return e;
+}
+
+TEST(FrameTemplate, RunCrcBatchIsOnWhereTheCpuHasIt) {
+  EXPECT_EQ(run_crc_batch(), run_crc_batch_available());
+  EXPECT_FALSE(set_run_crc_batch(false));
+  EXPECT_FALSE(run_crc_batch());
+  EXPECT_EQ(set_run_crc_batch(true), run_crc_batch_available());
+  if (!run_crc_batch_available()) GTEST_SKIP() << "this CPU has no AVX-512 VPCLMULQDQ: runs' CRCs frame by frame only";
+}
+
 TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
   constexpr size_t kRoom = 9200;
-  for (const CrcEngine engine : engines()) {
-    SCOPED_TRACE(engine_name(engine));
+  const bool batch_before = run_crc_batch();
+  for (const auto [engine, batch] : run_engines()) {
+    SCOPED_TRACE(std::string(engine_name(engine)) + (batch ? ", four frames at a time" : ""));
+    set_run_crc_batch(batch);
     std::mt19937_64 rng(9191);
     std::vector<Bytes> bufs(40, Bytes(kRoom));
     std::vector<uint8_t*> frames;
@@ -649,6 +672,7 @@ TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
     EXPECT_GT(fallback_runs, 10u);
     EXPECT_GT(wrapped_runs, 3u);
   }
+  set_run_crc_batch(batch_before);
 }
 
 TEST(FrameTemplate, RunsRefuseWhatEncodeWouldNot) {

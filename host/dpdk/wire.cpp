@@ -848,7 +848,7 @@ struct Encoder {
   struct Clmul {
     static constexpr bool kBatch = true;
     // Frame i of a run (i = 0, 1, ...): lanes j of the first four, dwords [seq + j, 0, offset_lo + j * stride,
-    // 0]; then + step() per four.
+    // 0]; run_step4() moves them on by four frames.
     FABEMU_VPCLMUL_TARGET static __m512i run_fields4(uint32_t seq, uint32_t offset_lo, uint32_t stride) noexcept {
       const auto i = [](uint32_t v) { return static_cast<int>(v); };
       return _mm512_set_epi32(0, i(offset_lo + 3 * stride), 0, i(seq + 3), 0, i(offset_lo + 2 * stride), 0, i(seq + 2),

@@ -1047,6 +1047,21 @@ struct Encoder {
   template <class Crc, bool kRoce, bool kZero, bool kBatch>
   [[gnu::always_inline]] static inline void full_frames(FrameTemplate& t, const FullFrames& r, Bth& b,
                                                         uint32_t full) noexcept;
+  // full_frames of the mode and payload kind given (a function, not a lambda: inlined, it takes on the
+  // caller's instruction set, as full_frames does).
+  template <class Crc, bool kBatch>
+  [[gnu::always_inline]] static inline void full_frames_of(FrameTemplate& t, const FullFrames& r, Bth& b,
+                                                           uint32_t full, bool roce, bool zero) noexcept {
+    if (roce && zero) {
+      full_frames<Crc, true, true, kBatch>(t, r, b, full);
+    } else if (roce) {
+      full_frames<Crc, true, false, kBatch>(t, r, b, full);
+    } else if (zero) {
+      full_frames<Crc, false, true, kBatch>(t, r, b, full);
+    } else {
+      full_frames<Crc, false, false, kBatch>(t, r, b, full);
+    }
+  }
   static size_t table(FrameTemplate& t, const FrameSpec& spec, std::span<uint8_t> out) noexcept {
     return encode<Table>(t, spec, out);
   }
@@ -1394,28 +1409,14 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
     const FullFrames ff{img, frames, lens, h.seq, h.offset, first.ip_id, stride, pad, udp_len, ip_len,
                         total - ip_end, ip_base, crc_base, sum_base, h.count, h.message_id, h.tx_time_ps};
     // One loop per mode, payload kind and CRC batching: no per-frame test of any, and registers for the rest.
-    bool batch = false;
-    if constexpr (Crc::kBatch) batch = full <= kBatchMax && run_crc_batch();
-    if (batch) {
-      if constexpr (Crc::kBatch) {
-        if (roce && payload_zero) {
-          full_frames<Crc, true, true, true>(t, ff, b, full);
-        } else if (roce) {
-          full_frames<Crc, true, false, true>(t, ff, b, full);
-        } else if (payload_zero) {
-          full_frames<Crc, false, true, true>(t, ff, b, full);
-        } else {
-          full_frames<Crc, false, false, true>(t, ff, b, full);
-        }
+    if constexpr (Crc::kBatch) {
+      if (full <= kBatchMax && run_crc_batch()) {
+        full_frames_of<Crc, true>(t, ff, b, full, roce, payload_zero);
+      } else {
+        full_frames_of<Crc, false>(t, ff, b, full, roce, payload_zero);
       }
-    } else if (roce && payload_zero) {
-      full_frames<Crc, true, true, false>(t, ff, b, full);
-    } else if (roce) {
-      full_frames<Crc, true, false, false>(t, ff, b, full);
-    } else if (payload_zero) {
-      full_frames<Crc, false, true, false>(t, ff, b, full);
     } else {
-      full_frames<Crc, false, false, false>(t, ff, b, full);
+      full_frames_of<Crc, false>(t, ff, b, full, roce, payload_zero);
     }
   }
   if (full < n) {  // the message's shorter last packet, or the only one

@@ -28,8 +28,8 @@
 //   FrameTemplate, for the speed-up.
 // <mode>_nosender/...: the same loop with the packets from counters instead of the Sender (a burst at a
 //   time, no selective-repeat state, no ACKs): what the Sender costs.
-// encode/..., decode/... and sender/...: framing, the receive side's decode and the Sender alone (at their
-// functions below).
+// encode/..., encode_run/..., decode/... and sender/...: framing (a frame, a run), the receive side's decode
+// and the Sender alone (at their functions below).
 // dev null: net_null (frees every frame it is given). dev ring: a ring pair (rte_eth_from_rings); the
 //   loop drains the far end (rx_burst + free) in the same thread after each burst, for every case alike.
 //
@@ -203,7 +203,8 @@ void floor_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
 
 // FABEMU_BENCH_CRC=table: the fabric loop's templates use the portable CRC engine (the default is the
 // best this CPU runs, as in the fabric), to compare the engines in the whole loop. FABEMU_BENCH_CRC=single:
-// the clmul engine with run_crc_batch() off (a run's CRCs one frame at a time; wire.h).
+// the clmul engine with run_crc_batch() off (a run's CRCs one frame at a time; wire.h);
+// FABEMU_BENCH_CRC=lanes2: two frames at a time where the CPU runs four (the default is the widest).
 bool table_crc() {
   static const bool table = [] {
     const char* e = std::getenv("FABEMU_BENCH_CRC");
@@ -533,36 +534,77 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
 // encode/<mode>/<bytes>B/<engine>: encode(FrameTemplate&) alone, 32 frames of one flow per iteration into
 // a buffer in cache (no mbufs, no device): the framing's own cost per CRC engine. The fields change per
 // frame as in the fabric's loop (seq, offset, time, ip id); one message size, so the caches hit.
-void encode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::CrcEngine engine) {
+// The data frame spec of encode_only and encode_run_only: rank 0 to rank 1, 64-packet messages.
+fd::FrameSpec encode_spec(fd::WireMode mode, uint32_t payload) {
   fd::FrameSpec s;
   s.mode = mode;
   s.src = endpoint(0);
   s.dst = endpoint(1);
   s.bth.dest_qp = 2;
+  s.hdr = fd::FabemuHeader{fd::PacketKind::kData, 0, 0, 1, 0, 0, 64, uint64_t{payload} * 64, 0, 0};
+  s.payload_bytes = payload;
+  return s;
+}
+// s's fields for the frame with this number (0, 1, ...: 64 to a message), sent at time_ps.
+void step_spec(fd::FrameSpec& s, uint64_t frame, uint32_t payload, uint64_t time_ps) {
+  s.ip_id = static_cast<uint16_t>(frame);
+  s.hdr.message_id = frame >> 6;
+  s.hdr.seq = static_cast<uint32_t>(frame & 63);
+  s.hdr.offset = uint64_t{s.hdr.seq} * payload;
+  s.hdr.tx_time_ps = time_ps;
+  s.bth.opcode = fd::rc_send_opcode(s.hdr.seq, 64);
+  s.bth.psn = s.hdr.seq;
+}
+
+void encode_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::CrcEngine engine) {
+  fd::FrameSpec s = encode_spec(mode, payload);
   fd::FrameTemplate t(s);
   if (!t.set_crc_engine(engine)) {
     state.SkipWithError("this CPU cannot run the engine");
     return;
   }
-  s.hdr = fd::FabemuHeader{fd::PacketKind::kData, 0, 0, 1, 0, 0, 64, uint64_t{payload} * 64, 0, 0};
-  s.payload_bytes = payload;
   alignas(64) static uint8_t buf[kBurst][2048];
   uint64_t frames = 0, time_ps = 1'000'000;
   for (auto _ : state) {
     for (uint16_t i = 0; i < kBurst; ++i) {
-      s.ip_id = static_cast<uint16_t>(frames);
-      s.hdr.message_id = frames >> 6;
-      s.hdr.seq = static_cast<uint32_t>(frames & 63);
-      s.hdr.offset = uint64_t{s.hdr.seq} * payload;
-      s.hdr.tx_time_ps = time_ps += 8000;
-      s.bth.opcode = fd::rc_send_opcode(s.hdr.seq, 64);
-      s.bth.psn = s.hdr.seq;
+      step_spec(s, frames, payload, time_ps += 8000);
       benchmark::DoNotOptimize(fd::encode(t, s, buf[i]));
       ++frames;
     }
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(static_cast<int64_t>(frames));
+}
+
+// encode_run/<mode>/<bytes>B/<crc>: encode_run alone, a run of 32 frames (half a 64-packet message: its
+// Middle packets, and its First or Last) per iteration into zeroed buffers in cache (payload_zero: the
+// fabric's zero pool), no mbufs, no device: the run framing's own cost per CRC engine and batch width.
+// crc: table, clmul (frame by frame), clmul_x2 and clmul_x4 (run_crc_batch() 2 or 4; skipped where the
+// CPU does not run that width).
+void encode_run_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::CrcEngine engine,
+                     unsigned lanes) {
+  fd::FrameSpec s = encode_spec(mode, payload);
+  fd::FrameTemplate t(s);
+  if (!t.set_crc_engine(engine) || !fd::run_crc_batch_runs(lanes)) {
+    state.SkipWithError("this CPU cannot run the engine or batch width");
+    return;
+  }
+  const unsigned lanes_before = fd::run_crc_batch();
+  fd::set_run_crc_batch(lanes);
+  alignas(64) static uint8_t buf[kBurst][2048];
+  std::memset(buf, 0, sizeof buf);
+  uint8_t* frames[kBurst];
+  for (uint16_t i = 0; i < kBurst; ++i) frames[i] = buf[i];
+  uint16_t lens[kBurst];
+  uint64_t n = 0, time_ps = 1'000'000;
+  for (auto _ : state) {
+    step_spec(s, n, payload, time_ps += 8000);
+    benchmark::DoNotOptimize(fd::encode_run(t, s, kBurst, payload, frames, sizeof buf[0], lens, true));
+    benchmark::ClobberMemory();
+    n += kBurst;
+  }
+  fd::set_run_crc_batch(lanes_before);
+  state.SetItemsProcessed(static_cast<int64_t>(n));
 }
 
 // decode/<mode>/<bytes>B/<sum>: decode() of 32 data frames in cache (the receive side's per-frame
@@ -684,6 +726,18 @@ void register_cases() {
             ("encode/" + std::string(m.name) + size + (e == fd::CrcEngine::kClmul ? "/clmul" : "/table")).c_str(),
             encode_only, m.mode, payload, e);
       }
+      const struct {
+        fd::CrcEngine e;
+        unsigned lanes;
+        const char* name;
+      } runs[] = {{fd::CrcEngine::kTable, 0, "table"},
+                  {fd::CrcEngine::kClmul, 0, "clmul"},
+                  {fd::CrcEngine::kClmul, 2, "clmul_x2"},
+                  {fd::CrcEngine::kClmul, 4, "clmul_x4"}};
+      for (const auto& r : runs) {
+        benchmark::RegisterBenchmark(("encode_run/" + std::string(m.name) + size + "/" + r.name).c_str(),
+                                     encode_run_only, m.mode, payload, r.e, r.lanes);
+      }
     }
   }
   for (const auto& m : modes) {
@@ -750,10 +804,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_dpdk_tx: %s\n", e.what());
     return 2;
   }
-  if (const char* e = std::getenv("FABEMU_BENCH_CRC"); e != nullptr && std::string(e) == "single") {
-    fd::set_run_crc_batch(false);
+  if (const char* e = std::getenv("FABEMU_BENCH_CRC"); e != nullptr) {
+    if (std::string(e) == "single") fd::set_run_crc_batch(0);
+    if (std::string(e) == "lanes2" && fd::set_run_crc_batch(2) != 2) {
+      std::fprintf(stderr, "bench_dpdk_tx: FABEMU_BENCH_CRC=lanes2: this CPU has no AVX2 VPCLMULQDQ\n");
+      return 2;
+    }
   }
-  std::fprintf(stderr, "bench_dpdk_tx: run CRCs %s\n", fd::run_crc_batch() ? "four frames at a time" : "frame by frame");
+  if (fd::run_crc_batch() == 0) {
+    std::fprintf(stderr, "bench_dpdk_tx: run CRCs frame by frame\n");
+  } else {
+    std::fprintf(stderr, "bench_dpdk_tx: run CRCs %u frames at a time\n", fd::run_crc_batch());
+  }
   int rc = 0;
   try {
     fd::PortConfig cfg;

@@ -692,30 +692,86 @@ FABEMU_CLMUL_TARGET uint32_t header_crc_clmul(const uint8_t* p) noexcept {
   return ~(fold_reduce(x) ^ kInitAcrossBlock);
 }
 
-// Four frames' products at once: 512-bit VPCLMULQDQ on four 128-bit lanes, lane j frame j's pair (the
-// same products as clmul_pair and barrett, lane by lane). Only in functions of this target, called
-// when run_crc_batch() is on.
-#define FABEMU_VPCLMUL_TARGET \
-  __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1,ssse3")))
-// x in each 128-bit lane (the masked form: GCC 12's unmasked one warns of its undefined source).
-FABEMU_VPCLMUL_TARGET inline __m512i bcast4(__m128i x) noexcept { return _mm512_maskz_broadcast_i32x4(0xFFFF, x); }
-// Per lane: its qword 0 times k's qword 0, plus its qword 1 times k's qword 1 (clmul_pair).
-FABEMU_VPCLMUL_TARGET inline __m512i clmul_pair4(__m512i a, __m512i k) noexcept {
-  return _mm512_xor_si512(_mm512_clmulepi64_epi128(a, k, 0x00), _mm512_clmulepi64_epi128(a, k, 0x11));
-}
-// barrett() of each lane; the four registers in lane order.
-FABEMU_VPCLMUL_TARGET inline __m128i barrett4(__m512i r) noexcept {
-  const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFF);
-  const __m512i k = bcast4(_mm_set_epi64x(static_cast<int64_t>(kP33), static_cast<int64_t>(kMu33)));
-  __m512i q = _mm512_clmulepi64_epi128(_mm512_and_si512(r, low32), k, 0x00);
-  q = _mm512_clmulepi64_epi128(_mm512_and_si512(q, low32), k, 0x10);
-  const __m512i x = _mm512_srli_epi64(_mm512_xor_si512(r, q), 32);  // each lane's register in its dword 0
-  return _mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), x));
-}
-// Per 128-bit lane: dwords 0 and 2 byte-swapped, dwords 1 and 3 zero (two fields, each zero-extended).
-FABEMU_VPCLMUL_TARGET inline __m512i swap_dwords02() noexcept {
-  return bcast4(_mm_set_epi8(-1, -1, -1, -1, 8, 9, 10, 11, -1, -1, -1, -1, 0, 1, 2, 3));
-}
+// A run's CRCs several frames at a time (run_crc_batch()): wire_crc_lanes.inc once per vector width, lane
+// j of a vector frame j's pair of fields (the same products as clmul_pair and barrett, lane by lane). Only
+// in functions of the width's instruction set, called when run_crc_batch() is that width.
+
+// Four frames a vector: 512-bit VPCLMULQDQ (AVX-512 F/BW/VL).
+namespace lanes4 {
+#define FABEMU_LANES_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1,ssse3")))
+struct Lanes {
+  using V = __m512i;
+  static constexpr uint32_t kLanes = 4;
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V bcast(__m128i x) noexcept {
+    return _mm512_maskz_broadcast_i32x4(0xFFFF, x);
+  }
+  template <class F>
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V per_lane(F f) noexcept {
+    V v = _mm512_zextsi128_si512(f(0));
+    v = _mm512_inserti32x4(v, f(1), 1);
+    v = _mm512_inserti32x4(v, f(2), 2);
+    return _mm512_inserti32x4(v, f(3), 3);
+  }
+  template <int kImm>
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V clmul(V a, V k) noexcept {
+    return _mm512_clmulepi64_epi128(a, k, kImm);
+  }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V xor_(V a, V b) noexcept { return _mm512_xor_si512(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V and_(V a, V b) noexcept { return _mm512_and_si512(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V or_(V a, V b) noexcept { return _mm512_or_si512(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V add32(V a, V b) noexcept { return _mm512_add_epi32(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V shuffle8(V a, V s) noexcept { return _mm512_shuffle_epi8(a, s); }
+  // The masked forms here and in bcast: GCC 12's unmasked ones warn of their undefined sources.
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static __m128i dword1s(V x) noexcept {
+    const V idx = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 13, 9, 5, 1);
+    return _mm512_maskz_extracti32x4_epi32(0xF, _mm512_maskz_permutexvar_epi32(0xF, idx, x), 0);
+  }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V to_dword2(__m128i x) noexcept {
+    const V idx = _mm512_set_epi32(0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0);
+    return _mm512_maskz_permutexvar_epi32(0x4444, idx, _mm512_zextsi128_si512(x));
+  }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static void store(uint32_t* p, __m128i x) noexcept {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), x);
+  }
+};
+#include "host/dpdk/wire_crc_lanes.inc"
+#undef FABEMU_LANES_TARGET
+}  // namespace lanes4
+
+// Two frames a vector: 256-bit VPCLMULQDQ (AVX2; Zen 3, Ice Lake and later, without AVX-512 on some).
+namespace lanes2 {
+#define FABEMU_LANES_TARGET __attribute__((target("avx2,vpclmulqdq,pclmul,sse4.1,ssse3")))
+struct Lanes {
+  using V = __m256i;
+  static constexpr uint32_t kLanes = 2;
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V bcast(__m128i x) noexcept { return _mm256_broadcastsi128_si256(x); }
+  template <class F>
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V per_lane(F f) noexcept {
+    return _mm256_set_m128i(f(1), f(0));
+  }
+  template <int kImm>
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V clmul(V a, V k) noexcept {
+    return _mm256_clmulepi64_epi128(a, k, kImm);
+  }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V xor_(V a, V b) noexcept { return _mm256_xor_si256(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V and_(V a, V b) noexcept { return _mm256_and_si256(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V or_(V a, V b) noexcept { return _mm256_or_si256(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V add32(V a, V b) noexcept { return _mm256_add_epi32(a, b); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V shuffle8(V a, V s) noexcept { return _mm256_shuffle_epi8(a, s); }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static __m128i dword1s(V x) noexcept {
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(x, _mm256_set_epi32(0, 0, 0, 0, 0, 0, 5, 1)));
+  }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static V to_dword2(__m128i x) noexcept {
+    const V idx = _mm256_set_epi32(0, 1, 0, 0, 0, 0, 0, 0);
+    return _mm256_blend_epi32(_mm256_setzero_si256(), _mm256_permutevar8x32_epi32(_mm256_zextsi128_si256(x), idx), 0x44);
+  }
+  [[gnu::always_inline]] FABEMU_LANES_TARGET static void store(uint32_t* p, __m128i x) noexcept {
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(p), x);
+  }
+};
+#include "host/dpdk/wire_crc_lanes.inc"
+#undef FABEMU_LANES_TARGET
+}  // namespace lanes2
 #endif
 
 }  // namespace
@@ -732,28 +788,35 @@ CrcEngine best_crc_engine() noexcept {
 #endif
 }
 
-bool run_crc_batch_available() noexcept {
+unsigned run_crc_batch_widest() noexcept {
 #if defined(FABEMU_HAVE_CLMUL)
-  static const bool vpclmul = [] {
+  static const unsigned widest = [] {
     __builtin_cpu_init();
-    return best_crc_engine() == CrcEngine::kClmul && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("vpclmulqdq");
+    if (best_crc_engine() != CrcEngine::kClmul || !__builtin_cpu_supports("vpclmulqdq")) return 0u;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
+      return 4u;
+    }
+    return __builtin_cpu_supports("avx2") ? 2u : 0u;
   }();
-  return vpclmul;
+  return widest;
 #else
-  return false;
+  return 0;
 #endif
 }
 
+bool run_crc_batch_runs(unsigned lanes) noexcept {
+  return lanes == 0 || ((lanes == 2 || lanes == 4) && lanes <= run_crc_batch_widest());
+}
+
 namespace {
-std::atomic<bool> g_run_crc_batch{run_crc_batch_available()};
+std::atomic<unsigned> g_run_crc_batch{run_crc_batch_widest()};
 }  // namespace
 
-bool run_crc_batch() noexcept { return g_run_crc_batch.load(std::memory_order_relaxed); }
+unsigned run_crc_batch() noexcept { return g_run_crc_batch.load(std::memory_order_relaxed); }
 
-bool set_run_crc_batch(bool on) noexcept {
-  g_run_crc_batch.store(on && run_crc_batch_available(), std::memory_order_relaxed);
+unsigned set_run_crc_batch(unsigned lanes) noexcept {
+  if (run_crc_batch_runs(lanes)) g_run_crc_batch.store(lanes, std::memory_order_relaxed);
   return run_crc_batch();
 }
 
@@ -847,25 +910,14 @@ struct Encoder {
   // PCLMULQDQ: one product per 4-byte field against a constant, the products XORed, one reduction.
   struct Clmul {
     static constexpr bool kBatch = true;
-    // Frame i of a run (i = 0, 1, ...): lanes j of the first four, dwords [seq + j, 0, offset_lo + j * stride,
-    // 0]; run_step4() moves them on by four frames.
-    FABEMU_VPCLMUL_TARGET static __m512i run_fields4(uint32_t seq, uint32_t offset_lo, uint32_t stride) noexcept {
-      const auto i = [](uint32_t v) { return static_cast<int>(v); };
-      return _mm512_set_epi32(0, i(offset_lo + 3 * stride), 0, i(seq + 3), 0, i(offset_lo + 2 * stride), 0, i(seq + 2),
-                              0, i(offset_lo + stride), 0, i(seq + 1), 0, i(offset_lo), 0, i(seq));
-    }
-    FABEMU_VPCLMUL_TARGET static __m512i run_step4(uint32_t stride) noexcept {
-      return bcast4(_mm_set_epi32(0, static_cast<int>(4 * stride), 0, 4));
-    }
-    // moving() of a run's frames i = 0 .. n-1 (seq + i, offset_lo + i * stride) into moving[i], four at a
-    // time: `moving` has room for n rounded up to a multiple of 4.
-    [[gnu::noinline]] FABEMU_VPCLMUL_TARGET static void moving_batch(uint32_t seq, uint32_t offset_lo, uint32_t stride,
-                                                                     uint32_t n, uint32_t* moving) noexcept {
-      const __m512i k = bcast4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kHeaderK + 1)));
-      const __m512i swap = swap_dwords02(), step = run_step4(stride);
-      __m512i v = run_fields4(seq, offset_lo, stride);
-      for (uint32_t i = 0; i < n; i += 4, v = _mm512_add_epi32(v, step)) {
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(moving + i), barrett4(clmul_pair4(_mm512_shuffle_epi8(v, swap), k)));
+    // moving() of a run's frames i = 0 .. n-1 (seq + i, offset_lo + i * stride) into moving[i], `lanes`
+    // (run_crc_batch(): 2 or 4) at a time: `moving` has room for n rounded up to a multiple of 4.
+    [[gnu::noinline]] static void moving_batch(unsigned lanes, uint32_t seq, uint32_t offset_lo, uint32_t stride,
+                                               uint32_t n, uint32_t* moving) noexcept {
+      if (lanes == 4) {
+        lanes4::moving_batch(seq, offset_lo, stride, n, moving);
+      } else {
+        lanes2::moving_batch(seq, offset_lo, stride, n, moving);
       }
     }
     FABEMU_CLMUL_TARGET static uint32_t header(const FabemuHeader& h) noexcept {
@@ -928,41 +980,16 @@ struct Encoder {
       // icrc[i] of frames i = 0 .. n-1 as Middle packets (BTH word 0 `w0_middle`, A clear, PSN = seq mod
       // 2^24), IPv4 ids ip_id + i (mod 2^16); the header CRC part crc_base (key_crc ^ fixed) and key_crc as
       // full_frames has them. A message's first and last packets are not Middle ones: their icrc[i] is
-      // not theirs. Four frames at a time: both arrays have room for n rounded up to a multiple of 4.
-      [[gnu::noinline]] FABEMU_VPCLMUL_TARGET void batch(uint32_t seq, uint32_t offset_lo, uint32_t stride, uint16_t ip_id,
-                                                         uint32_t n, uint32_t crc_base, uint32_t key_crc,
-                                                         uint32_t w0_middle, uint32_t* moving,
-                                                         uint32_t* icrc) const noexcept {
-        const __m512i kmov = bcast4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kHeaderK + 1)));
-        const __m512i kid = bcast4(_mm_load_si128(reinterpret_cast<const __m128i*>(id_crc_k_)));
-        const __m512i kbth = bcast4(_mm_load_si128(reinterpret_cast<const __m128i*>(bth_k_)));
-        const __m512i lens = bcast4(lens_);
-        const __m512i swap = swap_dwords02(), step = run_step4(stride);
-        // BTH bytes 0-1 as the register reads them, in each lane's dword 0; the PSN (dword 0's low three
-        // bytes, byte-swapped) into dword 2.
-        const __m512i bth0 = bcast4(_mm_set_epi32(0, 0, 0, static_cast<int>(__builtin_bswap32(w0_middle & 0xFFFF0000u))));
-        const __m512i psn_mask = bcast4(_mm_set_epi32(0, 0, 0, 0xFFFFFF));
-        const __m512i to_psn = bcast4(_mm_set_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, -1, -1, -1, -1));
-        const __m512i id_step = bcast4(_mm_set_epi32(0, 0, 0, 4)), id_mask = bcast4(_mm_set_epi32(0, 0, 0, 0xFFFF));
-        const __m512i to_dword2 = _mm512_set_epi32(0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0);
-        const __m128i bswap4 = _mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
-        const __m128i base = _mm_set1_epi32(static_cast<int>(crc_base));
-        const __m128i keys = _mm_set1_epi32(static_cast<int>(key_crc ^ key_));
-        const __m128i ones = _mm_set1_epi32(-1);
-        __m512i v = run_fields4(seq, offset_lo, stride);
-        const auto id = [ip_id](uint32_t j) { return static_cast<int>(ip_id + j); };
-        __m512i ids = _mm512_set_epi32(0, 0, 0, id(3), 0, 0, 0, id(2), 0, 0, 0, id(1), 0, 0, 0, id(0));
-        for (uint32_t i = 0; i < n; i += 4, v = _mm512_add_epi32(v, step), ids = _mm512_add_epi32(ids, id_step)) {
-          const __m128i m = barrett4(clmul_pair4(_mm512_shuffle_epi8(v, swap), kmov));
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(moving + i), m);
-          // frame()'s at_crc: key_ ^ fields ^ bswap32(crc), fields = crc_base ^ m ^ key_crc, crc = ~(crc_base ^ m).
-          const __m128i x = _mm_xor_si128(m, base);
-          const __m128i at = _mm_xor_si128(_mm_xor_si128(x, keys), _mm_shuffle_epi8(_mm_xor_si128(x, ones), bswap4));
-          const __m512i p1 = _mm512_or_si512(_mm512_shuffle_epi8(_mm512_and_si512(ids, id_mask), swap),
-                                             _mm512_maskz_permutexvar_epi32(0x4444, to_dword2, bcast4(at)));
-          const __m512i p2 = _mm512_or_si512(_mm512_shuffle_epi8(_mm512_and_si512(v, psn_mask), to_psn), bth0);
-          const __m512i r = _mm512_xor_si512(lens, _mm512_xor_si512(clmul_pair4(p1, kid), clmul_pair4(p2, kbth)));
-          _mm_storeu_si128(reinterpret_cast<__m128i*>(icrc + i), barrett4(r));
+      // not theirs. `lanes` (2 or 4) at a time: both arrays have room for n rounded up to a multiple of 4.
+      [[gnu::noinline]] void batch(unsigned lanes, uint32_t seq, uint32_t offset_lo, uint32_t stride, uint16_t ip_id,
+                                   uint32_t n, uint32_t crc_base, uint32_t key_crc, uint32_t w0_middle,
+                                   uint32_t* moving, uint32_t* icrc) const noexcept {
+        if (lanes == 4) {
+          lanes4::icrc_batch(id_crc_k_, bth_k_, lens_, key_, seq, offset_lo, stride, ip_id, n, crc_base, key_crc,
+                             w0_middle, moving, icrc);
+        } else {
+          lanes2::icrc_batch(id_crc_k_, bth_k_, lens_, key_, seq, offset_lo, stride, ip_id, n, crc_base, key_crc,
+                             w0_middle, moving, icrc);
         }
       }
       FABEMU_CLMUL_TARGET uint32_t frame(uint16_t ip_id, uint16_t bth_head, uint32_t bth_psn, uint32_t fields,
@@ -1041,6 +1068,7 @@ struct Encoder {
     uint64_t sum_base;
     uint32_t count;
     uint64_t message_id, tx_time_ps;
+    unsigned lanes;  // run_crc_batch() when full_frames batches (kBatch)
   };
   // kBatch: the CRCs of the frames from Crc's batch functions first (run_crc_batch(); full <= kBatchMax).
   static constexpr uint32_t kBatchMax = 64;
@@ -1286,16 +1314,16 @@ template <class Crc, bool kRoce, bool kZero, bool kBatch>
       return 0;
     }
   }();
-  // kBatch: every frame's moving CRC part, and in RoCEv2 mode its ICRC register as a Middle packet, four
+  // kBatch: every frame's moving CRC part, and in RoCEv2 mode its ICRC register as a Middle packet, r.lanes
   // frames at a time before the loop.
   alignas(16) uint32_t moving_of[kBatch ? kBatchMax : 1];
   alignas(16) uint32_t icrc_of[kBatch && kRoce ? kBatchMax : 1];
   if constexpr (kBatch) {
     if constexpr (kRoce) {
-      icrc_run.batch(r.seq, static_cast<uint32_t>(r.offset), stride, r.ip_id, full, crc_base, key_crc, w0_middle,
+      icrc_run.batch(r.lanes, r.seq, static_cast<uint32_t>(r.offset), stride, r.ip_id, full, crc_base, key_crc, w0_middle,
                      moving_of, icrc_of);
     } else {
-      Crc::moving_batch(r.seq, static_cast<uint32_t>(r.offset), stride, full, moving_of);
+      Crc::moving_batch(r.lanes, r.seq, static_cast<uint32_t>(r.offset), stride, full, moving_of);
     }
   }
   uint32_t seq = r.seq;
@@ -1407,10 +1435,11 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
     const uint32_t crc_base = t.key_crc_ ^ Crc::fixed(id_lo, time_lo);
     const uint64_t sum_base = t.key_sum_ + 2 * udp_len + id_lo + time_lo;
     const FullFrames ff{img, frames, lens, h.seq, h.offset, first.ip_id, stride, pad, udp_len, ip_len,
-                        total - ip_end, ip_base, crc_base, sum_base, h.count, h.message_id, h.tx_time_ps};
+                        total - ip_end, ip_base, crc_base, sum_base, h.count, h.message_id, h.tx_time_ps,
+                        run_crc_batch()};
     // One loop per mode, payload kind and CRC batching: no per-frame test of any, and registers for the rest.
     if constexpr (Crc::kBatch) {
-      if (full <= kBatchMax && run_crc_batch()) {
+      if (full <= kBatchMax && ff.lanes != 0) {
         full_frames_of<Crc, true>(t, ff, b, full, roce, payload_zero);
       } else {
         full_frames_of<Crc, false>(t, ff, b, full, roce, payload_zero);

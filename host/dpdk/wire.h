@@ -136,13 +136,16 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept;
 enum class CrcEngine : uint8_t { kTable, kClmul };
 // kClmul when this CPU runs it (checked once), else kTable: the engine a FrameTemplate starts with.
 CrcEngine best_crc_engine() noexcept;
-// Whether encode_run's kClmul engine computes the CRCs of a run's frames four at a time (header CRC and
-// RoCEv2 ICRC, 512-bit VPCLMULQDQ), where the CPU has AVX-512 F/BW/VL and VPCLMULQDQ: on by default
-// there, never elsewhere. The frames are the same bytes either way; set_run_crc_batch(false) turns it
-// off (tests compare both, the benchmark measures both) and returns whether it is on now.
-bool run_crc_batch_available() noexcept;
-bool run_crc_batch() noexcept;
-bool set_run_crc_batch(bool on) noexcept;
+// How many frames of a run encode_run's kClmul engine computes the CRCs of at a time (header CRC and RoCEv2
+// ICRC, with VPCLMULQDQ): 4 (512-bit vectors: the CPU has AVX-512 F/BW/VL and VPCLMULQDQ), 2 (256-bit:
+// AVX2 and VPCLMULQDQ, as Zen 3 has), or 0 (frame by frame). The widest the CPU runs is the default
+// (checked once). The frames are the same bytes at every width; set_run_crc_batch(lanes) picks a width
+// the CPU runs (run_crc_batch_runs: 0 always; tests compare them all, the benchmark measures them) and
+// returns the width now (unchanged when the CPU does not run `lanes`).
+unsigned run_crc_batch_widest() noexcept;
+bool run_crc_batch_runs(unsigned lanes) noexcept;
+unsigned run_crc_batch() noexcept;
+unsigned set_run_crc_batch(unsigned lanes) noexcept;
 
 namespace detail {
 // The CRC register operator of a run of zero bytes (RoCEv2 payload and pad), as nibble tables.

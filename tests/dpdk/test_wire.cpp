@@ -557,33 +557,44 @@ TEST(FrameTemplate, RandomSpecsSameBytesAsEncode) {
 // across 2^32 (the run falls back to frame by frame), both modes, both engines, and payloads written or
 // vouched for as zero (payload_zero, frames pre-zeroed). The frames between runs of other kinds keep the
 // template's caches honest.
-// The engines for encode_run: each of engines(), and kClmul once more with run_crc_batch() on (its CRCs
-// four frames at a time) where the CPU has AVX-512 and VPCLMULQDQ.
+// The engines for encode_run: each of engines() frame by frame, and kClmul once more at each batch width
+// the CPU runs (its CRCs two frames at a time with AVX2 and VPCLMULQDQ, four with AVX-512).
 struct RunEngine {
   CrcEngine engine;
-  bool batch;
+  unsigned lanes;
 };
 std::vector<RunEngine> run_engines() {
   std::vector<RunEngine> e;
-  for (const CrcEngine c : engines()) e.push_back({c, false});
-  if (run_crc_batch_available()) e.push_back({CrcEngine::kClmul, true});
+  for (const CrcEngine c : engines()) e.push_back({c, 0});
+  for (const unsigned lanes : {2u, 4u}) {
+    if (run_crc_batch_runs(lanes)) e.push_back({CrcEngine::kClmul, lanes});
+  }
   return e;
 }
 
-TEST(FrameTemplate, RunCrcBatchIsOnWhereTheCpuHasIt) {
-  EXPECT_EQ(run_crc_batch(), run_crc_batch_available());
-  EXPECT_FALSE(set_run_crc_batch(false));
-  EXPECT_FALSE(run_crc_batch());
-  EXPECT_EQ(set_run_crc_batch(true), run_crc_batch_available());
-  if (!run_crc_batch_available()) GTEST_SKIP() << "this CPU has no AVX-512 VPCLMULQDQ: runs' CRCs frame by frame only";
+TEST(FrameTemplate, RunCrcBatchIsTheWidestTheCpuRuns) {
+  const unsigned widest = run_crc_batch_widest();
+  EXPECT_TRUE(widest == 0 || widest == 2 || widest == 4) << widest;
+  EXPECT_EQ(run_crc_batch(), widest);
+  EXPECT_TRUE(run_crc_batch_runs(0));
+  EXPECT_FALSE(run_crc_batch_runs(1));
+  EXPECT_FALSE(run_crc_batch_runs(3));
+  EXPECT_FALSE(run_crc_batch_runs(8));
+  EXPECT_EQ(run_crc_batch_runs(2), widest >= 2);
+  EXPECT_EQ(run_crc_batch_runs(4), widest == 4);
+  EXPECT_EQ(set_run_crc_batch(0), 0u);
+  EXPECT_EQ(set_run_crc_batch(3), 0u);  // not a width: unchanged
+  EXPECT_EQ(set_run_crc_batch(2), widest >= 2 ? 2u : 0u);
+  EXPECT_EQ(set_run_crc_batch(widest), widest);
+  if (widest == 0) GTEST_SKIP() << "this CPU has no VPCLMULQDQ (with AVX2 or AVX-512): runs' CRCs frame by frame only";
 }
 
 TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
   constexpr size_t kRoom = 9200;
-  const bool batch_before = run_crc_batch();
-  for (const auto [engine, batch] : run_engines()) {
-    SCOPED_TRACE(std::string(engine_name(engine)) + (batch ? ", four frames at a time" : ""));
-    set_run_crc_batch(batch);
+  const unsigned batch_before = run_crc_batch();
+  for (const auto [engine, lanes] : run_engines()) {
+    SCOPED_TRACE(std::string(engine_name(engine)) + (lanes != 0 ? ", " + std::to_string(lanes) + " frames at a time" : ""));
+    ASSERT_EQ(set_run_crc_batch(lanes), lanes);
     std::mt19937_64 rng(9191);
     std::vector<Bytes> bufs(40, Bytes(kRoom));
     std::vector<uint8_t*> frames;

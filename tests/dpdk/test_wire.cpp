@@ -686,6 +686,77 @@ TEST(FrameTemplate, RunsSameBytesAsEncodeFrameByFrame) {
   set_run_crc_batch(batch_before);
 }
 
+// A UDP checksum whose complement is 0 goes out as 0xFFFF (RFC 768): one frame in 65535, too rare for
+// the random runs above to meet. Here runs of Middle packets are searched (frame by frame CRCs) until
+// three of each mode hold such a frame, and every engine and batch width writes those runs as encode() does.
+TEST(FrameTemplate, RunsSendAZeroUdpChecksumAsOnes) {
+  constexpr uint32_t kN = 64;
+  constexpr size_t kRoom = 2048;
+  constexpr size_t kUdpSumAt = 14 + 20 + 6;
+  const unsigned batch_before = run_crc_batch();
+  std::vector<Bytes> bufs(kN, Bytes(kRoom));
+  std::vector<uint8_t*> frames;
+  for (Bytes& b : bufs) frames.push_back(b.data());
+  std::vector<uint16_t> lens(kN);
+  Bytes want(kRoom);
+  for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {
+    SCOPED_TRACE(mode == WireMode::kRoceV2 ? "RoCEv2" : "fabemu");
+    FrameSpec s;
+    s.mode = mode;
+    s.payload_bytes = 1024;
+    s.hdr.src_rank = 3;
+    s.hdr.dst_rank = 5;
+    s.hdr.count = 1000;
+    s.hdr.message_length = uint64_t{1000} * 1024;
+    s.hdr.tx_time_ps = 123456789;
+    s.hdr.seq = 1;
+    s.hdr.offset = 1024;
+    std::vector<FrameSpec> found;
+    {
+      ASSERT_EQ(set_run_crc_batch(0), 0u);
+      FrameTemplate t(s);
+      for (uint64_t id = 0; found.size() < 3 && id < 100000; ++id) {
+        s.hdr.message_id = id;
+        s.ip_id = static_cast<uint16_t>(id * 7919);
+        ASSERT_TRUE(encode_run(t, s, kN, 1024, frames.data(), kRoom, lens.data(), true));
+        for (uint32_t i = 0; i < kN; ++i) {
+          if (bufs[i][kUdpSumAt] == 0xFF && bufs[i][kUdpSumAt + 1] == 0xFF) {
+            found.push_back(s);
+            break;
+          }
+        }
+      }
+    }
+    ASSERT_EQ(found.size(), 3u) << "no run with a zero UDP checksum found";
+    for (const auto [engine, lanes] : run_engines()) {
+      SCOPED_TRACE(std::string(engine_name(engine)) + ", " + std::to_string(lanes) + " frames at a time");
+      ASSERT_EQ(set_run_crc_batch(lanes), lanes);
+      for (const FrameSpec& f : found) {
+        FrameTemplate t(f);
+        ASSERT_TRUE(t.set_crc_engine(engine));
+        for (Bytes& b : bufs) std::fill(b.begin(), b.end(), 0);
+        ASSERT_TRUE(encode_run(t, f, kN, 1024, frames.data(), kRoom, lens.data(), true));
+        uint32_t ones = 0;
+        for (uint32_t i = 0; i < kN; ++i) {
+          FrameSpec e = f;
+          e.hdr.seq = f.hdr.seq + i;
+          e.hdr.offset = uint64_t{e.hdr.seq} * 1024;
+          e.ip_id = static_cast<uint16_t>(f.ip_id + i);
+          e.bth.opcode = rc_send_opcode(e.hdr.seq, e.hdr.count);
+          e.bth.psn = e.hdr.seq;
+          const size_t len = encode(e, want);
+          ASSERT_EQ(lens[i], len) << "message " << f.hdr.message_id << " frame " << i;
+          ASSERT_TRUE(std::equal(want.begin(), want.begin() + static_cast<ptrdiff_t>(len), bufs[i].begin()))
+              << "message " << f.hdr.message_id << " frame " << i;
+          ones += want[kUdpSumAt] == 0xFF && want[kUdpSumAt + 1] == 0xFF;
+        }
+        EXPECT_GE(ones, 1u) << "message " << f.hdr.message_id;
+      }
+    }
+  }
+  set_run_crc_batch(batch_before);
+}
+
 TEST(FrameTemplate, RunsRefuseWhatEncodeWouldNot) {
   FrameSpec s = golden_spec(WireMode::kFabemu);
   FrameTemplate t(s);

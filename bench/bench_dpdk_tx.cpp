@@ -607,6 +607,38 @@ void encode_run_only(benchmark::State& state, fd::WireMode mode, uint32_t payloa
   state.SetItemsProcessed(static_cast<int64_t>(n));
 }
 
+// encode_one/<mode>/<bytes>B/<crc>: encode_run of runs of one frame, 32 per iteration, each a one-packet
+// message of its own (message id, time and IP id moving on) into zeroed buffers in cache (payload_zero):
+// the framing of one-packet messages as the fabric's loop runs it (fill_run of a run of one), per CRC
+// engine (table, clmul).
+void encode_one_only(benchmark::State& state, fd::WireMode mode, uint32_t payload, fd::CrcEngine engine) {
+  fd::FrameSpec s = encode_spec(mode, payload);
+  s.hdr.count = 1;
+  s.hdr.message_length = payload;
+  s.bth.opcode = fd::rc_send_opcode(0, 1);
+  s.bth.ack_req = true;
+  fd::FrameTemplate t(s);
+  if (!t.set_crc_engine(engine)) {
+    state.SkipWithError("this CPU cannot run the engine");
+    return;
+  }
+  alignas(64) static uint8_t buf[kBurst][2048];
+  std::memset(buf, 0, sizeof buf);
+  uint16_t len = 0;
+  uint64_t n = 0, time_ps = 1'000'000;
+  for (auto _ : state) {
+    for (uint16_t i = 0; i < kBurst; ++i) {
+      s.ip_id = static_cast<uint16_t>(n);
+      s.hdr.message_id = n++;
+      s.hdr.tx_time_ps = time_ps += 8000;
+      uint8_t* frame = buf[i];
+      benchmark::DoNotOptimize(fd::encode_run(t, s, 1, payload, &frame, sizeof buf[0], &len, true));
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(n));
+}
+
 // decode/<mode>/<bytes>B/<sum>: decode() of 32 data frames in cache (the receive side's per-frame
 // classification: every checksum, the header CRC, and in RoCEv2 mode the UDP checksum in place of the
 // ICRC, as the fabric's receive path runs it), per ones'-complement sum engine (portable, sse2, avx2).
@@ -737,6 +769,13 @@ void register_cases() {
       for (const auto& r : runs) {
         benchmark::RegisterBenchmark(("encode_run/" + std::string(m.name) + size + "/" + r.name).c_str(),
                                      encode_run_only, m.mode, payload, r.e, r.lanes);
+      }
+      if (payload == 0) {
+        for (const auto e : {fd::CrcEngine::kTable, fd::CrcEngine::kClmul}) {
+          benchmark::RegisterBenchmark(
+              ("encode_one/" + std::string(m.name) + size + (e == fd::CrcEngine::kClmul ? "/clmul" : "/table")).c_str(),
+              encode_one_only, m.mode, payload, e);
+        }
       }
     }
   }

@@ -244,6 +244,45 @@ uint64_t sum16(const uint8_t* p, size_t n) noexcept {
   if (n) s += uint64_t{p[0]} << 8;
   return s;
 }
+#if defined(FABEMU_HAVE_AVX2_SUM)
+// all_zero's AVX2 loop: n >= 32; the last 32 bytes by one load that may overlap the ones before.
+[[gnu::target("avx2")]] bool all_zero_avx2(const uint8_t* p, size_t n) noexcept {
+  const auto* q = reinterpret_cast<const __m256i*>(p);  // (a lambda would not inherit the target)
+  __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + n - 32)), b = _mm256_setzero_si256();
+  for (; n >= 128; q += 4, n -= 128) {
+    a = _mm256_or_si256(a, _mm256_or_si256(_mm256_loadu_si256(q), _mm256_loadu_si256(q + 1)));
+    b = _mm256_or_si256(b, _mm256_or_si256(_mm256_loadu_si256(q + 2), _mm256_loadu_si256(q + 3)));
+  }
+  for (; n >= 32; ++q, n -= 32) a = _mm256_or_si256(a, _mm256_loadu_si256(q));
+  a = _mm256_or_si256(a, b);
+  return _mm256_testz_si256(a, a) != 0;
+}
+#endif
+
+// True when the n bytes at p are all zero (a data frame's payload): 32 bytes a load with the AVX2 sum
+// engine, 16 with SSE2, 8 otherwise.
+bool all_zero(const uint8_t* p, size_t n) noexcept {
+#if defined(__SSE2__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  const SumEngine engine = n >= 32 ? g_sum_engine.load(std::memory_order_relaxed) : SumEngine::kPortable;
+#if defined(FABEMU_HAVE_AVX2_SUM)
+  if (engine == SumEngine::kAvx2) return all_zero_avx2(p, n);
+#endif
+  if (engine != SumEngine::kPortable) {
+    __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16));
+    for (; n >= 16; p += 16, n -= 16) a = _mm_or_si128(a, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(a, _mm_setzero_si128())) == 0xFFFF;
+  }
+#endif
+  uint64_t acc = 0;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    acc |= w;
+  }
+  for (; n > 0; --n) acc |= *p++;
+  return acc == 0;
+}
+
 uint16_t fold(uint64_t s) noexcept {
   // The two 32-bit halves added with their end-around carry: the residue mod 2^32 - 1 (= 0xFFFF * 0x10001,
   // so the same mod 0xFFFF), 0 only when s is. Then that word's halves the same way, as Linux's
@@ -366,15 +405,23 @@ uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial) no
   return fold(initial + sum16(data.data(), data.size()));
 }
 
-uint32_t roce_icrc(std::span<const uint8_t> f, CrcEngine engine) noexcept {
-  if (f.size() < kL4Off + kBthBytes) return 0;
-  uint8_t masked[kIpv4HeaderBytes + kUdpHeaderBytes + kBthBytes];
-  std::memcpy(masked, f.data() + kEthHeaderBytes, sizeof masked);
+namespace {
+constexpr size_t kIcrcMaskedBytes = kIpv4HeaderBytes + kUdpHeaderBytes + kBthBytes;
+// The IPv4, UDP and BTH bytes of frame `f` as the ICRC covers them: every variant field set to ones.
+void icrc_mask(const uint8_t* f, uint8_t* masked) noexcept {
+  std::memcpy(masked, f + kEthHeaderBytes, kIcrcMaskedBytes);
   masked[1] = 0xFF;                // TOS (DSCP and ECN)
   masked[8] = 0xFF;                // TTL
   masked[10] = masked[11] = 0xFF;  // IP header checksum
   masked[kIpv4HeaderBytes + 6] = masked[kIpv4HeaderBytes + 7] = 0xFF;  // UDP checksum
   masked[kIpv4HeaderBytes + kUdpHeaderBytes + 4] = 0xFF;               // BTH reserved byte
+}
+}  // namespace
+
+uint32_t roce_icrc(std::span<const uint8_t> f, CrcEngine engine) noexcept {
+  if (f.size() < kL4Off + kBthBytes) return 0;
+  uint8_t masked[kIcrcMaskedBytes];
+  icrc_mask(f.data(), masked);
   static constexpr uint8_t kMaskedLrh[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
   uint32_t s = crc_raw(0xFFFFFFFFu, kMaskedLrh, 8);
   s = crc_raw(s, masked, sizeof masked);
@@ -833,6 +880,33 @@ uint32_t crc_bulk(uint32_t s, const uint8_t* p, size_t n, CrcEngine engine) noex
   static_cast<void>(engine);
 #endif
   return crc_raw(s, p, n);
+}
+}  // namespace
+
+namespace {
+// The register advanced over n zero bytes: one product by x^(8n) (two table entries and a product for
+// the operator), by carry-less multiplication with the clmul engine.
+uint32_t crc_zeros(uint32_t s, uint64_t n, CrcEngine engine) noexcept {
+#if defined(FABEMU_HAVE_CLMUL)
+  if (n < 65536 && engine == CrcEngine::kClmul && best_crc_engine() == CrcEngine::kClmul) {
+    return clmul_mulmod(clmul_mulmod(kZeroOps.lo[n & 0xFF], kZeroOps.hi[n >> 8]), s);
+  }
+#else
+  static_cast<void>(engine);
+#endif
+  return crc_raw_zeros(s, n);
+}
+
+// roce_icrc of a frame whose bytes after the fabemu header, up to the ICRC, are `zeros` zero bytes: the
+// masked start and the fabemu header in one buffer (108 bytes: 96 folded, 12 by table), then the zeros
+// by one product. The same value, without reading the payload again.
+uint32_t roce_icrc_zero_body(const uint8_t* f, size_t zeros, CrcEngine engine) noexcept {
+  constexpr size_t kLrh = 8, kHead = kLrh + kIcrcMaskedBytes + kFabemuHeaderBytes;
+  uint8_t buf[kHead];
+  std::memset(buf, 0xFF, kLrh);
+  icrc_mask(f, buf + kLrh);
+  std::memcpy(buf + kLrh + kIcrcMaskedBytes, f + kL4Off + kBthBytes, kFabemuHeaderBytes);
+  return ~crc_zeros(crc_bulk(0xFFFFFFFFu, buf, kHead, engine), zeros, engine);
 }
 }  // namespace
 
@@ -1518,11 +1592,25 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
   if (udp_len != ip_len - kIpv4HeaderBytes) return Verdict::kTruncated;
   const uint32_t src_ip = get32(ip + 12);
   const uint32_t dst_ip = get32(ip + 16);
+  // The bytes after the headers (the payload and, in RoCEv2 mode, its pad) are zeros in every data frame:
+  // the emulator moves sizes, not data. When they are, the UDP checksum and the ICRC are taken over the
+  // headers (and the ICRC) alone, the zeros counted by their length: they add nothing to a ones'
+  // complement sum and move a CRC register by one product, so the results are the full sums', and the
+  // payload is read once, by the zero test, instead of twice. Anything else (a NACK's list, a corrupted
+  // byte, an odd length) takes the full sums, and so do bodies shorter than 64 bytes, where the test and
+  // the split sums cost what they save (RoCEv2 118 B frames: 31 -> 35 ns with them).
+  const bool roce = rules.mode == WireMode::kRoceV2;
+  const size_t head = kUdpHeaderBytes + (roce ? kBthBytes : 0) + kFabemuHeaderBytes;
+  const size_t tail = roce ? kIcrcBytes : 0;
+  const bool zero_body = udp_len >= head + tail + 64 && (udp_len - tail) % 2 == 0 &&
+                         all_zero(udp + head, udp_len - head - tail);
   // A zero UDP checksum ("none") is accepted only in RoCEv2 mode, where the ICRC protects the packet
   // (the RoCEv2 annex lets senders leave it zero).
   const uint16_t udp_csum = get16(udp + 6);
-  if (rules.verify_udp_checksum && (udp_csum != 0 || rules.mode != WireMode::kRoceV2)) {
-    if (fold(pseudo_header_sum(src_ip, dst_ip, static_cast<uint16_t>(udp_len)) + sum16(udp, udp_len)) != 0xFFFF) {
+  if (rules.verify_udp_checksum && (udp_csum != 0 || !roce)) {
+    const uint64_t sum = zero_body ? sum16(udp, head) + (tail != 0 ? sum16(udp + udp_len - tail, tail) : 0)
+                                   : sum16(udp, udp_len);
+    if (fold(pseudo_header_sum(src_ip, dst_ip, static_cast<uint16_t>(udp_len)) + sum) != 0xFFFF) {
       return Verdict::kBadUdpChecksum;
     }
   }
@@ -1553,7 +1641,11 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
     const size_t icrc_off = kUdpOff + udp_len - kIcrcBytes;
     const uint8_t* ic = f + icrc_off;
     const uint32_t want = uint32_t{ic[0]} | uint32_t{ic[1]} << 8 | uint32_t{ic[2]} << 16 | uint32_t{ic[3]} << 24;
-    if (rules.verify_icrc && roce_icrc(frame.first(icrc_off), rules.icrc_engine) != want) return Verdict::kBadIcrc;
+    if (rules.verify_icrc) {
+      const uint32_t got = zero_body ? roce_icrc_zero_body(f, udp_len - head - tail, rules.icrc_engine)
+                                     : roce_icrc(frame.first(icrc_off), rules.icrc_engine);
+      if (got != want) return Verdict::kBadIcrc;
+    }
     l4 += kBthBytes;
     l4_len -= kBthBytes + kIcrcBytes + pad;
   }

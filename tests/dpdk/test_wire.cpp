@@ -1001,6 +1001,66 @@ TEST(Wire, NotOursReasons) {
   for (int v = 0; v < static_cast<int>(kVerdictCount); ++v) EXPECT_FALSE(to_string(static_cast<Verdict>(v)).empty());
 }
 
+// decode() takes a data frame's UDP checksum and ICRC over its headers alone when the bytes after them
+// (payload, RoCEv2 pad) are zero, and over every byte otherwise; both give the checks' true values. Every
+// sum engine and ICRC engine this CPU runs, payloads of 0..1500 bytes (every RoCEv2 pad; below 64 bytes the
+// full sums are taken either way): the zero frame
+// decodes as ours; one payload or pad byte made non-zero is caught (the UDP checksum first, the ICRC when
+// only the UDP checksum is repaired); with both repaired (from the definitions) the frame is ours again,
+// through the full sums, with the same fields.
+TEST(Wire, ZeroPayloadChecksEqualFullChecks) {
+  std::mt19937_64 rng(1071);
+  const SumEngine best = best_sum_engine();
+  int engines = 0, checked = 0;
+  for (const SumEngine e : {SumEngine::kPortable, SumEngine::kSse2, SumEngine::kAvx2}) {
+    if (!set_sum_engine(e)) continue;
+    ++engines;
+    for (const CrcEngine icrc : {CrcEngine::kTable, CrcEngine::kClmul}) {
+      if (icrc == CrcEngine::kClmul && best_crc_engine() != CrcEngine::kClmul) continue;
+      for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {
+        DecodeRules rules = mode == WireMode::kRoceV2 ? kRoceRules : kFabemuRules;
+        rules.icrc_engine = icrc;
+        for (uint32_t payload = 0; payload <= 1500; payload += payload < 80 ? 1 : 37) {
+          SCOPED_TRACE(testing::Message() << "sum engine " << static_cast<int>(e) << " icrc engine "
+                                          << static_cast<int>(icrc) << " mode " << static_cast<int>(mode)
+                                          << " payload " << payload);
+          FrameSpec spec = golden_spec(mode);
+          spec.payload_bytes = payload;
+          spec.hdr.count = 1;
+          spec.hdr.seq = 0;
+          spec.hdr.offset = 0;
+          spec.hdr.message_length = payload;
+          if (mode == WireMode::kRoceV2) spec.bth.opcode = rc_send_opcode(0, 1);
+          const Bytes good = encode_bytes(spec);
+          DecodedFrame d;
+          ASSERT_EQ(decode(good, rules, d), Verdict::kOurs);
+          ASSERT_EQ(d.payload_bytes, payload);
+          const size_t body = kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes + (mode == WireMode::kRoceV2 ? kBthBytes : 0) + kFabemuHeaderBytes;
+          const size_t end = good.size() - (mode == WireMode::kRoceV2 ? kIcrcBytes : 0);
+          if (end == body) continue;  // nothing after the headers
+          Bytes f = good;
+          const size_t at = body + rng() % (end - body);  // a payload or pad byte
+          f[at] = static_cast<uint8_t>(1 + rng() % 255);
+          ASSERT_EQ(decode(f, rules, d), Verdict::kBadUdpChecksum) << "byte " << at;
+          fix_udp(f);
+          if (mode == WireMode::kRoceV2) {
+            ASSERT_EQ(decode(f, rules, d), Verdict::kBadIcrc) << "byte " << at;
+            fix_icrc(f);
+            fix_udp(f);  // the ICRC is in the UDP payload
+          }
+          ASSERT_EQ(decode(f, rules, d), Verdict::kOurs) << "byte " << at;
+          EXPECT_EQ(d.payload_bytes, payload);
+          EXPECT_EQ(d.hdr.message_id, spec.hdr.message_id);
+          ++checked;
+        }
+      }
+    }
+  }
+  ASSERT_TRUE(set_sum_engine(best));
+  EXPECT_GE(engines, 1);
+  EXPECT_GT(checked, 400);
+}
+
 // No single corrupted byte past the MAC addresses yields a frame that decodes as ours.
 TEST(Wire, EverySingleByteCorruptionIsCaught) {
   for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {

@@ -128,6 +128,34 @@ TEST(Sender, SelectiveRepeatTimeoutAndWindow) {
   EXPECT_EQ(tx.next_timeout(), Time::max());
 }
 
+// A NACK passes over words of packets already all acknowledged, and acknowledges everything else it covers
+// from the first packet of the next word on (a word boundary at 64 and at 128); only what it lists is
+// resent, and a NACK of a message whose packets are mostly acknowledged completes it.
+TEST(Sender, NackAfterAcknowledgedWordsAcksTheRest) {
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 100, .window = 2, .rto = 100_us});
+  const uint64_t id = tx.submit(0, 200 * 100);
+  TxPacket p;
+  uint32_t sent = 0;
+  while (tx.next(Time::from_us(1), p)) ++sent;
+  ASSERT_EQ(sent, 200u);
+  EXPECT_FALSE(tx.on_ack(0, id, 64));  // word 0 all acknowledged
+  const uint32_t missing[] = {64, 130};
+  EXPECT_FALSE(tx.on_nack(0, id, 64, 200, missing));
+  ASSERT_TRUE(tx.next(Time::from_us(2), p));
+  EXPECT_EQ(p.seq, 64u);
+  EXPECT_TRUE(p.retransmit);
+  ASSERT_TRUE(tx.next(Time::from_us(2), p));
+  EXPECT_EQ(p.seq, 130u);
+  EXPECT_FALSE(tx.next(Time::from_us(2), p));
+  // 65..127 were acknowledged by the NACK: the next one, listing nothing, leaves only seq 64 and 130 to
+  // acknowledge, and a NACK whose own list is empty from 64 on completes the message.
+  EXPECT_FALSE(tx.on_nack(0, id, 64, 130, {}));  // 64 now arrived too
+  EXPECT_EQ(tx.unacked_messages(), 1u);
+  EXPECT_TRUE(tx.on_nack(0, id, 130, 200, {}));  // and 130
+  EXPECT_EQ(tx.unacked_messages(), 0u);
+  EXPECT_EQ(tx.stats().nack_retransmissions, 2u);
+}
+
 TEST(Sender, CookieOnEveryPacketOfItsMessage) {
   Sender tx(SenderConfig{.destinations = 2, .payload_per_packet = 100, .window = 4, .rto = 100_us});
   EXPECT_EQ(tx.submit(0, 250, 0xC0FFEE), 0u);  // 3 packets

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 
 #include <algorithm>
 #include <array>
@@ -66,6 +67,7 @@ struct RxPathStats {
 // One receive round of a port: up to kRxBursts bursts of kRxBurst frames (fewer when a burst comes short).
 inline constexpr uint16_t kRxBurst = 32;
 inline constexpr int kRxBursts = 8;
+inline constexpr uint16_t kRxPrefetch = 4;  // frames ahead whose heads receive_round prefetches
 
 // The receive loop both receive paths run (RxPath::poll on port B, DpdkFabric on a separate port A): each
 // frame counted in `c` (frames_rx, frame_bytes_rx, not_ours, not_ours_by_verdict: RxPathStats or
@@ -79,7 +81,16 @@ inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint
   rte_mbuf* pkts[kRxBurst];
   for (int b = 0; b < kRxBursts; ++b) {
     const uint16_t n = port.rx_burst(pkts, kRxBurst);
+    // The frames were written on another core: their heads are fetched kRxPrefetch frames ahead of the
+    // decode (as DPDK's l3fwd does), so the misses overlap instead of coming one after another.
+    for (uint16_t i = 0; i < n; ++i) rte_prefetch0(pkts[i]);  // the mbufs: data address and lengths
+    for (uint16_t i = 0; i < n && i < kRxPrefetch; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], const void*));
     for (uint16_t i = 0; i < n; ++i) {
+      if (i + kRxPrefetch < n) {
+        const auto* ahead = rte_pktmbuf_mtod(pkts[i + kRxPrefetch], const uint8_t*);
+        rte_prefetch0(ahead);
+        rte_prefetch0(ahead + RTE_CACHE_LINE_SIZE);
+      }
       rte_mbuf* m = pkts[i];
       any = true;
       ++c.frames_rx;

@@ -274,8 +274,13 @@ inline uint64_t fill_run(rte_mbuf* const* ms, uint32_t n, FrameTemplate& flow, c
   if (!encode_run(flow, first, n, last_bytes, frames, room, lens, zero_pool)) return 0;
   uint64_t bytes = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    ms[i]->data_len = lens[i];
-    ms[i]->pkt_len = lens[i];
+    // Stored only when they change (a zero pool's mbufs mostly carry frames of one length): an mbuf
+    // header left unwritten stays shared between the cores that read it (a ring pair's receive lcore
+    // reads the same mbufs; DPDK frees them without writing them).
+    if (ms[i]->data_len != lens[i] || ms[i]->pkt_len != lens[i]) {
+      ms[i]->data_len = lens[i];
+      ms[i]->pkt_len = lens[i];
+    }
     bytes += lens[i];
   }
   return bytes;

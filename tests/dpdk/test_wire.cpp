@@ -1004,10 +1004,9 @@ TEST(Wire, NotOursReasons) {
 // decode() takes a data frame's UDP checksum and ICRC over its headers alone when the bytes after them
 // (payload, RoCEv2 pad) are zero, and over every byte otherwise; both give the checks' true values. Every
 // sum engine and ICRC engine this CPU runs, payloads of 0..1500 bytes (every RoCEv2 pad; below 64 bytes the
-// full sums are taken either way): the zero frame
-// decodes as ours; one payload or pad byte made non-zero is caught (the UDP checksum first, the ICRC when
-// only the UDP checksum is repaired); with both repaired (from the definitions) the frame is ours again,
-// through the full sums, with the same fields.
+// full sums are taken either way): the zero frame decodes as ours; one payload or pad byte made non-zero is
+// caught (the UDP checksum first, the ICRC when only the UDP checksum is repaired); with both repaired (from
+// the definitions) the frame is ours again, through the full sums, with the same fields.
 TEST(Wire, ZeroPayloadChecksEqualFullChecks) {
   std::mt19937_64 rng(1071);
   const SumEngine best = best_sum_engine();
@@ -1035,7 +1034,8 @@ TEST(Wire, ZeroPayloadChecksEqualFullChecks) {
           DecodedFrame d;
           ASSERT_EQ(decode(good, rules, d), Verdict::kOurs);
           ASSERT_EQ(d.payload_bytes, payload);
-          const size_t body = kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes + (mode == WireMode::kRoceV2 ? kBthBytes : 0) + kFabemuHeaderBytes;
+          const size_t body = kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes +
+                              (mode == WireMode::kRoceV2 ? kBthBytes : 0) + kFabemuHeaderBytes;
           const size_t end = good.size() - (mode == WireMode::kRoceV2 ? kIcrcBytes : 0);
           if (end == body) continue;  // nothing after the headers
           Bytes f = good;

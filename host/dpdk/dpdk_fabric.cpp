@@ -532,8 +532,10 @@ void DpdkFabric::transmit() {
   // With pacing (dilation > 0) the Sender gives only the new packets that are due (pace_run); without
   // it, all of them. Either way a run of one message at a time (Sender::next_runs, fill_run).
   const bool paced = !clock_.as_fast_as_possible();
-  const emu::Time wall = clock_.wall();
-  const emu::Time stamp = paced ? clock_.emulated() : engine_.now();
+  // One clock reading for the pacing's now and the frames' stamp (the emulated time of the same instant).
+  const uint64_t now_ticks = clock_.ticks();
+  const emu::Time wall = clock_.wall_at(now_ticks);
+  const emu::Time stamp = paced ? clock_.emulated_at(now_ticks) : engine_.now();
   pace_now_ps_ = wall.ps();
   const RunGate gate =
       paced ? RunGate{[](void* self, const TxRun& r) { return static_cast<DpdkFabric*>(self)->pace_run(r); }, this}

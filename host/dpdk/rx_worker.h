@@ -68,6 +68,7 @@ struct RxPathStats {
 inline constexpr uint16_t kRxBurst = 32;
 inline constexpr int kRxBursts = 8;
 inline constexpr uint16_t kRxPrefetch = 4;  // frames ahead whose heads receive_round prefetches
+inline constexpr uint16_t kRxBodyPrefetch = 2;  // frames ahead whose bodies (lines 2..) it prefetches
 
 // The receive loop both receive paths run (RxPath::poll on port B, DpdkFabric on a separate port A): each
 // frame counted in `c` (frames_rx, frame_bytes_rx, not_ours, not_ours_by_verdict: RxPathStats or
@@ -82,15 +83,22 @@ inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint
   for (int b = 0; b < kRxBursts; ++b) {
     const uint16_t n = port.rx_burst(pkts, kRxBurst);
     // The frames were written on another core: their heads are fetched kRxPrefetch frames ahead of the
-    // decode (as DPDK's l3fwd does), so the misses overlap instead of coming one after another.
+    // decode (as DPDK's l3fwd does), so the misses overlap instead of coming one after another, and the
+    // rest of each frame kRxBodyPrefetch frames ahead (the decode's zero test or checksum reads it all).
+    const auto prefetch_body = [](const rte_mbuf* a) {
+      const auto* p = rte_pktmbuf_mtod(a, const uint8_t*);
+      for (uint32_t off = 2 * RTE_CACHE_LINE_SIZE; off < a->data_len; off += RTE_CACHE_LINE_SIZE) rte_prefetch0(p + off);
+    };
     for (uint16_t i = 0; i < n; ++i) rte_prefetch0(pkts[i]);  // the mbufs: data address and lengths
     for (uint16_t i = 0; i < n && i < kRxPrefetch; ++i) rte_prefetch0(rte_pktmbuf_mtod(pkts[i], const void*));
+    for (uint16_t i = 0; i < n && i < kRxBodyPrefetch; ++i) prefetch_body(pkts[i]);
     for (uint16_t i = 0; i < n; ++i) {
       if (i + kRxPrefetch < n) {
         const auto* ahead = rte_pktmbuf_mtod(pkts[i + kRxPrefetch], const uint8_t*);
         rte_prefetch0(ahead);
         rte_prefetch0(ahead + RTE_CACHE_LINE_SIZE);
       }
+      if (i + kRxBodyPrefetch < n) prefetch_body(pkts[i + kRxBodyPrefetch]);
       rte_mbuf* m = pkts[i];
       any = true;
       ++c.frames_rx;

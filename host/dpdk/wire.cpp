@@ -898,8 +898,8 @@ uint32_t crc_zeros(uint32_t s, uint64_t n, CrcEngine engine) noexcept {
 }
 
 // roce_icrc of a frame whose bytes after the fabemu header, up to the ICRC, are `zeros` zero bytes: the
-// masked start and the fabemu header in one buffer (108 bytes: 96 folded, 12 by table), then the zeros
-// by one product. The same value, without reading the payload again.
+// masked start and the fabemu header in one buffer (with the clmul engine 128 bytes, all folded; else 108
+// by tables), then the zeros by one product. The same value, without reading the payload again.
 uint32_t roce_icrc_zero_body(const uint8_t* f, size_t zeros, CrcEngine engine) noexcept {
   constexpr size_t kLrh = 8, kHead = kLrh + kIcrcMaskedBytes + kFabemuHeaderBytes;
 #if defined(FABEMU_HAVE_CLMUL)

@@ -79,13 +79,17 @@ template <class Counters, class Ours>
 inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint8_t>& scratch, Counters& c,
                           uint64_t& hw_timestamped, Ours&& ours) {
   bool any = false;
+  const bool icrc = rules.mode == WireMode::kRoceV2 && rules.verify_icrc, udp = rules.verify_udp_checksum;
   rte_mbuf* pkts[kRxBurst];
   for (int b = 0; b < kRxBursts; ++b) {
     const uint16_t n = port.rx_burst(pkts, kRxBurst);
     // The frames were written on another core: their heads are fetched kRxPrefetch frames ahead of the
     // decode (as DPDK's l3fwd does), so the misses overlap instead of coming one after another, and the
     // rest of each frame kRxBodyPrefetch frames ahead (the decode's zero test or checksum reads it all).
-    const auto prefetch_body = [](const rte_mbuf* a) {
+    // Only a body the decode will read: not when the NIC vouched for the UDP checksum (decode_mbuf) and no
+    // ICRC is to be checked.
+    const auto prefetch_body = [icrc, udp](const rte_mbuf* a) {
+      if (!icrc && (!udp || (a->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD)) return;
       const auto* p = rte_pktmbuf_mtod(a, const uint8_t*);
       for (uint32_t off = 2 * RTE_CACHE_LINE_SIZE; off < a->data_len; off += RTE_CACHE_LINE_SIZE) rte_prefetch0(p + off);
     };

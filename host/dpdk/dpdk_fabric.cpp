@@ -385,12 +385,13 @@ bool DpdkFabric::poll() {
 }
 
 void DpdkFabric::take_completions() {
-  RxCompletion c[64];
+  RxCompletion* const c = completions_.data();
+  const auto max = static_cast<unsigned>(completions_.size());
   for (;;) {
-    const unsigned n = worker_->take(c, 64);
+    const unsigned n = worker_->take(c, max);
     for (unsigned i = 0; i < n; ++i) completed(c[i]);
     if (n > 0) rx_any_ = true;
-    if (n < 64) break;
+    if (n < max) break;
   }
 }
 
@@ -547,7 +548,7 @@ void DpdkFabric::transmit() {
     const uint32_t src = senders_.src(si);
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
-    TxRun runs[kShortStash];
+    std::array<TxRun, kShortStash>& runs = tx_runs_;
     uint32_t budget = kFramesPerSender;  // per poll, so that one sender cannot starve the others
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built. The sender is
     // asked for no more packets than the stash has mbufs for: every packet taken leaves in this poll.
@@ -608,7 +609,7 @@ void DpdkFabric::transmit() {
         }
       }
       // Fewer than asked for and room for more runs: the sender has nothing more to send now.
-      if (got.packets < room && got.runs < std::size(runs)) break;
+      if (got.packets < room && got.runs < runs.size()) break;
     }
   }
   flush(ports_.a(), tx_data_, paced ? &tx_paced_ : nullptr);

@@ -16,6 +16,7 @@
 
 #include <rte_mbuf.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -328,6 +329,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   static constexpr uint16_t kShortStash = 8;          // the runs of one next_runs call (transmit's runs[])
   rte_mbuf* short_stash_[kShortStash] = {};
   uint16_t short_n_ = 0;
+  // Scratch of transmit() and take_completions(), members so that no call initializes them again: as
+  // locals their member initializers cost a memset per sender per poll (perf, an as-fast-as-possible run:
+  // memset 15% of all samples, a third of the main lcore's; the run's rate +0-6%, 6 alternated pairs).
+  std::array<TxRun, kShortStash> tx_runs_{};
+  std::array<RxCompletion, 64> completions_{};
   std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.

@@ -288,7 +288,8 @@ struct DecodedFrame {
   uint32_t missing(size_t i) const noexcept;
 };
 
-// Classifies `frame`; fills `out` only when the verdict is kOurs. Never reads past frame.size().
+// Classifies `frame`; fills `out` only when the verdict is kOurs, and then every field of it (a caller may
+// reuse one DecodedFrame). Never reads past frame.size().
 Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, DecodedFrame& out) noexcept;
 
 // --- checksums, public so that tests and tools can check frames independently ---

@@ -1133,13 +1133,20 @@ struct Encoder {
     }
   }
   struct Packet;
-  template <class Crc>
+  // kRoce: the template's mode when the caller knows it (1 RoCEv2, 0 fabemu), -1 to read it.
+  template <class Crc, int kRoce = -1>
   [[gnu::always_inline]] static inline size_t write(FrameTemplate& t, const Packet& p, PacketKind kind,
                                                     std::span<const uint32_t> missing, bool payload_zero,
                                                     uint8_t* f) noexcept;
   template <class Crc>
   [[gnu::always_inline]] static inline size_t encode(FrameTemplate& t, const FrameSpec& spec,
                                                      std::span<uint8_t> out) noexcept;
+  // run() of a run of one frame, the template's mode known (kRoce): no run image, no CRC batch, and
+  // only the branches of that mode (one-packet messages, retransmissions).
+  template <class Crc, bool kRoce>
+  [[gnu::always_inline]] static inline bool one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes,
+                                                uint8_t* const* frames, size_t room, uint16_t* lens,
+                                                bool payload_zero) noexcept;
   template <class Crc>
   [[gnu::always_inline]] static inline bool run(FrameTemplate& t, const FrameSpec& first, uint32_t n,
                                                 uint32_t last_bytes, uint8_t* const* frames, size_t room,
@@ -1203,7 +1210,8 @@ struct Encoder {
   FABEMU_CLMUL_TARGET static bool clmul_run_one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes,
                                                 uint8_t* const* frames, size_t room, uint16_t* lens,
                                                 bool payload_zero) noexcept {
-    return run<Clmul>(t, first, 1, last_bytes, frames, room, lens, payload_zero);
+    if (t.mode_ == WireMode::kRoceV2) return one<Clmul, true>(t, first, last_bytes, frames, room, lens, payload_zero);
+    return one<Clmul, false>(t, first, last_bytes, frames, room, lens, payload_zero);
   }
 #endif
   static bool table_run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes,
@@ -1212,7 +1220,8 @@ struct Encoder {
   }
   static bool table_run_one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes, uint8_t* const* frames,
                             size_t room, uint16_t* lens, bool payload_zero) noexcept {
-    return run<Table>(t, first, 1, last_bytes, frames, room, lens, payload_zero);
+    if (t.mode_ == WireMode::kRoceV2) return one<Table, true>(t, first, last_bytes, frames, room, lens, payload_zero);
+    return one<Table, false>(t, first, last_bytes, frames, room, lens, payload_zero);
   }
 };
 
@@ -1269,14 +1278,14 @@ struct Encoder::Packet {
   uint32_t w0 = 0, w2 = 0;  // RoCEv2: BTH words 0 and 2
 };
 
-template <class Crc>
+template <class Crc, int kRoce>
 [[gnu::always_inline]] inline size_t Encoder::write(FrameTemplate& t, const Packet& p, PacketKind kind,
                                                     std::span<const uint32_t> missing, bool payload_zero,
                                                     uint8_t* f) noexcept {
-  const bool roce = t.mode_ == WireMode::kRoceV2;
+  const bool roce = kRoce < 0 ? t.mode_ == WireMode::kRoceV2 : kRoce == 1;
   const size_t payload = p.payload;
   const size_t pad = roce ? roce_pad(payload) : 0;
-  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(t.mode_, payload);
+  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(roce ? WireMode::kRoceV2 : WireMode::kFabemu, payload);
   const size_t ip_end = kUdpOff + udp_len;
   const size_t total = std::max(kMinFrameBytes, ip_end);
   // Everything up to the end of the fabemu header from the image (a constant-size copy per mode), then
@@ -1492,6 +1501,33 @@ template <class Crc, bool kRoce, bool kZero, bool kBatch>
     if (tail_zeros != 0) [[unlikely]] std::memset(f + kUdpOff + udp_len, 0, tail_zeros);
     lens[i] = total;
   }
+}
+
+template <class Crc, bool kRoce>
+bool Encoder::one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes, uint8_t* const* frames, size_t room,
+                  uint16_t* lens, bool payload_zero) noexcept {
+  const FabemuHeader& h = first.hdr;
+  const uint32_t stride = first.payload_bytes;
+  if (h.kind != PacketKind::kData || last_bytes > stride) return false;
+  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(kRoce ? WireMode::kRoceV2 : WireMode::kFabemu, stride);
+  if (kIpv4HeaderBytes + udp_len > 65535 || room < std::max(kMinFrameBytes, kUdpOff + udp_len)) return false;
+  if (h.seq == UINT32_MAX) [[unlikely]] return run<Crc>(t, first, 1, last_bytes, frames, room, lens, payload_zero);
+  use_key(t, h, h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
+          kRoce ? first.bth.pkey : uint16_t{0}, kRoce ? first.bth.dest_qp & 0xFFFFFF : 0);
+  Packet p;
+  p.message_id = h.message_id;
+  p.tx_time_ps = h.tx_time_ps;
+  p.seq = h.seq;
+  p.offset = h.offset;
+  p.ip_id = first.ip_id;
+  p.payload = last_bytes;
+  if constexpr (kRoce) {
+    Bth b = first.bth;
+    set_data_bth(b, p.seq, h.count);
+    bth_words(b, roce_pad(p.payload), p.w0, p.w2);
+  }
+  lens[0] = static_cast<uint16_t>(write<Crc, kRoce ? 1 : 0>(t, p, PacketKind::kData, {}, payload_zero, frames[0]));
+  return true;
 }
 
 template <class Crc>

@@ -843,6 +843,29 @@ const DpdkStats& DpdkFabric::stats() {
   return out_;
 }
 
+Fidelity fidelity(const DpdkStats& s) noexcept {
+  Fidelity f;
+  if (s.dilation <= 0 || s.jitter_ns.count() == 0) return f;
+  f.rate_ratio = s.pacing_ratio;
+  f.departure_lateness_ns = static_cast<double>(s.jitter_ns.quantile(0.5)) / s.dilation;
+  if (s.pacing_ratio <= 0) {
+    f.verdict = Fidelity::Verdict::kUnmeasured;
+  } else {
+    f.verdict = s.pacing_ratio >= kKeptPaceRatio ? Fidelity::Verdict::kKeptPace : Fidelity::Verdict::kFellBehind;
+  }
+  return f;
+}
+
+const char* to_string(Fidelity::Verdict v) noexcept {
+  switch (v) {
+    case Fidelity::Verdict::kNotPaced: return "not_paced";
+    case Fidelity::Verdict::kUnmeasured: return "unmeasured";
+    case Fidelity::Verdict::kKeptPace: return "kept_pace";
+    case Fidelity::Verdict::kFellBehind: return "fell_behind";
+  }
+  return "?";
+}
+
 std::string format_dpdk_stats(const DpdkStats& s) {
   std::string out = "DPDK\n";
   out += fmt::format("  time                {}, wall {:.3f} ms\n",
@@ -921,6 +944,27 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                        "{} by the NIC's clock, {} by the TSC)\n",
                        histogram_text(s.latency_ns), s.latency_ns.count(), s.nic_arrivals,
                        s.latency_ns.count() - std::min(s.latency_ns.count(), s.nic_arrivals));
+  }
+  const Fidelity f = fidelity(s);
+  const std::string carried = fmt::format("its first links carried {:.5f} of their target rate ({} {:g}) and frames left a "
+                                          "median {:.1f} ns (emulated) after their scheduled departure",
+                                          f.rate_ratio, f.rate_ratio >= kKeptPaceRatio ? ">=" : "<", kKeptPaceRatio,
+                                          f.departure_lateness_ns);
+  switch (f.verdict) {
+    case Fidelity::Verdict::kNotPaced:
+      break;
+    case Fidelity::Verdict::kUnmeasured:
+      out += "  fidelity            unmeasured: no first link carried two frames back to back, so no rate could be "
+             "compared with its target\n";
+      break;
+    case Fidelity::Verdict::kKeptPace:
+      out += fmt::format("  fidelity            the senders kept pace: {}\n", carried);
+      break;
+    case Fidelity::Verdict::kFellBehind:
+      out += fmt::format("  fidelity            the senders fell behind: {}; the measured times include fabemu's own "
+                         "delay. Raise --dilation above {:g} until this line says they kept pace\n",
+                         carried, s.dilation);
+      break;
   }
   return out;
 }
@@ -1021,6 +1065,12 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("poll_stalls", fmt::format("{}", s.poll_stalls));
   kv("pacing_ratio", num(s.pacing_ratio));
   kv("pacing_median_ratio", num(s.pacing_median_ratio));
+  {
+    const Fidelity f = fidelity(s);
+    kv("fidelity", fmt::format("{{\"verdict\": \"{}\", \"kept_pace_ratio\": {}, \"rate_ratio\": {}, "
+                               "\"median_departure_lateness_ns\": {}}}",
+                               to_string(f.verdict), num(kKeptPaceRatio), num(f.rate_ratio), num(f.departure_lateness_ns)));
+  }
   kv("pacing_periods", fmt::format("{}", s.pacing_periods));
   kv("pacing_disturbed_periods", fmt::format("{}", s.pacing_disturbed_periods));
   std::string links = "[";

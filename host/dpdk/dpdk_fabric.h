@@ -187,6 +187,31 @@ struct DpdkStats {
   std::vector<Collective> collectives;  // by coll
 };
 
+// Whether the senders kept to the target's schedule: the first warning a user validating a device needs,
+// since frames that leave late make every measured time late, whatever the device under test did. A
+// paced run (D > 0) whose first links carried at least kKeptPaceRatio of their target rate over all their
+// busy periods (DpdkStats::pacing_ratio, stalls of the polling thread included) kept pace; below it, the
+// senders fell behind and the measured times include fabemu's own delay. It says nothing of the receive
+// side (its polling stalls are in the stats). Measured on this project's machine, the quick-start sample
+// on a ring pair: D = 100 and 150 kept pace (ratios 0.991-0.996; every collective within 0.21% of the
+// model but once +2.6%); D = 75, 60 and 50 fell behind (0.988, 0.971, 0.90-0.94; worst collectives +0.44%,
+// +1.28%, +46.7-59.6%). host/dpdk/README.md, "Fidelity".
+inline constexpr double kKeptPaceRatio = 0.99;
+struct Fidelity {
+  enum class Verdict {
+    kNotPaced,    // D = 0, or no first transmission was paced: nothing to compare
+    kUnmeasured,  // paced, but no link carried two frames back to back: no rate to compare
+    kKeptPace,
+    kFellBehind,
+  };
+  Verdict verdict = Verdict::kNotPaced;
+  double rate_ratio = 0;                // DpdkStats::pacing_ratio
+  double departure_lateness_ns = 0;     // median departure jitter (wall ns) / D: emulated ns
+};
+Fidelity fidelity(const DpdkStats& stats) noexcept;
+// "not_paced", "unmeasured", "kept_pace", "fell_behind" (the report's names).
+const char* to_string(Fidelity::Verdict v) noexcept;
+
 // The stats as the "DPDK" section of the text summary.
 std::string format_dpdk_stats(const DpdkStats& stats);
 // "Measured vs modelled": the collectives' deviations (median, worst, and the `top` largest |deviation|

@@ -4,6 +4,7 @@
 // byte reassembled, also under injected loss, duplication and reordering. One EAL per process; every test
 // skips with the reason when EAL cannot start. Traffic goes only to rings and memif sockets in a temp dir.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <time.h>
 #include <unistd.h>
 
@@ -293,7 +294,69 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
     // Frames never leave before their schedule: the ratio is at most 1 (+ rounding of the ps clock).
     EXPECT_GE(d.stats.pacing_median_ratio, 0.99) << fd::format_dpdk_stats(d.stats);
     EXPECT_LE(d.stats.pacing_median_ratio, 1.0 + 1e-9) << fd::format_dpdk_stats(d.stats);
+    // The fidelity verdict is this run's: its all-periods ratio against 0.99, its median jitter (D = 1).
+    const fd::Fidelity f = fd::fidelity(d.stats);
+    EXPECT_EQ(f.verdict, d.stats.pacing_ratio >= fd::kKeptPaceRatio ? fd::Fidelity::Verdict::kKeptPace
+                                                                     : fd::Fidelity::Verdict::kFellBehind);
+    EXPECT_EQ(f.rate_ratio, d.stats.pacing_ratio);
+    EXPECT_EQ(f.departure_lateness_ns, static_cast<double>(d.stats.jitter_ns.quantile(0.5)));
     break;
+  }
+}
+
+// The fidelity verdict (dpdk_fabric.h): not paced at D = 0 or without paced frames, unmeasured without a
+// back-to-back period, kept pace from 0.99 of the target rate up, fell behind below; the median departure
+// jitter in emulated ns (wall / D). The summary line and the report's object say the same.
+TEST(DpdkStats, FidelityVerdicts) {
+  using V = fd::Fidelity::Verdict;
+  fd::DpdkStats s;
+  s.dilation = 2;
+  for (uint64_t v : {40, 100, 200, 220, 250}) s.jitter_ns.record(v);  // median 200 ns wall: 100 ns emulated
+  const auto json_of = [](const fd::DpdkStats& st) {
+    return nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(st) + "}").at("dpdk").at("fidelity");
+  };
+  struct Case {
+    double dilation, ratio;
+    bool jitter;
+    V verdict;
+    const char* name;
+    const char* line;  // in the summary ("" : no fidelity line)
+  };
+  const Case cases[] = {
+      {0, 0.995, true, V::kNotPaced, "not_paced", ""},
+      {2, 0.995, false, V::kNotPaced, "not_paced", ""},
+      {2, 0, true, V::kUnmeasured, "unmeasured", "fidelity            unmeasured: no first link carried two frames"},
+      {2, 0.995, true, V::kKeptPace, "kept_pace",
+       "fidelity            the senders kept pace: its first links carried 0.99500 of their target rate (>= 0.99) "
+       "and frames left a median 100.0 ns (emulated)"},
+      {2, 0.99, true, V::kKeptPace, "kept_pace", "carried 0.99000 of their target rate (>= 0.99)"},
+      {2, 0.98999, true, V::kFellBehind, "fell_behind",
+       "fidelity            the senders fell behind: its first links carried 0.98999 of their target rate (< 0.99) "
+       "and frames left a median 100.0 ns (emulated) after their scheduled departure; the measured times include "
+       "fabemu's own delay. Raise --dilation above 2 until this line says they kept pace"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + " at D = " + std::to_string(c.dilation) + ", ratio " + std::to_string(c.ratio));
+    fd::DpdkStats t = s;
+    t.dilation = c.dilation;
+    t.pacing_ratio = c.ratio;
+    if (!c.jitter) t.jitter_ns.clear();
+    const fd::Fidelity f = fd::fidelity(t);
+    EXPECT_EQ(f.verdict, c.verdict);
+    EXPECT_STREQ(fd::to_string(f.verdict), c.name);
+    const std::string text = fd::format_dpdk_stats(t);
+    if (*c.line == 0) {
+      EXPECT_EQ(text.find("fidelity"), std::string::npos) << text;
+    } else {
+      EXPECT_NE(text.find(c.line), std::string::npos) << text;
+    }
+    const nlohmann::json j = json_of(t);
+    EXPECT_EQ(j.at("verdict"), c.name);
+    EXPECT_DOUBLE_EQ(j.at("kept_pace_ratio").get<double>(), 0.99);
+    if (c.verdict != V::kNotPaced) {
+      EXPECT_DOUBLE_EQ(j.at("rate_ratio").get<double>(), c.ratio);
+      EXPECT_DOUBLE_EQ(j.at("median_departure_lateness_ns").get<double>(), 100.0);
+    }
   }
 }
 

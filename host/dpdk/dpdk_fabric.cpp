@@ -784,6 +784,18 @@ const DpdkStats& DpdkFabric::stats() {
     std::sort(ratios.begin(), ratios.end());
     s.pacing_median_ratio = ratios[ratios.size() / 2];
   }
+  // Both polling lcores' stalls, wall ps, merged: what each collective's span overlaps.
+  std::vector<Span> stalls;
+  if (!coll_acc_.empty()) {
+    stalls.reserve(stalls_.size() + (worker_ && rx_readable ? rx_path_->stalls().size() : 0));
+    for (const Stall& st : stalls_) stalls.push_back(Span{st.from_ps, st.to_ps});
+    if (worker_ && rx_readable) {
+      for (const TickSpan& t : rx_path_->stalls()) {
+        stalls.push_back(Span{clock_.wall_at(t.from).ps(), clock_.wall_at(t.to).ps()});
+      }
+    }
+    merge_spans(stalls);
+  }
   s.collectives.clear();
   for (size_t c = 0; c < coll_acc_.size(); ++c) {
     const CollAcc& a = coll_acc_[c];
@@ -796,6 +808,14 @@ const DpdkStats& DpdkFabric::stats() {
     out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_ready_ps ? a.measured_end_ps - a.first_ready_ps : 0);
     out.deviation = out.modelled.ps() == 0 ? 0.0
                                            : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
+    if (!stalls.empty() && a.measured_end_ps > a.first_ready_ps) {
+      // The span on the wall clock (emulated times D), its stalled wall time back to emulated (over D).
+      const uint64_t from = clock_.to_wall(emu::Duration::from_ps(a.first_ready_ps)).ps();
+      const uint64_t to = clock_.to_wall(emu::Duration::from_ps(a.measured_end_ps)).ps();
+      const uint64_t wall = covered_within(stalls, from, to);
+      out.stalled = emu::Duration::from_ps(
+          static_cast<uint64_t>((emu::detail::u128{wall} << 16) / clock_.dilation_q16()));
+    }
     s.collectives.push_back(out);
   }
   // The main lcore's counters plus the receive side's.
@@ -824,6 +844,8 @@ const DpdkStats& DpdkFabric::stats() {
     if (worker_) {
       out_.rx_lcore_frames = r.frames_rx;
       out_.rx_lcore_polls = r.polls;
+      out_.rx_poll_stalls = r.poll_stalls;
+      out_.rx_poll_gap_max_ns = r.poll_gap_max_ns;
     }
     b.frames = r.frames_rx;
     b.hw_timestamped = r.hw_timestamped;
@@ -841,6 +863,29 @@ const DpdkStats& DpdkFabric::stats() {
     out_.rx_clocks.push_back(a);
   }
   return out_;
+}
+
+void merge_spans(std::vector<Span>& spans) {
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.from < b.from; });
+  size_t out = 0;
+  for (const Span& sp : spans) {
+    if (sp.to <= sp.from) continue;
+    if (out > 0 && sp.from <= spans[out - 1].to) {
+      spans[out - 1].to = std::max(spans[out - 1].to, sp.to);
+    } else {
+      spans[out++] = sp;
+    }
+  }
+  spans.resize(out);
+}
+
+uint64_t covered_within(const std::vector<Span>& merged, uint64_t from, uint64_t to) noexcept {
+  if (to <= from) return 0;
+  // The first span that ends after `from`, then each up to `to`.
+  auto it = std::upper_bound(merged.begin(), merged.end(), from, [](uint64_t t, const Span& sp) { return t < sp.to; });
+  uint64_t covered = 0;
+  for (; it != merged.end() && it->from < to; ++it) covered += std::min(it->to, to) - std::max(it->from, from);
+  return covered;
 }
 
 Fidelity fidelity(const DpdkStats& s) noexcept {
@@ -935,8 +980,11 @@ std::string format_dpdk_stats(const DpdkStats& s) {
       if (s.links.size() > kShown) out += fmt::format("    ... {} more links\n", s.links.size() - kShown);
       out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} frames (wall, TSC after tx_burst)\n",
                          histogram_text(s.jitter_ns), s.jitter_ns.count());
-      out += fmt::format("  polling             {} stalls over 100 us, longest gap {} ns\n", s.poll_stalls,
-                         s.poll_gap_max_ns);
+      out += fmt::format("  polling             main lcore {} stalls over 100 us, longest gap {} ns{}\n", s.poll_stalls,
+                         s.poll_gap_max_ns,
+                         s.rx_lcore < 0 ? std::string()
+                                        : fmt::format("; receive lcore {} stalls, longest gap {} ns", s.rx_poll_stalls,
+                                                      s.rx_poll_gap_max_ns));
     }
   }
   if (s.latency_ns.count() > 0) {
@@ -983,8 +1031,15 @@ std::string format_measured_vs_modelled(const DpdkStats& s, const emu::RunResult
   std::stable_sort(order.begin(), order.end(), [](const DpdkStats::Collective* a, const DpdkStats::Collective* b) {
     return std::abs(a->deviation) > std::abs(b->deviation);
   });
-  out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16} {:>16} {:>10}\n", "index", "type", "name", "messages",
-                     "modelled (ns)", "measured (ns)", "deviation");
+  size_t stalled = 0;
+  for (const DpdkStats::Collective& c : s.collectives) stalled += c.stalled.ps() > 0;
+  if (stalled > 0) {
+    out += fmt::format("  {} of {} collectives overlapped stalls of a polling lcore (column stalled): a deviation of "
+                       "that order may be fabemu's own, not the path's\n",
+                       stalled, s.collectives.size());
+  }
+  out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16} {:>16} {:>10} {:>14}\n", "index", "type", "name", "messages",
+                     "modelled (ns)", "measured (ns)", "deviation", "stalled (ns)");
   for (size_t i = 0; i < order.size() && i < top; ++i) {
     const DpdkStats::Collective& c = *order[i];
     std::string type = "?", name = "?";
@@ -993,9 +1048,10 @@ std::string format_measured_vs_modelled(const DpdkStats& s, const emu::RunResult
       name = result.collectives[c.coll].name;
     }
     if (name.size() > 28) name = name.substr(0, 25) + "...";
-    out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16.3f} {:>16.3f} {:>+9.3f}%\n", c.coll, type, name, c.messages,
-                       static_cast<double>(c.modelled.ps()) / 1000.0, static_cast<double>(c.measured.ps()) / 1000.0,
-                       100 * c.deviation);
+    out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16.3f} {:>16.3f} {:>+9.3f}% {:>14.3f}\n", c.coll, type, name,
+                       c.messages, static_cast<double>(c.modelled.ps()) / 1000.0,
+                       static_cast<double>(c.measured.ps()) / 1000.0, 100 * c.deviation,
+                       static_cast<double>(c.stalled.ps()) / 1000.0);
   }
   if (order.size() > top) out += fmt::format("  ... {} more (all in the JSON report)\n", order.size() - top);
   return out;
@@ -1063,6 +1119,8 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("jitter_ns", histogram_json(s.jitter_ns, true));
   kv("poll_gap_max_ns", fmt::format("{}", s.poll_gap_max_ns));
   kv("poll_stalls", fmt::format("{}", s.poll_stalls));
+  kv("rx_poll_gap_max_ns", fmt::format("{}", s.rx_poll_gap_max_ns));
+  kv("rx_poll_stalls", fmt::format("{}", s.rx_poll_stalls));
   kv("pacing_ratio", num(s.pacing_ratio));
   kv("pacing_median_ratio", num(s.pacing_median_ratio));
   {
@@ -1087,8 +1145,9 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   for (size_t i = 0; i < s.collectives.size(); ++i) {
     const DpdkStats::Collective& c = s.collectives[i];
     colls += fmt::format("{}\n      {{\"index\": {}, \"messages\": {}, \"bytes\": {}, \"modelled_ps\": {}, "
-                         "\"measured_ps\": {}, \"deviation\": {}}}",
-                         i == 0 ? "" : ",", c.coll, c.messages, c.bytes, c.modelled.ps(), c.measured.ps(), num(c.deviation));
+                         "\"measured_ps\": {}, \"deviation\": {}, \"stalled_ps\": {}}}",
+                         i == 0 ? "" : ",", c.coll, c.messages, c.bytes, c.modelled.ps(), c.measured.ps(), num(c.deviation),
+                         c.stalled.ps());
   }
   kv("collectives", colls + (s.collectives.empty() ? "]" : "\n    ]"), true);
   o += "  }";

@@ -137,6 +137,8 @@ struct DpdkStats {
   // Gaps between the starts of two rounds of polling (wall): the longest, and the stalls (over 100 us).
   // Frames due in a stall leave late; OS preemption of the polling thread shows up here.
   uint64_t poll_gap_max_ns = 0, poll_stalls = 0;
+  // The same of the receive lcore's polls (rx_lcore >= 0): frames that arrive in its stall are timed late.
+  uint64_t rx_poll_gap_max_ns = 0, rx_poll_stalls = 0;
   uint64_t deliveries = 0;            // messages handed to the walker
   // Wire latency per message: its first frame's transmission to its reassembly, wall ns (TSC).
   emu::LogHistogram latency_ns;
@@ -178,11 +180,15 @@ struct DpdkStats {
   // to the fabric, to the latest modelled delivery of one (`modelled`) and to the latest real arrival of
   // one on the wire, on the emulated clock (`measured`). deviation = measured / modelled - 1: negative
   // when the lab path is faster than the target (the delay line hid it), positive when slower.
+  // `stalled`: how much of the measured span (emulated) a polling lcore, main or receive, spent in a stall
+  // (poll_stalls, rx_poll_stalls): time in which fabemu itself held frames back or timed them late, so a
+  // deviation of that order may be fabemu's own, not the path's.
   struct Collective {
     uint32_t coll = 0;                // position in RunResult::collectives
     uint64_t messages = 0, bytes = 0; // wire messages (src != dst)
     emu::Duration modelled, measured;
     double deviation = 0;
+    emu::Duration stalled;
   };
   std::vector<Collective> collectives;  // by coll
 };
@@ -211,6 +217,15 @@ struct Fidelity {
 Fidelity fidelity(const DpdkStats& stats) noexcept;
 // "not_paced", "unmeasured", "kept_pace", "fell_behind" (the report's names).
 const char* to_string(Fidelity::Verdict v) noexcept;
+
+// Spans of time [from, to), for stalled_within.
+struct Span {
+  uint64_t from, to;
+};
+// Sorts `spans` by start and merges those that overlap or touch: disjoint spans in time order.
+void merge_spans(std::vector<Span>& spans);
+// How much of [from, to) the merged `spans` (merge_spans) cover.
+uint64_t covered_within(const std::vector<Span>& merged, uint64_t from, uint64_t to) noexcept;
 
 // The stats as the "DPDK" section of the text summary.
 std::string format_dpdk_stats(const DpdkStats& stats);

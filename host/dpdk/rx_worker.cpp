@@ -9,6 +9,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <stdexcept>
@@ -31,6 +32,8 @@ RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
   tx_.reserve(kRxBurst * kRxBursts * 2);
   reorder_.reserve(kRxBurst * kRxBursts);
   release_.reserve(kRxBurst * kRxBursts);
+  stall_ticks_ = clock_.hz() / 1'000'000 * (kRxStallNs / 1000);
+  stalls_.reserve(1024);
   // The NIC's receive times are used when the offload is on and its clock can be read (to map it to the
   // TSC); otherwise arrivals are TSC times (frames with a timestamp are still counted).
   uint64_t probe = 0;
@@ -95,8 +98,15 @@ ReceiverStats RxPath::receiver_totals() const noexcept {
 
 bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   ++stats_.polls;
-  // One reading of the wall clock per round: the Receivers' timers (NACK delay, 200 us) need no finer.
-  now_ = clock_.wall();
+  // One reading of the clock per round: the Receivers' timers (NACK delay, 200 us) need no finer.
+  const uint64_t ticks = clock_.ticks();
+  now_ = clock_.wall_at(ticks);
+  if (last_poll_ticks_ != 0 && ticks - last_poll_ticks_ > stall_ticks_) [[unlikely]] {
+    ++stats_.poll_stalls;
+    stats_.poll_gap_max_ns = std::max(stats_.poll_gap_max_ns, clock_.ticks_to_ns(ticks - last_poll_ticks_));
+    if (stalls_.size() < kMaxStalls) stalls_.push_back(TickSpan{last_poll_ticks_, ticks});
+  }
+  last_poll_ticks_ = ticks;
   stamp_ps_ = stamp_ps == kStampWall ? now_.ps() : stamp_ps;
   if (nic_ && rte_rdtsc() >= next_sample_) {
     sample_clock();

@@ -300,6 +300,13 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
                                                                      : fd::Fidelity::Verdict::kFellBehind);
     EXPECT_EQ(f.rate_ratio, d.stats.pacing_ratio);
     EXPECT_EQ(f.departure_lateness_ns, static_cast<double>(d.stats.jitter_ns.quantile(0.5)));
+    // A collective's stalled time lies within its measured span, and there is none without a stall.
+    for (const fd::DpdkStats::Collective& c : d.stats.collectives) {
+      EXPECT_LE(c.stalled.ps(), c.measured.ps()) << "collective " << c.coll;
+      if (d.stats.poll_stalls + d.stats.rx_poll_stalls == 0) {
+        EXPECT_EQ(c.stalled.ps(), 0u) << "collective " << c.coll;
+      }
+    }
     break;
   }
 }
@@ -358,6 +365,63 @@ TEST(DpdkStats, FidelityVerdicts) {
       EXPECT_DOUBLE_EQ(j.at("median_departure_lateness_ns").get<double>(), 100.0);
     }
   }
+}
+
+// merge_spans and covered_within: the stalls of both polling lcores as one set of disjoint spans, and how
+// much of a collective's span they cover (each stalled instant once).
+TEST(DpdkStats, StalledTimeWithinASpan) {
+  std::vector<fd::Span> spans = {{50, 60}, {10, 20}, {15, 30}, {30, 35}, {70, 70}, {100, 200}, {40, 45}};
+  fd::merge_spans(spans);
+  ASSERT_EQ(spans.size(), 4u);  // {10, 35} (overlapping and touching), {40, 45}, {50, 60}, {100, 200}; {70, 70} empty
+  EXPECT_EQ(spans[0].from, 10u);
+  EXPECT_EQ(spans[0].to, 35u);
+  EXPECT_EQ(spans[3].from, 100u);
+  EXPECT_EQ(spans[3].to, 200u);
+  EXPECT_EQ(fd::covered_within(spans, 0, 1000), 25u + 5 + 10 + 100);
+  EXPECT_EQ(fd::covered_within(spans, 20, 42), 15u + 2);
+  EXPECT_EQ(fd::covered_within(spans, 35, 40), 0u);   // between two spans (ends are open)
+  EXPECT_EQ(fd::covered_within(spans, 150, 160), 10u);  // inside one
+  EXPECT_EQ(fd::covered_within(spans, 60, 50), 0u);   // an empty span
+  EXPECT_EQ(fd::covered_within({}, 0, 1000), 0u);
+  // Against a count of covered instants, on random spans.
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<fd::Span> r;
+    std::vector<bool> covered(300, false);
+    for (int i = 0; i < 6; ++i) {
+      const uint64_t a = rng() % 300, b = rng() % 300;
+      r.push_back(fd::Span{std::min(a, b), std::max(a, b)});
+      for (uint64_t t = std::min(a, b); t < std::max(a, b); ++t) covered[t] = true;
+    }
+    fd::merge_spans(r);
+    for (size_t i = 1; i < r.size(); ++i) ASSERT_LT(r[i - 1].to, r[i].from) << "round " << round;
+    const uint64_t from = rng() % 300, to = rng() % 300;
+    uint64_t want = 0;
+    for (uint64_t t = from; t < to; ++t) want += covered[t];
+    EXPECT_EQ(fd::covered_within(r, from, to), want) << "round " << round << ": [" << from << ", " << to << ")";
+  }
+  // In the summary and the report: the column, and how many collectives overlapped a stall.
+  fd::DpdkStats s;
+  s.dilation = 10;
+  fd::DpdkStats::Collective c;
+  c.coll = 0;
+  c.messages = 2;
+  c.modelled = Duration::from_ns(1000);
+  c.measured = Duration::from_ns(1500);
+  c.deviation = 0.5;
+  c.stalled = Duration::from_ns(400);
+  s.collectives.push_back(c);
+  c.coll = 1;
+  c.stalled = Duration::zero();
+  s.collectives.push_back(c);
+  const std::string text = fd::format_measured_vs_modelled(s, RunResult{});
+  EXPECT_NE(text.find("1 of 2 collectives overlapped stalls of a polling lcore"), std::string::npos) << text;
+  EXPECT_NE(text.find("stalled (ns)"), std::string::npos) << text;
+  EXPECT_NE(text.find("+50.000%        400.000"), std::string::npos) << text;
+  const nlohmann::json j = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(s) + "}").at("dpdk");
+  EXPECT_EQ(j.at("collectives").at(0).at("stalled_ps"), 400'000u);
+  EXPECT_EQ(j.at("collectives").at(1).at("stalled_ps"), 0u);
+  EXPECT_EQ(j.at("rx_poll_stalls"), 0u);
 }
 
 // A rank that sends on several links at once must not serialize them. With one sender per rank, the

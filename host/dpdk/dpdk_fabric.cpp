@@ -808,7 +808,7 @@ const DpdkStats& DpdkFabric::stats() {
     out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_ready_ps ? a.measured_end_ps - a.first_ready_ps : 0);
     out.deviation = out.modelled.ps() == 0 ? 0.0
                                            : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
-    if (!stalls.empty() && a.measured_end_ps > a.first_ready_ps) {
+    if (!stalls.empty() && a.measured_end_ps > a.first_ready_ps && clock_.dilation_q16() != 0) {
       // The span on the wall clock (emulated times D), its stalled wall time back to emulated (over D).
       const uint64_t from = clock_.to_wall(emu::Duration::from_ps(a.first_ready_ps)).ps();
       const uint64_t to = clock_.to_wall(emu::Duration::from_ps(a.measured_end_ps)).ps();
@@ -994,7 +994,7 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                        s.latency_ns.count() - std::min(s.latency_ns.count(), s.nic_arrivals));
   }
   const Fidelity f = fidelity(s);
-  const std::string carried = fmt::format("its first links carried {:.5f} of their target rate ({} {:g}) and frames left a "
+  const std::string carried = fmt::format("their first links carried {:.5f} of their target rate ({} {:g}) and frames left a "
                                           "median {:.1f} ns (emulated) after their scheduled departure",
                                           f.rate_ratio, f.rate_ratio >= kKeptPaceRatio ? ">=" : "<", kKeptPaceRatio,
                                           f.departure_lateness_ns);

@@ -334,11 +334,11 @@ TEST(DpdkStats, FidelityVerdicts) {
       {2, 0.995, false, V::kNotPaced, "not_paced", ""},
       {2, 0, true, V::kUnmeasured, "unmeasured", "fidelity            unmeasured: no first link carried two frames"},
       {2, 0.995, true, V::kKeptPace, "kept_pace",
-       "fidelity            the senders kept pace: its first links carried 0.99500 of their target rate (>= 0.99) "
+       "fidelity            the senders kept pace: their first links carried 0.99500 of their target rate (>= 0.99) "
        "and frames left a median 100.0 ns (emulated)"},
       {2, 0.99, true, V::kKeptPace, "kept_pace", "carried 0.99000 of their target rate (>= 0.99)"},
       {2, 0.98999, true, V::kFellBehind, "fell_behind",
-       "fidelity            the senders fell behind: its first links carried 0.98999 of their target rate (< 0.99) "
+       "fidelity            the senders fell behind: their first links carried 0.98999 of their target rate (< 0.99) "
        "and frames left a median 100.0 ns (emulated) after their scheduled departure; the measured times include "
        "fabemu's own delay. Raise --dilation above 2 until this line says they kept pace"},
   };

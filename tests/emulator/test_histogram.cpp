@@ -149,5 +149,18 @@ TEST(LogHistogram, RecordFallingEqualsRecordingOneByOne) {
     falling.record_falling(v.size(), [&](size_t i) { return v[i]; });
   }
   ASSERT_GT(wide, 10);
+  // Runs of values a few units apart (a fast link's frames): many in a row in one bucket, in the exact
+  // range and above it, across bucket and power-of-two boundaries.
+  for (int batch = 0; batch < 300; ++batch) {
+    std::vector<uint64_t> v(1 + rng() % 64);
+    const uint64_t step = rng() % 4;
+    uint64_t x = rng() >> static_cast<int>(rng() % 64);
+    for (auto& y : v) {
+      y = x;
+      x -= std::min(x, step);
+    }
+    for (uint64_t y : v) one.record(y);
+    falling.record_falling(v.size(), [&](size_t i) { return v[i]; });
+  }
   expect_recorded_alike(one, falling);
 }

@@ -1141,6 +1141,11 @@ struct Encoder {
   template <class Crc>
   [[gnu::always_inline]] static inline size_t encode(FrameTemplate& t, const FrameSpec& spec,
                                                      std::span<uint8_t> out) noexcept;
+  // Frame i of the run from `first` (its seq, offset and IPv4 id moved on by i), of `bytes` payload,
+  // written as encode() writes a frame: a run's shorter last frame, or the frame of a run of one.
+  template <class Crc, int kRoce>
+  [[gnu::always_inline]] static inline size_t run_frame_at(FrameTemplate& t, const FrameSpec& first, uint32_t i,
+                                                           uint32_t bytes, bool payload_zero, uint8_t* f) noexcept;
   // run() of a run of one frame, the template's mode known (kRoce): no run image, no CRC batch, and
   // only the branches of that mode (one-packet messages, retransmissions).
   template <class Crc, bool kRoce>
@@ -1503,6 +1508,25 @@ template <class Crc, bool kRoce, bool kZero, bool kBatch>
   }
 }
 
+template <class Crc, int kRoce>
+size_t Encoder::run_frame_at(FrameTemplate& t, const FrameSpec& first, uint32_t i, uint32_t bytes, bool payload_zero,
+                             uint8_t* f) noexcept {
+  const FabemuHeader& h = first.hdr;
+  Packet p;
+  p.message_id = h.message_id;
+  p.tx_time_ps = h.tx_time_ps;
+  p.seq = h.seq + i;
+  p.offset = h.offset + uint64_t{i} * first.payload_bytes;
+  p.ip_id = static_cast<uint16_t>(first.ip_id + i);
+  p.payload = bytes;
+  if (kRoce < 0 ? t.mode_ == WireMode::kRoceV2 : kRoce == 1) {
+    Bth b = first.bth;
+    set_data_bth(b, p.seq, h.count);
+    bth_words(b, roce_pad(p.payload), p.w0, p.w2);
+  }
+  return write<Crc, kRoce>(t, p, PacketKind::kData, {}, payload_zero, f);
+}
+
 template <class Crc, bool kRoce>
 bool Encoder::one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes, uint8_t* const* frames, size_t room,
                   uint16_t* lens, bool payload_zero) noexcept {
@@ -1514,19 +1538,7 @@ bool Encoder::one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes,
   if (h.seq == UINT32_MAX) [[unlikely]] return run<Crc>(t, first, 1, last_bytes, frames, room, lens, payload_zero);
   use_key(t, h, h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
           kRoce ? first.bth.pkey : uint16_t{0}, kRoce ? first.bth.dest_qp & 0xFFFFFF : 0);
-  Packet p;
-  p.message_id = h.message_id;
-  p.tx_time_ps = h.tx_time_ps;
-  p.seq = h.seq;
-  p.offset = h.offset;
-  p.ip_id = first.ip_id;
-  p.payload = last_bytes;
-  if constexpr (kRoce) {
-    Bth b = first.bth;
-    set_data_bth(b, p.seq, h.count);
-    bth_words(b, roce_pad(p.payload), p.w0, p.w2);
-  }
-  lens[0] = static_cast<uint16_t>(write<Crc, kRoce ? 1 : 0>(t, p, PacketKind::kData, {}, payload_zero, frames[0]));
+  lens[0] = static_cast<uint16_t>(run_frame_at<Crc, kRoce ? 1 : 0>(t, first, 0, last_bytes, payload_zero, frames[0]));
   return true;
 }
 
@@ -1591,18 +1603,7 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
     }
   }
   if (full < n) {  // the message's shorter last packet, or the only one
-    Packet p;
-    p.message_id = h.message_id;
-    p.tx_time_ps = h.tx_time_ps;
-    p.seq = h.seq + full;
-    p.offset = h.offset + uint64_t{full} * stride;
-    p.ip_id = static_cast<uint16_t>(first.ip_id + full);
-    p.payload = last_bytes;
-    if (roce) {
-      set_data_bth(b, p.seq, h.count);
-      bth_words(b, roce_pad(p.payload), p.w0, p.w2);
-    }
-    lens[full] = static_cast<uint16_t>(write<Crc>(t, p, PacketKind::kData, {}, payload_zero, frames[full]));
+    lens[full] = static_cast<uint16_t>(run_frame_at<Crc, -1>(t, first, full, last_bytes, payload_zero, frames[full]));
   }
   return true;
 }

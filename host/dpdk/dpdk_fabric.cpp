@@ -31,7 +31,6 @@ constexpr uint32_t kAckEvery = 32;
 // many full frames keeps the schedule (the frames after it catch up); later than that, the schedule
 // restarts from the late departure.
 constexpr uint64_t kPacingBurstFrames = 64;
-constexpr uint64_t kStallNs = 100'000;     // a gap between two polls longer than this is a stall
 constexpr size_t kMaxStalls = size_t{1} << 20;
 
 double rate_gbps(emu::Rate r) {
@@ -348,7 +347,7 @@ bool DpdkFabric::poll() {
     if (last_poll_ps_ != 0 && now > last_poll_ps_) {
       const uint64_t gap_ns = (now - last_poll_ps_) / 1000;
       stats_.poll_gap_max_ns = std::max(stats_.poll_gap_max_ns, gap_ns);
-      if (gap_ns > kStallNs) {
+      if (gap_ns > kPollStallNs) {
         ++stats_.poll_stalls;
         if (stalls_.size() < kMaxStalls) stalls_.push_back(Stall{last_poll_ps_, now});
       }

@@ -218,7 +218,7 @@ Fidelity fidelity(const DpdkStats& stats) noexcept;
 // "not_paced", "unmeasured", "kept_pace", "fell_behind" (the report's names).
 const char* to_string(Fidelity::Verdict v) noexcept;
 
-// Spans of time [from, to), for stalled_within.
+// Spans of time [from, to), for covered_within.
 struct Span {
   uint64_t from, to;
 };

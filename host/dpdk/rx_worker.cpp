@@ -32,7 +32,7 @@ RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
   tx_.reserve(kRxBurst * kRxBursts * 2);
   reorder_.reserve(kRxBurst * kRxBursts);
   release_.reserve(kRxBurst * kRxBursts);
-  stall_ticks_ = clock_.hz() / 1'000'000 * (kRxStallNs / 1000);
+  stall_ticks_ = clock_.hz() / 1'000'000 * (kPollStallNs / 1000);
   stalls_.reserve(1024);
   // The NIC's receive times are used when the offload is on and its clock can be read (to map it to the
   // TSC); otherwise arrivals are TSC times (frames with a timestamp are still counted).

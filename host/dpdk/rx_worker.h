@@ -62,13 +62,13 @@ struct RxPathStats {
   uint64_t nic_arrivals = 0;    // completions timed by the NIC's clock (the others by the TSC)
   uint64_t completions = 0;
   uint64_t polls = 0;
-  // Gaps between two polls of this path longer than kRxStallNs (the lcore preempted, a slow round):
+  // Gaps between two polls of this path longer than kPollStallNs (the lcore preempted, a slow round):
   // frames that arrived meanwhile are timed late.
   uint64_t poll_stalls = 0, poll_gap_max_ns = 0;
 };
 
-// A gap between two polls of a receive path longer than this is a stall (as the main lcore's).
-inline constexpr uint64_t kRxStallNs = 100'000;
+// A gap between two polls longer than this is a stall, of the main lcore's polling and of a receive path's.
+inline constexpr uint64_t kPollStallNs = 100'000;
 // A stall of a polling lcore, in raw clock ticks (TscClock::ticks: the TSC under EAL).
 struct TickSpan {
   uint64_t from, to;
@@ -241,7 +241,7 @@ class RxPath {
   uint64_t next_sample_ = 0;  // TSC of the next clock sample
   uint64_t sample_every_ = 0;
   uint64_t last_poll_ticks_ = 0;  // 0: no poll yet
-  uint64_t stall_ticks_ = 0;      // kRxStallNs in ticks
+  uint64_t stall_ticks_ = 0;      // kPollStallNs in ticks
   std::vector<TickSpan> stalls_;
   RxPathStats stats_;
 };

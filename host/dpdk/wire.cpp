@@ -1146,8 +1146,17 @@ struct Encoder {
   template <class Crc, int kRoce>
   [[gnu::always_inline]] static inline size_t run_frame_at(FrameTemplate& t, const FrameSpec& first, uint32_t i,
                                                            uint32_t bytes, bool payload_zero, uint8_t* f) noexcept;
-  // run() of a run of one frame, the template's mode known (kRoce): no run image, no CRC batch, and
-  // only the branches of that mode (one-packet messages, retransmissions).
+  // Whether a run of data frames of first.payload_bytes each (the last one last_bytes) fits `room` and an
+  // IPv4 datagram: what run() and one() refuse alike. The longest frame is a full one.
+  [[gnu::always_inline]] static inline bool run_fits(WireMode mode, const FrameSpec& first, uint32_t last_bytes,
+                                                     size_t room) noexcept {
+    if (first.hdr.kind != PacketKind::kData || last_bytes > first.payload_bytes) return false;
+    const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(mode, first.payload_bytes);
+    return kIpv4HeaderBytes + udp_len <= 65535 && room >= std::max(kMinFrameBytes, kUdpOff + udp_len);
+  }
+  // run() of a run of one frame (one-packet messages, retransmissions), the template's mode known
+  // (kRoce): written as encode() writes a frame (a run image would be one more copy of the frame head),
+  // without the CRC batch and with only the branches of that mode.
   template <class Crc, bool kRoce>
   [[gnu::always_inline]] static inline bool one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes,
                                                 uint8_t* const* frames, size_t room, uint16_t* lens,
@@ -1530,12 +1539,13 @@ size_t Encoder::run_frame_at(FrameTemplate& t, const FrameSpec& first, uint32_t 
 template <class Crc, bool kRoce>
 bool Encoder::one(FrameTemplate& t, const FrameSpec& first, uint32_t last_bytes, uint8_t* const* frames, size_t room,
                   uint16_t* lens, bool payload_zero) noexcept {
+  if (!run_fits(kRoce ? WireMode::kRoceV2 : WireMode::kFabemu, first, last_bytes, room)) return false;
   const FabemuHeader& h = first.hdr;
-  const uint32_t stride = first.payload_bytes;
-  if (h.kind != PacketKind::kData || last_bytes > stride) return false;
-  const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(kRoce ? WireMode::kRoceV2 : WireMode::kFabemu, stride);
-  if (kIpv4HeaderBytes + udp_len > 65535 || room < std::max(kMinFrameBytes, kUdpOff + udp_len)) return false;
-  if (h.seq == UINT32_MAX) [[unlikely]] return run<Crc>(t, first, 1, last_bytes, frames, room, lens, payload_zero);
+  if (h.seq == UINT32_MAX) [[unlikely]] {  // its seq + 1 does not fit: by encode(), as run() falls back
+    lens[0] = static_cast<uint16_t>(
+        encode<Crc>(t, run_frame(first, 0, 1, last_bytes), std::span<uint8_t>(frames[0], room)));
+    return true;
+  }
   use_key(t, h, h.kind, h.flags, h.src_rank, h.dst_rank, h.count, h.message_length,
           kRoce ? first.bth.pkey : uint16_t{0}, kRoce ? first.bth.dest_qp & 0xFFFFFF : 0);
   lens[0] = static_cast<uint16_t>(run_frame_at<Crc, kRoce ? 1 : 0>(t, first, 0, last_bytes, payload_zero, frames[0]));
@@ -1546,12 +1556,10 @@ template <class Crc>
 bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t last_bytes,
                   uint8_t* const* frames, size_t room, uint16_t* lens, bool payload_zero) noexcept {
   if (n == 0) return true;
+  if (!run_fits(t.mode_, first, last_bytes, room)) return false;
   const FabemuHeader& h = first.hdr;
   const uint32_t stride = first.payload_bytes;
-  if (h.kind != PacketKind::kData || last_bytes > stride) return false;
-  // The longest frame of the run is a full one (a shorter last one needs no more room).
   const size_t udp_len = kUdpHeaderBytes + udp_payload_bytes(t.mode_, stride);
-  if (kIpv4HeaderBytes + udp_len > 65535 || room < std::max(kMinFrameBytes, kUdpOff + udp_len)) return false;
   const bool roce = t.mode_ == WireMode::kRoceV2;
   const uint64_t last_offset = h.offset + uint64_t{n - 1} * stride;
   if (hi32(last_offset) != hi32(h.offset) || h.seq + uint64_t{n} > UINT32_MAX) [[unlikely]] {
@@ -1568,9 +1576,8 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
   // The frames of `stride` bytes (all, or all but a shorter last one) from an image of the run: the
   // flow's and message's image with this run's lengths, low id and low time in place, and the sums and
   // CRC part of those; per frame only the IP id, seq, offset, BTH words and the three checks are written.
-  // A run of one (one-packet messages, retransmissions) is written as encode() writes it: a run image
-  // would be one more copy of the frame head.
-  const uint32_t full = n == 1 ? 0 : last_bytes == stride ? n : n - 1;
+  // (A run of one is one()'s: encode_run never gives it here.)
+  const uint32_t full = last_bytes == stride ? n : n - 1;
   const uint32_t id_lo = lo32(h.message_id), time_lo = lo32(h.tx_time_ps);
   Bth b = first.bth;
   if (full > 0) {

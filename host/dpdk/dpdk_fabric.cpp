@@ -129,6 +129,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
     senders_ = LinkSenders(npus_, model_.topology().links().size(), c);
   }
   pacing_.size_for(model_.topology());
+  stalls_.reserve(1024);  // a stall is a gap of 100 us or more: allocating only past 1,024 of them costs nothing
   pace_slot_.assign(model_.topology().links().size(), LinkSlot{});
   paced_.resize(kFramesPerSender);  // a next_runs call gives at most that many (its room)
   burst_ps_.reserve(model_.topology().links().size());

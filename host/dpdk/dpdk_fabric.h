@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <memory_resource>
 #include <unordered_map>
 #include <vector>
 
@@ -353,10 +354,14 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint32_t npus_;
   uint32_t payload_;
   emu::DeliveryListener* listener_ = nullptr;
+  // The nodes of records_ and by_wire_: a message's nodes go back to this pool when it is delivered and
+  // the next messages take them again, so no message allocates once the pool has reached the peak of
+  // messages in flight (it only grows; DpdkFabric.NoAllocationPerMessageInSteadyState).
+  std::pmr::unsynchronized_pool_resource record_pool_;
   // By walker id. A record's address is its packets' Sender cookie (stable: nodes do not move), so the
   // transmit loop finds it without a lookup; it is erased only once the message has arrived.
-  std::unordered_map<uint64_t, Record> records_;
-  std::unordered_map<uint64_t, uint64_t> by_wire_;    // pair_key -> walker id
+  std::pmr::unordered_map<uint64_t, Record> records_{&record_pool_};
+  std::pmr::unordered_map<uint64_t, uint64_t> by_wire_{&record_pool_};  // pair_key -> walker id
   // Frames of flow src -> dst: by src * npus + dst, dense when npus^2 <= 65,536, else a map of at most 65,536.
   std::vector<std::unique_ptr<FrameTemplate>> dense_templates_;
   std::unordered_map<uint64_t, FrameTemplate> templates_;

@@ -6,9 +6,13 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
+#include <vector>
 
+#include "tests/support/alloc_counter.h"
 
 namespace fabemu::test {
 
@@ -117,6 +121,74 @@ void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const
   EXPECT_EQ(c.data, s.data_frames + s.retransmissions);
   EXPECT_EQ(c.feedback, s.acks + s.nacks);
   EXPECT_GT(c.feedback, 0u);
+}
+
+namespace {
+
+// Sends message i at its time through the fabric's engine, as the walker does.
+class Injector final : public EventTarget {
+ public:
+  explicit Injector(Fabric& f) : fabric_(f) {}
+  void add(Time at, const Message& m) {
+    msgs_.push_back(m);
+    fabric_.engine().at(at, *this, msgs_.size() - 1);
+  }
+  void on_event(uint64_t i) override { fabric_.send(msgs_[i], fabric_.engine().now()); }
+  void reserve(size_t n) { msgs_.reserve(n); }
+
+ private:
+  Fabric& fabric_;
+  std::vector<Message> msgs_;
+};
+struct Deliveries final : DeliveryListener {
+  void on_delivered(uint64_t id, Time at) override { log.emplace_back(id, at); }
+  std::vector<std::pair<uint64_t, Time>> log;
+};
+
+}  // namespace
+
+void expect_second_wave_allocates_nothing(fd::DpdkPorts& ports, const fd::DpdkFabricOptions& options,
+                                          uint64_t slack) {
+  const NetworkConfig net = network({dim(DimTopology::kRing, 4), dim(DimTopology::kSwitch, 2)});
+  fd::DpdkFabricOptions opt = options;
+  opt.model_mtu = 4096;
+  fd::DpdkFabric fabric(Topology(net), fd::AddressPlan::make_default(8), ports, opt);
+  Deliveries got;
+  fabric.set_listener(&got);
+  Injector inj(fabric);
+  // 600 messages of 1 byte to 40 KB between every pair (local ones too), a few hundred ns apart.
+  std::mt19937_64 rng(42);
+  std::vector<std::pair<Duration, Message>> wave;
+  constexpr uint64_t kSizes[] = {1, 100, 1442, 1443, 4096, 9000, 40'000};
+  for (uint64_t i = 0; i < 600; ++i) {
+    Message m{i, static_cast<int32_t>(rng() % 8), static_cast<int32_t>(rng() % 8), kSizes[rng() % 7], rng() % 4};
+    wave.emplace_back(Duration::from_ns(i * 300), m);
+  }
+  inj.reserve(2 * wave.size());
+  got.log.reserve(2 * wave.size());
+  const uint64_t first_wave = allocations();
+  for (const auto& [at, m] : wave) inj.add(Time::zero() + at, m);
+  fabric.engine().run();
+  ASSERT_EQ(got.log.size(), wave.size());
+  EXPECT_GT(allocations(), first_wave) << "the counter counts (the first wave fills the pools)";
+  const Time second = fabric.engine().now() + Duration::from_us(1);
+  const uint64_t before = allocations();
+  for (auto [at, m] : wave) {
+    m.id += wave.size();
+    inj.add(second + at, m);
+  }
+  fabric.engine().run();
+  EXPECT_LE(allocations() - before, slack) << "allocations in the second wave of " << wave.size() << " messages";
+  ASSERT_EQ(got.log.size(), 2 * wave.size());
+  EXPECT_TRUE(fabric.drain());
+  const fd::DpdkStats& s = fabric.stats();
+  EXPECT_EQ(s.deliveries, 2 * wave.size());
+  EXPECT_EQ(s.messages_completed, s.messages);
+  // The second wave's deliveries are the first's, shifted.
+  for (size_t i = 0; i < wave.size(); ++i) {
+    EXPECT_EQ(got.log[wave.size() + i].first, got.log[i].first + wave.size());
+    EXPECT_EQ(got.log[wave.size() + i].second - second, got.log[i].second - Time::zero()) << i;
+  }
 }
 
 }  // namespace fabemu::test

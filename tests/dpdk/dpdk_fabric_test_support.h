@@ -46,4 +46,13 @@ void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const
 // The same times as the software model, every message once, every byte once.
 void expect_exact(const emu::RunResult& sw, const DpdkRun& d);
 
+// 600 messages of 1 B to 40 KB between every pair of 8 ranks of a 2D fabric (local ones too), a few hundred
+// ns apart, through a DpdkFabric on `ports` (as fast as possible), and then the same 600 again: the second
+// wave (the first grew every table, pool and queue to its peak: the model, the senders and receivers,
+// framing, the ports, the deliveries at modelled times) must allocate nothing, and deliver each message at
+// the first wave's time, shifted. Call only where allocations are counted (tests/support/alloc_counter.h).
+// `slack`: allocations allowed in the second wave anyway, for a run whose timing varies (see the callers).
+void expect_second_wave_allocates_nothing(host::dpdk::DpdkPorts& ports, const host::dpdk::DpdkFabricOptions& opt,
+                                          uint64_t slack = 0);
+
 }  // namespace fabemu::test

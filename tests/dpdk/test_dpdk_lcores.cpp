@@ -141,13 +141,15 @@ TEST(RxLcore, CaptureOfBothLcoresIsMergedInTimeOrder) {
 // and completion ring). Its ACKs come back while the main lcore runs on, so the second of the two equal
 // waves may hold a few more messages in flight than the first did, and a sender then makes one more
 // message slot (5 allocations, once: its arrays). Measured: 5 in most runs, up to 20 (14 runs, 8 of them
-// with both cores busy). An allocation per message or frame would be 600 or more: the bound is 40.
+// with both cores busy). How many more a loaded machine holds in flight has no firm bound (the receive
+// lcore may be descheduled between a completion and its ACK), so the bound is a quarter of the wave: 150.
+// An allocation per message or frame would be 600 or more (1,131 before the pooled records).
 TEST(RxLcore, NoAllocationPerMessageInSteadyState) {
   REQUIRE_EAL();
   ASSERT_TRUE(g_lcores);
   if (!counting_allocations()) GTEST_SKIP() << "allocations are not counted under AddressSanitizer";
   auto ports = fd::DpdkPorts::ring("lcnoalloc", port_config());
-  expect_second_wave_allocates_nothing(ports, fd::DpdkFabricOptions{}, 40);
+  expect_second_wave_allocates_nothing(ports, fd::DpdkFabricOptions{}, 150);
 }
 
 TEST(RxLcore, ChoiceOfTheLcore) {

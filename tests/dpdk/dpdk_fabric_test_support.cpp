@@ -152,6 +152,10 @@ void expect_second_wave_allocates_nothing(fd::DpdkPorts& ports, const fd::DpdkFa
   const NetworkConfig net = network({dim(DimTopology::kRing, 4), dim(DimTopology::kSwitch, 2)});
   fd::DpdkFabricOptions opt = options;
   opt.model_mtu = 4096;
+  // Nothing is lost on a ring pair: no NACK or timeout may fire just because the machine stalled the
+  // test, which would take the recovery paths (and their first allocations) in one wave only.
+  opt.nack_delay = Duration::from_ms(10'000);
+  opt.rto = Duration::from_ms(10'000);
   fd::DpdkFabric fabric(Topology(net), fd::AddressPlan::make_default(8), ports, opt);
   Deliveries got;
   fabric.set_listener(&got);

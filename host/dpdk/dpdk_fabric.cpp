@@ -893,12 +893,28 @@ Fidelity fidelity(const DpdkStats& s) noexcept {
   if (s.dilation <= 0 || s.jitter_ns.count() == 0) return f;
   f.rate_ratio = s.pacing_ratio;
   f.departure_lateness_ns = static_cast<double>(s.jitter_ns.quantile(0.5)) / s.dilation;
+  f.undisturbed_ratio = s.pacing_median_ratio;
   if (s.pacing_ratio <= 0) {
     f.verdict = Fidelity::Verdict::kUnmeasured;
+  } else if (s.pacing_ratio >= kKeptPaceRatio) {
+    f.verdict = Fidelity::Verdict::kKeptPace;
   } else {
-    f.verdict = s.pacing_ratio >= kKeptPaceRatio ? Fidelity::Verdict::kKeptPace : Fidelity::Verdict::kFellBehind;
+    f.verdict = Fidelity::Verdict::kFellBehind;
+    // No undisturbed period at all (median 0) with periods measured: every one was disturbed.
+    const bool all_disturbed = s.pacing_median_ratio <= 0 && s.pacing_disturbed_periods > 0;
+    f.cause = all_disturbed || s.pacing_median_ratio >= kKeptPaceRatio ? Fidelity::Cause::kStalls
+                                                                        : Fidelity::Cause::kSpeed;
   }
   return f;
+}
+
+const char* to_string(Fidelity::Cause c) noexcept {
+  switch (c) {
+    case Fidelity::Cause::kNone: return "none";
+    case Fidelity::Cause::kStalls: return "stalls";
+    case Fidelity::Cause::kSpeed: return "speed";
+  }
+  return "none";
 }
 
 const char* to_string(Fidelity::Verdict v) noexcept {
@@ -1010,8 +1026,23 @@ std::string format_dpdk_stats(const DpdkStats& s) {
       break;
     case Fidelity::Verdict::kFellBehind:
       out += fmt::format("  fidelity            the senders fell behind: {}; the measured times include fabemu's own "
-                         "delay. Raise --dilation above {:g} until this line says they kept pace\n",
-                         carried, s.dilation);
+                         "delay. ",
+                         carried);
+      if (f.cause == Fidelity::Cause::kStalls) {
+        out += fmt::format(
+            "{}: the OS took the polling lcores' cores (main lcore {} stalls over 100 us, longest {:.3f} ms; receive "
+            "lcore {}, longest {:.3f} ms). Run nothing else on those cores (e.g. isolcpus=, no other busy process), "
+            "or raise --dilation above {:g}\n",
+            f.undisturbed_ratio > 0
+                ? fmt::format("The busy periods no stall disturbed kept pace (median {:.5f})", f.undisturbed_ratio)
+                : fmt::format("Every one of the {} busy periods was disturbed by a stall", s.pacing_disturbed_periods),
+            s.poll_stalls, static_cast<double>(s.poll_gap_max_ns) / 1e6, s.rx_poll_stalls,
+            static_cast<double>(s.rx_poll_gap_max_ns) / 1e6, s.dilation);
+      } else {
+        out += fmt::format("Even the busy periods no stall disturbed reached only a median {:.5f} of the target rate: "
+                           "raise --dilation above {:g} until this line says they kept pace\n",
+                           f.undisturbed_ratio, s.dilation);
+      }
       break;
   }
   return out;
@@ -1125,9 +1156,10 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("pacing_median_ratio", num(s.pacing_median_ratio));
   {
     const Fidelity f = fidelity(s);
-    kv("fidelity", fmt::format("{{\"verdict\": \"{}\", \"kept_pace_ratio\": {}, \"rate_ratio\": {}, "
-                               "\"median_departure_lateness_ns\": {}}}",
-                               to_string(f.verdict), num(kKeptPaceRatio), num(f.rate_ratio), num(f.departure_lateness_ns)));
+    kv("fidelity", fmt::format("{{\"verdict\": \"{}\", \"cause\": \"{}\", \"kept_pace_ratio\": {}, \"rate_ratio\": {}, "
+                               "\"undisturbed_median_ratio\": {}, \"median_departure_lateness_ns\": {}}}",
+                               to_string(f.verdict), to_string(f.cause), num(kKeptPaceRatio), num(f.rate_ratio),
+                               num(f.undisturbed_ratio), num(f.departure_lateness_ns)));
   }
   kv("pacing_periods", fmt::format("{}", s.pacing_periods));
   kv("pacing_disturbed_periods", fmt::format("{}", s.pacing_disturbed_periods));

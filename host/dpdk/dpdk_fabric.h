@@ -211,13 +211,28 @@ struct Fidelity {
     kKeptPace,
     kFellBehind,
   };
+  // Why the senders fell behind, and so what to do about it (kFellBehind only; kNone otherwise).
+  enum class Cause {
+    kNone,
+    // The busy periods no polling stall disturbed kept the rate (their median DpdkStats::pacing_median_ratio
+    // at least kKeptPaceRatio), or every period was disturbed: the shortfall came from the stalls, i.e. the
+    // OS took the polling lcores' cores. Give them cores of their own (or raise --dilation).
+    kStalls,
+    // Even the undisturbed periods fell short: this host cannot build and pace the frames at D. Raise
+    // --dilation.
+    kSpeed,
+  };
   Verdict verdict = Verdict::kNotPaced;
+  Cause cause = Cause::kNone;
   double rate_ratio = 0;                // DpdkStats::pacing_ratio
+  double undisturbed_ratio = 0;         // DpdkStats::pacing_median_ratio (0: every period was disturbed)
   double departure_lateness_ns = 0;     // median departure jitter (wall ns) / D: emulated ns
 };
 Fidelity fidelity(const DpdkStats& stats) noexcept;
 // "not_paced", "unmeasured", "kept_pace", "fell_behind" (the report's names).
 const char* to_string(Fidelity::Verdict v) noexcept;
+// "none", "stalls", "speed" (the report's names).
+const char* to_string(Fidelity::Cause c) noexcept;
 
 // Spans of time [from, to), for covered_within.
 struct Span {

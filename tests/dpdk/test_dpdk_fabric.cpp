@@ -300,7 +300,11 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
     EXPECT_EQ(f.verdict, d.stats.pacing_ratio >= fd::kKeptPaceRatio ? fd::Fidelity::Verdict::kKeptPace
                                                                      : fd::Fidelity::Verdict::kFellBehind);
     EXPECT_EQ(f.rate_ratio, d.stats.pacing_ratio);
+    EXPECT_EQ(f.undisturbed_ratio, d.stats.pacing_median_ratio);
     EXPECT_EQ(f.departure_lateness_ns, static_cast<double>(d.stats.jitter_ns.quantile(0.5)));
+    // Its undisturbed periods kept pace (checked above): a shortfall can only be the stalls'.
+    EXPECT_EQ(f.cause, f.verdict == fd::Fidelity::Verdict::kFellBehind ? fd::Fidelity::Cause::kStalls
+                                                                         : fd::Fidelity::Cause::kNone);
     // A collective's stalled time lies within its measured span, and there is none without a stall.
     for (const fd::DpdkStats::Collective& c : d.stats.collectives) {
       EXPECT_LE(c.stalled.ps(), c.measured.ps()) << "collective " << c.coll;
@@ -317,41 +321,68 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
 // jitter in emulated ns (wall / D). The summary line and the report's object say the same.
 TEST(DpdkStats, FidelityVerdicts) {
   using V = fd::Fidelity::Verdict;
+  using C = fd::Fidelity::Cause;
   fd::DpdkStats s;
   s.dilation = 2;
   for (uint64_t v : {40, 100, 200, 220, 250}) s.jitter_ns.record(v);  // median 200 ns wall: 100 ns emulated
+  s.poll_stalls = 48;
+  s.poll_gap_max_ns = 3'420'150;
+  s.rx_poll_stalls = 14;
+  s.rx_poll_gap_max_ns = 869'690;
   const auto json_of = [](const fd::DpdkStats& st) {
     return nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(st) + "}").at("dpdk").at("fidelity");
   };
   struct Case {
-    double dilation, ratio;
+    double dilation, ratio, undisturbed;
+    uint64_t disturbed;  // busy periods a stall disturbed
     bool jitter;
     V verdict;
+    C cause;
     const char* name;
+    const char* cause_name;
     const char* line;  // in the summary ("" : no fidelity line)
   };
+  const char* const stalls =
+      ": the OS took the polling lcores' cores (main lcore 48 stalls over 100 us, longest 3.420 ms; receive lcore "
+      "14, longest 0.870 ms). Run nothing else on those cores (e.g. isolcpus=, no other busy process), or raise "
+      "--dilation above 2\n";
+  const std::string kept_stalls = std::string("The busy periods no stall disturbed kept pace (median 0.99000)") + stalls;
+  const std::string all_stalls = std::string("Every one of the 7 busy periods was disturbed by a stall") + stalls;
   const Case cases[] = {
-      {0, 0.995, true, V::kNotPaced, "not_paced", ""},
-      {2, 0.995, false, V::kNotPaced, "not_paced", ""},
-      {2, 0, true, V::kUnmeasured, "unmeasured", "fidelity            unmeasured: no first link carried two frames"},
-      {2, 0.995, true, V::kKeptPace, "kept_pace",
+      {0, 0.995, 0.995, 0, true, V::kNotPaced, C::kNone, "not_paced", "none", ""},
+      {2, 0.995, 0.995, 0, false, V::kNotPaced, C::kNone, "not_paced", "none", ""},
+      {2, 0, 0, 0, true, V::kUnmeasured, C::kNone, "unmeasured", "none",
+       "fidelity            unmeasured: no first link carried two frames"},
+      {2, 0.995, 0.996, 0, true, V::kKeptPace, C::kNone, "kept_pace", "none",
        "fidelity            the senders kept pace: their first links carried 0.99500 of their target rate (>= 0.99) "
        "and frames left a median 100.0 ns (emulated)"},
-      {2, 0.99, true, V::kKeptPace, "kept_pace", "carried 0.99000 of their target rate (>= 0.99)"},
-      {2, 0.98999, true, V::kFellBehind, "fell_behind",
+      {2, 0.99, 0.98, 3, true, V::kKeptPace, C::kNone, "kept_pace", "none",
+       "carried 0.99000 of their target rate (>= 0.99)"},
+      // Too slow: even the undisturbed periods fell short (their median just below the line).
+      {2, 0.98999, 0.98999, 0, true, V::kFellBehind, C::kSpeed, "fell_behind", "speed",
        "fidelity            the senders fell behind: their first links carried 0.98999 of their target rate (< 0.99) "
        "and frames left a median 100.0 ns (emulated) after their scheduled departure; the measured times include "
-       "fabemu's own delay. Raise --dilation above 2 until this line says they kept pace"},
+       "fabemu's own delay. Even the busy periods no stall disturbed reached only a median 0.98999 of the target "
+       "rate: raise --dilation above 2 until this line says they kept pace\n"},
+      // The stalls did it: the undisturbed periods kept the rate (exactly at the line).
+      {2, 0.93, 0.99, 356, true, V::kFellBehind, C::kStalls, "fell_behind", "stalls", kept_stalls.c_str()},
+      // Every period disturbed: no undisturbed median.
+      {2, 0.5, 0, 7, true, V::kFellBehind, C::kStalls, "fell_behind", "stalls", all_stalls.c_str()},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.name) + " at D = " + std::to_string(c.dilation) + ", ratio " + std::to_string(c.ratio));
+    SCOPED_TRACE(std::string(c.name) + " at D = " + std::to_string(c.dilation) + ", ratio " + std::to_string(c.ratio) +
+                 ", undisturbed " + std::to_string(c.undisturbed));
     fd::DpdkStats t = s;
     t.dilation = c.dilation;
     t.pacing_ratio = c.ratio;
+    t.pacing_median_ratio = c.undisturbed;
+    t.pacing_disturbed_periods = c.disturbed;
     if (!c.jitter) t.jitter_ns.clear();
     const fd::Fidelity f = fd::fidelity(t);
     EXPECT_EQ(f.verdict, c.verdict);
+    EXPECT_EQ(f.cause, c.cause);
     EXPECT_STREQ(fd::to_string(f.verdict), c.name);
+    EXPECT_STREQ(fd::to_string(f.cause), c.cause_name);
     const std::string text = fd::format_dpdk_stats(t);
     if (*c.line == 0) {
       EXPECT_EQ(text.find("fidelity"), std::string::npos) << text;
@@ -360,9 +391,11 @@ TEST(DpdkStats, FidelityVerdicts) {
     }
     const nlohmann::json j = json_of(t);
     EXPECT_EQ(j.at("verdict"), c.name);
+    EXPECT_EQ(j.at("cause"), c.cause_name);
     EXPECT_DOUBLE_EQ(j.at("kept_pace_ratio").get<double>(), 0.99);
     if (c.verdict != V::kNotPaced) {
       EXPECT_DOUBLE_EQ(j.at("rate_ratio").get<double>(), c.ratio);
+      EXPECT_DOUBLE_EQ(j.at("undisturbed_median_ratio").get<double>(), c.undisturbed);
       EXPECT_DOUBLE_EQ(j.at("median_departure_lateness_ns").get<double>(), 100.0);
     }
   }

@@ -97,6 +97,7 @@ struct RunArgs {
   std::string dpdk_port = "ring";
   std::vector<std::string> dpdk_devargs;
   std::string dpdk_rx_lcore = "auto";
+  std::string dpdk_verify_checksums = "auto";
   double dilation = 1;
   bool as_fast_as_possible = false;
   bool roce = false;
@@ -427,6 +428,7 @@ int run(const RunArgs& a) {
     } else if (a.dpdk_rx_lcore != "auto") {
       o.rx_lcore = std::stoi(a.dpdk_rx_lcore);  // checked by the option's validator
     }
+    if (a.dpdk_verify_checksums == "on") o.checksums = hd::DpdkFabricOptions::Checksums::kOn;
     auto plan = a.address_plan.empty() ? hd::AddressPlan::make_default(static_cast<uint32_t>(topology.npus()))
                                        : hd::AddressPlan::load_yaml(a.address_plan);
     auto f = std::make_unique<hd::DpdkFabric>(topology, std::move(plan), *dpdk_ports, o);
@@ -594,6 +596,10 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "DPDK: the lcore of the receive side (port B, reassembly, ACK/NACK): auto (default: the first "
                       "worker lcore of EAL's -l, when there are two ports), off (the main lcore) or an id")
       ->check(CLI::IsMember({"auto", "off"}) | CLI::NonNegativeNumber);
+  run_cmd->add_option("--dpdk-verify-checksums", args->dpdk_verify_checksums,
+                      "DPDK: the receive side's checks of data frames' UDP checksums (and RoCEv2 ICRCs): auto (default: "
+                      "checked, but on an in-process ring pair, which hands over the sender's own mbufs) or on")
+      ->check(CLI::IsMember({"auto", "on"}));
   run_cmd->add_option("--dilation", args->dilation,
                       "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")
       ->check(CLI::Range(0.0, 1e6));

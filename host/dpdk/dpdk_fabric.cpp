@@ -110,6 +110,10 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
         fmt::format("the address plan has {} ranks, the topology {} NPUs", plan_.size(), npus_));
   }
   if (payload_ == 0) throw std::invalid_argument(fmt::format("--wire-mtu {}: too small for a frame", opt_.wire_mtu));
+  if (opt_.checksums == DpdkFabricOptions::Checksums::kAuto && ports_.in_process()) {
+    rules_.verify_udp_checksum = false;
+    rules_.verify_icrc = false;
+  }
   for (Port* p : {&ports_.a(), &ports_.b()}) {
     const size_t room = rte_pktmbuf_data_room_size(p->pool()) - RTE_PKTMBUF_HEADROOM;
     if (frame_bytes(opt_.mode, payload_) > room) {
@@ -829,6 +833,10 @@ const DpdkStats& DpdkFabric::stats() {
   b.clock = rx_path_->clock_name();
   b.offload = ports_.b().rx_timestamp_offload();
   b.checksum_offload = ports_.b().rx_checksum_offload();
+  const auto checksums_of = [this](const Port& p) -> const char* {
+    return !rules_.verify_udp_checksum ? "skipped" : p.rx_checksum_offload() ? "nic" : "fabemu";
+  };
+  b.checksums = checksums_of(ports_.b());
   if (rx_readable) {
     const RxPathStats& r = rx_path_->stats();
     out_.frames_rx += r.frames_rx;
@@ -858,6 +866,7 @@ const DpdkStats& DpdkFabric::stats() {
     a.clock = "tsc";  // feedback arrivals are not timed
     a.offload = ports_.a().rx_timestamp_offload();
     a.checksum_offload = ports_.a().rx_checksum_offload();
+    a.checksums = checksums_of(ports_.a());
     a.frames = s.frames_rx;
     a.hw_timestamped = a_hw_timestamped_;
     out_.rx_clocks.push_back(a);
@@ -948,10 +957,12 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     out += fmt::format("  lcores              main {} polls everything\n", s.main_lcore);
   }
   for (const DpdkStats::PortClock& c : s.rx_clocks) {
-    out += fmt::format("  arrival clock       {} {}: {} (RX timestamp offload {}, UDP checksums checked by {}), {} of {} "
+    const char* checks = c.checksums == "skipped" ? "not checked: an in-process ring pair hands over the sender's own mbufs"
+                         : c.checksums == "nic"   ? "checked by the NIC"
+                                                  : "checked by fabemu";
+    out += fmt::format("  arrival clock       {} {}: {} (RX timestamp offload {}, payload checksums {}), {} of {} "
                        "frames hardware-timestamped\n",
-                       c.role, c.port, c.clock, c.offload ? "on" : "not offered",
-                       c.checksum_offload ? "the NIC" : "fabemu", c.hw_timestamped, c.frames);
+                       c.role, c.port, c.clock, c.offload ? "on" : "not offered", checks, c.hw_timestamped, c.frames);
   }
   out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive: SRTT + 4 RTTVAR of the wire latency)\n",
                      static_cast<double>(s.rto_max.ps()) / 1e9);
@@ -1115,9 +1126,9 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   for (size_t i = 0; i < s.rx_clocks.size(); ++i) {
     const DpdkStats::PortClock& c = s.rx_clocks[i];
     clocks += fmt::format("{}{{\"port\": \"{}\", \"role\": \"{}\", \"clock\": \"{}\", \"offload\": {}, "
-                          "\"checksum_offload\": {}, \"frames\": {}, \"hw_timestamped\": {}}}",
-                          i == 0 ? "" : ", ", c.port, c.role, c.clock, c.offload, c.checksum_offload, c.frames,
-                          c.hw_timestamped);
+                          "\"checksum_offload\": {}, \"checksums\": \"{}\", \"frames\": {}, \"hw_timestamped\": {}}}",
+                          i == 0 ? "" : ", ", c.port, c.role, c.clock, c.offload, c.checksum_offload, c.checksums,
+                          c.frames, c.hw_timestamped);
   }
   kv("rx_clocks", clocks + "]");
   kv("data_frames", fmt::format("{}", s.data_frames));

@@ -66,6 +66,14 @@ struct DpdkFabricOptions {
   static constexpr int kRxLcoreAuto = -1;
   static constexpr int kRxLcoreOff = -2;
   int rx_lcore = kRxLcoreAuto;
+  // The receive side's checks of a data frame's payload: its UDP checksum and, in RoCEv2 mode, its ICRC
+  // (the IPv4 header checksum and the fabemu header CRC are always checked). kAuto: checked, unless the
+  // NIC has checked the UDP checksum (RX checksum offload) or the ports are an in-process ring pair
+  // (DpdkPorts::in_process: the receiver reads the very mbufs the sender built, so nothing can have
+  // changed them; the checks were a quarter of the receive lcore's time). kOn: checked on every device
+  // but a NIC that checked them.
+  enum class Checksums { kAuto, kOn };
+  Checksums checksums = Checksums::kAuto;
 };
 
 // The devices the frames go through. Data frames are sent on a() and received on b(); ACKs and NACKs go
@@ -89,6 +97,8 @@ class DpdkPorts {
   Port& a() noexcept { return *a_; }
   Port& b() noexcept { return b_ ? *b_ : *a_; }
   std::string describe() const;
+  // An in-process ring pair (ring()): the receiving port hands over the sender's own mbufs.
+  bool in_process() const noexcept { return ring_ != nullptr; }
 
  private:
   DpdkPorts() = default;
@@ -122,6 +132,9 @@ struct DpdkStats {
     std::string port, role, clock;
     bool offload = false;             // RTE_ETH_RX_OFFLOAD_TIMESTAMP enabled
     bool checksum_offload = false;    // RTE_ETH_RX_OFFLOAD_IPV4_CKSUM and UDP_CKSUM enabled (decode_mbuf)
+    // Who checks the payloads (UDP checksum, RoCEv2 ICRC): "nic" (checksum_offload; fabemu checks
+    // what the NIC did not find good), "fabemu", or "skipped" (an in-process ring pair, Checksums::kAuto).
+    std::string checksums = "fabemu";
     uint64_t frames = 0, hw_timestamped = 0;
   };
   std::vector<PortClock> rx_clocks;

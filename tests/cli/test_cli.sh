@@ -186,6 +186,24 @@ assert da["bytes_completed"] == db["bytes_completed"] == da["message_bytes"]
 assert a["total_time_ps"] == 43051456
 assert a == b, [k for k in a if a[k] != b.get(k)]
 EOF2
+  # the payload checks: skipped on the in-process ring pair (auto), made with --dpdk-verify-checksums on, made on
+  # an EAL vdev (not in-process: --dpdk-devargs above); the same report otherwise
+  for vc in auto on; do
+    expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
+      --dpdk-verify-checksums $vc -r "$tmp/vc_$vc.json" -- --no-huge -m 512 --no-pci --no-shconf \
+      --file-prefix "fabemu-cli-vc$vc$$" --no-telemetry -l 0
+  done
+  python3 - "$tmp/vc_auto.json" "$tmp/vc_on.json" "$tmp/vdev.json" <<'EOF2' || fail "--dpdk-verify-checksums"
+import json, sys
+a, b, v = (json.load(open(f)) for f in sys.argv[1:4])
+assert [c["checksums"] for c in a["dpdk"]["rx_clocks"]] == ["skipped", "skipped"], a["dpdk"]["rx_clocks"]
+assert [c["checksums"] for c in b["dpdk"]["rx_clocks"]] == ["fabemu", "fabemu"], b["dpdk"]["rx_clocks"]
+assert [c["checksums"] for c in v["dpdk"]["rx_clocks"]] == ["fabemu"], v["dpdk"]["rx_clocks"]
+assert a["dpdk"]["messages_completed"] == b["dpdk"]["messages_completed"] == 96
+assert a["total_time_ps"] == b["total_time_ps"] == 43051456
+EOF2
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-verify-checksums off -q
+  expect_text "$tmp/err" "dpdk-verify-checksums"
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 0 -q -- \
     --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-0$$" --no-telemetry -l 0-1
   expect_text "$tmp/err" "RX lcore 0"

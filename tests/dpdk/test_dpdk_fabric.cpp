@@ -164,7 +164,12 @@ TEST(DpdkFabric, ThroughMemif) {
   } catch (const std::runtime_error& e) {
     GTEST_SKIP() << "memif did not come up: " << e.what();
   }
-  expect_exact(sw, run_dpdk(w, *ports, fd::DpdkFabricOptions{}));
+  const DpdkRun clean = run_dpdk(w, *ports, fd::DpdkFabricOptions{});
+  expect_exact(sw, clean);
+  // Not an in-process ring pair: the payloads are checked (memif copies the frames through its rings).
+  ASSERT_EQ(clean.stats.rx_clocks.size(), 2u);
+  EXPECT_EQ(clean.stats.rx_clocks[0].checksums, "fabemu");
+  EXPECT_EQ(clean.stats.rx_clocks[1].checksums, "fabemu");
   fd::DpdkFabricOptions opt;
   opt.faults.drop_rate = 0.01;
   opt.faults.reorder_rate = 0.05;
@@ -565,6 +570,57 @@ TEST(DpdkFabric, ForeignFramesAreCountedNotTakenForOurs) {
   EXPECT_EQ(d.stats.not_ours_by_verdict[static_cast<size_t>(fd::Verdict::kNotIpv4)], 1u);
   EXPECT_EQ(d.stats.frames_rx, d.stats.frames_tx + 2);
   EXPECT_EQ(d.stats.bytes_completed, d.stats.message_bytes);
+}
+
+// The payload checks (DpdkFabricOptions::checksums): on an in-process ring pair the receiver reads the
+// sender's own mbufs, so by default it does not sum their payloads again (the report says "skipped");
+// with Checksums::kOn it does, and a frame of ours whose payload changed on the way is then refused. The
+// all-reduce gives the software model's times either way.
+TEST(DpdkFabric, RingPairSkipsPayloadChecksUnlessAsked) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  for (const fd::WireMode mode : {fd::WireMode::kFabemu, fd::WireMode::kRoceV2}) {
+    SCOPED_TRACE(mode == fd::WireMode::kFabemu ? "fabemu mode" : "RoCEv2 mode");
+    fd::DpdkFabricOptions opt;
+    opt.mode = mode;
+    {
+      auto ports = fd::DpdkPorts::ring(mode == fd::WireMode::kFabemu ? "fabvc1" : "fabvc2", port_config());
+      EXPECT_TRUE(ports.in_process());
+      const DpdkRun d = run_dpdk(w, ports, opt);
+      expect_exact(sw, d);
+      ASSERT_EQ(d.stats.rx_clocks.size(), 2u);
+      EXPECT_EQ(d.stats.rx_clocks[0].checksums, "skipped");
+      EXPECT_EQ(d.stats.rx_clocks[1].checksums, "skipped");
+    }
+    opt.checksums = fd::DpdkFabricOptions::Checksums::kOn;
+    auto ports = fd::DpdkPorts::ring(mode == fd::WireMode::kFabemu ? "fabvc3" : "fabvc4", port_config());
+    // Waiting on the receive port: one of our frames with a payload byte changed (its headers intact).
+    rte_mbuf* m = rte_pktmbuf_alloc(ports.a().pool());
+    ASSERT_NE(m, nullptr);
+    fd::FrameSpec spec;
+    spec.mode = mode;
+    spec.src = fd::default_endpoint(0);
+    spec.dst = fd::default_endpoint(1);
+    spec.hdr.dst_rank = 1;
+    spec.hdr.count = 1;
+    spec.hdr.message_length = 64;
+    spec.payload_bytes = 64;
+    const uint16_t len = fd::fill_mbuf(m, spec);
+    ASSERT_GT(len, 0);
+    rte_pktmbuf_mtod(m, uint8_t*)[len - 12] ^= 0x01;  // in the payload (before a RoCEv2 frame's ICRC)
+    ASSERT_EQ(ports.a().tx_burst(&m, 1), 1);
+    const DpdkRun d = run_dpdk(w, ports, opt);
+    ASSERT_TRUE(d.result.stuck.empty());
+    EXPECT_EQ(d.result.total.ps(), sw.total.ps());
+    EXPECT_EQ(d.stats.bytes_completed, d.stats.message_bytes);
+    EXPECT_EQ(d.stats.frames_rx, d.stats.frames_tx + 1);
+    EXPECT_EQ(d.stats.rx_clocks[0].checksums, "fabemu");
+    EXPECT_EQ(d.stats.not_ours, 1u);
+    // (RoCEv2 frames carry a UDP checksum too, and it is checked before the ICRC.)
+    EXPECT_EQ(d.stats.not_ours_by_verdict[static_cast<size_t>(fd::Verdict::kBadUdpChecksum)], 1u);
+  }
 }
 
 TEST(TscClock, DilationMapsWallToEmulatedTime) {

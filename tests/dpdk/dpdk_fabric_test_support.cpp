@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/emulator/fabric_test_util.h"
 #include "tests/support/alloc_counter.h"
 
 namespace fabemu::test {
@@ -123,30 +124,6 @@ void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const
   EXPECT_GT(c.feedback, 0u);
 }
 
-namespace {
-
-// Sends message i at its time through the fabric's engine, as the walker does.
-class Injector final : public EventTarget {
- public:
-  explicit Injector(Fabric& f) : fabric_(f) {}
-  void add(Time at, const Message& m) {
-    msgs_.push_back(m);
-    fabric_.engine().at(at, *this, msgs_.size() - 1);
-  }
-  void on_event(uint64_t i) override { fabric_.send(msgs_[i], fabric_.engine().now()); }
-  void reserve(size_t n) { msgs_.reserve(n); }
-
- private:
-  Fabric& fabric_;
-  std::vector<Message> msgs_;
-};
-struct Deliveries final : DeliveryListener {
-  void on_delivered(uint64_t id, Time at) override { log.emplace_back(id, at); }
-  std::vector<std::pair<uint64_t, Time>> log;
-};
-
-}  // namespace
-
 void expect_second_wave_allocates_nothing(fd::DpdkPorts& ports, const fd::DpdkFabricOptions& options,
                                           uint64_t slack) {
   const NetworkConfig net = network({dim(DimTopology::kRing, 4), dim(DimTopology::kSwitch, 2)});
@@ -157,9 +134,9 @@ void expect_second_wave_allocates_nothing(fd::DpdkPorts& ports, const fd::DpdkFa
   opt.nack_delay = Duration::from_ms(10'000);
   opt.rto = Duration::from_ms(10'000);
   fd::DpdkFabric fabric(Topology(net), fd::AddressPlan::make_default(8), ports, opt);
-  Deliveries got;
+  emu::testing::Recorder got;
   fabric.set_listener(&got);
-  Injector inj(fabric);
+  emu::testing::Injector inj(fabric);
   // 600 messages of 1 byte to 40 KB between every pair (local ones too), a few hundred ns apart.
   std::mt19937_64 rng(42);
   std::vector<std::pair<Duration, Message>> wave;

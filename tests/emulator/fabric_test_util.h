@@ -33,4 +33,20 @@ class Recorder final : public DeliveryListener {
   std::vector<std::pair<uint64_t, Time>> log;
 };
 
+// Sends message i at its time: injection at a chosen time through the fabric's engine, as the walker does.
+class Injector final : public EventTarget {
+ public:
+  explicit Injector(Fabric& f) : fabric_(f) {}
+  void add(Time at, const Message& m) {
+    msgs_.push_back(m);
+    fabric_.engine().at(at, *this, msgs_.size() - 1);
+  }
+  void on_event(uint64_t i) override { fabric_.send(msgs_[i]); }
+  void reserve(std::size_t n) { msgs_.reserve(n); }
+
+ private:
+  Fabric& fabric_;
+  std::vector<Message> msgs_;
+};
+
 }  // namespace fabemu::emu::testing

@@ -22,25 +22,10 @@ namespace fabemu::emu {
 namespace {
 
 using testing::dim;
+using testing::Injector;
 using testing::network;
 using testing::Recorder;
 using Log = std::vector<std::pair<uint64_t, Time>>;
-
-// Sends message i at times[i]: injection at a chosen time through the engine, as the walker does.
-class Injector final : public EventTarget {
- public:
-  explicit Injector(Fabric& f) : fabric_(f) {}
-  void add(Time at, const Message& m) {
-    msgs_.push_back(m);
-    fabric_.engine().at(at, *this, msgs_.size() - 1);
-  }
-  void on_event(uint64_t i) override { fabric_.send(msgs_[i]); }
-  void reserve(std::size_t n) { msgs_.reserve(n); }
-
- private:
-  Fabric& fabric_;
-  std::vector<Message> msgs_;
-};
 
 // 400 Gb/s is exactly 20 ps per byte, so the arithmetic of the closed forms is plain.
 const Rate k20psPerByte = Rate::from_gbps(400);

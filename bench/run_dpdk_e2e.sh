@@ -4,8 +4,10 @@
 # hugepages), ROUNDS times. Each round prints the run's wall time (the DPDK section's "wall"), its data
 # frames and data frames per second, its NACKs and the receive lcore's polls, then the median rate. What
 # the bench_dpdk_tx loop measures is the transmit loop alone on one core; this is what the whole fabric
-# (walker, senders, receive lcore, reassembly, ACK/NACK) moves between two cores. host/dpdk/README.md,
-# "End to end".
+# (walker, senders, receive lcore, reassembly, ACK/NACK) moves between two cores. On the ring pair the
+# receive side does not sum the payloads again by default (--dpdk-verify-checksums auto): pass
+# --dpdk-verify-checksums on to measure with the checks every other device gets (rates before 2026-12-03
+# afternoon were taken that way). host/dpdk/README.md, "End to end".
 #
 # usage: bench/run_dpdk_e2e.sh [BUILD_DIR] [ROUNDS] [SIZE] [fabemu run options...]
 #   BUILD_DIR defaults to build, ROUNDS to 3, SIZE (bytes per rank of the all_to_all) to 256MB; further

@@ -19,9 +19,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
 #include <optional>
 #include <string>
-#include <memory_resource>
 #include <unordered_map>
 #include <vector>
 

@@ -4,6 +4,7 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -11,6 +12,17 @@
 
 #include "host/cli/commands.h"
 #include "traces/error.h"
+
+namespace {
+// The error line a user reads last. What went to stdout before it (a report's first lines, EAL's usage
+// text on bad EAL arguments) is flushed first: with both streams in one file (`2>&1`, CI logs) stdout's
+// buffer would otherwise land after it at exit.
+int error(const std::exception& e) {
+  std::fflush(stdout);
+  fmt::print(stderr, "fabemu: error: {}\n", e.what());
+  return fabemu::cli::kExitError;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   // Our own messages say what is wrong with an input; protobuf's stderr log would only repeat it.
@@ -37,11 +49,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? fabemu::cli::kExitOk : fabemu::cli::kExitError;
   } catch (const fabemu::traces::TraceError& e) {
-    fmt::print(stderr, "fabemu: error: {}\n", e.what());
-    return fabemu::cli::kExitError;
+    return error(e);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "fabemu: error: {}\n", e.what());
-    return fabemu::cli::kExitError;
+    return error(e);
   }
   return status;
 }

@@ -209,6 +209,15 @@ EOF2
   expect_text "$tmp/err" "RX lcore 0"
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -q -- -l 0
   expect_text "$tmp/err" "arguments after -- are EAL arguments"
+  # EAL arguments EAL refuses: its usage text (stdout) comes first and our error is the last line, also
+  # with both streams in one file
+  set +e; "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk -q -- --no-huge --no-pci \
+    --no-shconf --file-prefix "fabemu-cli-bad$$" --no-telemetry -l 7 >"$tmp/both" 2>&1; st=$?; set -e
+  [ "$st" -eq 2 ] || fail "bad EAL arguments exited $st, expected 2"
+  case "$(tail -n 1 "$tmp/both")" in
+    "fabemu: error: EAL: rte_eal_init failed"*) ;;
+    *) cat "$tmp/both" >&2; fail "the error is not the last line of the output on bad EAL arguments" ;;
+  esac
   # the same timeline as the software packet model (as fast as possible: the walker sees the model's times)
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q --timeline "$tmp/tl_sw.json"
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \

@@ -252,8 +252,10 @@ Port::Port(Port&& o) noexcept
       csum_offload_(o.csum_offload_), ts_offset_(o.ts_offset_),
       ts_flag_(o.ts_flag_) {
   o.pool_ = nullptr;
-  zero_pool_ = o.zero_pool_;
-  o.zero_pool_ = nullptr;
+  for (int i = 0; i < 2; ++i) {
+    zero_pools_[i] = o.zero_pools_[i];
+    o.zero_pools_[i] = nullptr;
+  }
   o.started_ = false;
   o.open_ = false;
   o.probed_.clear();
@@ -272,17 +274,21 @@ void Port::close() noexcept {
   // After close: the driver has given back every mbuf it held.
   if (pool_ != nullptr) rte_mempool_free(pool_);
   pool_ = nullptr;
-  if (zero_pool_ != nullptr) rte_mempool_free(zero_pool_);
-  zero_pool_ = nullptr;
+  for (rte_mempool*& z : zero_pools_) {
+    if (z != nullptr) rte_mempool_free(z);
+    z = nullptr;
+  }
 }
 
-rte_mempool* Port::zero_pool(uint32_t mbufs) {
-  if (zero_pool_ != nullptr) return zero_pool_;
+rte_mempool* Port::zero_pool(uint32_t mbufs, Recycle recycle) {
+  rte_mempool*& slot = zero_pools_[recycle == Recycle::kSameLcore ? 0 : 1];
+  if (slot != nullptr) return slot;
   static std::atomic<unsigned> counter{0};
   const std::string name = "fe_z" + std::to_string(id_) + "_" + std::to_string(counter.fetch_add(1));
   const uint32_t n = std::clamp<uint32_t>(mbufs, 63, pool_->size);
-  rte_mempool* z = rte_pktmbuf_pool_create(name.c_str(), n, std::min<uint32_t>(pool_->cache_size, n / 8), 0,
-                                           rte_pktmbuf_data_room_size(pool_), pool_->socket_id);
+  const uint32_t cache = recycle == Recycle::kSameLcore ? std::min<uint32_t>(pool_->cache_size, n / 8) : 0;
+  rte_mempool* z = rte_pktmbuf_pool_create(name.c_str(), n, cache, 0, rte_pktmbuf_data_room_size(pool_),
+                                           pool_->socket_id);
   if (z == nullptr)
     throw std::runtime_error("port " + name_ + ": rte_pktmbuf_pool_create(" + std::to_string(n) +
                              " mbufs, zeroed for transmit): " + errstr(rte_errno));
@@ -293,7 +299,7 @@ rte_mempool* Port::zero_pool(uint32_t mbufs) {
         std::memset(m->buf_addr, 0, m->buf_len);
       },
       nullptr);
-  zero_pool_ = z;
+  slot = z;
   return z;
 }
 

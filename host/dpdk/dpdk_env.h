@@ -126,7 +126,16 @@ class Port {
   // header length only, and never a receive queue's pool. Nothing but the lengths of its mbufs may change
   // either (fill_run with zero_pool sets them and resets nothing else; a device's free restores next and
   // nb_segs): no offload flags, no data offset. Freed with the port.
-  rte_mempool* zero_pool(uint32_t mbufs = UINT32_MAX);
+  // `recycle`: which lcore frees the mbufs once sent, and so which of two such pools (each made on its
+  // first call). kSameLcore (a device's transmit clean-up, net_null, a receive side run inline): the
+  // lcores' mempool caches, so a freed mbuf comes back first (LIFO) with its lines warm. kOtherLcore (an
+  // in-process ring pair whose receive side runs on another lcore and frees there): no lcore cache, so
+  // the pool's ring hands the mbufs back oldest first (FIFO). Cached, the receive lcore's frees went
+  // back to the sender within a few hundred frames, while the lines it had just read were still in its
+  // cache: the sender's first store into every frame head then waited for the line to come over from
+  // the other core (host/dpdk/README.md, "End to end").
+  enum class Recycle { kSameLcore, kOtherLcore };
+  rte_mempool* zero_pool(uint32_t mbufs = UINT32_MAX, Recycle recycle = Recycle::kSameLcore);
   const PortConfig& config() const noexcept { return cfg_; }
   rte_ether_addr mac() const;
 
@@ -172,7 +181,7 @@ class Port {
   std::string name_;
   std::string probed_;        // devargs we probed (non-empty: remove the device on close)
   rte_mempool* pool_ = nullptr;
-  rte_mempool* zero_pool_ = nullptr;
+  rte_mempool* zero_pools_[2] = {nullptr, nullptr};  // by Recycle
   rte_device* device_ = nullptr;
   bool started_ = false;
   bool open_ = false;

@@ -294,6 +294,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   const DpdkStats& stats();
   // The receive side's lcore, -1 when it runs on the main lcore.
   int rx_lcore() const noexcept { return worker_ ? static_cast<int>(worker_->lcore()) : -1; }
+  // The pool the data frames come from: one of port A's zero pools (Port::Recycle).
+  const rte_mempool* data_pool() const noexcept { return data_pool_; }
 
  private:
   struct Record {  // one walker message

@@ -180,4 +180,41 @@ TEST(RxLcore, ChoiceOfTheLcore) {
   }
 }
 
+// The data frames' pool (Port::Recycle): on a ring pair whose receive side runs on lcore 1, that lcore
+// frees the very mbufs sent, so they come from port A's zero pool without lcore caches (handed back oldest
+// first); with the receive side inline, or on devices that do not hand the sender's mbufs over, from the
+// cached one.
+TEST(RxLcore, DataFramesComeFromTheFifoPoolWhenTheReceiveLcoreFreesThem) {
+  REQUIRE_EAL();
+  const NetworkConfig net = network({dim(DimTopology::kRing, 4)});
+  const auto make = [&](fd::DpdkPorts& ports, int lcore) {
+    fd::DpdkFabricOptions o;
+    o.rx_lcore = lcore;
+    return std::make_unique<fd::DpdkFabric>(Topology(net), fd::AddressPlan::make_default(4), ports, o);
+  };
+  auto ring = fd::DpdkPorts::ring("lc5", port_config());
+  rte_mempool* fifo = ring.a().zero_pool(UINT32_MAX, fd::Port::Recycle::kOtherLcore);
+  rte_mempool* cached = ring.a().zero_pool(UINT32_MAX, fd::Port::Recycle::kSameLcore);
+  ASSERT_NE(fifo, nullptr);
+  ASSERT_NE(cached, nullptr);
+  EXPECT_NE(fifo, cached);
+  EXPECT_EQ(fifo->cache_size, 0u);
+  EXPECT_GT(cached->cache_size, 0u);
+  // Made once each: later calls (of any size) return them.
+  EXPECT_EQ(ring.a().zero_pool(63, fd::Port::Recycle::kOtherLcore), fifo);
+  EXPECT_EQ(ring.a().zero_pool(63), cached);
+  {
+    const auto f = make(ring, fd::DpdkFabricOptions::kRxLcoreAuto);
+    ASSERT_EQ(f->rx_lcore(), 1);
+    EXPECT_EQ(f->data_pool(), fifo);
+  }
+  EXPECT_EQ(make(ring, fd::DpdkFabricOptions::kRxLcoreOff)->data_pool(), cached);
+  // Two ports of their own but not in process (net_null: the transmit side frees what it sends): cached.
+  auto nulls = fd::DpdkPorts::devargs("net_null_lc5a", "net_null_lc5b", port_config());
+  const auto f = make(nulls, fd::DpdkFabricOptions::kRxLcoreAuto);
+  ASSERT_EQ(f->rx_lcore(), 1);
+  EXPECT_EQ(f->data_pool(), nulls.a().zero_pool());
+  EXPECT_GT(f->data_pool()->cache_size, 0u);
+}
+
 }  // namespace

@@ -581,8 +581,12 @@ bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
   Slot* s = find(dst, message_id);
   if (s == nullptr) return false;  // already complete: a repeated ACK
   const uint32_t upto = std::min({cumulative, s->count, s->next_new});
-  // ack_packet for every seq below min(cumulative, count) that was sent, a word at a time.
-  for (uint32_t w = 0; uint64_t{w} * 64 < upto; ++w) {
+  // ack_packet for every seq below min(cumulative, count) that was sent, a word at a time, from the first
+  // word not yet all acknowledged (low_word): a receiver ACKs a long message every kAckEvery packets, and
+  // from word 0 each partial ACK walked the whole acknowledged part again (8% of the main lcore's samples
+  // on the 256 MB all_to_all, 2026-12-03).
+  while (uint64_t{s->low_word} * 64 < upto && s->acked[s->low_word] == ~uint64_t{0}) ++s->low_word;
+  for (uint32_t w = s->low_word; uint64_t{w} * 64 < upto; ++w) {
     const uint32_t bits = std::min<uint32_t>(64, upto - w * 64);
     const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
     const uint64_t before = s->acked[w];
@@ -606,7 +610,9 @@ bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uin
   // "End to end").
   const uint32_t upto = std::min(covered, s->next_new);
   size_t m = 0;
-  for (uint32_t seq = 0; seq < upto; ++seq) {
+  // Words below low_word are all acknowledged: the walk starts after them.
+  while (uint64_t{s->low_word} * 64 < upto && s->acked[s->low_word] == ~uint64_t{0}) ++s->low_word;
+  for (uint32_t seq = s->low_word * 64; seq < upto; ++seq) {
     if ((seq & 63) == 0 && s->acked[seq >> 6] == ~uint64_t{0}) {
       seq += 63;  // the loop's ++ moves to the next word; `m` catches up below when it must
       continue;

@@ -305,7 +305,7 @@ class Sender {
     uint64_t length = 0;
     uint32_t next_new = 0;      // first seq never sent
     uint32_t unacked = 0;       // packets not acknowledged (sent or not)
-    uint32_t low_word = 0;      // acked words below this one are all ones (where a timer check starts)
+    uint32_t low_word = 0;      // acked words below this one are all ones (where timer checks, ACKs, NACKs start)
     bool armed = false;         // the message has a timer entry (timers_ or rearmed_)
     bool in_order = true;       // nothing resent yet: sent_at grows with seq (a check stops early)
     // Bumped on every submit and release: references to an earlier message go stale (an entry outlives

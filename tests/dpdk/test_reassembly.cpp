@@ -156,6 +156,33 @@ TEST(Sender, NackAfterAcknowledgedWordsAcksTheRest) {
   EXPECT_EQ(tx.stats().nack_retransmissions, 2u);
 }
 
+// Partial ACKs (a receiver's every kAckEvery packets) pass over the words already all acknowledged
+// (low_word): each packet still counts once, repeated and older ACKs change nothing, and only packets sent
+// are acknowledged.
+TEST(Sender, PartialAcksCountEachPacketOnce) {
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 100, .window = 2, .rto = 100_us});
+  const uint64_t id = tx.submit(0, 300 * 100);
+  TxPacket p;
+  for (uint32_t i = 0; i < 150; ++i) ASSERT_TRUE(tx.next(Time::from_us(1), p));
+  for (uint32_t c = 32; c <= 160; c += 32) EXPECT_FALSE(tx.on_ack(0, id, c));  // 160: only 150 were sent
+  EXPECT_FALSE(tx.on_ack(0, id, 150));  // repeated
+  EXPECT_FALSE(tx.on_ack(0, id, 40));   // older
+  EXPECT_FALSE(tx.on_ack(0, id, 300));  // beyond what was sent
+  // Nothing of 0..149 is resent after the RTO: the rest goes out, new.
+  uint32_t next_seq = 150;
+  while (tx.next(Time::from_us(500), p)) {
+    EXPECT_FALSE(p.retransmit) << "seq " << p.seq;
+    EXPECT_EQ(p.seq, next_seq++);
+  }
+  EXPECT_EQ(next_seq, 300u);
+  EXPECT_FALSE(tx.on_ack(0, id, 192));
+  EXPECT_FALSE(tx.on_ack(0, id, 299));  // seq 299 still open
+  EXPECT_EQ(tx.unacked_messages(), 1u);
+  EXPECT_TRUE(tx.on_ack(0, id, 300));
+  EXPECT_EQ(tx.unacked_messages(), 0u);
+  EXPECT_EQ(tx.stats().retransmissions, 0u);
+}
+
 TEST(Sender, CookieOnEveryPacketOfItsMessage) {
   Sender tx(SenderConfig{.destinations = 2, .payload_per_packet = 100, .window = 4, .rto = 100_us});
   EXPECT_EQ(tx.submit(0, 250, 0xC0FFEE), 0u);  // 3 packets

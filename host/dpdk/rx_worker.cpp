@@ -32,6 +32,7 @@ RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
   tx_.reserve(kRxBurst * kRxBursts * 2);
   reorder_.reserve(kRxBurst * kRxBursts);
   release_.reserve(kRxBurst * kRxBursts);
+  acks_.reserve(kRxBurst * kRxBursts * 2);  // a round's data frames, and as many released duplicates
   stall_ticks_ = clock_.hz() / 1'000'000 * (kPollStallNs / 1000);
   stalls_.reserve(1024);
   // The NIC's receive times are used when the offload is on and its clock can be read (to map it to the
@@ -152,6 +153,10 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
     for (const Held& h : release_) process_held(h.m, sink);
     release_.clear();
   }
+  // The round's ACKs, built now that every completion of the round has gone to the sink (they leave
+  // with the round's flush either way).
+  for (const Ack& a : acks_) feedback(a.from, a.to, a.id, PacketKind::kAck, a.count, a.cumulative, a.cumulative, {});
+  acks_.clear();
   for (const uint32_t dst : active_receivers_) {
     Receiver& rx = *receivers_[dst];
     if (rx.active_messages() == 0) continue;
@@ -203,15 +208,13 @@ void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t t
     sink.completed(c);
   }
   if (e == RxEvent::kCompleted || e == RxEvent::kStale) {
-    feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, h.count, h.count, {});
+    acks_.push_back(Ack{h.dst_rank, h.src_rank, h.message_id, h.count, h.count});
   } else if (e == RxEvent::kAccepted && (h.seq & (kAckEvery - 1)) == kAckEvery - 1) {
     // A partial ACK: everything below the first gap (or up to this packet) has arrived.
     uint32_t gap = 0;
     const size_t n = rx.missing(h.src_rank, h.message_id, std::span<uint32_t>(&gap, 1));
     const uint32_t cumulative = n > 0 ? gap : h.seq + 1;
-    if (cumulative > 0) {
-      feedback(h.dst_rank, h.src_rank, h.message_id, PacketKind::kAck, h.count, cumulative, cumulative, {});
-    }
+    if (cumulative > 0) acks_.push_back(Ack{h.dst_rank, h.src_rank, h.message_id, h.count, cumulative});
   }
 }
 

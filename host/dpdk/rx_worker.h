@@ -226,6 +226,14 @@ class RxPath {
   };
   std::vector<Held> reorder_;
   std::vector<Held> release_;
+  // The ACKs a round owes, built at its end (after its frames' completions, which the main lcore waits
+  // for: an ACK built per frame held back the completions of the frames after it in the round).
+  struct Ack {
+    uint32_t from, to;
+    uint64_t id;
+    uint32_t count, cumulative;
+  };
+  std::vector<Ack> acks_;
   // The frames of this round that are done with, freed together after it (rte_pktmbuf_free_bulk).
   std::array<rte_mbuf*, size_t{kRxBurst} * kRxBursts> done_{};
   uint32_t done_n_ = 0;

@@ -13,6 +13,10 @@
 #   BUILD_DIR defaults to build, ROUNDS to 3, SIZE (bytes per rank of the all_to_all) to 256MB; further
 #   arguments go to `fabemu run` (e.g. --roce, --wire-mtu 9000).
 # BUSY=1: a busy loop pinned to CPU 0 (the main lcore's) for the whole run: the fabric sharing its core.
+# COUNT=N: N all_to_alls one after the other (default 1). Small messages: SIZE 4KB and COUNT=4000 give
+#   512,000 one-packet messages of 512 B, each collective waiting for the one before (the dependency
+#   chain's round trips; the data frames per second are then messages per second). Each round also prints
+#   the median wire latency (first frame sent to message reassembled).
 set -euo pipefail
 
 build=${1:-build}
@@ -31,7 +35,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$fabemu" trace generate collective --type all_to_all -n 8 --size "$size" -o "$work/a2a/a2a" > /dev/null
+"$fabemu" trace generate collective --type all_to_all -n 8 --size "$size" --count "${COUNT:-1}" \
+  -o "$work/a2a/a2a" > /dev/null
 if [[ "${BUSY:-0}" == 1 ]]; then
   taskset -c 0 sh -c 'while :; do :; done' &
   busy_pid=$!
@@ -48,9 +53,10 @@ for ((r = 1; r <= rounds; ++r)); do
   data=$(grep 'frames sent' <<< "$out" | grep -o '[0-9]* data' | awk '{print $1}')
   nacks=$(grep 'frames sent' <<< "$out" | grep -o 'ACK, [0-9]* NACK' | awk '{print $2}')
   polls=$(grep -o 'frames in [0-9]* polls' <<< "$out" | awk '{print $3}')
+  latency=$(grep 'wire latency' <<< "$out" | grep -o 'median [0-9]*' | awk '{print $2}')
   rate=$(awk -v d="$data" -v w="$wall" 'BEGIN { printf "%.2f", d / w / 1000 }')
   rates+=("$rate")
-  printf 'round %d: wall %8.1f ms, %d data frames, %s M data frames/s, %d NACKs, %s receive polls\n' \
-    "$r" "$wall" "$data" "$rate" "$nacks" "${polls:-?}"
+  printf 'round %d: wall %8.1f ms, %d data frames, %s M data frames/s, %d NACKs, %s receive polls, median wire latency %s ns\n' \
+    "$r" "$wall" "$data" "$rate" "$nacks" "${polls:-?}" "${latency:-?}"
 done
 printf '%s\n' "${rates[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "median %s M data frames/s over %d rounds\n", v[int((NR + 1) / 2)], NR }'

@@ -275,8 +275,10 @@ void DpdkFabric::submit(uint64_t id) {
 
 bool DpdkFabric::try_submit(uint64_t id, Record& r) {
   const LinkSenders::Pair ps = senders_.of(r.src, r.dst, r.first_link);
+  if (ps.sender >= tx_next_work_.size()) tx_next_work_.resize(senders_.size(), 0);
   Sender& s = senders_[ps.sender];
   if (!s.can_submit(ps.dst)) return false;
+  tx_next_work_[ps.sender] = 0;
   // Every packet carries the record's address (no lookup per frame).
   r.wire_id = s.submit(ps.dst, r.bytes, reinterpret_cast<uintptr_t>(&r));
   r.submitted = true;
@@ -553,6 +555,9 @@ void DpdkFabric::transmit() {
   FrameSpec spec;
   spec.mode = opt_.mode;
   for (uint32_t si = 0; si < senders_.size(); ++si) {
+    // Nothing before its next work (Sender::next_work): most senders, most polls. Their own lines stay
+    // untouched (an idle sender's next_runs read its timers and queues, cold in a polling loop).
+    if (tx_next_work_[si] > wall.ps()) continue;
     Sender& s = senders_[si];
     const uint32_t src = senders_.src(si);
     spec.src = plan_.at(src);
@@ -620,6 +625,7 @@ void DpdkFabric::transmit() {
       // Fewer than asked for and room for more runs: the sender has nothing more to send now.
       if (got.packets < room && got.runs < runs.size()) break;
     }
+    tx_next_work_[si] = s.next_work(wall).ps();
   }
   flush(ports_.a(), tx_data_, paced ? &tx_paced_ : nullptr);
 }
@@ -656,6 +662,7 @@ void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
 void DpdkFabric::adapt_rto(uint64_t sample_ns) {
   if (!rto_.sample(sample_ns)) return;  // only a change of more than 1/8 reaches the senders
   senders_.set_rto(rto_.rto());
+  std::fill(tx_next_work_.begin(), tx_next_work_.end(), 0);  // a shorter RTO brings timers forward
   stats_.rto_max = rto_.max();
 }
 
@@ -692,6 +699,7 @@ void DpdkFabric::handle(const DecodedFrame& f) {
     missing_.resize(f.missing_count());
     for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = f.missing(i);
     s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
+    tx_next_work_[ps.sender] = 0;  // retransmissions queued
   }
 }
 

@@ -408,6 +408,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // locals their member initializers cost a memset per sender per poll (perf, an as-fast-as-possible run:
   // memset 15% of all samples, a third of the main lcore's; the run's rate +0-6%, 6 alternated pairs).
   std::array<TxRun, kShortStash> tx_runs_{};
+  // By sender: no work before this wall ps (Sender::next_work after its last transmit; 0 once a message
+  // is submitted to it, a NACK reaches it or the RTO changes). Contiguous: transmit() reads it per poll.
+  std::vector<uint64_t> tx_next_work_;
   std::array<RxCompletion, 64> completions_{};
   std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot

@@ -183,6 +183,91 @@ TEST(Sender, PartialAcksCountEachPacketOnce) {
   EXPECT_EQ(tx.stats().retransmissions, 0u);
 }
 
+// next_work: `now` while something is queued, else the first timer's expiry; never later than a packet
+// next() would give. A seeded walk of submits, sends, ACKs, NACKs and RTO changes: at every step a copy of
+// the sender asked 1 ps before next_work gives nothing.
+TEST(Sender, NextWorkIsNeverLaterThanAPacket) {
+  Sender tx(SenderConfig{.destinations = 3, .payload_per_packet = 100, .window = 8, .rto = 50_us});
+  EXPECT_EQ(tx.next_work(Time::from_us(1)), Time::max());  // nothing submitted, no timer
+  const uint64_t id = tx.submit(0, 300);
+  EXPECT_EQ(tx.next_work(Time::from_us(1)), Time::from_us(1));  // new packets
+  TxPacket p;
+  while (tx.next(Time::from_us(1), p)) {
+  }
+  EXPECT_EQ(tx.next_work(Time::from_us(2)), Time::from_us(51));  // the message's timer
+  EXPECT_EQ(tx.next_work(Time::from_us(60)), Time::from_us(60));  // expired: due now
+  const uint32_t missing[] = {1};
+  EXPECT_FALSE(tx.on_nack(0, id, 1, 3, missing));
+  EXPECT_EQ(tx.next_work(Time::from_us(3)), Time::from_us(3));  // a NACKed packet queued
+  tx.set_rto(10_us);
+  ASSERT_TRUE(tx.next(Time::from_us(3), p));
+  EXPECT_TRUE(p.retransmit);
+  EXPECT_LE(tx.next_work(Time::from_us(4)), Time::from_us(13));  // the shorter RTO brings the timer forward
+  {
+    // A timer re-armed after a check (timeouts resent): the only one left.
+    Sender one(SenderConfig{.destinations = 1, .payload_per_packet = 100, .window = 2, .rto = 50_us});
+    one.submit(0, 300);
+    while (one.next(Time::from_us(1), p)) {
+    }
+    int resent = 0;
+    while (one.next(Time::from_us(60), p)) resent += p.retransmit ? 1 : 0;
+    EXPECT_EQ(resent, 3);
+    EXPECT_EQ(one.next_work(Time::from_us(61)), Time::from_us(110));
+  }
+
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<uint32_t, uint64_t>> live;  // (dst, id) submitted and not yet fully ACKed
+  Time now = Time::from_us(10);
+  for (int step = 0; step < 4000; ++step) {
+    switch (rng() % 6) {
+      case 0:
+      case 1: {
+        const auto dst = static_cast<uint32_t>(rng() % 3);
+        if (tx.can_submit(dst)) live.emplace_back(dst, tx.submit(dst, rng() % 2000));
+        break;
+      }
+      case 2:
+        for (int k = static_cast<int>(rng() % 8); k > 0 && tx.next(now, p); --k) {
+        }
+        break;
+      case 3:
+        if (!live.empty()) {
+          const size_t i = rng() % live.size();
+          if (tx.on_ack(live[i].first, live[i].second, static_cast<uint32_t>(rng() % 25))) {
+            live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+          }
+        }
+        break;
+      case 4:
+        if (!live.empty()) {
+          const size_t i = rng() % live.size();
+          const uint32_t miss[] = {static_cast<uint32_t>(rng() % 20)};
+          if (tx.on_nack(live[i].first, live[i].second, 0, 20, miss)) {
+            live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+          }
+        }
+        break;
+      default:
+        now = now + Duration::from_ps(rng() % 30'000'000);  // up to 30 us
+        if (rng() % 50 == 0) tx.set_rto(Duration::from_ps((5 + rng() % 60) * 1'000'000));
+        break;
+    }
+    const Time w = tx.next_work(now);
+    ASSERT_GE(w, now) << "step " << step;
+    if (w > now && w != Time::max()) {
+      Sender copy = tx;
+      ASSERT_FALSE(copy.next(w - 1_ps, p)) << "step " << step << ": next_work " << w.ps() << " ps, but seq "
+                                           << p.seq << " of message " << p.message_id << " was due earlier";
+    }
+    if (w == Time::max()) {
+      Sender copy = tx;
+      ASSERT_FALSE(copy.next(now + Duration::from_ps(uint64_t{1} << 50), p)) << "step " << step;
+    }
+  }
+  EXPECT_GT(tx.stats().timeout_retransmissions, 0u);
+  EXPECT_GT(tx.stats().nack_retransmissions, 0u);
+}
+
 TEST(Sender, CookieOnEveryPacketOfItsMessage) {
   Sender tx(SenderConfig{.destinations = 2, .payload_per_packet = 100, .window = 4, .rto = 100_us});
   EXPECT_EQ(tx.submit(0, 250, 0xC0FFEE), 0u);  // 3 packets

@@ -33,7 +33,6 @@ class Ring {
   bool empty() const noexcept { return size_ == 0; }
   size_t size() const noexcept { return size_; }
   T& front() noexcept { return buf_[head_]; }
-  const T& front() const noexcept { return buf_[head_]; }
   void pop() noexcept {
     head_ = (head_ + 1) & mask_;
     --size_;
@@ -285,16 +284,12 @@ class Sender {
   };
   Runs next_runs(Time now, std::span<TxRun> out, size_t max_packets, RunGate gate = {});
   // No later than the first time at or after `now` at which next_runs / next_burst could give a packet,
-  // as things stand: `now` when a new packet or a retransmission is queued, else the earliest running
-  // timer's expiry (Time::max() when none). Only submit, on_nack and set_rto can make it earlier; a caller
-  // polling many senders keeps it and skips the sender until then (DpdkFabric::transmit). A few loads, no
-  // state change; a timer of a message acknowledged since makes it early, never late.
-  Time next_work(Time now) const noexcept {
+  // as things stand: `now` when a new packet or a retransmission is queued, else next_timeout() (at least
+  // `now`). Only submit, on_nack and set_rto can make it earlier; a caller polling many senders keeps it
+  // and skips the sender until then (DpdkFabric::transmit).
+  Time next_work(Time now) noexcept {
     if (!fresh_.empty() || !nacked_.empty() || !expired_.empty()) return now;
-    Time t = Time::max();
-    if (!timers_.empty()) t = timers_.front().from + config_.rto;
-    if (!rearmed_.empty()) t = std::min(t, rearmed_.front().from + config_.rto);
-    return std::max(t, now);
+    return std::max(next_timeout(), now);
   }
   // When the earliest message timer expires (Time::max() when none): no packet times out before it
   // (next() may find that a message acknowledged since needs nothing resent then).

@@ -317,7 +317,7 @@ void Sender::check_message(uint32_t si, Time now) {
   const Duration rto = config_.rto;
   Time earliest = Time::max();
   const uint32_t words = static_cast<uint32_t>(words_for(s.next_new));
-  while (s.low_word < words && s.acked[s.low_word] == ~uint64_t{0}) ++s.low_word;
+  skip_acked_words(s, s.next_new);
   for (uint32_t w = s.low_word; w < words; ++w) {
     const uint32_t sent_bits = std::min<uint32_t>(64, s.next_new - w * 64);
     const uint64_t sent = sent_bits == 64 ? ~uint64_t{0} : (uint64_t{1} << sent_bits) - 1;
@@ -585,7 +585,7 @@ bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
   // word not yet all acknowledged (low_word): a receiver ACKs a long message every kAckEvery packets, and
   // from word 0 each partial ACK walked the whole acknowledged part again (8% of the main lcore's samples
   // on the 256 MB all_to_all, 2026-12-03).
-  while (uint64_t{s->low_word} * 64 < upto && s->acked[s->low_word] == ~uint64_t{0}) ++s->low_word;
+  skip_acked_words(*s, upto);
   for (uint32_t w = s->low_word; uint64_t{w} * 64 < upto; ++w) {
     const uint32_t bits = std::min<uint32_t>(64, upto - w * 64);
     const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
@@ -611,7 +611,7 @@ bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uin
   const uint32_t upto = std::min(covered, s->next_new);
   size_t m = 0;
   // Words below low_word are all acknowledged: the walk starts after them.
-  while (uint64_t{s->low_word} * 64 < upto && s->acked[s->low_word] == ~uint64_t{0}) ++s->low_word;
+  skip_acked_words(*s, upto);
   for (uint32_t seq = s->low_word * 64; seq < upto; ++seq) {
     if ((seq & 63) == 0 && s->acked[seq >> 6] == ~uint64_t{0}) {
       seq += 63;  // the loop's ++ moves to the next word; `m` catches up below when it must

@@ -344,6 +344,10 @@ class Sender {
     bool operator()(const Timer& a, const Timer& b) const noexcept { return a.from > b.from; }
   };
   Slot* find(uint32_t dst, uint64_t id) noexcept;
+  // Moves s.low_word past the words all acknowledged, up to the word of packet `upto` - 1.
+  static void skip_acked_words(Slot& s, uint32_t upto) noexcept {
+    while (uint64_t{s.low_word} * 64 < upto && s.acked[s.low_word] == ~uint64_t{0}) ++s.low_word;
+  }
   bool ack_packet(Slot& s, uint32_t seq) noexcept;
   bool finish_if_done(uint32_t slot);
   bool valid(uint32_t slot, uint32_t gen) const noexcept { return slots_[slot].gen == gen; }

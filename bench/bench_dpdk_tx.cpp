@@ -11,6 +11,9 @@
 // floor/<dev>/<bytes>B: the least any sender of this wire format does per frame (at floor_ref below): a
 //   bound on the ratio to testpmd that the fabric's loop could reach.
 // <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop, a run at a time (at fabric_tx_runs).
+// <mode>/<dev>/<bytes>B/pace_<p>/msg_<n>pkt (n = 2, 4, 8, 16; pace_off and pace_lazy; 1 KiB payloads): the
+//   same loop with messages of n full frames instead of 64: how the rate falls with the message size, the
+//   per-message cost (submit, ACK, the run's set-up) shared by fewer frames.
 // <mode>_packets/<dev>/<bytes>B/pace_<p> (pace_off, pace_frame, pace_lazy): the DPDK fabric's transmit
 //   loop a packet at a time, as it was before runs: Sender::next_burst (selective repeat
 //   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
@@ -239,8 +242,8 @@ struct Loop {
   Accounting acc;
   uint64_t next_cookie = 0;
 
-  Loop(fd::WireMode mode, uint32_t payload)
-      : message_bytes(payload == 0 ? 0 : uint64_t{payload} * 64),
+  Loop(fd::WireMode mode, uint32_t payload, uint32_t packets = 64)
+      : message_bytes(payload == 0 ? 0 : uint64_t{payload} * packets),
         sender(fd::SenderConfig{.destinations = kRanks,
                                 .payload_per_packet = payload == 0 ? 1024 : payload,
                                 .window = 1024,
@@ -469,9 +472,10 @@ struct Pacer {
 // fill_run (encode_run: one key check per run; in fabemu mode from the device's zero pool, payloads not
 // written) and the accounting per run (frames, bytes, data frames, the first frame's TSC; without pacing
 // the link's bytes and times, with it the Pacer's per-frame departures).
-void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing) {
+void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing,
+                    uint32_t packets) {
   const Target t = target(dev);
-  Loop loop(mode, payload);
+  Loop loop(mode, payload, packets);
   Pacer pacer(pacing, payload, loop.records);
   const fd::RunGate gate = pacing == Pacing::kOff ? fd::RunGate{} : fd::RunGate{&Pacer::gate, &pacer};
 
@@ -827,8 +831,15 @@ void register_cases() {
         for (const auto& pc : pacings) {
           const std::string pace = std::string("/pace_") + pc.name;
           benchmark::RegisterBenchmark((m.name + dev + size + pace).c_str(), fabric_tx_runs, d.dev, m.mode, payload,
-                                       pc.pacing)
+                                       pc.pacing, 64u)
               ->UseRealTime();
+          // Shorter messages of full frames: where the per-message cost starts to tell.
+          for (const uint32_t packets : {2u, 4u, 8u, 16u}) {
+            if (payload == 0 || pc.pacing == Pacing::kPerFrame) continue;
+            benchmark::RegisterBenchmark((m.name + dev + size + pace + "/msg_" + std::to_string(packets) + "pkt").c_str(),
+                                         fabric_tx_runs, d.dev, m.mode, payload, pc.pacing, packets)
+                ->UseRealTime();
+          }
           benchmark::RegisterBenchmark((std::string(m.name) + "_packets" + dev + size + pace).c_str(),
                                        fabric_tx<Variant::kFull>, d.dev, m.mode, payload, pc.pacing)
               ->UseRealTime();

@@ -548,7 +548,7 @@ FrameTemplate::FrameTemplate(const FrameSpec& flow) noexcept
 
 bool FrameTemplate::matches(const FrameSpec& spec) const noexcept {
   if (spec.mode != mode_ || spec.src != src_ || (spec.dscp & 0x3F) != dscp_) return false;
-  if (spec.dst.mac != dst_.mac || spec.dst.ip != dst_.ip) return false;
+  if (!mac_equal(spec.dst.mac, dst_.mac) || spec.dst.ip != dst_.ip) return false;
   return mode_ == WireMode::kRoceV2 || spec.dst.port == dst_.port;
 }
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string_view>
 
@@ -35,12 +36,27 @@ inline constexpr uint8_t kRcSendOnly = 0x04;
 
 using MacAddr = std::array<uint8_t, 6>;
 
+// a == b as a 4- and a 2-byte load each: std::array's operator== compares with a call to memcmp, which
+// perf put at 1.6% of the main lcore's and 1.9% of the receive lcore's samples (the template checks per
+// run and per ACK/NACK frame; one-packet messages end to end, 2026-12-03).
+inline bool mac_equal(const MacAddr& a, const MacAddr& b) noexcept {
+  uint32_t a4, b4;
+  uint16_t a2, b2;
+  std::memcpy(&a4, a.data(), 4);
+  std::memcpy(&b4, b.data(), 4);
+  std::memcpy(&a2, a.data() + 4, 2);
+  std::memcpy(&b2, b.data() + 4, 2);
+  return ((a4 ^ b4) | uint32_t{static_cast<uint16_t>(a2 ^ b2)}) == 0;
+}
+
 // IPv4 addresses are host-order integers (198.18.0.1 == 0xC6120001) everywhere in the API.
 struct Endpoint {
   MacAddr mac{};
   uint32_t ip = 0;
   uint16_t port = 0;
-  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+  friend bool operator==(const Endpoint& a, const Endpoint& b) noexcept {
+    return mac_equal(a.mac, b.mac) && a.ip == b.ip && a.port == b.port;
+  }
 };
 
 enum class WireMode : uint8_t { kFabemu, kRoceV2 };

@@ -436,9 +436,21 @@ TEST(FrameTemplate, MatchesOnlyItsFlow) {
   o.ip_id = 1;
   o.payload_bytes = 1000;
   EXPECT_TRUE(t.matches(o));
+  // Every bit of either MAC (mac_equal compares them as a 4- and a 2-byte word).
+  for (size_t byte = 0; byte < 6; ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      o = s;
+      o.src.mac[byte] ^= static_cast<uint8_t>(1 << bit);
+      EXPECT_FALSE(t.matches(o)) << "src byte " << byte << " bit " << bit;
+      EXPECT_FALSE(o.src == s.src);
+      o = s;
+      o.dst.mac[byte] ^= static_cast<uint8_t>(1 << bit);
+      EXPECT_FALSE(t.matches(o)) << "dst byte " << byte << " bit " << bit;
+      EXPECT_FALSE(o.dst == s.dst);
+    }
+  }
   o = s;
-  o.src.mac[5] ^= 1;
-  EXPECT_FALSE(t.matches(o));
+  EXPECT_TRUE(o.src == s.src && o.dst == s.dst);
   o = s;
   o.dst.ip ^= 1;
   EXPECT_FALSE(t.matches(o));

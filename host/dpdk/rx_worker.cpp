@@ -28,6 +28,7 @@ constexpr uint64_t kClockSampleMs = 100;  // the NIC clock is sampled this often
 RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
     : cfg_(config), port_(port), pcap_(pcap), clock_(0), faults_(config.faults) {
   receivers_.resize(cfg_.npus);
+  active_of_.assign(cfg_.npus, 0);
   scratch_.resize(16384);
   tx_.reserve(kRxBurst * kRxBursts * 2);
   reorder_.reserve(kRxBurst * kRxBursts);
@@ -157,9 +158,16 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   // with the round's flush either way).
   for (const Ack& a : acks_) feedback(a.from, a.to, a.id, PacketKind::kAck, a.count, a.cumulative, a.cumulative, {});
   acks_.clear();
+  if (now_.ps() >= next_nack_scan_ps_) nack_scan();
+  flush();
+  return any;
+}
+
+void RxPath::nack_scan() {
+  next_nack_scan_ps_ = now_.ps() + std::max<uint64_t>(cfg_.nack_delay.ps() / kNackScansPerDelay, 1);
   for (const uint32_t dst : active_receivers_) {
+    if (active_of_[dst] == 0) continue;
     Receiver& rx = *receivers_[dst];
-    if (rx.active_messages() == 0) continue;
     nacks_.clear();
     rx.poll_nacks(now_, nacks_);
     for (const Nack& n : nacks_.nacks) {
@@ -167,8 +175,6 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
                std::span<const uint32_t>(nacks_.seqs).subspan(n.first, n.missing));
     }
   }
-  flush();
-  return any;
 }
 
 void RxPath::process_held(rte_mbuf* m, RxSink& sink) {
@@ -189,6 +195,7 @@ void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t t
                    (h.flags & kFlagRetransmit) != 0};
   Receiver& rx = receiver(h.dst_rank);
   const RxEvent e = rx.on_packet(p, now_);
+  active_of_[h.dst_rank] = static_cast<uint32_t>(rx.active_messages());
   if (e == RxEvent::kCompleted) {
     RxCompletion c;
     c.src = h.src_rank;

@@ -14,6 +14,35 @@ size_t words_for(uint32_t bits) noexcept { return (size_t{bits} + 63) / 64; }
 void set_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] |= uint64_t{1} << (i & 63); }
 void clear_bit(std::vector<uint64_t>& v, uint64_t i) noexcept { v[i >> 6] &= ~(uint64_t{1} << (i & 63)); }
 bool get_bit(const std::vector<uint64_t>& v, uint64_t i) noexcept { return (v[i >> 6] >> (i & 63)) & 1; }
+
+// A window ring (Receiver::Source, Sender::Dest: slot_of and done by id & mask) holds the ids base ..
+// base + size - 1. It starts at kFirstRing entries and grows to the smallest power of two, at least
+// double, that holds id (id - base < window, the window a power of two), its entries moved: a pair with
+// few messages in flight keeps a small ring. Made at the window's size (1,024 entries and bits) on a pair's
+// first message, they held most of a 512-rank all-to-all's 537 MB (2026-12-03).
+constexpr uint64_t kFirstRing = 16;
+template <class Ring>
+void make_room(Ring& r, uint64_t base, uint64_t id, uint32_t none) {
+  const uint64_t need = std::bit_ceil(id - base + 1);
+  const uint64_t size = r.slot_of.size();
+  if (size == 0) {
+    const uint64_t n = std::max(kFirstRing, need);
+    r.slot_of.assign(n, none);
+    r.done.assign(words_for(static_cast<uint32_t>(n)), 0);
+    r.mask = n - 1;
+    return;
+  }
+  const uint64_t n = std::max(2 * size, need);
+  std::vector<uint32_t> slot_of(n, none);
+  std::vector<uint64_t> done(words_for(static_cast<uint32_t>(n)), 0);
+  for (uint64_t i = base; i < base + size; ++i) {
+    slot_of[i & (n - 1)] = r.slot_of[i & r.mask];
+    if (get_bit(r.done, i & r.mask)) set_bit(done, i & (n - 1));
+  }
+  r.slot_of.swap(slot_of);
+  r.done.swap(done);
+  r.mask = n - 1;
+}
 // std::popcount is a libgcc call on baseline x86-64 (no POPCNT): the SWAR count inline.
 inline uint32_t bit_count(uint64_t x) noexcept {
   x -= (x >> 1) & 0x5555555555555555ULL;
@@ -74,11 +103,8 @@ RxEvent Receiver::on_packet(const RxPacket& p, Time now) {
     ++stats_.out_of_window;
     return RxEvent::kOutOfWindow;
   }
-  if (src.slot_of.empty()) {  // first packet from this source: its window, once
-    src.slot_of.assign(config_.window, kNone);
-    src.done.assign(words_for(config_.window), 0);
-  }
-  const uint64_t ring = p.message_id & (config_.window - 1);
+  if (p.message_id - src.base >= src.slot_of.size()) [[unlikely]] make_room(src, src.base, p.message_id, kNone);
+  const uint64_t ring = p.message_id & src.mask;
   if (get_bit(src.done, ring)) {
     ++stats_.stale;
     return RxEvent::kStale;
@@ -124,8 +150,8 @@ RxEvent Receiver::on_packet(const RxPacket& p, Time now) {
   set_bit(src.done, ring);
   src.slot_of[ring] = kNone;
   release_slot(si);
-  while (get_bit(src.done, src.base & (config_.window - 1))) {
-    clear_bit(src.done, src.base & (config_.window - 1));
+  while (get_bit(src.done, src.base & src.mask)) {
+    clear_bit(src.done, src.base & src.mask);
     ++src.base;
   }
   return RxEvent::kCompleted;
@@ -171,8 +197,8 @@ void Receiver::poll_nacks(Time now, NackBatch& out) {
 size_t Receiver::missing(uint32_t src, uint64_t message_id, std::span<uint32_t> out) const noexcept {
   if (src >= sources_.size()) return 0;
   const Source& so = sources_[src];
-  if (so.slot_of.empty() || message_id < so.base || message_id - so.base >= config_.window) return 0;
-  const uint32_t si = so.slot_of[message_id & (config_.window - 1)];
+  if (message_id < so.base || message_id - so.base >= so.slot_of.size()) return 0;  // no state beyond the ring
+  const uint32_t si = so.slot_of[message_id & so.mask];
   if (si == kNone) return 0;
   return collect_missing(slots_[si], static_cast<uint32_t>(std::min<size_t>(out.size(), UINT32_MAX)), out.data());
 }
@@ -240,10 +266,7 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
       bytes <= config_.payload_per_packet ? 1 : (bytes + config_.payload_per_packet - 1) / config_.payload_per_packet;
   if (count64 > UINT32_MAX) throw std::out_of_range("Sender::submit: message needs more than 2^32 packets");
   Dest& d = dests_[dst];
-  if (d.slot_of.empty()) [[unlikely]] {
-    d.slot_of.assign(config_.window, kNone);
-    d.done.assign(words_for(config_.window), 0);
-  }
+  if (d.next_id - d.base >= d.slot_of.size()) [[unlikely]] make_room(d, d.base, d.next_id, kNone);
   uint32_t si;
   if (free_slots_.empty()) [[unlikely]] {
     slots_.emplace_back();
@@ -282,7 +305,7 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
   // then fits every slot that ever held one, and a slot reused for another such message allocates
   // nothing (DpdkFabric.NoAllocationPerMessageInSteadyState).
   if (s.sent_at.size() < s.count) [[unlikely]] s.sent_at.resize(words * 64);
-  d.slot_of[s.id & (config_.window - 1)] = si;
+  d.slot_of[s.id & d.mask] = si;
   fresh_.push(si);
   ++live_;
   ++stats_.messages;
@@ -539,8 +562,8 @@ Time Sender::next_timeout() noexcept {
 [[gnu::always_inline]] inline Sender::Slot* Sender::find(uint32_t dst, uint64_t id) noexcept {
   if (dst >= dests_.size()) return nullptr;
   const Dest& d = dests_[dst];
-  if (d.slot_of.empty() || id < d.base || id >= d.next_id) return nullptr;
-  const uint32_t si = d.slot_of[id & (config_.window - 1)];
+  if (id < d.base || id >= d.next_id) return nullptr;  // [base, next_id) is within the ring
+  const uint32_t si = d.slot_of[id & d.mask];
   if (si == kNone || slots_[si].id != id || slots_[si].dst != dst) return nullptr;
   return &slots_[si];
 }
@@ -557,7 +580,7 @@ bool Sender::ack_packet(Slot& s, uint32_t seq) noexcept {
   Slot& s = slots_[si];
   if (s.unacked != 0) return false;
   Dest& d = dests_[s.dst];
-  const uint64_t ring = s.id & (config_.window - 1);
+  const uint64_t ring = s.id & d.mask;
   d.slot_of[ring] = kNone;
   // In-order completion (the usual case) moves the base without a round trip through the bitmap.
   if (s.id == d.base) {
@@ -565,8 +588,8 @@ bool Sender::ack_packet(Slot& s, uint32_t seq) noexcept {
   } else {
     set_bit(d.done, ring);
   }
-  while (d.base < d.next_id && get_bit(d.done, d.base & (config_.window - 1))) {
-    clear_bit(d.done, d.base & (config_.window - 1));
+  while (d.base < d.next_id && get_bit(d.done, d.base & d.mask)) {
+    clear_bit(d.done, d.base & d.mask);
     ++d.base;
   }
   ++s.gen;  // its timer entry and queued retransmissions go stale

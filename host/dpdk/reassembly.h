@@ -138,6 +138,9 @@ class Receiver {
   // Every message below this id from `src` is complete.
   uint64_t completed_below(uint32_t src) const noexcept;
   size_t active_messages() const noexcept { return active_.size(); }
+  // Entries of `src`'s window ring (0 before its first packet): a power of two from 16 up to what its
+  // messages in flight have needed, at most max(16, window).
+  size_t window_ring(uint32_t src) const noexcept { return src < sources_.size() ? sources_[src].slot_of.size() : 0; }
   const ReceiverStats& stats() const noexcept { return stats_; }
 
  private:
@@ -159,8 +162,9 @@ class Receiver {
   };
   struct Source {
     uint64_t base = 0;                 // every id below is complete
-    std::vector<uint32_t> slot_of;     // window ring: slot index or kNone
+    std::vector<uint32_t> slot_of;     // window ring: slot index or kNone (grown as needed: make_room)
     std::vector<uint64_t> done;        // window ring: completed-id bits
+    uint64_t mask = 0;                 // slot_of.size() - 1
   };
   uint32_t alloc_slot();
   void release_slot(uint32_t s);
@@ -302,6 +306,8 @@ class Sender {
   bool on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
                std::span<const uint32_t> missing);
   size_t unacked_messages() const noexcept { return live_; }
+  // Entries of `dst`'s window ring (0 before its first message): as Receiver::window_ring.
+  size_t window_ring(uint32_t dst) const noexcept { return dst < dests_.size() ? dests_[dst].slot_of.size() : 0; }
   const SenderStats& stats() const noexcept { return stats_; }
 
  private:
@@ -327,8 +333,9 @@ class Sender {
   struct Dest {
     uint64_t next_id = 0;
     uint64_t base = 0;              // every id below is acknowledged
-    std::vector<uint32_t> slot_of;  // window ring
+    std::vector<uint32_t> slot_of;  // window ring (grown as needed: make_room)
     std::vector<uint64_t> done;     // window ring: acknowledged-id bits
+    uint64_t mask = 0;              // slot_of.size() - 1
   };
   struct Ref {  // a packet queued for retransmission
     uint32_t slot;

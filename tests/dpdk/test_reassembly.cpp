@@ -128,6 +128,70 @@ TEST(Sender, SelectiveRepeatTimeoutAndWindow) {
   EXPECT_EQ(tx.next_timeout(), Time::max());
 }
 
+// A pair's window ring starts at 16 entries and grows (entries moved) to what its messages in flight need,
+// never past the window: ids, ACKs out of order, completion and stale copies stay right across the growth.
+TEST(Sender, WindowRingGrowsWithTheMessagesInFlight) {
+  Sender tx(SenderConfig{.destinations = 2, .payload_per_packet = 1000, .window = 1024, .rto = 1000_us});
+  EXPECT_EQ(tx.window_ring(0), 0u);
+  EXPECT_EQ(tx.submit(0, 10), 0u);
+  EXPECT_EQ(tx.window_ring(0), 16u);
+  EXPECT_EQ(tx.window_ring(1), 0u);  // no message to it yet
+  for (uint64_t id = 1; id < 100; ++id) ASSERT_EQ(tx.submit(0, 10), id);
+  EXPECT_EQ(tx.window_ring(0), 128u);
+  TxPacket p;
+  uint64_t sent = 0;
+  while (tx.next(Time::from_us(1), p)) ++sent;
+  ASSERT_EQ(sent, 100u);
+  // Every other message first (out of order: done bits), then 30 more messages (the ring grows with those
+  // bits in it), then the rest; each completes once.
+  for (uint64_t id = 1; id < 100; id += 2) ASSERT_TRUE(tx.on_ack(0, id, 1)) << id;
+  for (uint64_t id = 100; id < 130; ++id) ASSERT_EQ(tx.submit(0, 10), id);
+  EXPECT_EQ(tx.window_ring(0), 256u);
+  while (tx.next(Time::from_us(1), p)) ++sent;
+  ASSERT_EQ(sent, 130u);
+  for (uint64_t id = 0; id < 100; id += 2) ASSERT_TRUE(tx.on_ack(0, id, 1)) << id;
+  for (uint64_t id = 100; id < 130; ++id) ASSERT_TRUE(tx.on_ack(0, id, 1)) << id;
+  for (uint64_t id = 0; id < 130; ++id) EXPECT_FALSE(tx.on_ack(0, id, 1)) << id;  // repeated
+  EXPECT_EQ(tx.unacked_messages(), 0u);
+  // The window's last id in flight at once: the ring grows to the window and no further.
+  for (uint64_t id = 130; id < 130 + 1024; ++id) ASSERT_EQ(tx.submit(0, 10), id);
+  EXPECT_FALSE(tx.can_submit(0));
+  EXPECT_EQ(tx.window_ring(0), 1024u);
+  while (tx.next(Time::from_us(2), p)) ++sent;
+  ASSERT_EQ(sent, 130u + 1024u);
+  for (uint64_t id = 130 + 1023; id >= 130; --id) ASSERT_TRUE(tx.on_ack(0, id, 1)) << id;  // last first
+  EXPECT_EQ(tx.unacked_messages(), 0u);
+  EXPECT_EQ(tx.submit(0, 10), 130u + 1024u);
+}
+
+TEST(Receiver, WindowRingGrowsWithTheMessagesInFlight) {
+  Receiver rx(ReceiverConfig{.sources = 2, .window = 1024});
+  const Time t = Time::from_us(1);
+  EXPECT_EQ(rx.window_ring(0), 0u);
+  // Ids 199 .. 0, last first: each completes once; the ring holds 200 ids at once.
+  for (uint64_t id = 200; id-- > 0;) {
+    ASSERT_EQ(rx.on_packet(RxPacket{0, id, 0, 1, 10, 10}, t), RxEvent::kCompleted) << id;
+  }
+  EXPECT_EQ(rx.window_ring(0), 256u);
+  EXPECT_EQ(rx.completed_below(0), 200u);
+  EXPECT_EQ(rx.on_packet(RxPacket{0, 150, 0, 1, 10, 10}, t), RxEvent::kStale);
+  // A two-packet message with a hole, then ids up to the window's end past the ring: moved entries keep
+  // their state (the hole is still missing, the message completes once).
+  EXPECT_EQ(rx.on_packet(RxPacket{0, 200, 1, 2, 20, 10}, t), RxEvent::kAccepted);
+  for (uint64_t id = 201; id < 200 + 1024; ++id) {
+    ASSERT_EQ(rx.on_packet(RxPacket{0, id, 0, 1, 10, 10}, t), RxEvent::kCompleted) << id;
+  }
+  EXPECT_EQ(rx.window_ring(0), 1024u);
+  EXPECT_EQ(rx.on_packet(RxPacket{0, 200 + 1024, 0, 1, 10, 10}, t), RxEvent::kOutOfWindow);
+  uint32_t missing[4];
+  ASSERT_EQ(rx.missing(0, 200, missing), 1u);
+  EXPECT_EQ(missing[0], 0u);
+  EXPECT_EQ(rx.on_packet(RxPacket{0, 200, 0, 2, 20, 10}, t), RxEvent::kCompleted);
+  EXPECT_EQ(rx.completed_below(0), 200u + 1024u);
+  EXPECT_EQ(rx.on_packet(RxPacket{0, 201, 0, 1, 10, 10}, t), RxEvent::kStale);
+  EXPECT_EQ(rx.window_ring(1), 0u);
+}
+
 // A NACK passes over words of packets already all acknowledged, and acknowledges everything else it covers
 // from the first packet of the next word on (a word boundary at 64 and at 128); only what it lists is
 // resent, and a NACK of a message whose packets are mostly acknowledged completes it.

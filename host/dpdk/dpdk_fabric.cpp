@@ -304,9 +304,17 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
     if (got || r.arrived) {
       last_progress = now;
     } else if (now - last_progress > opt_.stall_timeout) {
+      // Frames that are not ours kept arriving meanwhile (the main lcore's counts; the receive lcore's
+      // are its own until it stops): a device that makes frames of its own, or someone else's traffic.
+      const uint64_t foreign = stats_.not_ours + (worker_ ? 0 : rx_path_->stats().not_ours);
       throw std::runtime_error(fmt::format(
-          "DPDK fabric: message {} ({} bytes, rank {} -> {}) was due at {} ps but nothing arrived on {} for {} ms",
-          id, r.bytes, r.src, r.dst, at.ps(), ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000));
+          "DPDK fabric: message {} ({} bytes, rank {} -> {}) was due at {} ps but nothing of ours arrived on {} "
+          "for {} ms{}",
+          id, r.bytes, r.src, r.dst, at.ps(), ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000,
+          foreign == 0 ? std::string()
+                       : fmt::format(" ({} frames that are not fabemu's arrived in this run: does the device "
+                                     "bring back the frames sent to it?)",
+                                     foreign)));
     }
   }
   if (!r.local && !clock_.as_fast_as_possible()) {

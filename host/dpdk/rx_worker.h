@@ -84,7 +84,11 @@ inline constexpr uint16_t kRxBodyPrefetch = 2;  // frames ahead whose bodies (li
 // frame counted in `c` (frames_rx, frame_bytes_rx, not_ours, not_ours_by_verdict: RxPathStats or
 // DpdkStats), its RX timestamp read (counted in `hw_timestamped`) and decoded. A frame not ours is counted
 // and freed; one of ours goes to `ours(m, f, has_ts, ts)`, which then owns the mbuf. Returns whether a
-// frame was received. Inline: the per-frame work is the callers' own loop.
+// frame of ours was received: frames that are not ours are no progress (the stall timeout, the receive
+// lcore's and the drain's quiet time). They counted once, and a device that receives frames without end
+// (net_null as the loopback device: 4.8 billion frames of zeros in 2 minutes) kept a run that had lost
+// every frame of its own waiting forever instead of failing after the stall timeout. Inline: the
+// per-frame work is the callers' own loop.
 template <class Counters, class Ours>
 inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint8_t>& scratch, Counters& c,
                           uint64_t& hw_timestamped, Ours&& ours) {
@@ -118,7 +122,6 @@ inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint
       }
       if (i + kRxBodyPrefetch < n) prefetch_body(pkts[i + kRxBodyPrefetch]);
       rte_mbuf* m = pkts[i];
-      any = true;
       ++c.frames_rx;
       c.frame_bytes_rx += m->pkt_len;
       uint64_t ts = 0;
@@ -131,6 +134,7 @@ inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint
         rte_pktmbuf_free(m);
         continue;
       }
+      any = true;
       ours(m, f, has_ts, ts);
     }
     if (n < kRxBurst) break;

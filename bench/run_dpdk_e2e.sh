@@ -52,8 +52,9 @@ for ((r = 1; r <= rounds; ++r)); do
   wall=$(grep -o 'wall [0-9.]* ms' <<< "$out" | awk '{print $2}')
   data=$(grep 'frames sent' <<< "$out" | grep -o '[0-9]* data' | awk '{print $1}')
   nacks=$(grep 'frames sent' <<< "$out" | grep -o 'ACK, [0-9]* NACK' | awk '{print $2}')
-  polls=$(grep -o 'frames in [0-9]* polls' <<< "$out" | awk '{print $3}')
-  latency=$(grep 'wire latency' <<< "$out" | grep -o 'median [0-9]*' | awk '{print $2}')
+  # No receive lcore (--dpdk-rx-lcore off, one lcore): no receive polls line; an empty value, not an exit.
+  polls=$(grep -o 'frames in [0-9]* polls' <<< "$out" | awk '{print $3}' || true)
+  latency=$(grep 'wire latency' <<< "$out" | grep -o 'median [0-9]*' | awk '{print $2}' || true)
   rate=$(awk -v d="$data" -v w="$wall" 'BEGIN { printf "%.2f", d / w / 1000 }')
   rates+=("$rate")
   printf 'round %d: wall %8.1f ms, %d data frames, %s M data frames/s, %d NACKs, %s receive polls, median wire latency %s ns\n' \

@@ -98,6 +98,7 @@ struct RunArgs {
   std::vector<std::string> dpdk_devargs;
   std::string dpdk_rx_lcore = "auto";
   std::string dpdk_verify_checksums = "auto";
+  uint32_t dpdk_stall_timeout_ms = 10'000;
   double dilation = 1;
   bool as_fast_as_possible = false;
   bool roce = false;
@@ -429,6 +430,7 @@ int run(const RunArgs& a) {
       o.rx_lcore = std::stoi(a.dpdk_rx_lcore);  // checked by the option's validator
     }
     if (a.dpdk_verify_checksums == "on") o.checksums = hd::DpdkFabricOptions::Checksums::kOn;
+    o.stall_timeout = emu::Duration::from_ms(a.dpdk_stall_timeout_ms);
     auto plan = a.address_plan.empty() ? hd::AddressPlan::make_default(static_cast<uint32_t>(topology.npus()))
                                        : hd::AddressPlan::load_yaml(a.address_plan);
     auto f = std::make_unique<hd::DpdkFabric>(topology, std::move(plan), *dpdk_ports, o);
@@ -485,6 +487,12 @@ int run(const RunArgs& a) {
       result.warnings.push_back(
           fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", dpdk->engine().now().ps()));
       for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
+      result.stuck.clear();
+    } else if (dpdk->stalled()) {
+      // Nor is a dead device: the run stopped on the stall timeout, and the report shows how far it got.
+      result.warnings.push_back(
+          fmt::format("run stopped at {} ps of emulated time: the wire stalled", dpdk->engine().now().ps()));
+      for (auto& s : result.stuck) result.warnings.push_back("stopped: " + s);
       result.stuck.clear();
     }
     if (!dpdk->drain()) result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
@@ -554,6 +562,11 @@ int run(const RunArgs& a) {
     fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
     return kExitFindings;
   }
+  if (dpdk != nullptr && dpdk->stalled()) {
+    fmt::print(stderr, "fabemu: error: DPDK fabric: {}; the report holds the run up to that point\n",
+               dpdk->stats().stall);
+    return kExitError;
+  }
 #endif
   if (!result.stuck.empty()) {
     fmt::print(stderr, "fabemu: the workload deadlocked; {} thing(s) wait forever:\n", result.stuck.size());
@@ -600,6 +613,10 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "DPDK: the receive side's checks of data frames' UDP checksums (and RoCEv2 ICRCs): auto (default: "
                       "checked, but on an in-process ring pair, which hands over the sender's own mbufs) or on")
       ->check(CLI::IsMember({"auto", "on"}));
+  run_cmd->add_option("--dpdk-stall-timeout", args->dpdk_stall_timeout_ms,
+                      "DPDK: stop the run (report written, exit status 2) when a message the model has delivered "
+                      "waits this many ms of wall time with no frame of ours arriving (default 10000)")
+      ->check(CLI::Range(1u, 86'400'000u));
   run_cmd->add_option("--dilation", args->dilation,
                       "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")
       ->check(CLI::Range(0.0, 1e6));

@@ -5,6 +5,7 @@
 #include <rte_lcore.h>
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -304,17 +305,24 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
     if (got || r.arrived) {
       last_progress = now;
     } else if (now - last_progress > opt_.stall_timeout) {
-      // Frames that are not ours kept arriving meanwhile (the main lcore's counts; the receive lcore's
-      // are its own until it stops): a device that makes frames of its own, or someone else's traffic.
+      // The run stops here, as on SIGINT: the walker reports what had finished and what had not, and
+      // the DPDK section what went on the wire, then the CLI fails with this reason. Frames that are not
+      // ours kept arriving meanwhile (the main lcore's counts; the receive lcore's are its own until it
+      // stops): a device that makes frames of its own, or someone else's traffic.
       const uint64_t foreign = stats_.not_ours + (worker_ ? 0 : rx_path_->stats().not_ours);
-      throw std::runtime_error(fmt::format(
-          "DPDK fabric: message {} ({} bytes, rank {} -> {}) was due at {} ps but nothing of ours arrived on {} "
-          "for {} ms{}",
+      stall_ = fmt::format(
+          "message {} ({} bytes, rank {} -> {}) was due at {} ps but nothing of ours arrived on {} for {} ms{}{}",
           id, r.bytes, r.src, r.dst, at.ps(), ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000,
           foreign == 0 ? std::string()
                        : fmt::format(" ({} frames that are not fabemu's arrived in this run: does the device "
                                      "bring back the frames sent to it?)",
-                                     foreign)));
+                                     foreign),
+          opt_.faults.drop_rate == 0
+              ? std::string()
+              : fmt::format(" (--drop-rate {:g}: the fault injection drops {} the data frames that arrive)",
+                            opt_.faults.drop_rate, opt_.faults.drop_rate >= 1 ? "all of" : "that fraction of"));
+      engine_.stop();
+      return;
     }
   }
   if (!r.local && !clock_.as_fast_as_possible()) {
@@ -723,7 +731,8 @@ bool DpdkFabric::drain(emu::Duration limit) {
   };
   bool done = true;
   while (busy()) {
-    if (clock_.wall() - start > limit || Eal::stop_requested()) {
+    // After a stall nothing is waited for: the device brought nothing back for the stall timeout.
+    if (clock_.wall() - start > limit || Eal::stop_requested() || stalled()) {
       done = false;
       break;
     }
@@ -751,6 +760,7 @@ bool DpdkFabric::drain(emu::Duration limit) {
 const DpdkStats& DpdkFabric::stats() {
   DpdkStats& s = stats_;
   s.wall = clock_.wall().since_start();
+  s.stall = stall_;
   s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = 0;
   for (size_t i = 0; i < senders_.size(); ++i) {
     const SenderStats& st = senders_[i].stats();
@@ -971,6 +981,7 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                      s.frames_tx, s.frame_bytes_tx, s.data_frames, s.retransmissions, s.nack_retransmissions,
                      s.timeout_retransmissions, s.acks, s.nacks);
   out += fmt::format("  frames received     {} ({} bytes); not ours {}\n", s.frames_rx, s.frame_bytes_rx, s.not_ours);
+  if (!s.stall.empty()) out += fmt::format("  stalled             the run stopped: {}\n", s.stall);
   if (s.rx_lcore >= 0) {
     out += fmt::format("  lcores              main {} (walker, senders, pacing, port A); receive side on lcore {} "
                        "({} frames in {} polls)\n", s.main_lcore, s.rx_lcore, s.rx_lcore_frames, s.rx_lcore_polls);
@@ -1138,6 +1149,7 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("frame_bytes_tx", fmt::format("{}", s.frame_bytes_tx));
   kv("frames_rx", fmt::format("{}", s.frames_rx));
   kv("frame_bytes_rx", fmt::format("{}", s.frame_bytes_rx));
+  kv("stall", s.stall.empty() ? std::string("null") : nlohmann::json(s.stall).dump());
   kv("main_lcore", fmt::format("{}", s.main_lcore));
   kv("rx_lcore", fmt::format("{}", s.rx_lcore));
   kv("rx_lcore_frames", fmt::format("{}", s.rx_lcore_frames));

@@ -56,8 +56,9 @@ struct DpdkFabricOptions {
   emu::Duration rto = emu::Duration::from_ms(10);
   uint32_t window = 1024;             // messages in flight per (sender, receiver) pair; a power of two
   std::string pcap;                   // non-empty: every frame sent is captured there (both lcores' frames)
-  // A message the model has delivered but the wire has not, with no frame received for this long
-  // (wall time), is an error (std::runtime_error): a dead device must not hang the run.
+  // A message the model has delivered but the wire has not, with no frame of ours received for this long
+  // (wall time; frames the fault injection drops do not count): the run stops there, as on SIGINT, and
+  // stalled() says why (a dead device must not hang the run, and what it did so far is still reported).
   emu::Duration stall_timeout = emu::Duration::from_ms(10'000);
   // The receive side's lcore (README.md, "Receive lcore"). kRxLcoreAuto: the first worker lcore EAL has
   // (e.g. EAL -l 0-1), when a() != b(); else the main lcore. kRxLcoreOff: the main lcore polls
@@ -120,6 +121,9 @@ struct DpdkStats {
   uint64_t messages_completed = 0;
   uint64_t frames_tx = 0, frame_bytes_tx = 0;
   uint64_t frames_rx = 0, frame_bytes_rx = 0;
+  // Non-empty when the run stopped because nothing of ours arrived for the stall timeout: which message
+  // waited, on which ports, and what else arrived meanwhile.
+  std::string stall;
   // Lcores: the main one (walker, model, senders, pacing, port A) and the receive side's (port B); -1:
   // the receive side runs on the main lcore. Frames and polls of the receive lcore (its counters join
   // these stats once it has stopped, in drain()).
@@ -286,6 +290,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   bool drain(emu::Duration limit = emu::Duration::from_ms(2'000));
   // True when SIGINT/SIGTERM (Eal::stop_requested) ended the run early.
   bool interrupted() const noexcept { return interrupted_; }
+  // True when the wire stalled (DpdkFabricOptions::stall_timeout) and the run stopped there; the reason
+  // is DpdkStats::stall. drain() then waits for no acknowledgement.
+  bool stalled() const noexcept { return !stall_.empty(); }
 
   const emu::PacketFabric& model() const noexcept { return model_; }
   const emu::Topology& topology() const noexcept { return model_.topology(); }
@@ -446,6 +453,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint64_t ip_id_ = 0;
   bool rx_any_ = false;
   bool interrupted_ = false;
+  std::string stall_;     // why the run stopped on a stall (empty: it did not)
   bool started_ = false;  // the first send() restarted the clock
   uint64_t last_poll_ps_ = 0;
   struct Stall {

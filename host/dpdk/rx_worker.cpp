@@ -116,9 +116,15 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   }
   data_seen_ = false;
   free_done();  // left by a round that threw
-  const bool any = receive_round(port_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
-                                 [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts) {
+  // Progress: a frame of ours that the fault injection kept. One it drops is as if it never came, so a
+  // run whose every frame it drops (--drop-rate 1) stalls and stops after the stall timeout instead of
+  // retransmitting forever, with the receive side inline as on its own lcore (where only ACKs and NACKs
+  // are the main lcore's progress).
+  bool kept = false;
+  receive_round(port_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
+                [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts) {
     if (f.hdr.kind != PacketKind::kData) {
+      kept = true;
       sink.feedback(f);
       done_[done_n_++] = m;
       return;
@@ -129,6 +135,7 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
       rte_pktmbuf_free(m);
       return;
     }
+    kept = true;
     if (d.reorder) {
       reorder_.push_back(Held{m, 1 + static_cast<uint32_t>(faults_.uniform(8))});
       return;
@@ -160,7 +167,7 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   acks_.clear();
   if (now_.ps() >= next_nack_scan_ps_) nack_scan();
   flush();
-  return any;
+  return kept;
 }
 
 void RxPath::nack_scan() {

@@ -183,7 +183,8 @@ class RxPath {
   // One round: up to 8 bursts of the port, decoded; data frames through the fault filter into the
   // Receivers; completions and feedback frames to `sink`; held-back frames released when nothing newer
   // came; NACKs of idle messages; the ACK/NACK frames sent. `stamp_ps` goes into the ACK/NACK headers
-  // (kStampWall: this path's wall clock, ps). Returns true when a frame was received.
+  // (kStampWall: this path's wall clock, ps). Returns true when a frame of ours was received and not
+  // dropped by the fault injection: progress.
   static constexpr uint64_t kStampWall = ~uint64_t{0};
   bool poll(RxSink& sink, uint64_t stamp_ps);
   // Nothing held back by reorder injection and no ACK/NACK waiting for the device.

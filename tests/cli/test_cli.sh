@@ -218,6 +218,28 @@ EOF2
     "fabemu: error: EAL: rte_eal_init failed"*) ;;
     *) cat "$tmp/both" >&2; fail "the error is not the last line of the output on bad EAL arguments" ;;
   esac
+  # a wire that brings nothing of ours back (--drop-rate 1: every data frame dropped on receive): the run
+  # stops after --dpdk-stall-timeout with exit 2, the reason last on stderr, and the report still written:
+  # the ranks unfinished, the frames sent, dpdk.stall naming the message and the fault injection
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
+    --drop-rate 1 --dpdk-stall-timeout 300 -r "$tmp/stall.json" -- --no-huge -m 512 --no-pci --no-shconf \
+    --file-prefix "fabemu-cli-stall$$" --no-telemetry -l 0
+  expect_text "$tmp/out" "  stalled             the run stopped: message "
+  expect_text "$tmp/out" "run stopped at "
+  case "$(tail -n 1 "$tmp/err")" in
+    "fabemu: error: DPDK fabric: message "*"for 300 ms (--drop-rate 1: the fault injection drops all of the data frames that arrive); the report holds the run up to that point") ;;
+    *) cat "$tmp/err" >&2; fail "a stalled run did not end with its reason" ;;
+  esac
+  python3 - "$tmp/stall.json" <<'EOF2' || fail "the report of a stalled run is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+d = r["dpdk"]
+assert d["stall"].startswith("message ") and "--drop-rate 1" in d["stall"], d["stall"]
+assert d["messages_completed"] == 0 and d["frames_tx"] > 0 and d["frames_rx"] == d["injected_drops"], d
+assert any(w.startswith("run stopped at ") for w in r["warnings"]), r["warnings"]
+assert sum(w.startswith("stopped: rank ") for w in r["warnings"]) == 4, r["warnings"]
+assert r["stuck"] == [], r["stuck"]
+EOF2
   # the same timeline as the software packet model (as fast as possible: the walker sees the model's times)
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q --timeline "$tmp/tl_sw.json"
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \

@@ -113,6 +113,29 @@ TEST(RxLcore, LossAndReorderingOnTheReceiveLcore) {
   EXPECT_GT(d.stats.nack_retransmissions, 0u);  // the receive lcore's NACK check runs
 }
 
+// Every data frame dropped on the receive lcore: no ACK comes back, and the run stops after the stall
+// timeout (as inline: DpdkFabric.EveryFrameDroppedStopsTheRunAfterTheStallTimeout), the receive lcore
+// joined and its counters in the stats.
+TEST(RxLcore, EveryFrameDroppedStopsTheRunAfterTheStallTimeout) {
+  REQUIRE_EAL();
+  ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  auto ports = fd::DpdkPorts::ring("lcstall", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.stall_timeout = fabemu::emu::Duration::from_ms(300);
+  opt.faults.drop_rate = 1.0;
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  EXPECT_EQ(d.stats.rx_lcore, 1);
+  EXPECT_NE(d.stats.stall.find("for 300 ms (--drop-rate 1: the fault injection drops all of"), std::string::npos)
+      << d.stats.stall;
+  EXPECT_FALSE(d.drained);
+  EXPECT_FALSE(d.result.stuck.empty());
+  EXPECT_EQ(d.stats.messages_completed, 0u);
+  EXPECT_GT(d.stats.timeout_retransmissions, 0u);
+  EXPECT_EQ(d.stats.injected_drops, d.stats.frames_rx);
+  EXPECT_GT(d.stats.injected_drops, 0u);
+}
+
 // Dilated: arrivals the receive lcore timed give the per-collective measurement.
 TEST(RxLcore, DilatedRunMeasuresTheCollective) {
   REQUIRE_EAL();

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <mutex>
@@ -106,6 +107,14 @@ Eal& Eal::start(const std::vector<std::string>& args) {
   optind = saved_optind;
   if (rc < 0) {
     g_eal_failure = "EAL: rte_eal_init failed: " + errstr(rte_errno) + " (EAL arguments: " + join_args(args) + ")";
+    // EAL says EACCES when it finds no hugepage information (no hugetlbfs mounted, or none it may use):
+    // the one failure every first run on a fresh host meets, so the way out is named.
+    if (rte_errno == EACCES && std::find(args.begin(), args.end(), "--no-huge") == args.end()) {
+      *g_eal_failure +=
+          ": no usable hugepages? Reserve some and mount hugetlbfs (as root: echo 1024 > "
+          "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; mount -t hugetlbfs nodev /dev/hugepages), "
+          "or run without them: -- --no-huge -m 512";
+    }
     throw std::runtime_error(*g_eal_failure);
   }
   static Eal instance;

@@ -159,7 +159,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
                                                                                    : Port::Recycle::kSameLcore);
     split_short_ = opt_.mode == WireMode::kRoceV2;
   }
-  if (uint64_t{npus_} * npus_ <= 65536) dense_templates_.resize(uint64_t{npus_} * npus_);
+  templates_ = FlowTemplates(npus_);
   link_pace_.resize(model_.topology().links().size());
   if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap);
   scratch_.resize(16384);
@@ -437,29 +437,8 @@ void DpdkFabric::completed(const RxCompletion& c) {
   by_wire_.erase(w);
 }
 
-FrameTemplate* DpdkFabric::flow_template(const FrameSpec& spec) {
-  // One prebuilt header per flow (FrameTemplate: incremental checksums, cached CRC parts).
-  const uint64_t key = uint64_t{spec.hdr.src_rank} * npus_ + spec.hdr.dst_rank;
-  FrameTemplate* t;
-  if (!dense_templates_.empty()) {
-    std::unique_ptr<FrameTemplate>& d = dense_templates_[key];
-    if (!d) [[unlikely]] d = std::make_unique<FrameTemplate>(spec);
-    t = d.get();
-  } else {
-    // At most 65,536 flows keep a template (an all-to-all of 16k ranks has 2^28): the rest are encoded whole.
-    auto it = templates_.find(key);
-    if (it == templates_.end()) {
-      if (templates_.size() >= 65536) return nullptr;
-      it = templates_.emplace(key, FrameTemplate(spec)).first;
-    }
-    t = &it->second;
-  }
-  return t->matches(spec) ? t : nullptr;
-}
-
 uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
-  FrameTemplate* t = flow_template(spec);
-  const uint16_t len = t != nullptr ? fill_mbuf(m, *t, spec) : fill_mbuf(m, spec);
+  const uint16_t len = fill_mbuf(m, flow_template(spec), spec);
   if (len == 0) {
     rte_pktmbuf_free(m);
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
@@ -472,21 +451,7 @@ uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
 
 uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes,
                                bool payload_zero) {
-  FrameTemplate* t = flow_template(spec);
-  uint64_t bytes = 0;
-  if (t != nullptr) {
-    bytes = fill_run(ms, n, *t, spec, last_bytes, payload_zero);
-  } else {  // beyond 65,536 flows: frame by frame, encoded whole
-    for (uint32_t i = 0; i < n; ++i) {
-      reset_frame(ms[i]);  // the stash holds them as the pool gave them
-      const uint16_t len = fill_mbuf(ms[i], run_frame(spec, i, n, last_bytes));
-      if (len == 0) {
-        bytes = 0;
-        break;
-      }
-      bytes += len;
-    }
-  }
+  const uint64_t bytes = fill_run(ms, n, flow_template(spec), spec, last_bytes, payload_zero);
   if (bytes == 0) {
     rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(ms), n);
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");

@@ -33,6 +33,7 @@
 #include "emulator/topology.h"
 #include "host/dpdk/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/flow_templates.h"
 #include "host/dpdk/message_pacing.h"
 #include "host/dpdk/pcap_writer.h"
 #include "host/dpdk/realtime.h"
@@ -370,7 +371,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   uint64_t build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes,
                      bool payload_zero);
   // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
-  FrameTemplate* flow_template(const FrameSpec& spec);
+  FrameTemplate& flow_template(const FrameSpec& spec) { return templates_.of(spec); }
   // The data frames' mbufs come from data_pool_ through a stash refilled kTxStash at a time, as the pool
   // gives them (take_frames): fill_run resets them. False when the pool is empty.
   bool refill_stash();
@@ -399,9 +400,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // transmit loop finds it without a lookup; it is erased only once the message has arrived.
   std::pmr::unordered_map<uint64_t, Record> records_{&record_pool_};
   std::pmr::unordered_map<uint64_t, uint64_t> by_wire_{&record_pool_};  // pair_key -> walker id
-  // Frames of flow src -> dst: by src * npus + dst, dense when npus^2 <= 65,536, else a map of at most 65,536.
-  std::vector<std::unique_ptr<FrameTemplate>> dense_templates_;
-  std::unordered_map<uint64_t, FrameTemplate> templates_;
+  FlowTemplates templates_;  // the data frames' templates, by flow
   rte_mempool* data_pool_ = nullptr;                  // the data frames': port A's zero_pool() (payloads not written)
   static constexpr uint16_t kTxStash = 32;
   rte_mbuf* tx_stash_[kTxStash] = {};                 // taken from data_pool_, not yet used

@@ -29,6 +29,7 @@ RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
     : cfg_(config), port_(port), pcap_(pcap), clock_(0), faults_(config.faults) {
   receivers_.resize(cfg_.npus);
   active_of_.assign(cfg_.npus, 0);
+  templates_ = FlowTemplates(cfg_.npus);
   scratch_.resize(16384);
   tx_.reserve(kRxBurst * kRxBursts * 2);
   reorder_.reserve(kRxBurst * kRxBursts);
@@ -246,12 +247,7 @@ void RxPath::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, 
   spec.missing = missing;
   rte_mbuf* m = rte_pktmbuf_alloc(port_.pool());
   if (m == nullptr) return;  // pool empty: the sender's timeout covers a lost ACK / NACK
-  // One prebuilt header per flow; at most 65,536 flows keep one, the rest are encoded whole.
-  const uint64_t key = uint64_t{from} * cfg_.npus + to;
-  auto t = templates_.find(key);
-  if (t == templates_.end() && templates_.size() < 65536) t = templates_.emplace(key, FrameTemplate(spec)).first;
-  const uint16_t len = t != templates_.end() && t->second.matches(spec) ? fill_mbuf(m, t->second, spec)
-                                                                        : fill_mbuf(m, spec);
+  const uint16_t len = fill_mbuf(m, templates_.of(spec), spec);  // a prebuilt header per flow
   if (len == 0) {
     rte_pktmbuf_free(m);
     throw std::logic_error("DpdkFabric: an ACK/NACK frame does not fit its mbuf");

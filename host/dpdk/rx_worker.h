@@ -20,6 +20,7 @@
 
 #include "host/dpdk/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/flow_templates.h"
 #include "host/dpdk/nic_clock.h"
 #include "host/dpdk/pcap_writer.h"
 #include "host/dpdk/realtime.h"
@@ -228,7 +229,7 @@ class RxPath {
   FaultFilter faults_;
   std::vector<std::unique_ptr<Receiver>> receivers_;
   std::vector<uint32_t> active_receivers_;
-  std::unordered_map<uint64_t, FrameTemplate> templates_;  // ACK/NACK flows, by from * npus + to
+  FlowTemplates templates_;  // ACK/NACK flows
   std::vector<rte_mbuf*> tx_;
   struct Held {
     rte_mbuf* m;

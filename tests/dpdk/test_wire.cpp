@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "host/dpdk/address_plan.h"
+#include "host/dpdk/flow_templates.h"
 #include "host/dpdk/pcap_writer.h"
 #include "host/dpdk/wire.h"
 #include "tests/support/test_support.h"
@@ -425,6 +426,57 @@ TEST(FrameTemplate, GoldenFramesFromTemplates) {
     const size_t n = encode(t, s, buf);
     buf.resize(n);
     EXPECT_EQ(buf, from_hex(mode == WireMode::kFabemu ? kGoldenFabemu : kGoldenRoce));
+  }
+}
+
+// FlowTemplates: every flow its own template up to 256 ranks; beyond, flows that share a slot of the
+// 16,384 take turns, the template rebuilt for each, and every frame equals encode(spec) whole either way.
+TEST(FlowTemplates, FlowsSharingASlotTakeTurnsAndFramesStayExact) {
+  for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {
+    SCOPED_TRACE(mode == WireMode::kFabemu ? "fabemu" : "roce");
+    const auto frame_of = [mode](uint32_t src, uint32_t dst, uint64_t id) {
+      FrameSpec s;
+      s.mode = mode;
+      s.src = default_endpoint(src);
+      s.dst = default_endpoint(dst);
+      s.hdr.src_rank = src;
+      s.hdr.dst_rank = dst;
+      s.hdr.message_id = id;
+      s.hdr.count = 4;
+      s.hdr.seq = static_cast<uint32_t>(id % 4);
+      s.hdr.offset = s.hdr.seq * 256;
+      s.hdr.message_length = 1024;
+      s.payload_bytes = 256;
+      s.ip_id = static_cast<uint16_t>(id);
+      return s;
+    };
+    const auto expect_exact = [](FlowTemplates& ft, const FrameSpec& s) {
+      std::vector<uint8_t> a(2048), b(2048);
+      const size_t na = encode(ft.of(s), s, a), nb = encode(s, b);
+      ASSERT_GT(nb, 0u);
+      ASSERT_EQ(na, nb);
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), na), 0) << "flow " << s.hdr.src_rank << " -> " << s.hdr.dst_rank;
+    };
+    FlowTemplates dense(256);
+    EXPECT_EQ(dense.slots(), 65536u);
+    for (uint32_t i = 0; i < 2000; ++i) expect_exact(dense, frame_of(i % 256, (i * 7 + 1) % 256, i));
+    EXPECT_EQ(dense.rebuilds(), 0u);
+
+    FlowTemplates cached(512);
+    EXPECT_EQ(cached.slots(), FlowTemplates::kCachedFlows);
+    // (0 -> 1) and (32 -> 1): keys 1 and 16,385, the same slot; (1 -> 2) another slot.
+    for (uint64_t id = 0; id < 12; ++id) {
+      expect_exact(cached, frame_of(0, 1, id));
+      expect_exact(cached, frame_of(32, 1, id));
+      expect_exact(cached, frame_of(1, 2, id));
+    }
+    EXPECT_EQ(cached.rebuilds(), 23u);  // every turn of the shared slot but the first
+    EXPECT_EQ(cached.made(), 2u);
+    // Every flow of 512 ranks: never more templates than slots.
+    for (uint32_t src = 0; src < 512; ++src) {
+      for (uint32_t dst = 0; dst < 512; ++dst) expect_exact(cached, frame_of(src, dst, src + dst));
+    }
+    EXPECT_EQ(cached.made(), FlowTemplates::kCachedFlows);
   }
 }
 

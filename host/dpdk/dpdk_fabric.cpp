@@ -641,10 +641,22 @@ void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
 // spurious retransmissions): the senders' RTO follows SRTT + 4 RTTVAR, never below the configured (or
 // pacing-scaled) floor nor above one second.
 void DpdkFabric::adapt_rto(uint64_t sample_ns) {
-  if (!rto_.sample(sample_ns)) return;  // only a change of more than 1/8 reaches the senders
-  senders_.set_rto(rto_.rto());
-  std::fill(tx_next_work_.begin(), tx_next_work_.end(), 0);  // a shorter RTO brings timers forward
-  stats_.rto_max = rto_.max();
+  if (rto_.sample(sample_ns)) {  // only a change of more than 1/8 reaches the senders
+    senders_.set_rto(rto_.rto());
+    std::fill(tx_next_work_.begin(), tx_next_work_.end(), 0);  // a shorter RTO brings timers forward
+    stats_.rto_max = rto_.max();
+  }
+  // Tail-loss recovery (Sender::on_nack): a packet beyond what a NACK covers is lost once it is older
+  // than whole messages take, first frame sent to reassembled (SRTT + 4 RTTVAR, without the RTO's floor:
+  // that floor is there for queues no message of this run has met), at least the NACK delay, at most the
+  // RTO. A whole message takes at least as long as its last packet, so a packet older than that has not
+  // just been slow in a queue.
+  const emu::Duration tail = std::clamp(rto_.estimate(), opt_.nack_delay, rto_.rto());
+  if (tail_age_ == emu::Duration::max() || tail.ps() * 8 > tail_age_.ps() * 9 || tail.ps() * 9 < tail_age_.ps() * 8) {
+    tail_age_ = tail;
+    senders_.set_tail_age(tail);
+    stats_.tail_age_min = stats_.tail_age_min == emu::Duration{} ? tail : std::min(stats_.tail_age_min, tail);
+  }
 }
 
 void DpdkFabric::receive(Port& port) {
@@ -679,7 +691,7 @@ void DpdkFabric::handle(const DecodedFrame& f) {
   } else {
     missing_.resize(f.missing_count());
     for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = f.missing(i);
-    s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
+    s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_, clock_.wall());
     tx_next_work_[ps.sender] = 0;  // retransmissions queued
   }
 }
@@ -726,12 +738,13 @@ const DpdkStats& DpdkFabric::stats() {
   DpdkStats& s = stats_;
   s.wall = clock_.wall().since_start();
   s.stall = stall_;
-  s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = 0;
+  s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = s.tail_retransmissions = 0;
   for (size_t i = 0; i < senders_.size(); ++i) {
     const SenderStats& st = senders_[i].stats();
     s.retransmissions += st.retransmissions;
     s.nack_retransmissions += st.nack_retransmissions;
     s.timeout_retransmissions += st.timeout_retransmissions;
+    s.tail_retransmissions += st.tail_retransmissions;
   }
   // The receive side's counters: its lcore's own until it has stopped (then only what the completions
   // told this lcore is known).
@@ -941,10 +954,10 @@ std::string format_dpdk_stats(const DpdkStats& s) {
   out += fmt::format("  messages            {} on the wire ({} bytes), {} local; {} reassembled ({} bytes), {} delivered\n",
                      s.messages, s.message_bytes, s.local_messages, s.messages_completed, s.bytes_completed,
                      s.deliveries);
-  out += fmt::format("  frames sent         {} ({} bytes): {} data, {} retransmitted ({} on NACK, {} on timeout), "
-                     "{} ACK, {} NACK\n",
+  out += fmt::format("  frames sent         {} ({} bytes): {} data, {} retransmitted ({} on NACK, {} of them tail-loss "
+                     "probes; {} on timeout), {} ACK, {} NACK\n",
                      s.frames_tx, s.frame_bytes_tx, s.data_frames, s.retransmissions, s.nack_retransmissions,
-                     s.timeout_retransmissions, s.acks, s.nacks);
+                     s.tail_retransmissions, s.timeout_retransmissions, s.acks, s.nacks);
   out += fmt::format("  frames received     {} ({} bytes); not ours {}\n", s.frames_rx, s.frame_bytes_rx, s.not_ours);
   if (!s.stall.empty()) out += fmt::format("  stalled             the run stopped: {}\n", s.stall);
   if (s.rx_lcore >= 0) {
@@ -961,8 +974,12 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                        "frames hardware-timestamped\n",
                        c.role, c.port, c.clock, c.offload ? "on" : "not offered", checks, c.hw_timestamped, c.frames);
   }
-  out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive: SRTT + 4 RTTVAR of the wire latency)\n",
-                     static_cast<double>(s.rto_max.ps()) / 1e9);
+  out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive: SRTT + 4 RTTVAR of the wire latency); a lost tail "
+                     "on NACK after {}\n",
+                     static_cast<double>(s.rto_max.ps()) / 1e9,
+                     s.tail_age_min == emu::Duration{}
+                         ? std::string("the RTO (no message latency measured yet)")
+                         : fmt::format("down to {:.3f} ms", static_cast<double>(s.tail_age_min.ps()) / 1e9));
   for (size_t v = 1; v < kVerdictCount; ++v) {
     if (s.not_ours_by_verdict[v] > 0) {
       out += fmt::format("    {:<18}{}\n", to_string(static_cast<Verdict>(v)), s.not_ours_by_verdict[v]);
@@ -1133,6 +1150,8 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("retransmissions", fmt::format("{}", s.retransmissions));
   kv("nack_retransmissions", fmt::format("{}", s.nack_retransmissions));
   kv("timeout_retransmissions", fmt::format("{}", s.timeout_retransmissions));
+  kv("tail_retransmissions", fmt::format("{}", s.tail_retransmissions));
+  kv("tail_age_min_ps", fmt::format("{}", s.tail_age_min.ps()));
   kv("rto_max_ps", fmt::format("{}", s.rto_max.ps()));
   kv("acks", fmt::format("{}", s.acks));
   kv("nacks", fmt::format("{}", s.nacks));

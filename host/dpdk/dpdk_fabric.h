@@ -146,6 +146,10 @@ struct DpdkStats {
   uint64_t nic_arrivals = 0;          // messages whose arrival the NIC's clock timed (the others: TSC)
   uint64_t data_frames = 0;           // first transmissions
   uint64_t retransmissions = 0, nack_retransmissions = 0, timeout_retransmissions = 0;
+  // Of the NACK retransmissions, packets past what their NACK covered, taken as lost for their age
+  // (Sender::on_nack with a tail age); the smallest tail age the senders had (0: never set, the RTO).
+  uint64_t tail_retransmissions = 0;
+  emu::Duration tail_age_min;
   uint64_t acks = 0, nacks = 0;
   emu::Duration rto_max;              // the largest retransmission timeout the senders had (adaptive)
   uint64_t rx_duplicates = 0, rx_reordered = 0, rx_stale = 0, rx_invalid = 0, rx_receiver_invalid = 0;
@@ -453,6 +457,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   bool rx_any_ = false;
   bool interrupted_ = false;
   std::string stall_;     // why the run stopped on a stall (empty: it did not)
+  emu::Duration tail_age_ = emu::Duration::max();  // the senders' (Sender::set_tail_age)
   bool started_ = false;  // the first send() restarted the clock
   uint64_t last_poll_ps_ = 0;
   struct Stall {

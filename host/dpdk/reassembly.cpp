@@ -246,6 +246,11 @@ void LinkSenders::set_rto(Duration rto) noexcept {
   for (const auto& s : senders_) s->set_rto(rto);
 }
 
+void LinkSenders::set_tail_age(Duration age) noexcept {
+  config_.tail_age = age;
+  for (const auto& s : senders_) s->set_tail_age(age);
+}
+
 uint32_t Sender::add_destination() {
   if (dests_.size() >= UINT32_MAX) throw std::out_of_range("Sender::add_destination: 2^32 destinations");
   dests_.emplace_back();
@@ -618,6 +623,29 @@ bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
     s->unacked -= before == 0 ? bits : bit_count(fresh);
   }
   return finish_if_done(static_cast<uint32_t>(s - slots_.data()));
+}
+
+bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
+                     std::span<const uint32_t> missing, Time now) {
+  Slot* s = find(dst, message_id);
+  if (s == nullptr) return false;
+  const bool cut = !missing.empty() && missing.back() + 1 == covered;
+  if (config_.tail_age != Duration::max() && !cut && covered < s->next_new) {
+    // The probe: the last packet sent, if the receiver has not seen it and it is old enough. Once it
+    // arrives, the receiver's next NACK lists the holes before it (a NACK covers up to its highest packet),
+    // and those go again as usual; a probe that was not lost after all costs one duplicate frame.
+    const uint32_t from = std::max(covered, s->low_word * 64);
+    for (uint32_t seq = s->next_new; seq-- > from;) {
+      if (get_bit(s->acked, seq)) continue;
+      if (!get_bit(s->pending, seq) && now >= s->sent_at[seq] + config_.tail_age) {
+        set_bit(s->pending, seq);
+        nacked_.push(Ref{static_cast<uint32_t>(s - slots_.data()), seq, s->gen});
+        ++stats_.tail_retransmissions;
+      }
+      break;  // only the last one not acknowledged
+    }
+  }
+  return on_nack(dst, message_id, cumulative, covered, missing);
 }
 
 bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,

@@ -186,6 +186,10 @@ struct SenderConfig {
   uint32_t payload_per_packet = 1024;  // message bytes per packet (max_payload_for_mtu)
   uint32_t window = 1024;           // unacknowledged messages per destination; the receiver's window
   Duration rto = Duration::from_us(1000);  // a packet unacknowledged this long is sent again
+  // A NACK (the receiver heard nothing new of the message for its NACK delay) that does not cover the
+  // message's last packet sent, last sent at least this long ago, sends that packet again (a tail-loss
+  // probe, Sender::on_nack): a lost tail recovered without waiting for the RTO. Duration::max(): never.
+  Duration tail_age = Duration::max();
 };
 
 struct SenderStats {
@@ -195,6 +199,7 @@ struct SenderStats {
   uint64_t retransmissions = 0;      // nack_retransmissions + timeout_retransmissions
   uint64_t nack_retransmissions = 0;
   uint64_t timeout_retransmissions = 0;
+  uint64_t tail_retransmissions = 0;  // of the NACK retransmissions, tail-loss probes (on_nack with `now`)
   uint64_t timer_checks = 0;         // message timers that expired and had their packets checked
 };
 
@@ -305,6 +310,16 @@ class Sender {
   bool on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative);
   bool on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
                std::span<const uint32_t> missing);
+  // The same, received at `now`, with a tail-loss probe (as TCP's TLP): when the last packet sent of the
+  // message that is not acknowledged lies at or beyond `covered` (the receiver had not seen it after a
+  // NACK delay of silence), is not queued already and was last sent at least tail_age before `now`, it is
+  // queued for retransmission. Not when the NACK's list was cut short (its last entry is covered - 1: the
+  // receiver may have packets beyond it). Counted as a NACK retransmission and in tail_retransmissions.
+  bool on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
+               std::span<const uint32_t> missing, Time now);
+  // Changes tail_age (SenderConfig).
+  void set_tail_age(Duration age) noexcept { config_.tail_age = age; }
+  Duration tail_age() const noexcept { return config_.tail_age; }
   size_t unacked_messages() const noexcept { return live_; }
   // Entries of `dst`'s window ring (0 before its first message): as Receiver::window_ring.
   size_t window_ring(uint32_t dst) const noexcept { return dst < dests_.size() ? dests_[dst].slot_of.size() : 0; }
@@ -417,6 +432,8 @@ class LinkSenders {
   uint32_t dst(size_t i, uint32_t d) const noexcept { return dsts_[i][d]; }
   // Every sender's RTO, and that of the senders made from now on.
   void set_rto(Duration rto) noexcept;
+  // Every sender's tail_age (SenderConfig), and that of the senders made from now on.
+  void set_tail_age(Duration age) noexcept;
 
  private:
   uint32_t npus_ = 0;

@@ -37,6 +37,11 @@ class RtoEstimator {
     }
     return false;
   }
+  // SRTT + 4 RTTVAR without the floor (at most the ceiling); zero before the first sample.
+  emu::Duration estimate() const noexcept {
+    const double ns = std::min(static_cast<double>(ceiling_.ps()) / 1000.0, srtt_ns_ + 4 * rttvar_ns_);
+    return emu::Duration::from_ps(static_cast<uint64_t>(ns) * 1000);
+  }
   emu::Duration floor() const noexcept { return floor_; }
   emu::Duration rto() const noexcept { return current_; }
   emu::Duration max() const noexcept { return max_; }

@@ -155,6 +155,28 @@ TEST(DpdkFabric, LossAndReorderingStillGiveTheModelledTimes) {
   EXPECT_GE(expect_zero_pool_clean(ports.a()), 64u);  // retransmissions too come from it
 }
 
+// Lost tails: with 5% of the data frames dropped, some messages lose their last packets, which no NACK
+// lists (a NACK covers up to the highest packet received). The senders' tail-loss probes (Sender::on_nack
+// with a tail age: SRTT + 4 RTTVAR of the message latency, at least the NACK delay, at most the RTO) send
+// those again on NACK instead of waiting for the RTO (10 ms here); the run still gives the model's times.
+TEST(DpdkFabric, LostTailsAreProbedOnNack) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fabtail", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.faults.drop_rate = 0.05;
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  EXPECT_GT(d.stats.tail_retransmissions, 0u);
+  EXPECT_LE(d.stats.tail_retransmissions, d.stats.nack_retransmissions);
+  EXPECT_GE(d.stats.tail_age_min.ps(), opt.nack_delay.ps());
+  EXPECT_LE(d.stats.tail_age_min.ps(), opt.rto.ps());
+  EXPECT_NE(fd::format_dpdk_stats(d.stats).find("a lost tail on NACK after down to "), std::string::npos);
+  EXPECT_NE(fd::dpdk_stats_to_json(d.stats).find("\"tail_retransmissions\": "), std::string::npos);
+}
+
 TEST(DpdkFabric, CustomRingAllReduceWithLossMatches) {
   REQUIRE_EAL();
   const auto w = custom_ring_all_reduce();

@@ -220,6 +220,66 @@ TEST(Sender, NackAfterAcknowledgedWordsAcksTheRest) {
   EXPECT_EQ(tx.stats().nack_retransmissions, 2u);
 }
 
+// The tail-loss probe (on_nack with `now`, SenderConfig::tail_age): a NACK that does not cover the last
+// packet sent resends that one packet once it is tail_age old, and nothing else beyond what the NACK
+// covered; not when it is younger, already queued or acknowledged, not when the NACK's list was cut short
+// (its last entry is covered - 1), not without `now` or with tail_age max(). The probe's arrival moves the
+// receiver's highest packet, and its next NACK lists the holes before it.
+TEST(Sender, TailLossProbeResendsTheLastPacketOnceItIsOld) {
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 100, .window = 2, .rto = 10_ms, .tail_age = 300_us});
+  const uint64_t id = tx.submit(0, 10 * 100);
+  TxPacket p;
+  for (uint32_t i = 0; i < 10; ++i) ASSERT_TRUE(tx.next(Time::from_us(i), p));  // seq i sent at i us
+  EXPECT_FALSE(tx.next(Time::from_us(10), p));
+  // The receiver has 0..5 (seq 6.. lost): covered 6, nothing listed. Seq 9 left at 9 us.
+  EXPECT_FALSE(tx.on_nack(0, id, 6, 6, {}, Time::from_us(308)));  // 299 us old: too young
+  EXPECT_FALSE(tx.next(Time::from_us(308), p));
+  EXPECT_FALSE(tx.on_nack(0, id, 6, 6, {}));  // no `now`: no probe
+  EXPECT_FALSE(tx.next(Time::from_us(400), p));
+  EXPECT_FALSE(tx.on_nack(0, id, 6, 6, {}, Time::from_us(309)));  // 300 us old: the probe
+  ASSERT_TRUE(tx.next(Time::from_us(309), p));
+  EXPECT_EQ(p.seq, 9u);
+  EXPECT_TRUE(p.retransmit);
+  EXPECT_FALSE(tx.next(Time::from_us(309), p));  // 6..8 wait for a NACK that lists them
+  EXPECT_EQ(tx.stats().tail_retransmissions, 1u);
+  EXPECT_EQ(tx.stats().nack_retransmissions, 1u);
+  // The probe arrived: the next NACK covers up to it and lists 6..8.
+  const uint32_t holes[] = {6, 7, 8};
+  EXPECT_FALSE(tx.on_nack(0, id, 6, 10, holes, Time::from_us(700)));
+  for (const uint32_t want : holes) {
+    ASSERT_TRUE(tx.next(Time::from_us(700), p));
+    EXPECT_EQ(p.seq, want);
+  }
+  EXPECT_FALSE(tx.next(Time::from_us(700), p));
+  EXPECT_EQ(tx.stats().tail_retransmissions, 1u);
+  EXPECT_TRUE(tx.on_ack(0, id, 10));
+
+  // A list cut short (its last entry covered - 1) says nothing of what lies beyond: no probe. Nor when the
+  // last packet is acknowledged already: the probe is the last one that is not, and only if it is old.
+  const uint64_t id2 = tx.submit(0, 10 * 100);
+  for (uint32_t i = 0; i < 10; ++i) ASSERT_TRUE(tx.next(Time::from_ms(1), p));
+  const uint32_t cut[] = {3, 4};
+  EXPECT_FALSE(tx.on_nack(0, id2, 3, 5, cut, Time::from_ms(2)));
+  for (const uint32_t want : cut) {
+    ASSERT_TRUE(tx.next(Time::from_ms(2), p));
+    EXPECT_EQ(p.seq, want);
+  }
+  EXPECT_FALSE(tx.next(Time::from_ms(2), p));
+  EXPECT_EQ(tx.stats().tail_retransmissions, 1u);
+  tx.set_tail_age(Duration::max());
+  EXPECT_FALSE(tx.on_nack(0, id2, 5, 5, {}, Time::from_ms(3)));
+  EXPECT_FALSE(tx.next(Time::from_ms(3), p));
+  tx.set_tail_age(300_us);
+  EXPECT_FALSE(tx.on_nack(0, id2, 5, 5, {}, Time::from_ms(3)));
+  ASSERT_TRUE(tx.next(Time::from_ms(3), p));
+  EXPECT_EQ(p.seq, 9u);
+  EXPECT_EQ(tx.stats().tail_retransmissions, 2u);
+  // Seq 9 queued already and then sent at 3 ms: a NACK at 3.2 ms finds it too young, and 8 is not the last.
+  EXPECT_FALSE(tx.on_nack(0, id2, 5, 5, {}, Time::from_us(3200)));
+  EXPECT_FALSE(tx.next(Time::from_us(3200), p));
+  EXPECT_EQ(tx.stats().tail_retransmissions, 2u);
+}
+
 // Partial ACKs (a receiver's every kAckEvery packets) pass over the words already all acknowledged
 // (low_word): each packet still counts once, repeated and older ACKs change nothing, and only packets sent
 // are acknowledged.

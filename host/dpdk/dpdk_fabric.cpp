@@ -739,12 +739,14 @@ const DpdkStats& DpdkFabric::stats() {
   s.wall = clock_.wall().since_start();
   s.stall = stall_;
   s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = s.tail_retransmissions = 0;
+  s.nacks_in_flight = 0;
   for (size_t i = 0; i < senders_.size(); ++i) {
     const SenderStats& st = senders_[i].stats();
     s.retransmissions += st.retransmissions;
     s.nack_retransmissions += st.nack_retransmissions;
     s.timeout_retransmissions += st.timeout_retransmissions;
     s.tail_retransmissions += st.tail_retransmissions;
+    s.nacks_in_flight += st.nacks_in_flight;
   }
   // The receive side's counters: its lcore's own until it has stopped (then only what the completions
   // told this lcore is known).
@@ -1152,6 +1154,7 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("timeout_retransmissions", fmt::format("{}", s.timeout_retransmissions));
   kv("tail_retransmissions", fmt::format("{}", s.tail_retransmissions));
   kv("tail_age_min_ps", fmt::format("{}", s.tail_age_min.ps()));
+  kv("nacks_in_flight", fmt::format("{}", s.nacks_in_flight));
   kv("rto_max_ps", fmt::format("{}", s.rto_max.ps()));
   kv("acks", fmt::format("{}", s.acks));
   kv("nacks", fmt::format("{}", s.nacks));

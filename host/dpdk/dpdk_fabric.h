@@ -150,6 +150,9 @@ struct DpdkStats {
   // (Sender::on_nack with a tail age); the smallest tail age the senders had (0: never set, the RTO).
   uint64_t tail_retransmissions = 0;
   emu::Duration tail_age_min;
+  // NACKed packets not sent again: their last copy left after what the NACK says arrived, less than the
+  // tail age before (still on their way; Sender::on_nack).
+  uint64_t nacks_in_flight = 0;
   uint64_t acks = 0, nacks = 0;
   emu::Duration rto_max;              // the largest retransmission timeout the senders had (adaptive)
   uint64_t rx_duplicates = 0, rx_reordered = 0, rx_stale = 0, rx_invalid = 0, rx_receiver_invalid = 0;

@@ -138,8 +138,12 @@ RxEvent Receiver::on_packet(const RxPacket& p, Time now) {
   set_bit(s.bits, p.seq);
   ++stats_.accepted;
   if (p.seq < s.highest && !p.retransmit) ++stats_.reordered;
+  const uint32_t cumulative_before = s.cumulative;
+  const bool hole_before = s.cumulative < s.highest;
   if (p.seq + 1 > s.highest) s.highest = p.seq + 1;
   while (s.cumulative < s.count && has(s, s.cumulative)) ++s.cumulative;
+  // A new first hole (none before, or the old one filled and another behind it) starts its age now.
+  if (s.cumulative < s.highest && (!hole_before || s.cumulative != cumulative_before)) s.hole_since = now;
   s.bytes += p.bytes;
   s.last_activity = now;
   if (++s.received < s.count) return RxEvent::kAccepted;
@@ -174,7 +178,10 @@ size_t Receiver::collect_missing(const Slot& s, uint32_t limit, uint32_t* out) c
 void Receiver::poll_nacks(Time now, NackBatch& out) {
   for (const uint32_t si : active_) {
     Slot& s = slots_[si];
-    if (now - s.last_activity < config_.nack_delay) continue;
+    if (now - s.last_activity < config_.nack_delay &&
+        (s.cumulative >= s.highest || now - s.hole_since < config_.nack_delay)) {
+      continue;
+    }
     if (s.nacked && now - s.last_nack < config_.nack_delay) continue;
     Nack n;
     n.src = s.src;
@@ -627,33 +634,53 @@ bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
 
 bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
                      std::span<const uint32_t> missing, Time now) {
+  return nack(dst, message_id, cumulative, covered, missing, &now);
+}
+
+bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
+                     std::span<const uint32_t> missing) {
+  return nack(dst, message_id, cumulative, covered, missing, nullptr);
+}
+
+bool Sender::nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
+                  std::span<const uint32_t> missing, const Time* now) {
   Slot* s = find(dst, message_id);
   if (s == nullptr) return false;
+  const uint32_t si = static_cast<uint32_t>(s - slots_.data());
   const bool cut = !missing.empty() && missing.back() + 1 == covered;
-  if (config_.tail_age != Duration::max() && !cut && covered < s->next_new) {
+  if (now != nullptr && config_.tail_age != Duration::max() && !cut && covered < s->next_new) {
     // The probe: the last packet sent, if the receiver has not seen it and it is old enough. Once it
     // arrives, the receiver's next NACK lists the holes before it (a NACK covers up to its highest packet),
     // and those go again as usual; a probe that was not lost after all costs one duplicate frame.
     const uint32_t from = std::max(covered, s->low_word * 64);
     for (uint32_t seq = s->next_new; seq-- > from;) {
       if (get_bit(s->acked, seq)) continue;
-      if (!get_bit(s->pending, seq) && now >= s->sent_at[seq] + config_.tail_age) {
+      if (!get_bit(s->pending, seq) && *now >= s->sent_at[seq] + config_.tail_age) {
         set_bit(s->pending, seq);
-        nacked_.push(Ref{static_cast<uint32_t>(s - slots_.data()), seq, s->gen});
+        nacked_.push(Ref{si, seq, s->gen});
         ++stats_.tail_retransmissions;
       }
       break;  // only the last one not acknowledged
     }
   }
-  return on_nack(dst, message_id, cumulative, covered, missing);
-}
-
-bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
-                     std::span<const uint32_t> missing) {
-  Slot* s = find(dst, message_id);
-  if (s == nullptr) return false;
-  const uint32_t si = static_cast<uint32_t>(s - slots_.data());
   covered = std::min(covered, s->count);
+  // The last transmission of the highest packet the receiver has (below `covered`, not listed): on a
+  // path that keeps a pair's order, a listed packet last sent after it may still be on its way (a
+  // retransmission NACKed again while a long message keeps streaming), and is not sent once more now.
+  // Only with `now` (a fabric's senders), and only while it is younger than the tail age; Time::max():
+  // no such packet known, every listed one goes.
+  Time newest_arrived = Time::max();
+  if (now != nullptr) {
+    size_t m = missing.size();
+    for (uint32_t seq = covered; seq-- > 0;) {
+      if (m > 0 && missing[m - 1] == seq) {
+        --m;
+        continue;
+      }
+      if (seq < s->next_new) newest_arrived = s->sent_at[seq];
+      break;
+    }
+  }
   // Everything in [0, covered) arrived except the listed seqs (sorted ascending by the receiver). Only
   // packets sent can be acknowledged (ack_packet), and a word of them already all acknowledged is passed
   // over whole: a receiver that NACKs a long message whenever it idles (a slow or preempted sender) made
@@ -674,6 +701,12 @@ bool Sender::on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uin
   }
   for (const uint32_t seq : missing) {
     if (seq >= s->next_new || get_bit(s->acked, seq) || get_bit(s->pending, seq)) continue;
+    // Still on its way: sent after what arrived, and not yet older than the tail age (or the RTO). Once
+    // older, a later NACK sends it again: a retransmission lost too is not left to the RTO.
+    if (s->sent_at[seq] > newest_arrived && *now < s->sent_at[seq] + std::min(config_.tail_age, config_.rto)) {
+      ++stats_.nacks_in_flight;
+      continue;
+    }
     set_bit(s->pending, seq);
     nacked_.push(Ref{si, seq, s->gen});
   }

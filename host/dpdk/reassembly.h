@@ -84,8 +84,9 @@ enum class RxEvent : uint8_t {
 struct ReceiverConfig {
   uint32_t sources = 1;        // ranks that may send to this receiver: 0 .. sources-1
   uint32_t window = 1024;      // messages in flight per source; a power of two
-  // A message idle this long with packets missing is NACKed (at most once per nack_delay). Must exceed
-  // the path's reordering, or packets merely late are retransmitted.
+  // A message idle this long with packets missing, or one still receiving whose first hole below its
+  // highest packet is this old, is NACKed (at most once per nack_delay). Must exceed the path's
+  // reordering, or packets merely late are retransmitted.
   Duration nack_delay = Duration::from_us(100);
   uint32_t max_missing_per_nack = 256;
 };
@@ -128,9 +129,12 @@ class Receiver {
   explicit Receiver(const ReceiverConfig& config);
 
   RxEvent on_packet(const RxPacket& p, Time now);
-  // NACKs for incomplete messages idle for nack_delay since their last new packet and their last NACK,
-  // appended to `out`. An incomplete message with no gap below its highest packet still gets one (an
-  // empty list acknowledges what arrived, so the sender's timeout resends only the tail).
+  // NACKs for incomplete messages idle for nack_delay since their last new packet, or whose first hole
+  // below their highest packet has been there for nack_delay (a long message that keeps arriving: its
+  // NACK acknowledges what arrived beyond the hole, which the sender's timeout would resend otherwise),
+  // and not NACKed within nack_delay; appended to `out`. An incomplete message with no gap below its
+  // highest packet still gets one when idle (an empty list acknowledges what arrived, so the sender's
+  // timeout resends only the tail).
   void poll_nacks(Time now, NackBatch& out);
   // The missing seqs below the highest received of message (src, id), up to out.size(); returns how many.
   // 0 for an unknown or completed message.
@@ -156,6 +160,7 @@ class Receiver {
     uint64_t bytes = 0;
     Time last_activity;
     Time last_nack;
+    Time hole_since;          // when the first hole (at `cumulative`, below `highest`) was first seen
     bool nacked = false;
     uint32_t active_pos = 0;
     std::vector<uint64_t> bits;  // kept across reuse: the pool's storage
@@ -200,6 +205,7 @@ struct SenderStats {
   uint64_t nack_retransmissions = 0;
   uint64_t timeout_retransmissions = 0;
   uint64_t tail_retransmissions = 0;  // of the NACK retransmissions, tail-loss probes (on_nack with `now`)
+  uint64_t nacks_in_flight = 0;       // NACKed packets not resent: last sent after what the NACK says arrived
   uint64_t timer_checks = 0;         // message timers that expired and had their packets checked
 };
 
@@ -315,6 +321,10 @@ class Sender {
   // NACK delay of silence), is not queued already and was last sent at least tail_age before `now`, it is
   // queued for retransmission. Not when the NACK's list was cut short (its last entry is covered - 1: the
   // receiver may have packets beyond it). Counted as a NACK retransmission and in tail_retransmissions.
+  // And a listed packet last sent after the highest packet the NACK says arrived, less than the tail age
+  // (at most the RTO) ago, is not sent again (on a path that keeps a pair's order it is still on its way:
+  // a retransmission NACKed once more while a long message streams, as RACK reasons); counted in
+  // nacks_in_flight. A later NACK sends it once it is older.
   bool on_nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
                std::span<const uint32_t> missing, Time now);
   // Changes tail_age (SenderConfig).
@@ -371,6 +381,8 @@ class Sender {
     while (uint64_t{s.low_word} * 64 < upto && s.acked[s.low_word] == ~uint64_t{0}) ++s.low_word;
   }
   bool ack_packet(Slot& s, uint32_t seq) noexcept;
+  bool nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32_t covered,
+            std::span<const uint32_t> missing, const Time* now);
   bool finish_if_done(uint32_t slot);
   bool valid(uint32_t slot, uint32_t gen) const noexcept { return slots_[slot].gen == gen; }
   // Pops expired message timers and checks their messages; true when packets were queued in expired_.

@@ -620,7 +620,7 @@ void SocketFabric::Impl::handle_feedback(const DecodedDatagram& d) {
     ++stats_.nacks;
     missing_.resize(d.missing_count());
     for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = d.missing(i);
-    done = s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_);
+    done = s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_, clock_.wall());
   }
   if (!done) return;
   const auto w = tx_wait_.find(WireKey{pair(h.dst_rank, h.src_rank), h.message_id});

@@ -60,6 +60,50 @@ TEST(Receiver, CompletesOnceCountsDuplicatesAndReordering) {
   EXPECT_EQ(rx.active_messages(), 0u);
 }
 
+// A message that keeps receiving is NACKed once its first hole is nack_delay old (its NACK acknowledges
+// what arrived beyond the hole, which the sender's timeout would otherwise resend), not before; a hole
+// that is filled while another opens behind it starts a new age; without a hole it waits until idle.
+TEST(Receiver, NacksAnOldHoleWhileTheMessageStreams) {
+  Receiver rx(ReceiverConfig{.sources = 1, .window = 4, .nack_delay = 10_us});
+  NackBatch b;
+  rx.on_packet(pkt(0, 0, 100), Time::from_us(0));
+  rx.on_packet(pkt(0, 2, 100), Time::from_us(1));  // hole at 1 from 1 us
+  uint32_t seq = 3;
+  for (uint64_t t = 2; t <= 10; ++t) rx.on_packet(pkt(0, seq++, 100), Time::from_us(t));
+  rx.poll_nacks(Time::from_us(10), b);
+  EXPECT_TRUE(b.nacks.empty());  // the hole is 9 us old, the message active
+  rx.on_packet(pkt(0, seq++, 100), Time::from_us(11));
+  rx.poll_nacks(Time::from_us(11), b);
+  ASSERT_EQ(b.nacks.size(), 1u);  // 10 us old, though a packet came this very microsecond
+  EXPECT_EQ(b.nacks[0].cumulative, 1u);
+  EXPECT_EQ(b.nacks[0].missing, 1u);
+  EXPECT_EQ(b.seqs[b.nacks[0].first], 1u);
+  EXPECT_EQ(b.nacks[0].covered, seq);
+  b.clear();
+  // Hole 1 filled at 12 us with seq + 1 arrived and seq missing: the new first hole is 0 us old.
+  rx.on_packet(pkt(0, seq + 1, 100), Time::from_us(12));
+  rx.on_packet(pkt(0, 1, 100), Time::from_us(12));
+  for (uint64_t t = 13; t <= 30; ++t) {
+    rx.on_packet(pkt(0, seq + 2 + static_cast<uint32_t>(t - 13), 100), Time::from_us(t));
+    rx.poll_nacks(Time::from_us(t), b);
+    if (t < 22) {
+      EXPECT_TRUE(b.nacks.empty()) << t << " us";  // 12 + 10: no earlier (the last NACK: 11 us)
+    }
+  }
+  ASSERT_FALSE(b.nacks.empty());
+  EXPECT_EQ(b.nacks[0].cumulative, seq);
+  EXPECT_EQ(b.seqs[b.nacks[0].first], seq);
+  EXPECT_EQ(rx.stats().nacks, b.nacks.size() + 1);
+  // No hole: an active message is not NACKed.
+  Receiver rx2(ReceiverConfig{.sources = 1, .window = 4, .nack_delay = 10_us});
+  NackBatch b2;
+  for (uint32_t i = 0; i < 50; ++i) {
+    rx2.on_packet(pkt(0, i, 100), Time::from_us(i));
+    rx2.poll_nacks(Time::from_us(i), b2);
+  }
+  EXPECT_TRUE(b2.nacks.empty());
+}
+
 TEST(Receiver, NacksGapsAfterTheDelay) {
   Receiver rx(ReceiverConfig{.sources = 1, .window = 4, .nack_delay = 10_us, .max_missing_per_nack = 3});
   for (uint32_t seq : {0u, 2u, 4u, 6u, 7u, 9u}) rx.on_packet(pkt(0, seq, 20), Time::from_us(1));
@@ -278,6 +322,48 @@ TEST(Sender, TailLossProbeResendsTheLastPacketOnceItIsOld) {
   EXPECT_FALSE(tx.on_nack(0, id2, 5, 5, {}, Time::from_us(3200)));
   EXPECT_FALSE(tx.next(Time::from_us(3200), p));
   EXPECT_EQ(tx.stats().tail_retransmissions, 2u);
+}
+
+// A NACK with `now` does not resend a listed packet last sent after the highest packet the NACK says
+// arrived while it is younger than the tail age (it is still on its way: a retransmission NACKed again as
+// a long message streams); once older, or once a packet sent after it has arrived, it goes again.
+TEST(Sender, NackedRetransmissionStillOnItsWayIsNotSentAgain) {
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 100, .window = 2, .rto = 10_ms, .tail_age = 300_us});
+  const uint64_t id = tx.submit(0, 12 * 100);
+  TxPacket p;
+  for (uint32_t i = 0; i < 8; ++i) ASSERT_TRUE(tx.next(Time::from_us(i), p));  // seq i at i us
+  const uint32_t two[] = {2};
+  EXPECT_FALSE(tx.on_nack(0, id, 2, 8, two, Time::from_us(500)));  // 0..7 but 2 arrived
+  ASSERT_TRUE(tx.next(Time::from_us(500), p));
+  EXPECT_EQ(p.seq, 2u);  // first sent at 2 us, before seq 7 (7 us): lost
+  EXPECT_TRUE(p.retransmit);
+  for (uint32_t i = 8; i < 10; ++i) ASSERT_TRUE(tx.next(Time::from_us(510), p));
+  // Seq 2 listed again at 600 us; the highest arrived (7) left at 7 us, before the copy of 500 us: the
+  // next packet is a new one (10), not 2 (nor a probe of 9, 90 us old).
+  EXPECT_FALSE(tx.on_nack(0, id, 2, 8, two, Time::from_us(600)));
+  ASSERT_TRUE(tx.next(Time::from_us(600), p));
+  EXPECT_EQ(p.seq, 10u);
+  EXPECT_FALSE(p.retransmit);
+  EXPECT_EQ(tx.stats().nacks_in_flight, 1u);
+  // At 800 us the copy is 300 us old: lost as well, sent again (10 is 200 us old: no probe).
+  EXPECT_FALSE(tx.on_nack(0, id, 2, 8, two, Time::from_us(800)));
+  ASSERT_TRUE(tx.next(Time::from_us(800), p));
+  EXPECT_EQ(p.seq, 2u);
+  EXPECT_TRUE(p.retransmit);
+  // A packet sent after that copy (11 at 810 us) arrived while 2 is still missing: the copy was lost.
+  ASSERT_TRUE(tx.next(Time::from_us(810), p));
+  EXPECT_EQ(p.seq, 11u);
+  EXPECT_FALSE(tx.on_nack(0, id, 2, 12, two, Time::from_us(850)));
+  ASSERT_TRUE(tx.next(Time::from_us(850), p));
+  EXPECT_EQ(p.seq, 2u);
+  EXPECT_FALSE(tx.next(Time::from_us(850), p));
+  EXPECT_EQ(tx.stats().nacks_in_flight, 1u);
+  EXPECT_EQ(tx.stats().nack_retransmissions, 3u);
+  EXPECT_EQ(tx.stats().tail_retransmissions, 0u);
+  // Without `now` every listed packet goes (the protocol before the guard).
+  EXPECT_FALSE(tx.on_nack(0, id, 2, 12, two));
+  ASSERT_TRUE(tx.next(Time::from_us(851), p));
+  EXPECT_EQ(p.seq, 2u);
 }
 
 // Partial ACKs (a receiver's every kAckEvery packets) pass over the words already all acknowledged

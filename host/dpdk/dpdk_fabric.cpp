@@ -651,8 +651,8 @@ void DpdkFabric::adapt_rto(uint64_t sample_ns) {
   // that floor is there for queues no message of this run has met), at least the NACK delay, at most the
   // RTO. A whole message takes at least as long as its last packet, so a packet older than that has not
   // just been slow in a queue.
-  const emu::Duration tail = std::clamp(rto_.estimate(), opt_.nack_delay, rto_.rto());
-  if (tail_age_ == emu::Duration::max() || tail.ps() * 8 > tail_age_.ps() * 9 || tail.ps() * 9 < tail_age_.ps() * 8) {
+  const emu::Duration tail = rto_.tail_age(opt_.nack_delay);
+  if (RtoEstimator::moved(tail_age_, tail)) {
     tail_age_ = tail;
     senders_.set_tail_age(tail);
     stats_.tail_age_min = stats_.tail_age_min == emu::Duration{} ? tail : std::min(stats_.tail_age_min, tail);

@@ -42,6 +42,18 @@ class RtoEstimator {
     const double ns = std::min(static_cast<double>(ceiling_.ps()) / 1000.0, srtt_ns_ + 4 * rttvar_ns_);
     return emu::Duration::from_ps(static_cast<uint64_t>(ns) * 1000);
   }
+  // The senders' tail age (SenderConfig::tail_age): how old the last packet sent of a message must be
+  // before a NACK that does not cover it resends it as a tail-loss probe. estimate() (a whole message
+  // takes at least as long as its last packet, so a packet older than that has not just been slow in a
+  // queue), at least the NACK delay, at most the RTO; the RTO before the first sample.
+  emu::Duration tail_age(emu::Duration nack_delay) const noexcept {
+    return std::clamp(estimate(), std::min(nack_delay, current_), current_);
+  }
+  // Whether `now` differs from `was` by more than 1/8 (or `was` is Duration::max(): never set): the
+  // change that is passed on to the senders.
+  static bool moved(emu::Duration was, emu::Duration now) noexcept {
+    return was == emu::Duration::max() || now.ps() * 8 > was.ps() * 9 || now.ps() * 9 < was.ps() * 8;
+  }
   emu::Duration floor() const noexcept { return floor_; }
   emu::Duration rto() const noexcept { return current_; }
   emu::Duration max() const noexcept { return max_; }

@@ -173,6 +173,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   hd::NackBatch nacks_;
   std::vector<uint32_t> missing_;
   hd::RtoEstimator rto_;
+  emu::Duration tail_age_ = emu::Duration::max();  // the senders' (Sender::set_tail_age)
   bool rx_any_ = false, data_seen_ = false, interrupted_ = false, started_ = false;
   bool local_feedback_ = false;  // feedback queued for a local sender this round
   int64_t last_poll_ns_ = 0, last_publish_ns_ = 0;
@@ -633,9 +634,17 @@ void SocketFabric::Impl::handle_feedback(const DecodedDatagram& d) {
   if (r.tx_first_ns >= 0) {
     const auto ns = static_cast<uint64_t>(std::max<int64_t>(0, clock_.since_start_ns() - r.tx_first_ns));
     stats_.latency_ns.record(ns);
-    if (!r.retransmitted && rto_.sample(ns)) {  // Karn's rule: a retransmission makes the sample ambiguous
-      senders_.set_rto(rto_.rto());
-      stats_.rto_max = rto_.max();
+    if (!r.retransmitted) {  // Karn's rule: a retransmission makes the sample ambiguous
+      if (rto_.sample(ns)) {
+        senders_.set_rto(rto_.rto());
+        stats_.rto_max = rto_.max();
+      }
+      // Tail-loss probes on NACK (Sender::on_nack with `now`), as the DPDK fabric's.
+      const emu::Duration tail = rto_.tail_age(opt_.nack_delay);
+      if (hd::RtoEstimator::moved(tail_age_, tail)) {
+        tail_age_ = tail;
+        senders_.set_tail_age(tail);
+      }
     }
   }
   finish_if_done(it);

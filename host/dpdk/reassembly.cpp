@@ -703,7 +703,8 @@ bool Sender::nack(uint32_t dst, uint64_t message_id, uint32_t cumulative, uint32
     if (seq >= s->next_new || get_bit(s->acked, seq) || get_bit(s->pending, seq)) continue;
     // Still on its way: sent after what arrived, and not yet older than the tail age (or the RTO). Once
     // older, a later NACK sends it again: a retransmission lost too is not left to the RTO.
-    if (s->sent_at[seq] > newest_arrived && *now < s->sent_at[seq] + std::min(config_.tail_age, config_.rto)) {
+    if (now != nullptr && s->sent_at[seq] > newest_arrived &&
+        *now < s->sent_at[seq] + std::min(config_.tail_age, config_.rto)) {
       ++stats_.nacks_in_flight;
       continue;
     }

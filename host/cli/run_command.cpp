@@ -99,6 +99,9 @@ struct RunArgs {
   std::string dpdk_rx_lcore = "auto";
   std::string dpdk_verify_checksums = "auto";
   uint32_t dpdk_stall_timeout_ms = 10'000;
+  uint32_t dpdk_rto_us = 10'000;
+  uint32_t dpdk_nack_delay_us = 200;
+  uint32_t dpdk_window = 1024;
   double dilation = 1;
   bool as_fast_as_possible = false;
   bool roce = false;
@@ -431,6 +434,14 @@ int run(const RunArgs& a) {
     }
     if (a.dpdk_verify_checksums == "on") o.checksums = hd::DpdkFabricOptions::Checksums::kOn;
     o.stall_timeout = emu::Duration::from_ms(a.dpdk_stall_timeout_ms);
+    if (a.dpdk_rto_us <= a.dpdk_nack_delay_us) {
+      throw std::invalid_argument(fmt::format(
+          "--dpdk-rto {} us must exceed --dpdk-nack-delay {} us: a packet would time out before its NACK could come",
+          a.dpdk_rto_us, a.dpdk_nack_delay_us));
+    }
+    o.rto = emu::Duration::from_us(a.dpdk_rto_us);
+    o.nack_delay = emu::Duration::from_us(a.dpdk_nack_delay_us);
+    o.window = a.dpdk_window;
     auto plan = a.address_plan.empty() ? hd::AddressPlan::make_default(static_cast<uint32_t>(topology.npus()))
                                        : hd::AddressPlan::load_yaml(a.address_plan);
     auto f = std::make_unique<hd::DpdkFabric>(topology, std::move(plan), *dpdk_ports, o);
@@ -617,6 +628,21 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "DPDK: stop the run (report written, exit status 2) when a message the model has delivered "
                       "waits this many ms of wall time with no frame of ours arriving (default 10000)")
       ->check(CLI::Range(1u, 86'400'000u));
+  run_cmd->add_option("--dpdk-rto", args->dpdk_rto_us,
+                      "DPDK: the senders' retransmission timeout in us of wall time, the floor of the adaptive RTO "
+                      "(default 10000); raise it above the queueing of a device with deep buffers")
+      ->check(CLI::Range(10u, 10'000'000u));
+  run_cmd->add_option("--dpdk-nack-delay", args->dpdk_nack_delay_us,
+                      "DPDK: us of wall time a message's hole (or an idle incomplete message) waits before the "
+                      "receiver NACKs it (default 200); above the path's reordering, below --dpdk-rto")
+      ->check(CLI::Range(1u, 10'000'000u));
+  run_cmd->add_option("--dpdk-window", args->dpdk_window,
+                      "DPDK: messages in flight per (sender, receiver) pair, a power of two (default 1024)")
+      ->check(CLI::Range(1u, 65536u))
+      ->check([](const std::string& v) {
+        const unsigned long n = std::stoul(v);
+        return (n & (n - 1)) == 0 ? std::string() : std::string("not a power of two");
+      });
   run_cmd->add_option("--dilation", args->dilation,
                       "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")
       ->check(CLI::Range(0.0, 1e6));

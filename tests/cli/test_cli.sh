@@ -227,6 +227,17 @@ EOF2
     expect_text "$tmp/err" "no usable hugepages? Reserve some and mount hugetlbfs"
     expect_text "$tmp/err" "or run without them: -- --no-huge -m 512"
   fi
+  # the reliability settings: checked before EAL starts, and a run with them reports the RTO it was given
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-window 1000 -q
+  expect_text "$tmp/err" "--dpdk-window: not a power of two"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rto 200 \
+    --dpdk-nack-delay 200 -q
+  expect_text "$tmp/err" "--dpdk-rto 200 us must exceed --dpdk-nack-delay 200 us"
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
+    --dpdk-rto 20000 --dpdk-nack-delay 50 --dpdk-window 64 --drop-rate 0.02 -r "$tmp/rel.json" -- --no-huge -m 512 \
+    --no-pci --no-shconf --file-prefix "fabemu-cli-rel$$" --no-telemetry -l 0
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert d["rto_max_ps"] >= 20 * 10**9 and d["messages_completed"] == 96 and d["retransmissions"] >= d["injected_drops"] > 0, d' \
+    "$tmp/rel.json" || fail "--dpdk-rto / --dpdk-nack-delay / --dpdk-window"
   # a wire that brings nothing of ours back (--drop-rate 1: every data frame dropped on receive): the run
   # stops after --dpdk-stall-timeout with exit 2, the reason last on stderr, and the report still written:
   # the ranks unfinished, the frames sent, dpdk.stall naming the message and the fault injection

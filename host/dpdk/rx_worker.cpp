@@ -122,6 +122,7 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   // retransmitting forever, with the receive side inline as on its own lcore (where only ACKs and NACKs
   // are the main lcore's progress).
   bool kept = false;
+  const uint64_t frames_before = stats_.frames_rx;
   receive_round(port_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
                 [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts) {
     if (f.hdr.kind != PacketKind::kData) {
@@ -166,12 +167,20 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   // with the round's flush either way).
   for (const Ack& a : acks_) feedback(a.from, a.to, a.id, PacketKind::kAck, a.count, a.cumulative, a.cumulative, {});
   acks_.clear();
-  if (now_.ps() >= next_nack_scan_ps_) nack_scan();
+  // A full round (every burst full) leaves frames in the port: this side is behind, and a message that
+  // looks idle may have its next frames waiting there. Its NACK would be a guess: the check waits until
+  // the port is drained, or at most 4 NACK delays (a port that never drains still gets NACKs).
+  const bool behind = stats_.frames_rx - frames_before >= uint64_t{kRxBurst} * kRxBursts;
+  if (now_.ps() >= next_nack_scan_ps_ &&
+      (!behind || now_.ps() >= last_nack_scan_ps_ + 4 * cfg_.nack_delay.ps())) {
+    nack_scan();
+  }
   flush();
   return kept;
 }
 
 void RxPath::nack_scan() {
+  last_nack_scan_ps_ = now_.ps();
   next_nack_scan_ps_ = now_.ps() + std::max<uint64_t>(cfg_.nack_delay.ps() / kNackScansPerDelay, 1);
   for (const uint32_t dst : active_receivers_) {
     if (active_of_[dst] == 0) continue;

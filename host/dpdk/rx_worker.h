@@ -194,6 +194,7 @@ class RxPath {
   void restart_clock() noexcept {
     clock_.restart();
     next_nack_scan_ps_ = 0;  // a time on the clock before
+    last_nack_scan_ps_ = 0;
   }
   const TscClock& clock() const noexcept { return clock_; }
 
@@ -256,6 +257,7 @@ class RxPath {
   // largest share). A NACK then leaves at most nack_delay / kNackScansPerDelay later than it fell due.
   static constexpr uint64_t kNackScansPerDelay = 8;
   uint64_t next_nack_scan_ps_ = 0;
+  uint64_t last_nack_scan_ps_ = 0;  // when nack_scan last ran (a full round defers it: RxPath::poll)
   // By rank: the messages its Receiver holds incomplete (Receiver::active_messages() after its last
   // packet), so that the check passes over the idle ones without reading them.
   std::vector<uint32_t> active_of_;

@@ -22,6 +22,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -679,6 +680,61 @@ TEST(DpdkFabric, EveryFrameDroppedStopsTheRunAfterTheStallTimeout) {
   EXPECT_TRUE(ok.stats.stall.empty());
   EXPECT_NE(fd::dpdk_stats_to_json(ok.stats).find("\"stall\": null"), std::string::npos);
   EXPECT_EQ(fd::format_dpdk_stats(ok.stats).find("stalled"), std::string::npos);
+}
+
+// The receive side does not NACK while it is behind: a round that came back full (every burst full)
+// leaves frames in the port, and a message that looks idle may have its next frames waiting there. The
+// check runs once the port is drained, or after 4 NACK delays if it never is. Message 0 of 0 -> 1 has an
+// old hole (seq 1); 300 frames of message 1 then wait in the port: the first poll takes 256 of them and
+// sends no NACK, the second drains the port and NACKs message 0. Before, the first poll NACKed it.
+TEST(RxPath, NoNackScanWhileThePortHoldsABacklog) {
+  REQUIRE_EAL();
+  auto ports = fd::DpdkPorts::ring("rxbehind", port_config());
+  const auto plan = fd::AddressPlan::make_default(2);
+  fd::RxPathConfig rc;
+  rc.npus = 2;
+  rc.plan = &plan;
+  rc.rules = plan.decode_rules(fd::WireMode::kFabemu);
+  rc.rules.verify_udp_checksum = false;
+  rc.nack_delay = Duration::from_ms(20);  // the fallback (4 delays after the last check) far off
+  fd::RxPath path(rc, ports.b(), nullptr);
+  struct Sink final : fd::RxSink {
+    void completed(const fd::RxCompletion&) override {}
+    void feedback(const fd::DecodedFrame&) override {}
+  } sink;
+  const auto send = [&](uint64_t id, uint32_t seq, uint32_t count) {
+    fd::FrameSpec spec;
+    spec.src = plan.at(0);
+    spec.dst = plan.at(1);
+    spec.hdr = fd::FabemuHeader{fd::PacketKind::kData, 0, 0, 1, id, seq, count, uint64_t{count} * 16, uint64_t{seq} * 16, 0};
+    spec.payload_bytes = 16;
+    rte_mbuf* m = rte_pktmbuf_alloc(ports.a().pool());
+    ASSERT_NE(m, nullptr);
+    ASSERT_GT(fd::fill_mbuf(m, spec), 0);
+    ASSERT_EQ(ports.a().tx_burst(&m, 1), 1);
+  };
+  const auto drain_a = [&] {
+    rte_mbuf* rx[32];
+    uint32_t n = 0;
+    for (uint16_t k; (k = ports.a().rx_burst(rx, 32)) > 0;) {
+      n += k;
+      rte_pktmbuf_free_bulk(rx, k);
+    }
+    return n;
+  };
+  send(0, 0, 4);
+  send(0, 2, 4);  // hole at 1
+  path.poll(sink, fd::RxPath::kStampWall);
+  EXPECT_EQ(path.stats().nacks, 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the hole is older than the NACK delay
+  for (uint32_t seq = 0; seq < 300; ++seq) send(1, seq, 400);
+  path.poll(sink, fd::RxPath::kStampWall);
+  EXPECT_EQ(path.stats().frames_rx, 2u + 256u);
+  EXPECT_EQ(path.stats().nacks, 0u);  // behind: no NACK yet
+  path.poll(sink, fd::RxPath::kStampWall);
+  EXPECT_EQ(path.stats().frames_rx, 2u + 300u);
+  EXPECT_EQ(path.stats().nacks, 1u);  // drained: message 0 NACKed (message 1 is not: no hole, not idle)
+  drain_a();
 }
 
 // The payload checks (DpdkFabricOptions::checksums): on an in-process ring pair the receiver reads the

@@ -12,6 +12,8 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include "emulator/link_results.h"
 #include "emulator/packet_fabric.h"
@@ -144,6 +146,14 @@ std::string describe_latency(emu::Duration d) {
   return ps % 1000 == 0 ? fmt::format("{} ns", ps / 1000) : fmt::format("{} ps", ps);
 }
 
+// A run that stopped early (a signal, a stalled wire) did not deadlock: `headline`, then what was still
+// running, become warnings (each prefixed with `prefix`), and nothing is left stuck.
+void stopped_early(emu::RunResult& result, std::string headline, std::string_view prefix) {
+  result.warnings.push_back(std::move(headline));
+  for (auto& s : result.stuck) result.warnings.push_back(fmt::format("{}: {}", prefix, s));
+  result.stuck.clear();
+}
+
 std::string describe_network(const emu::NetworkConfig& net) {
   if (net.fat_tree) {
     const auto& f = *net.fat_tree;
@@ -264,10 +274,7 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
     timeline->finish();
   }
   if (outcome.interrupted) {
-    // Not a deadlock: what the agents were still running when the signal came is reported as warnings.
-    result.warnings.push_back("lab run interrupted (SIGINT/SIGTERM): the agents were stopped");
-    for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
-    result.stuck.clear();
+    stopped_early(result, "lab run interrupted (SIGINT/SIGTERM): the agents were stopped", "interrupted");
   }
   result.workload = a.workload;
   result.fabric = "lab:" + request.lab.fabric;
@@ -494,17 +501,13 @@ int run(const RunArgs& a) {
   if (dpdk != nullptr) {
     interrupted = dpdk->interrupted();
     if (interrupted) {
-      // Not a deadlock: what was still running when SIGINT/SIGTERM came is reported as warnings.
-      result.warnings.push_back(
-          fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", dpdk->engine().now().ps()));
-      for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
-      result.stuck.clear();
-    } else if (dpdk->stalled()) {
-      // Nor is a dead device: the run stopped on the stall timeout, and the report shows how far it got.
-      result.warnings.push_back(
-          fmt::format("run stopped at {} ps of emulated time: the wire stalled", dpdk->engine().now().ps()));
-      for (auto& s : result.stuck) result.warnings.push_back("stopped: " + s);
-      result.stuck.clear();
+      stopped_early(result,
+                    fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", dpdk->engine().now().ps()),
+                    "interrupted");
+    } else if (dpdk->stalled()) {  // a dead device: the report shows how far the run got
+      stopped_early(result,
+                    fmt::format("run stopped at {} ps of emulated time: the wire stalled", dpdk->engine().now().ps()),
+                    "stopped");
     }
     if (!dpdk->drain()) result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
     const host::dpdk::DpdkStats& st = dpdk->stats();
@@ -519,10 +522,9 @@ int run(const RunArgs& a) {
   if (socket != nullptr) {
     socket_interrupted = socket->interrupted();
     if (socket_interrupted) {
-      result.warnings.push_back(fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time",
-                                            socket->engine().now().ps()));
-      for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
-      result.stuck.clear();
+      stopped_early(result,
+                    fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", socket->engine().now().ps()),
+                    "interrupted");
     }
     if (!socket->drain()) result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
     const lab::SocketStats& st = socket->stats();

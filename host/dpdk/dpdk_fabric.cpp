@@ -651,11 +651,9 @@ void DpdkFabric::adapt_rto(uint64_t sample_ns) {
   // that floor is there for queues no message of this run has met), at least the NACK delay, at most the
   // RTO. A whole message takes at least as long as its last packet, so a packet older than that has not
   // just been slow in a queue.
-  const emu::Duration tail = rto_.tail_age(opt_.nack_delay);
-  if (RtoEstimator::moved(tail_age_, tail)) {
-    tail_age_ = tail;
-    senders_.set_tail_age(tail);
-    stats_.tail_age_min = stats_.tail_age_min == emu::Duration{} ? tail : std::min(stats_.tail_age_min, tail);
+  if (const auto tail = rto_.next_tail_age(opt_.nack_delay)) {
+    senders_.set_tail_age(*tail);
+    stats_.tail_age_min = rto_.tail_age_min();
   }
 }
 

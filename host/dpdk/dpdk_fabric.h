@@ -460,7 +460,6 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   bool rx_any_ = false;
   bool interrupted_ = false;
   std::string stall_;     // why the run stopped on a stall (empty: it did not)
-  emu::Duration tail_age_ = emu::Duration::max();  // the senders' (Sender::set_tail_age)
   bool started_ = false;  // the first send() restarted the clock
   uint64_t last_poll_ps_ = 0;
   struct Stall {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include "emulator/time.h"
 #include "emulator/topology.h"
@@ -49,17 +50,27 @@ class RtoEstimator {
   emu::Duration tail_age(emu::Duration nack_delay) const noexcept {
     return std::clamp(estimate(), std::min(nack_delay, current_), current_);
   }
-  // Whether `now` differs from `was` by more than 1/8 (or `was` is Duration::max(): never set): the
-  // change that is passed on to the senders.
-  static bool moved(emu::Duration was, emu::Duration now) noexcept {
-    return was == emu::Duration::max() || now.ps() * 8 > was.ps() * 9 || now.ps() * 9 < was.ps() * 8;
+  // The tail age to give the senders now (after a sample): tail_age(nack_delay) when it differs by more
+  // than 1/8 from the last one given (the first time: always), else nothing, so that the senders are
+  // told only of a real change.
+  std::optional<emu::Duration> next_tail_age(emu::Duration nack_delay) noexcept {
+    const emu::Duration t = tail_age(nack_delay);
+    if (tail_given_ != emu::Duration::max() && t.ps() * 8 <= tail_given_.ps() * 9 && t.ps() * 9 >= tail_given_.ps() * 8) {
+      return std::nullopt;
+    }
+    tail_given_ = t;
+    tail_min_ = tail_min_ == emu::Duration{} ? t : std::min(tail_min_, t);
+    return t;
   }
+  // The smallest tail age given out (zero: none yet, the senders' tails wait for the RTO).
+  emu::Duration tail_age_min() const noexcept { return tail_min_; }
   emu::Duration floor() const noexcept { return floor_; }
   emu::Duration rto() const noexcept { return current_; }
   emu::Duration max() const noexcept { return max_; }
 
  private:
   emu::Duration floor_, ceiling_, current_, max_;
+  emu::Duration tail_given_ = emu::Duration::max(), tail_min_;
   double srtt_ns_ = 0, rttvar_ns_ = 0;
 };
 

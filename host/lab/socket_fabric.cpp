@@ -173,7 +173,6 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   hd::NackBatch nacks_;
   std::vector<uint32_t> missing_;
   hd::RtoEstimator rto_;
-  emu::Duration tail_age_ = emu::Duration::max();  // the senders' (Sender::set_tail_age)
   bool rx_any_ = false, data_seen_ = false, interrupted_ = false, started_ = false;
   bool local_feedback_ = false;  // feedback queued for a local sender this round
   int64_t last_poll_ns_ = 0, last_publish_ns_ = 0;
@@ -640,11 +639,7 @@ void SocketFabric::Impl::handle_feedback(const DecodedDatagram& d) {
         stats_.rto_max = rto_.max();
       }
       // Tail-loss probes on NACK (Sender::on_nack with `now`), as the DPDK fabric's.
-      const emu::Duration tail = rto_.tail_age(opt_.nack_delay);
-      if (hd::RtoEstimator::moved(tail_age_, tail)) {
-        tail_age_ = tail;
-        senders_.set_tail_age(tail);
-      }
+      if (const auto tail = rto_.next_tail_age(opt_.nack_delay)) senders_.set_tail_age(*tail);
     }
   }
   finish_if_done(it);

@@ -10,6 +10,7 @@
 #include <queue>
 #include <random>
 #include <tuple>
+#include <span>
 #include <vector>
 
 #include "host/dpdk/address_plan.h"
@@ -287,14 +288,19 @@ TEST(Sender, TailLossProbeResendsTheLastPacketOnceItIsOld) {
   EXPECT_FALSE(tx.next(Time::from_us(309), p));  // 6..8 wait for a NACK that lists them
   EXPECT_EQ(tx.stats().tail_retransmissions, 1u);
   EXPECT_EQ(tx.stats().nack_retransmissions, 1u);
+  // next(at) gives exactly `want`, resent, then nothing.
+  const auto expect_resent = [&tx, &p](Time at, std::span<const uint32_t> want) {
+    for (const uint32_t seq : want) {
+      ASSERT_TRUE(tx.next(at, p)) << seq;
+      EXPECT_EQ(p.seq, seq);
+      EXPECT_TRUE(p.retransmit);
+    }
+    EXPECT_FALSE(tx.next(at, p));
+  };
   // The probe arrived: the next NACK covers up to it and lists 6..8.
   const uint32_t holes[] = {6, 7, 8};
   EXPECT_FALSE(tx.on_nack(0, id, 6, 10, holes, Time::from_us(700)));
-  for (const uint32_t want : holes) {
-    ASSERT_TRUE(tx.next(Time::from_us(700), p));
-    EXPECT_EQ(p.seq, want);
-  }
-  EXPECT_FALSE(tx.next(Time::from_us(700), p));
+  expect_resent(Time::from_us(700), holes);
   EXPECT_EQ(tx.stats().tail_retransmissions, 1u);
   EXPECT_TRUE(tx.on_ack(0, id, 10));
 
@@ -304,11 +310,7 @@ TEST(Sender, TailLossProbeResendsTheLastPacketOnceItIsOld) {
   for (uint32_t i = 0; i < 10; ++i) ASSERT_TRUE(tx.next(Time::from_ms(1), p));
   const uint32_t cut[] = {3, 4};
   EXPECT_FALSE(tx.on_nack(0, id2, 3, 5, cut, Time::from_ms(2)));
-  for (const uint32_t want : cut) {
-    ASSERT_TRUE(tx.next(Time::from_ms(2), p));
-    EXPECT_EQ(p.seq, want);
-  }
-  EXPECT_FALSE(tx.next(Time::from_ms(2), p));
+  expect_resent(Time::from_ms(2), cut);
   EXPECT_EQ(tx.stats().tail_retransmissions, 1u);
   tx.set_tail_age(Duration::max());
   EXPECT_FALSE(tx.on_nack(0, id2, 5, 5, {}, Time::from_ms(3)));

@@ -407,11 +407,19 @@ int run(const RunArgs& a) {
     namespace hd = host::dpdk;
     hd::Eal::start(a.eal_args.empty() ? hd::Eal::no_huge_args() : a.eal_args);
     eal_session.started = true;
+    // --dpdk-rx-lcore: auto, off, an lcore id, or a list of them (several receive lcores, a queue each).
+    std::vector<unsigned> rx_lcores;
+    if (a.dpdk_rx_lcore.find(',') != std::string::npos) {
+      std::stringstream list(a.dpdk_rx_lcore);
+      for (std::string id; std::getline(list, id, ',');) rx_lcores.push_back(static_cast<unsigned>(std::stoul(id)));
+    }
+    const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
     hd::PortConfig cfg;
+    cfg.rx_queues = cfg.tx_queues = queues;
     // Sized from the workload: its rank count sets what the fabric holds outside the device rings.
     // (one mempool cache per lcore that touches the pools: the main one and the receive side's).
-    cfg.mbufs = cfg.mbufs_for(hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus())), 32,
-                              std::min(2u, rte_lcore_count()));
+    cfg.mbufs = cfg.mbufs_for(hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus()), queues), 32,
+                              std::min(queues + 1u, rte_lcore_count()));
     cfg.mtu = static_cast<uint16_t>(std::min<uint32_t>(a.wire_mtu, 65535));
     if (a.wire_mtu > 1500) cfg.data_room = hd::PortConfig::data_room_for_mtu(a.wire_mtu);
     if (!a.dpdk_devargs.empty()) {
@@ -422,7 +430,7 @@ int run(const RunArgs& a) {
       memif_socket = (std::filesystem::temp_directory_path() / fmt::format("fabemu-memif-{}.sock", ::getpid())).string();
       dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::memif(memif_socket, cfg));
     } else {
-      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg));
+      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues));
     }
     hd::DpdkFabricOptions o;
     o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
@@ -434,7 +442,9 @@ int run(const RunArgs& a) {
     o.faults.duplicate_rate = a.duplicate_rate;
     o.faults.seed = a.fault_seed;
     o.pcap = a.pcap;
-    if (a.dpdk_rx_lcore == "off") {
+    if (!rx_lcores.empty()) {
+      o.rx_lcores = rx_lcores;
+    } else if (a.dpdk_rx_lcore == "off") {
       o.rx_lcore = hd::DpdkFabricOptions::kRxLcoreOff;
     } else if (a.dpdk_rx_lcore != "auto") {
       o.rx_lcore = std::stoi(a.dpdk_rx_lcore);  // checked by the option's validator
@@ -620,8 +630,24 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");
   run_cmd->add_option("--dpdk-rx-lcore", args->dpdk_rx_lcore,
                       "DPDK: the lcore of the receive side (port B, reassembly, ACK/NACK): auto (default: the first "
-                      "worker lcore of EAL's -l, when there are two ports), off (the main lcore) or an id")
-      ->check(CLI::IsMember({"auto", "off"}) | CLI::NonNegativeNumber);
+                      "worker lcore of EAL's -l, when there are two ports), off (the main lcore), an id, or a list "
+                      "of ids (e.g. 1,2: a receive lcore on each, a queue of each port per lcore)")
+      ->check(CLI::IsMember({"auto", "off"}) | CLI::NonNegativeNumber |
+              CLI::Validator(
+                  [](std::string& v) -> std::string {
+                    // A comma list of two or more lcore ids.
+                    size_t ids = 0;
+                    std::stringstream list(v);
+                    for (std::string id; std::getline(list, id, ',');) {
+                      if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos) {
+                        return "expected auto, off, an lcore id or a comma list of lcore ids, got " + v;
+                      }
+                      ++ids;
+                    }
+                    return ids >= 2 && v.back() != ',' ? std::string()
+                                                       : "expected auto, off, an lcore id or a comma list of lcore ids, got " + v;
+                  },
+                  "LIST"));
   run_cmd->add_option("--dpdk-verify-checksums", args->dpdk_verify_checksums,
                       "DPDK: the receive side's checks of data frames' UDP checksums (and RoCEv2 ICRCs): auto (default: "
                       "checked, but on an in-process ring pair, which hands over the sender's own mbufs) or on")

@@ -240,6 +240,16 @@ void Port::setup() {
     conf.rxmode.offloads |= kRxChecksums;
     csum_offload_ = true;
   }
+  // Several receive queues: RSS on the IPv4 addresses and UDP ports where the device hashes them (a NIC),
+  // so that every frame of a flow lands on one queue. Devices without RSS hand a frame to the receive
+  // queue of its transmit queue's number (ring pair, memif): the sender steers.
+  constexpr uint64_t kRssFields = RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_NONFRAG_IPV4_UDP;
+  if (cfg_.rx_queues > 1 && (info.flow_type_rss_offloads & kRssFields) != 0) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_key = nullptr;  // the driver's default key
+    conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads & kRssFields;
+    rss_ = true;
+  }
   rc = rte_eth_dev_configure(id_, cfg_.rx_queues, cfg_.tx_queues, &conf);
   if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_configure: " + errstr(rc));
   uint16_t rx_desc = cfg_.rx_desc, tx_desc = cfg_.tx_desc;
@@ -282,7 +292,7 @@ bool Port::read_clock(uint64_t& out) const noexcept { return rte_eth_read_clock(
 Port::Port(Port&& o) noexcept
     : id_(o.id_), cfg_(o.cfg_), name_(std::move(o.name_)), probed_(std::move(o.probed_)), pool_(o.pool_),
       device_(o.device_), started_(o.started_), open_(o.open_), ts_offload_(o.ts_offload_),
-      csum_offload_(o.csum_offload_), ts_offset_(o.ts_offset_),
+      csum_offload_(o.csum_offload_), rss_(o.rss_), ts_offset_(o.ts_offset_),
       ts_flag_(o.ts_flag_) {
   o.pool_ = nullptr;
   for (int i = 0; i < 2; ++i) {
@@ -392,30 +402,43 @@ void Port::reset_stats() noexcept { rte_eth_stats_reset(id_); }
 
 // --- RingPair ---
 
-RingPair::RingPair(const std::string& name, unsigned ring_size, int socket) {
+RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint16_t queues) {
   if (!Eal::running()) throw std::runtime_error("RingPair(\"" + name + "\"): EAL is not running");
   // rte_eth_from_rings names the vdev (and the ethdev) "net_ring_<name>", at most 31 characters.
   if (name.empty() || name.size() > 20)
     throw std::invalid_argument("RingPair(\"" + name + "\"): the name must have 1 to 20 characters");
+  if (queues == 0 || queues > RTE_MAX_QUEUES_PER_PORT)
+    throw std::invalid_argument("RingPair(\"" + name + "\"): " + std::to_string(queues) + " queues");
   name_a_ = name + "_a";
   name_b_ = name + "_b";
-  const std::string rab = "fe_" + name + "_ab", rba = "fe_" + name + "_ba";
   const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ;
-  ab_ = rte_ring_create(rab.c_str(), ring_size, socket, flags);
-  ba_ = ab_ == nullptr ? nullptr : rte_ring_create(rba.c_str(), ring_size, socket, flags);
-  if (ab_ == nullptr || ba_ == nullptr) {
-    const std::string err = errstr(rte_errno);
-    rte_ring_free(ab_);
-    throw std::runtime_error("RingPair(\"" + name + "\"): rte_ring_create: " + err);
+  const auto free_rings = [this] {
+    for (rte_ring* r : ab_) rte_ring_free(r);
+    for (rte_ring* r : ba_) rte_ring_free(r);
+    ab_.clear();
+    ba_.clear();
+  };
+  for (uint16_t q = 0; q < queues; ++q) {
+    // Queue 0 keeps the names of a pair of one queue.
+    const std::string suffix = q == 0 ? "" : "_" + std::to_string(q);
+    rte_ring* ab = rte_ring_create(("fe_" + name + "_ab" + suffix).c_str(), ring_size, socket, flags);
+    rte_ring* ba = ab == nullptr ? nullptr : rte_ring_create(("fe_" + name + "_ba" + suffix).c_str(), ring_size, socket, flags);
+    if (ab == nullptr || ba == nullptr) {
+      const std::string err = errstr(rte_errno);
+      rte_ring_free(ab);
+      free_rings();
+      throw std::runtime_error("RingPair(\"" + name + "\"): rte_ring_create: " + err);
+    }
+    ab_.push_back(ab);
+    ba_.push_back(ba);
   }
   const unsigned numa = socket < 0 ? 0 : static_cast<unsigned>(socket);
-  const int a = rte_eth_from_rings(name_a_.c_str(), &ba_, 1, &ab_, 1, numa);
-  const int b = a < 0 ? -1 : rte_eth_from_rings(name_b_.c_str(), &ab_, 1, &ba_, 1, numa);
+  const int a = rte_eth_from_rings(name_a_.c_str(), ba_.data(), queues, ab_.data(), queues, numa);
+  const int b = a < 0 ? -1 : rte_eth_from_rings(name_b_.c_str(), ab_.data(), queues, ba_.data(), queues, numa);
   if (a < 0 || b < 0) {
     const std::string err = errstr(rte_errno);
     if (a >= 0) rte_eal_hotplug_remove("vdev", ("net_ring_" + name_a_).c_str());
-    rte_ring_free(ab_);
-    rte_ring_free(ba_);
+    free_rings();
     throw std::runtime_error("RingPair(\"" + name + "\"): rte_eth_from_rings: " + err);
   }
   a_ = static_cast<uint16_t>(a);
@@ -427,10 +450,12 @@ RingPair::~RingPair() {
   rte_eal_hotplug_remove("vdev", ("net_ring_" + name_b_).c_str());
   // Frames still in the rings go back to their pools.
   void* obj = nullptr;
-  for (rte_ring* r : {ab_, ba_})
-    while (rte_ring_dequeue(r, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
-  rte_ring_free(ab_);
-  rte_ring_free(ba_);
+  for (const auto* rings : {&ab_, &ba_}) {
+    for (rte_ring* r : *rings) {
+      while (rte_ring_dequeue(r, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
+      rte_ring_free(r);
+    }
+  }
 }
 
 // --- frames ---

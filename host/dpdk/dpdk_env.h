@@ -138,6 +138,11 @@ class Port {
   rte_mempool* zero_pool(uint32_t mbufs = UINT32_MAX, Recycle recycle = Recycle::kSameLcore);
   const PortConfig& config() const noexcept { return cfg_; }
   rte_ether_addr mac() const;
+  // The device spreads received frames over its receive queues by a hash of their IPv4 addresses and UDP
+  // ports (RSS, enabled when PortConfig::rx_queues > 1 and the device offers it). Without it (the
+  // in-process ring pair, memif, net_null) a frame arrives on the queue of the same number as the one it
+  // was sent on.
+  bool rss() const noexcept { return rss_; }
 
   // Thin wrappers: no allocation, no checks. tx_burst returns how many were taken (the caller still owns
   // the rest); rx_burst how many were written to `pkts`.
@@ -187,26 +192,30 @@ class Port {
   bool open_ = false;
   bool ts_offload_ = false;
   bool csum_offload_ = false;
+  bool rss_ = false;
   int ts_offset_ = 0;      // of the timestamp dynamic field (valid when ts_flag_ != 0)
   uint64_t ts_flag_ = 0;   // the RX timestamp dynamic flag; 0: never set by anyone here
 };
 
 // Two ring-based ethdevs cross-connected with rte_eth_from_rings: what `a` transmits `b` receives and
-// vice versa. The ethdevs are named "net_ring_<name>_a" and "net_ring_<name>_b" (name: 1..20 characters,
-// unique among live pairs). Owns the rings and the vdevs; destroy the Ports built on a and b first.
+// vice versa, queue by queue (`queues` rings each way: a's TX queue q is b's RX queue q, and back). The
+// ethdevs are named "net_ring_<name>_a" and "net_ring_<name>_b" (name: 1..20 characters, unique among
+// live pairs). Owns the rings and the vdevs; destroy the Ports built on a and b first.
 class RingPair {
  public:
-  explicit RingPair(const std::string& name, unsigned ring_size = 4096, int socket = SOCKET_ID_ANY);
+  explicit RingPair(const std::string& name, unsigned ring_size = 4096, int socket = SOCKET_ID_ANY,
+                    uint16_t queues = 1);
   ~RingPair();
   RingPair(const RingPair&) = delete;
   RingPair& operator=(const RingPair&) = delete;
   uint16_t a() const noexcept { return a_; }
   uint16_t b() const noexcept { return b_; }
+  uint16_t queues() const noexcept { return static_cast<uint16_t>(ab_.size()); }
 
  private:
   std::string name_a_, name_b_;
-  rte_ring* ab_ = nullptr;  // a's TX, b's RX
-  rte_ring* ba_ = nullptr;  // b's TX, a's RX
+  std::vector<rte_ring*> ab_;  // by queue: a's TX, b's RX
+  std::vector<rte_ring*> ba_;  // by queue: b's TX, a's RX
   uint16_t a_ = 0, b_ = 0;
 };
 inline RingPair make_ring_pair(const std::string& name) { return RingPair(name); }

@@ -43,12 +43,13 @@ double rate_gbps(emu::Rate r) {
 
 // --- ports ---------------------------------------------------------------------------------------------
 
-DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg) {
+DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues) {
   DpdkPorts p;
-  p.ring_ = std::make_unique<RingPair>(name);
+  p.ring_ = std::make_unique<RingPair>(name, 4096, SOCKET_ID_ANY, queues);
   p.a_ = std::make_unique<Port>(p.ring_->a(), cfg);
   p.b_ = std::make_unique<Port>(p.ring_->b(), cfg);
-  p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b, {1} mbufs per pool", name, cfg.mbufs);
+  p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b{2}, {1} mbufs per pool", name, cfg.mbufs,
+                        queues == 1 ? std::string() : fmt::format(" ({} queues)", queues));
   return p;
 }
 
@@ -151,14 +152,31 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   // caches (Port::Recycle), so that an mbuf comes back to the sender after the pool's other ones, not
   // while the receive lcore still holds its lines: 4-20% less wall on the 256 MB all_to_all, less
   // departure lateness when paced (host/dpdk/README.md, "End to end", "Data frames recycled oldest first").
-  const int rx_lcore = choose_rx_lcore();
+  const std::vector<unsigned> rx_lcores = choose_rx_lcores();
+  const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
+  for (Port* p : {&ports_.a(), &ports_.b()}) {
+    // Every receive queue is some path's (a frame on a queue nobody polls would be lost), and every path
+    // sends on a transmit queue of its own.
+    if (p->config().rx_queues != queues || p->config().tx_queues < queues) {
+      throw std::invalid_argument(fmt::format(
+          "{} receive path{} need{} {} receive and transmit queue{} on each port; {} has {} receive and {} "
+          "transmit (fabemu run sets them from --dpdk-rx-lcore)",
+          queues, queues == 1 ? "" : "s", queues == 1 ? "s" : "", queues, queues == 1 ? "" : "s", p->name(),
+          p->config().rx_queues, p->config().tx_queues));
+    }
+  }
   {
     uint32_t n = 1;
-    while (n - 1 < kTxQueueLimit + kTxStash + ports_.a().config().tx_desc + 2u * kRxBurst * kRxBursts) n <<= 1;
-    data_pool_ = ports_.a().zero_pool(n - 1, ports_.in_process() && rx_lcore >= 0 ? Port::Recycle::kOtherLcore
-                                                                                   : Port::Recycle::kSameLcore);
+    while (n - 1 < kTxQueueLimit + kTxStash + uint32_t{ports_.a().config().tx_desc} * queues +
+                       2u * kRxBurst * kRxBursts * queues) {
+      n <<= 1;
+    }
+    data_pool_ = ports_.a().zero_pool(n - 1, ports_.in_process() && !rx_lcores.empty() ? Port::Recycle::kOtherLcore
+                                                                                      : Port::Recycle::kSameLcore);
     split_short_ = opt_.mode == WireMode::kRoceV2;
   }
+  tx_data_.resize(queues);
+  tx_paced_.resize(queues);
   templates_ = FlowTemplates(npus_);
   link_pace_.resize(model_.topology().links().size());
   if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap);
@@ -173,55 +191,90 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   rc.window = opt_.window;
   rc.nack_delay = opt_.nack_delay;
   rc.faults = opt_.faults;
-  if (pcap_ && rx_lcore >= 0) rx_pcap_ = std::make_unique<PcapWriter>(opt_.pcap + ".rx-lcore");
-  rx_path_ = std::make_unique<RxPath>(rc, ports_.b(), rx_lcore < 0 ? pcap_.get() : rx_pcap_.get());
-  // From here on port B is the receive lcore's alone.
-  if (rx_lcore >= 0) worker_ = std::make_unique<RxWorker>(*rx_path_, static_cast<unsigned>(rx_lcore));
+  for (uint16_t q = 0; q < queues; ++q) {
+    PcapWriter* capture = pcap_.get();
+    if (pcap_ && !rx_lcores.empty()) {
+      rx_pcaps_.push_back(std::make_unique<PcapWriter>(
+          queues == 1 ? opt_.pcap + ".rx-lcore" : fmt::format("{}.rx-lcore{}", opt_.pcap, rx_lcores[q])));
+      capture = rx_pcaps_.back().get();
+    }
+    // Each path draws its own faults: path 0 as the one path of a run without several (the same seed).
+    rc.faults.seed = opt_.faults.seed + uint64_t{q} * 0x9E3779B97F4A7C15ull;
+    rx_paths_.push_back(std::make_unique<RxPath>(rc, ports_.b(), capture, q));
+  }
+  // From here on each queue of port B is its receive lcore's alone.
+  for (size_t q = 0; q < rx_lcores.size(); ++q) {
+    workers_.push_back(std::make_unique<RxWorker>(*rx_paths_[q], rx_lcores[q]));
+  }
 }
 
-int DpdkFabric::choose_rx_lcore() const {
+std::vector<unsigned> DpdkFabric::choose_rx_lcores() const {
   const bool two_ports = &ports_.a() != &ports_.b();
-  if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreOff) return -1;
-  if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreAuto) {
-    if (!two_ports) return -1;
-    for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
-      if (rte_eal_get_lcore_state(id) == WAIT) return static_cast<int>(id);
+  const auto check = [&](unsigned id, const char* what) {
+    if (!two_ports) {
+      throw std::invalid_argument(fmt::format("{} {}: the receive side needs a port of its own (data A -> B, "
+                                              "two devices); {} loops frames back", what, id, ports_.describe()));
     }
-    return -1;
+    if (id >= RTE_MAX_LCORE || !rte_lcore_is_enabled(id) || id == rte_get_main_lcore() ||
+        rte_eal_get_lcore_state(id) != WAIT) {
+      throw std::invalid_argument(fmt::format("{} {}: not an idle worker lcore of EAL (main lcore {}, {} lcores "
+                                              "enabled; give EAL e.g. -l 0-1, or --lcores 0@0,1@1,2@1 for more "
+                                              "lcores than cores)",
+                                              what, id, rte_get_main_lcore(), rte_lcore_count()));
+    }
+  };
+  if (!opt_.rx_lcores.empty()) {
+    std::vector<unsigned> ids;
+    for (const unsigned id : opt_.rx_lcores) {
+      check(id, "receive lcore");
+      if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+        throw std::invalid_argument(fmt::format("receive lcore {} is listed twice", id));
+      }
+      ids.push_back(id);
+    }
+    return ids;
+  }
+  if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreOff) return {};
+  if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreAuto) {
+    if (!two_ports) return {};
+    for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
+      if (rte_eal_get_lcore_state(id) == WAIT) return {id};
+    }
+    return {};
   }
   if (opt_.rx_lcore < 0) {
     throw std::invalid_argument(fmt::format("RX lcore {}: expected an lcore id, auto or off", opt_.rx_lcore));
   }
   const auto id = static_cast<unsigned>(opt_.rx_lcore);
-  if (!two_ports) {
-    throw std::invalid_argument(fmt::format("RX lcore {}: the receive side needs a port of its own (data A -> B, "
-                                            "two devices); {} loops frames back", id, ports_.describe()));
+  check(id, "RX lcore");
+  return {id};
+}
+
+bool DpdkFabric::workers_running() const noexcept {
+  for (const auto& w : workers_) {
+    if (!w->joined()) return true;
   }
-  if (id >= RTE_MAX_LCORE || !rte_lcore_is_enabled(id) || id == rte_get_main_lcore() ||
-      rte_eal_get_lcore_state(id) != WAIT) {
-    throw std::invalid_argument(fmt::format("RX lcore {}: not an idle worker lcore of EAL (main lcore {}, {} lcores "
-                                            "enabled; give EAL e.g. -l 0-1)",
-                                            id, rte_get_main_lcore(), rte_lcore_count()));
-  }
-  return static_cast<int>(id);
+  return false;
 }
 
 DpdkFabric::~DpdkFabric() {
-  worker_.reset();  // stops the receive lcore before anything it uses goes
+  workers_.clear();  // stops the receive lcores before anything they use goes
   try {
     close_pcap();  // a run that failed before drain(): its capture still ends up in one file
   } catch (const std::exception&) {
     // Destruction during an error: that error is the one to report.
   }
-  for (rte_mbuf* m : tx_data_) rte_pktmbuf_free(m);
+  for (const auto& q : tx_data_) {
+    for (rte_mbuf* m : q) rte_pktmbuf_free(m);
+  }
   if (stash_next_ < stash_n_) rte_pktmbuf_free_bulk(tx_stash_ + stash_next_, stash_n_ - stash_next_);
   if (short_n_ > 0) rte_pktmbuf_free_bulk(short_stash_, short_n_);
 }
 
-uint32_t DpdkFabric::frames_in_flight(uint32_t npus) noexcept {
+uint32_t DpdkFabric::frames_in_flight(uint32_t npus, uint32_t rx_paths) noexcept {
   constexpr uint32_t kFeedbackPerPoll = kRxBurst * kRxBursts;  // one ACK/NACK per frame received, at most
   constexpr uint32_t kReorderHeld = kRxBurst * kRxBursts;      // held back by --reorder-rate (one round)
-  return static_cast<uint32_t>(kTxQueueLimit) + npus + kFeedbackPerPoll + kReorderHeld;
+  return static_cast<uint32_t>(kTxQueueLimit) + npus + std::max(rx_paths, 1u) * (kFeedbackPerPoll + kReorderHeld);
 }
 
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
@@ -231,7 +284,7 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
     // frames would leave late and then catch up at the device's rate).
     started_ = true;
     clock_.restart();
-    if (!worker_) rx_path_->restart_clock();  // one time base for the pcap records
+    if (workers_.empty()) rx_paths_[0]->restart_clock();  // one time base for the pcap records
   }
   model_.send(m, ready);  // validates, and schedules the modelled delivery
   Record r;
@@ -309,7 +362,7 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
       // the DPDK section what went on the wire, then the CLI fails with this reason. Frames that are not
       // ours kept arriving meanwhile (the main lcore's counts; the receive lcore's are its own until it
       // stops): a device that makes frames of its own, or someone else's traffic.
-      const uint64_t foreign = stats_.not_ours + (worker_ ? 0 : rx_path_->stats().not_ours);
+      const uint64_t foreign = stats_.not_ours + (workers_.empty() ? rx_paths_[0]->stats().not_ours : 0);
       stall_ = fmt::format(
           "message {} ({} bytes, rank {} -> {}) was due at {} ps but nothing of ours arrived on {} for {} ms{}{}",
           id, r.bytes, r.src, r.dst, at.ps(), ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000,
@@ -350,19 +403,21 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
 void DpdkFabric::close_pcap() {
   if (!pcap_) return;
   pcap_->close();
-  if (rx_pcap_) {
-    // Only once the receive lcore has stopped: its capture is complete. Its records are on the RxPath's
-    // clock (zero at construction), the main lcore's on clock_ (zero at the first send).
-    rx_pcap_->close();
-    const uint64_t main0 = clock_.start_ticks(), rx0 = rx_path_->clock().start_ticks();
+  // Only once the receive lcores have stopped: their captures are complete. Each one's records are on its
+  // RxPath's clock (zero at construction), the main lcore's on clock_ (zero at the first send); merged one
+  // at a time into the main lcore's file, which stays on clock_.
+  for (size_t q = 0; q < rx_pcaps_.size(); ++q) {
+    PcapWriter& w = *rx_pcaps_[q];
+    w.close();
+    const uint64_t main0 = clock_.start_ticks(), rx0 = rx_paths_[q]->clock().start_ticks();
     const int64_t shift = main0 >= rx0 ? -static_cast<int64_t>(clock_.ticks_to_ns(main0 - rx0))
                                        : static_cast<int64_t>(clock_.ticks_to_ns(rx0 - main0));
     const std::string merged = opt_.pcap + ".merging";
-    merge_pcap(opt_.pcap, rx_pcap_->path(), shift, merged);
+    merge_pcap(opt_.pcap, w.path(), shift, merged);
     std::filesystem::rename(merged, opt_.pcap);
-    std::filesystem::remove(rx_pcap_->path());
-    rx_pcap_.reset();
+    std::filesystem::remove(w.path());
   }
+  rx_pcaps_.clear();
   pcap_.reset();
 }
 
@@ -400,12 +455,14 @@ bool DpdkFabric::poll() {
   }
   transmit();
   rx_any_ = false;
-  if (worker_) {
-    if (worker_->done() && !worker_->joined()) worker_->join();  // rethrows a failure of the receive lcore
+  if (!workers_.empty()) {
+    for (const auto& w : workers_) {
+      if (w->done() && !w->joined()) w->join();  // rethrows a failure of the receive lcore
+    }
     take_completions();
     receive(ports_.a());
   } else {
-    if (rx_path_->poll(*this, engine_.now().ps())) rx_any_ = true;
+    if (rx_paths_[0]->poll(*this, engine_.now().ps())) rx_any_ = true;
     if (&ports_.a() != &ports_.b()) receive(ports_.a());
   }
   return rx_any_;
@@ -414,11 +471,13 @@ bool DpdkFabric::poll() {
 void DpdkFabric::take_completions() {
   RxCompletion* const c = completions_.data();
   const auto max = static_cast<unsigned>(completions_.size());
-  for (;;) {
-    const unsigned n = worker_->take(c, max);
-    for (unsigned i = 0; i < n; ++i) completed(c[i]);
-    if (n > 0) rx_any_ = true;
-    if (n < max) break;
+  for (const auto& w : workers_) {
+    for (;;) {
+      const unsigned n = w->take(c, max);
+      for (unsigned i = 0; i < n; ++i) completed(c[i]);
+      if (n > 0) rx_any_ = true;
+      if (n < max) break;
+    }
   }
 }
 
@@ -535,24 +594,29 @@ void DpdkFabric::transmit() {
             : RunGate{};
   FrameSpec spec;
   spec.mode = opt_.mode;
+  size_t built = tx_built();
   for (uint32_t si = 0; si < senders_.size(); ++si) {
     // Nothing before its next work (Sender::next_work): most senders, most polls. Their own lines stay
     // untouched (an idle sender's next_runs read its timers and queues, cold in a polling loop).
     if (tx_next_work_[si] > wall.ps()) continue;
     Sender& s = senders_[si];
     const uint32_t src = senders_.src(si);
+    // The sender's queue (several receive paths): all its frames on one, so its link's leave in order.
+    const size_t txq = tx_data_.size() == 1 ? 0 : src % tx_data_.size();
+    std::vector<rte_mbuf*>& out = tx_data_[txq];
+    PacedQueue& out_paced = tx_paced_[txq];
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
     std::array<TxRun, kShortStash>& runs = tx_runs_;
     uint32_t budget = kFramesPerSender;  // per poll, so that one sender cannot starve the others
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built. The sender is
     // asked for no more packets than the stash has mbufs for: every packet taken leaves in this poll.
-    while (budget > 0 && tx_data_.size() + kTxStash < kTxQueueLimit) {
+    while (budget > 0 && built + kTxStash < kTxQueueLimit) {
       if (stash_next_ == stash_n_ && !refill_stash()) break;  // pool empty: next poll
       // A shorter frame for each run that may end in one (split_short_).
       if (split_short_ && !refill_short()) break;
       const size_t room = std::min<size_t>(
-          {budget, kTxQueueLimit - kTxStash - tx_data_.size(), size_t{stash_n_} - stash_next_});
+          {budget, kTxQueueLimit - kTxStash - built, size_t{stash_n_} - stash_next_});
       paced_n_ = 0;
       const Sender::Runs got = s.next_runs(wall, runs, room, gate);
       size_t paced_next = 0;  // paced_ holds the PacedRuns of the first transmissions' frames, in order
@@ -576,21 +640,22 @@ void DpdkFabric::transmit() {
         rte_mbuf* const* ms = tx_stash_ + stash_next_;
         stash_next_ = static_cast<uint16_t>(stash_next_ + full);  // taken: build_run frees them if it throws
         if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, true);
-        tx_data_.insert(tx_data_.end(), ms, ms + full);
+        out.insert(out.end(), ms, ms + full);
         if (full < k) {
           rte_mbuf* m = short_stash_[--short_n_];
           build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
-          tx_data_.push_back(m);
+          out.push_back(m);
         }
         ip_id_ += k;
         budget -= k;
+        built += k;
         if (rec != nullptr) {
           stats_.data_frames += k;
           if (r.seq == 0) rec->tx_ticks = clock_.ticks();
           if (paced) {  // the link's frames and bytes are counted as they leave (flush)
             for (uint32_t f = 0; f < k; ++paced_next) {  // the run's PacedRuns: k frames
               f += paced_[paced_next].n;
-              tx_paced_.push(paced_[paced_next]);
+              out_paced.push(paced_[paced_next]);
             }
           } else {
             // Nothing is scheduled without pacing: a link's frames and bytes are counted as they are
@@ -600,7 +665,7 @@ void DpdkFabric::transmit() {
             lp.bytes += uint64_t{k - 1} * r.bytes + last;
           }
         } else if (paced) {
-          tx_paced_.push_unpaced(k);  // a retransmission
+          out_paced.push_unpaced(k);  // a retransmission
         }
       }
       // Fewer than asked for and room for more runs: the sender has nothing more to send now.
@@ -608,11 +673,13 @@ void DpdkFabric::transmit() {
     }
     tx_next_work_[si] = s.next_work(wall).ps();
   }
-  flush(ports_.a(), tx_data_, paced ? &tx_paced_ : nullptr);
+  for (size_t q = 0; q < tx_data_.size(); ++q) {
+    flush(ports_.a(), static_cast<uint16_t>(q), tx_data_[q], paced ? &tx_paced_[q] : nullptr);
+  }
 }
 
-void DpdkFabric::flush(Port& port, std::vector<rte_mbuf*>& queue, PacedQueue* paced) {
-  send_bursts(port, queue, kBurst, [&](size_t, uint16_t took) {
+void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, PacedQueue* paced) {
+  send_bursts(port, txq, queue, kBurst, [&](size_t, uint16_t took) {
     if (paced == nullptr) return;
     // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
     paced->departed(
@@ -658,17 +725,20 @@ void DpdkFabric::adapt_rto(uint64_t sample_ns) {
 }
 
 void DpdkFabric::receive(Port& port) {
-  // Port A carries the feedback only: a data frame there is invalid (data frames are port B's).
-  const bool any = receive_round(port, rules_, scratch_, stats_, a_hw_timestamped_,
-                                 [&](rte_mbuf* m, const DecodedFrame& f, bool, uint64_t) {
-    if (f.hdr.kind == PacketKind::kData) {
-      ++stats_.rx_invalid;
-    } else {
-      handle(f);
-    }
-    rte_pktmbuf_free(m);
-  });
-  if (any) rx_any_ = true;
+  // Port A carries the feedback only: a data frame there is invalid (data frames are port B's). Each of
+  // its queues (one per receive path).
+  for (uint16_t q = 0; q < port.config().rx_queues; ++q) {
+    const bool any = receive_round(port, q, rules_, scratch_, stats_, a_hw_timestamped_,
+                                   [&](rte_mbuf* m, const DecodedFrame& f, bool, uint64_t) {
+      if (f.hdr.kind == PacketKind::kData) {
+        ++stats_.rx_invalid;
+      } else {
+        handle(f);
+      }
+      rte_pktmbuf_free(m);
+    });
+    if (any) rx_any_ = true;
+  }
 }
 
 void DpdkFabric::handle(const DecodedFrame& f) {
@@ -697,8 +767,8 @@ void DpdkFabric::handle(const DecodedFrame& f) {
 bool DpdkFabric::drain(emu::Duration limit) {
   const emu::Time start = clock_.wall();
   const auto busy = [&] {
-    if (!tx_data_.empty() || !backlog_.empty() || pacing_.waiting()) return true;
-    if (!worker_ && !rx_path_->idle()) return true;
+    if (tx_built() > 0 || !backlog_.empty() || pacing_.waiting()) return true;
+    if (workers_.empty() && !rx_paths_[0]->idle()) return true;
     for (size_t i = 0; i < senders_.size(); ++i) {
       if (senders_[i].unacked_messages() > 0) return true;
     }
@@ -713,14 +783,25 @@ bool DpdkFabric::drain(emu::Duration limit) {
     }
     poll();
   }
-  if (worker_ && !worker_->joined()) {
-    // The receive lcore stops once its port has been quiet for 2 ms (late re-ACKs sent), or at the limit;
-    // meanwhile this lcore keeps taking its completions and ACKs. Then its counters may be read.
+  if (workers_running()) {
+    // The receive lcores stop once their queues have been quiet for 2 ms (late re-ACKs sent), or at the
+    // limit; meanwhile this lcore keeps taking their completions and ACKs. Then their counters may be read.
     const emu::Duration spent = clock_.wall() - start;
     const uint64_t left_ns = spent < limit ? (limit - spent).ps() / 1000 : 0;
-    worker_->request_stop(2'000'000, rte_rdtsc() + clock_.hz() / 1'000'000 * (left_ns / 1000 + 1));
-    while (!worker_->done()) poll();
-    worker_->join();
+    const uint64_t deadline = rte_rdtsc() + clock_.hz() / 1'000'000 * (left_ns / 1000 + 1);
+    for (const auto& w : workers_) {
+      if (!w->joined()) w->request_stop(2'000'000, deadline);
+    }
+    const auto all_done = [this] {
+      for (const auto& w : workers_) {
+        if (!w->done()) return false;
+      }
+      return true;
+    };
+    while (!all_done()) poll();
+    for (const auto& w : workers_) {
+      if (!w->joined()) w->join();
+    }
     take_completions();
   }
   // Then until the ports are quiet (late re-ACKs), so that no frame of this run is left for another.
@@ -746,25 +827,28 @@ const DpdkStats& DpdkFabric::stats() {
     s.tail_retransmissions += st.tail_retransmissions;
     s.nacks_in_flight += st.nacks_in_flight;
   }
-  // The receive side's counters: its lcore's own until it has stopped (then only what the completions
+  // The receive side's counters: its lcores' own until they have stopped (then only what the completions
   // told this lcore is known).
-  const bool rx_readable = !worker_ || worker_->joined();
+  const bool rx_readable = !workers_running();
   s.rx_duplicates = s.rx_reordered = s.rx_stale = 0;
   s.rx_receiver_invalid = 0;
   s.bytes_completed = completed_bytes_;
   s.messages_completed = completed_messages_;
   s.injected_drops = s.injected_duplicates = s.injected_reorders = 0;
   if (rx_readable) {
-    const ReceiverStats st = rx_path_->receiver_totals();
-    s.rx_duplicates = st.duplicates;
-    s.rx_reordered = st.reordered;
-    s.rx_stale = st.stale;
-    s.rx_receiver_invalid = st.invalid + st.out_of_window;
-    s.bytes_completed = st.bytes_completed;
-    s.messages_completed = st.completed;
-    s.injected_drops = rx_path_->faults().dropped();
-    s.injected_duplicates = rx_path_->faults().duplicated();
-    s.injected_reorders = rx_path_->faults().reordered();
+    s.bytes_completed = s.messages_completed = 0;
+    for (const auto& path : rx_paths_) {
+      const ReceiverStats st = path->receiver_totals();
+      s.rx_duplicates += st.duplicates;
+      s.rx_reordered += st.reordered;
+      s.rx_stale += st.stale;
+      s.rx_receiver_invalid += st.invalid + st.out_of_window;
+      s.bytes_completed += st.bytes_completed;
+      s.messages_completed += st.completed;
+      s.injected_drops += path->faults().dropped();
+      s.injected_duplicates += path->faults().duplicated();
+      s.injected_reorders += path->faults().reordered();
+    }
   }
   s.links.clear();
   s.pacing_ratio = s.pacing_median_ratio = 0;
@@ -797,14 +881,16 @@ const DpdkStats& DpdkFabric::stats() {
     std::sort(ratios.begin(), ratios.end());
     s.pacing_median_ratio = ratios[ratios.size() / 2];
   }
-  // Both polling lcores' stalls, wall ps, merged: what each collective's span overlaps.
+  // Every polling lcore's stalls, wall ps, merged: what each collective's span overlaps.
   std::vector<Span> stalls;
   if (!coll_acc_.empty()) {
-    stalls.reserve(stalls_.size() + (worker_ && rx_readable ? rx_path_->stalls().size() : 0));
+    stalls.reserve(stalls_.size());
     for (const Stall& st : stalls_) stalls.push_back(Span{st.from_ps, st.to_ps});
-    if (worker_ && rx_readable) {
-      for (const TickSpan& t : rx_path_->stalls()) {
-        stalls.push_back(Span{clock_.wall_at(t.from).ps(), clock_.wall_at(t.to).ps()});
+    if (!workers_.empty() && rx_readable) {
+      for (const auto& path : rx_paths_) {
+        for (const TickSpan& t : path->stalls()) {
+          stalls.push_back(Span{clock_.wall_at(t.from).ps(), clock_.wall_at(t.to).ps()});
+        }
       }
     }
     merge_spans(stalls);
@@ -834,12 +920,13 @@ const DpdkStats& DpdkFabric::stats() {
   // The main lcore's counters plus the receive side's.
   out_ = s;
   out_.rx_lcore = rx_lcore();
+  out_.rx_lcores.clear();
   out_.rx_clocks.clear();
   const bool two_ports = &ports_.a() != &ports_.b();
   DpdkStats::PortClock b;
   b.port = ports_.b().name();
   b.role = two_ports ? "data (B)" : "data and ACK/NACK (A = B)";
-  b.clock = rx_path_->clock_name();
+  b.clock = rx_paths_[0]->clock_name();
   b.offload = ports_.b().rx_timestamp_offload();
   b.checksum_offload = ports_.b().rx_checksum_offload();
   const auto checksums_of = [this](const Port& p) -> const char* {
@@ -847,25 +934,35 @@ const DpdkStats& DpdkFabric::stats() {
   };
   b.checksums = checksums_of(ports_.b());
   if (rx_readable) {
-    const RxPathStats& r = rx_path_->stats();
-    out_.frames_rx += r.frames_rx;
-    out_.frame_bytes_rx += r.frame_bytes_rx;
-    out_.frames_tx += r.frames_tx;
-    out_.frame_bytes_tx += r.frame_bytes_tx;
-    out_.acks += r.acks;
-    out_.nacks += r.nacks;
-    out_.not_ours += r.not_ours;
-    for (size_t v = 0; v < kVerdictCount; ++v) out_.not_ours_by_verdict[v] += r.not_ours_by_verdict[v];
-    out_.rx_invalid += r.rx_invalid;
-    out_.nic_arrivals = r.nic_arrivals;
-    if (worker_) {
-      out_.rx_lcore_frames = r.frames_rx;
-      out_.rx_lcore_polls = r.polls;
-      out_.rx_poll_stalls = r.poll_stalls;
-      out_.rx_poll_gap_max_ns = r.poll_gap_max_ns;
+    out_.nic_arrivals = 0;
+    out_.rx_lcore_frames = out_.rx_lcore_polls = out_.rx_poll_stalls = out_.rx_poll_gap_max_ns = 0;
+    for (size_t q = 0; q < rx_paths_.size(); ++q) {
+      const RxPathStats& r = rx_paths_[q]->stats();
+      out_.frames_rx += r.frames_rx;
+      out_.frame_bytes_rx += r.frame_bytes_rx;
+      out_.frames_tx += r.frames_tx;
+      out_.frame_bytes_tx += r.frame_bytes_tx;
+      out_.acks += r.acks;
+      out_.nacks += r.nacks;
+      out_.not_ours += r.not_ours;
+      for (size_t v = 0; v < kVerdictCount; ++v) out_.not_ours_by_verdict[v] += r.not_ours_by_verdict[v];
+      out_.rx_invalid += r.rx_invalid;
+      out_.nic_arrivals += r.nic_arrivals;
+      if (!workers_.empty()) {
+        out_.rx_lcore_frames += r.frames_rx;
+        out_.rx_lcore_polls += r.polls;
+        out_.rx_poll_stalls += r.poll_stalls;
+        out_.rx_poll_gap_max_ns = std::max(out_.rx_poll_gap_max_ns, r.poll_gap_max_ns);
+        out_.rx_lcores.push_back(DpdkStats::RxLcore{workers_[q]->lcore(), rx_paths_[q]->queue(), r.frames_rx, r.polls});
+      }
+      b.frames += r.frames_rx;
+      b.hw_timestamped += r.hw_timestamped;
     }
-    b.frames = r.frames_rx;
-    b.hw_timestamped = r.hw_timestamped;
+  }
+  if (!rx_readable) {  // the lcores still run: their counters are their own
+    for (size_t q = 0; q < workers_.size(); ++q) {
+      out_.rx_lcores.push_back(DpdkStats::RxLcore{workers_[q]->lcore(), rx_paths_[q]->queue(), 0, 0});
+    }
   }
   out_.rx_clocks.push_back(b);
   if (two_ports) {
@@ -960,7 +1057,15 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                      s.tail_retransmissions, s.timeout_retransmissions, s.acks, s.nacks);
   out += fmt::format("  frames received     {} ({} bytes); not ours {}\n", s.frames_rx, s.frame_bytes_rx, s.not_ours);
   if (!s.stall.empty()) out += fmt::format("  stalled             the run stopped: {}\n", s.stall);
-  if (s.rx_lcore >= 0) {
+  if (s.rx_lcores.size() > 1) {
+    std::string each;
+    for (const DpdkStats::RxLcore& l : s.rx_lcores) {
+      each += fmt::format("{}lcore {} on queue {}: {} frames in {} polls", each.empty() ? "" : "; ", l.lcore, l.queue,
+                          l.frames, l.polls);
+    }
+    out += fmt::format("  lcores              main {} (walker, senders, pacing, port A); receive side on {} lcores, "
+                       "a queue of port B each ({})\n", s.main_lcore, s.rx_lcores.size(), each);
+  } else if (s.rx_lcore >= 0) {
     out += fmt::format("  lcores              main {} (walker, senders, pacing, port A); receive side on lcore {} "
                        "({} frames in {} polls)\n", s.main_lcore, s.rx_lcore, s.rx_lcore_frames, s.rx_lcore_polls);
   } else {
@@ -1024,7 +1129,8 @@ std::string format_dpdk_stats(const DpdkStats& s) {
       out += fmt::format("  polling             main lcore {} stalls over 100 us, longest gap {} ns{}\n", s.poll_stalls,
                          s.poll_gap_max_ns,
                          s.rx_lcore < 0 ? std::string()
-                                        : fmt::format("; receive lcore {} stalls, longest gap {} ns", s.rx_poll_stalls,
+                                        : fmt::format("; receive lcore{} {} stalls, longest gap {} ns",
+                                                      s.rx_lcores.size() > 1 ? "s" : "", s.rx_poll_stalls,
                                                       s.rx_poll_gap_max_ns));
     }
   }
@@ -1136,6 +1242,13 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("rx_lcore", fmt::format("{}", s.rx_lcore));
   kv("rx_lcore_frames", fmt::format("{}", s.rx_lcore_frames));
   kv("rx_lcore_polls", fmt::format("{}", s.rx_lcore_polls));
+  std::string lcores = "[";
+  for (size_t i = 0; i < s.rx_lcores.size(); ++i) {
+    const DpdkStats::RxLcore& l = s.rx_lcores[i];
+    lcores += fmt::format("{}{{\"lcore\": {}, \"queue\": {}, \"frames\": {}, \"polls\": {}}}", i == 0 ? "" : ", ",
+                          l.lcore, l.queue, l.frames, l.polls);
+  }
+  kv("rx_lcores", lcores + "]");
   kv("nic_arrivals", fmt::format("{}", s.nic_arrivals));
   std::string clocks = "[";
   for (size_t i = 0; i < s.rx_clocks.size(); ++i) {

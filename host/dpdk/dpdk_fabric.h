@@ -68,6 +68,14 @@ struct DpdkFabricOptions {
   static constexpr int kRxLcoreAuto = -1;
   static constexpr int kRxLcoreOff = -2;
   int rx_lcore = kRxLcoreAuto;
+  // Several receive lcores (README.md, "Several receive lcores"): when not empty, rx_lcore is not used and
+  // the receive side is split into one path per lcore listed, path q on queue q of port B (its data
+  // frames in, its ACKs/NACKs out) and of port A (the feedback in, polled by the main lcore). Both ports
+  // need that many queues (PortConfig::rx_queues and tx_queues; std::invalid_argument otherwise, or for an
+  // lcore that is not an idle worker, listed twice, or ports that are one device). A sender's frames leave
+  // on port A's queue (source rank mod queues): port B's RSS spreads them by flow where the device hashes
+  // (a NIC), and a device that does not (ring pair, memif) hands them to port B's queue of that number.
+  std::vector<unsigned> rx_lcores;
   // The receive side's checks of a data frame's payload: its UDP checksum and, in RoCEv2 mode, its ICRC
   // (the IPv4 header checksum and the fabemu header CRC are always checked). kAuto: checked, unless the
   // NIC has checked the UDP checksum (RX checksum offload) or the ports are an in-process ring pair
@@ -82,8 +90,9 @@ struct DpdkFabricOptions {
 // back from b() to a(). a() and b() may be the same port (a device that loops frames back).
 class DpdkPorts {
  public:
-  // An in-process ring pair (rte_eth_from_rings), named net_ring_<name>_a/_b.
-  static DpdkPorts ring(const std::string& name, const PortConfig& cfg);
+  // An in-process ring pair (rte_eth_from_rings), named net_ring_<name>_a/_b, with `queues` queues each
+  // way (cfg's queue counts should match: DpdkFabricOptions::rx_lcores).
+  static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1);
   // A memif server and client on `socket` (a path in a directory of the caller's); waits up to 2 s for
   // the link (std::runtime_error otherwise).
   static DpdkPorts memif(const std::string& socket, const PortConfig& cfg);
@@ -131,6 +140,15 @@ struct DpdkStats {
   unsigned main_lcore = 0;
   int rx_lcore = -1;
   uint64_t rx_lcore_frames = 0, rx_lcore_polls = 0;
+  // Each receive lcore (several with DpdkFabricOptions::rx_lcores; one otherwise; none when the receive
+  // side runs on the main lcore): its lcore, port B queue, frames received and polls. rx_lcore is the
+  // first one's lcore, rx_lcore_frames and rx_lcore_polls their sums.
+  struct RxLcore {
+    unsigned lcore = 0;
+    uint16_t queue = 0;
+    uint64_t frames = 0, polls = 0;
+  };
+  std::vector<RxLcore> rx_lcores;
   // Which clock timed arrivals on each receiving port: "nic" (its RX timestamps, mapped to the TSC by a
   // fit of rte_eth_read_clock samples) or "tsc"; how many frames carried a hardware timestamp.
   struct PortClock {
@@ -284,9 +302,10 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   ~DpdkFabric() override;
 
   // The most mbufs a fabric over `npus` ranks holds outside the device rings at once: frames built and
-  // not yet taken by the device, one held packet per sender, a round of ACKs/NACKs, and frames held back
-  // by reorder injection. A port's pool is PortConfig::mbufs_for(this, burst): the rings come on top.
-  static uint32_t frames_in_flight(uint32_t npus) noexcept;
+  // not yet taken by the device, one held packet per sender, and per receive path a round of ACKs/NACKs
+  // and frames held back by reorder injection. A port's pool is PortConfig::mbufs_for(this, burst): the
+  // rings come on top.
+  static uint32_t frames_in_flight(uint32_t npus, uint32_t rx_paths = 1) noexcept;
 
   void send(const emu::Message& m, emu::Time ready) override;
   using Fabric::send;
@@ -307,8 +326,10 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // Refreshed on every call (counters of the senders and receivers are summed here; those of a receive
   // lcore once it has stopped).
   const DpdkStats& stats();
-  // The receive side's lcore, -1 when it runs on the main lcore.
-  int rx_lcore() const noexcept { return worker_ ? static_cast<int>(worker_->lcore()) : -1; }
+  // The receive side's (first) lcore, -1 when it runs on the main lcore.
+  int rx_lcore() const noexcept { return workers_.empty() ? -1 : static_cast<int>(workers_[0]->lcore()); }
+  // The receive paths: one per receive lcore, or one on the main lcore.
+  size_t rx_paths() const noexcept { return rx_paths_.size(); }
   // The pool the data frames come from: one of port A's zero pools (Port::Recycle).
   const rte_mempool* data_pool() const noexcept { return data_pool_; }
 
@@ -365,10 +386,19 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   void completed(const RxCompletion& c) override;  // RxSink: a message reassembled
   void feedback(const DecodedFrame& f) override { handle(f); }  // RxSink: port B loops frames back
   void take_completions();
-  int choose_rx_lcore() const;
-  // `paced` (the PacedRuns of `queue`'s frames, in order): frames taken by the device are timed into
-  // link_pace_ and the jitter histogram.
-  void flush(Port& port, std::vector<rte_mbuf*>& queue, PacedQueue* paced = nullptr);
+  // The receive lcores (empty: the receive side runs on the main lcore).
+  std::vector<unsigned> choose_rx_lcores() const;
+  // `paced` (the PacedRuns of `queue`'s frames, in order): frames taken by the device (transmit queue
+  // `txq`) are timed into link_pace_ and the jitter histogram.
+  void flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, PacedQueue* paced = nullptr);
+  // Frames built and not yet taken by the device, all queues.
+  size_t tx_built() const noexcept {
+    size_t n = 0;
+    for (const auto& q : tx_data_) n += q.size();
+    return n;
+  }
+  // Whether any receive lcore is still running (not joined).
+  bool workers_running() const noexcept;
   // A frame from `port`'s pool (nullptr when it is empty), built by build().
   rte_mbuf* frame(Port& port, const FrameSpec& spec);
   // Writes spec's frame into `m` from its flow's template, captures and counts it; returns its length.
@@ -435,23 +465,25 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<LinkPace> link_pace_;
   std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual
   std::vector<CollAcc> coll_acc_;                     // by Message::coll
-  std::vector<rte_mbuf*> tx_data_;                    // frames built, not yet taken by the device
-  // With pacing, tx_data_'s frames as PacedRuns: a first transmission's (its link, schedule and whether
-  // it continues its link's busy period), or a retransmission's (link kUnpacedLink: not paced, not
-  // counted).
-  PacedQueue tx_paced_;
+  // By port A transmit queue: frames built, not yet taken by the device. A sender's frames all go to one
+  // queue (its source rank mod the queues), so each link's frames leave in their order.
+  std::vector<std::vector<rte_mbuf*>> tx_data_;
+  // With pacing, tx_data_'s frames as PacedRuns (by queue as tx_data_): a first transmission's (its link,
+  // schedule and whether it continues its link's busy period), or a retransmission's (link kUnpacedLink:
+  // not paced, not counted).
+  std::vector<PacedQueue> tx_paced_;
   std::vector<PacedRun> paced_;                       // pace_run's runs of one next_runs call: [0, paced_n_)
   uint32_t paced_n_ = 0;
   uint64_t pace_now_ps_ = 0;                          // pace_run's last reading of the wall clock
   std::unique_ptr<PcapWriter> pcap_;
-  // With a receive lcore: its frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s file
-  // in time order by close_pcap().
-  std::unique_ptr<PcapWriter> rx_pcap_;
+  // With receive lcores: each one's frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s
+  // file in time order by close_pcap().
+  std::vector<std::unique_ptr<PcapWriter>> rx_pcaps_;
   void close_pcap();
-  // The receive side (port B): run inline by poll(), or by worker_ on its own lcore (then only the
-  // worker touches it until join()).
-  std::unique_ptr<RxPath> rx_path_;
-  std::unique_ptr<RxWorker> worker_;
+  // The receive side (port B), a path per queue: run inline by poll() (one path), or each by its worker
+  // on its own lcore (then only that worker touches it until join()).
+  std::vector<std::unique_ptr<RxPath>> rx_paths_;
+  std::vector<std::unique_ptr<RxWorker>> workers_;
   uint64_t completed_messages_ = 0, completed_bytes_ = 0;  // completions seen by the main lcore
   uint64_t a_hw_timestamped_ = 0;                     // port A frames with an RX timestamp
   std::vector<uint8_t> scratch_;

@@ -25,8 +25,8 @@ constexpr uint64_t kClockSampleMs = 100;  // the NIC clock is sampled this often
 
 // --- RxPath ----------------------------------------------------------------------------------------------
 
-RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap)
-    : cfg_(config), port_(port), pcap_(pcap), clock_(0), faults_(config.faults) {
+RxPath::RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap, uint16_t queue)
+    : cfg_(config), port_(port), queue_(queue), pcap_(pcap), clock_(0), faults_(config.faults) {
   receivers_.resize(cfg_.npus);
   active_of_.assign(cfg_.npus, 0);
   templates_ = FlowTemplates(cfg_.npus);
@@ -123,7 +123,7 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   // are the main lcore's progress).
   bool kept = false;
   const uint64_t frames_before = stats_.frames_rx;
-  receive_round(port_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
+  receive_round(port_, queue_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
                 [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts) {
     if (f.hdr.kind != PacketKind::kData) {
       kept = true;
@@ -272,7 +272,7 @@ void RxPath::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, 
   tx_.push_back(m);
 }
 
-void RxPath::flush() { send_bursts(port_, tx_, kBurst, [](size_t, uint16_t) {}); }
+void RxPath::flush() { send_bursts(port_, queue_, tx_, kBurst, [](size_t, uint16_t) {}); }
 
 // --- RxWorker --------------------------------------------------------------------------------------------
 

@@ -91,8 +91,8 @@ inline constexpr uint16_t kRxBodyPrefetch = 2;  // frames ahead whose bodies (li
 // every frame of its own waiting forever instead of failing after the stall timeout. Inline: the
 // per-frame work is the callers' own loop.
 template <class Counters, class Ours>
-inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint8_t>& scratch, Counters& c,
-                          uint64_t& hw_timestamped, Ours&& ours) {
+inline bool receive_round(Port& port, uint16_t queue, const DecodeRules& rules, std::vector<uint8_t>& scratch,
+                          Counters& c, uint64_t& hw_timestamped, Ours&& ours) {
   bool any = false;
   const bool icrc = rules.mode == WireMode::kRoceV2 && rules.verify_icrc, udp = rules.verify_udp_checksum;
   rte_mbuf* pkts[kRxBurst];
@@ -101,7 +101,7 @@ inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint
   // samples in perf).
   DecodedFrame f;
   for (int b = 0; b < kRxBursts; ++b) {
-    const uint16_t n = port.rx_burst(pkts, kRxBurst);
+    const uint16_t n = port.rx_burst(pkts, kRxBurst, queue);
     // The frames were written on another core: their heads are fetched kRxPrefetch frames ahead of the
     // decode (as DPDK's l3fwd does), so the misses overlap instead of coming one after another, and the
     // rest of each frame kRxBodyPrefetch frames ahead (the decode's zero test or checksum reads it all).
@@ -143,15 +143,15 @@ inline bool receive_round(Port& port, const DecodeRules& rules, std::vector<uint
   return any;
 }
 
-// Hands `queue` to the port's transmit queue in bursts of up to `burst` frames, until the device is full
-// or the queue empty; `taken(first, n)` after each burst that took n > 0 frames (indices into `queue`).
-// Removes what was taken from `queue` and returns how many.
+// Hands `queue` to the port's transmit queue `txq` in bursts of up to `burst` frames, until the device is
+// full or the queue empty; `taken(first, n)` after each burst that took n > 0 frames (indices into
+// `queue`). Removes what was taken from `queue` and returns how many.
 template <class Taken>
-inline size_t send_bursts(Port& port, std::vector<rte_mbuf*>& queue, uint16_t burst, Taken&& taken) {
+inline size_t send_bursts(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, uint16_t burst, Taken&& taken) {
   size_t sent = 0;
   while (sent < queue.size()) {
     const auto n = static_cast<uint16_t>(std::min<size_t>(burst, queue.size() - sent));
-    const uint16_t took = port.tx_burst(queue.data() + sent, n);
+    const uint16_t took = port.tx_burst(queue.data() + sent, n, txq);
     if (took > 0) taken(sent, took);
     sent += took;
     if (took < n) break;  // the device is full: the rest waits for the next poll
@@ -175,8 +175,9 @@ class RxSink {
 class RxPath {
  public:
   // Also reads the port's clock when its RX timestamps are on (ClockFit, "nic"); std::invalid_argument
-  // for a bad fault configuration.
-  RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap);
+  // for a bad fault configuration. `queue`: the port's receive queue it polls and the transmit queue its
+  // ACKs/NACKs leave on (one path per queue: README.md, "Several receive lcores").
+  RxPath(const RxPathConfig& config, Port& port, PcapWriter* pcap, uint16_t queue = 0);
   ~RxPath();
   RxPath(const RxPath&) = delete;
   RxPath& operator=(const RxPath&) = delete;
@@ -199,6 +200,7 @@ class RxPath {
   const TscClock& clock() const noexcept { return clock_; }
 
   Port& port() noexcept { return port_; }
+  uint16_t queue() const noexcept { return queue_; }
   const RxPathStats& stats() const noexcept { return stats_; }
   // Its polls' stalls (RxPathStats::poll_stalls), in time order; the first kMaxStalls of them.
   static constexpr size_t kMaxStalls = size_t{1} << 16;
@@ -225,6 +227,7 @@ class RxPath {
 
   RxPathConfig cfg_;
   Port& port_;
+  uint16_t queue_;
   PcapWriter* pcap_;
   TscClock clock_;
   FaultFilter faults_;

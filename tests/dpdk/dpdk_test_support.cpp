@@ -21,7 +21,10 @@ class EalEnvironment : public ::testing::Environment {
     std::vector<std::string> args = host::dpdk::Eal::no_huge_args();
     if (!lcores().empty()) {
       for (size_t i = 0; i + 1 < args.size(); ++i) {
-        if (args[i] == "-l") args[i + 1] = lcores();
+        if (args[i] != "-l") continue;
+        // A map of lcores to CPUs (more lcores than this machine has cores): EAL's --lcores.
+        if (lcores().find('@') != std::string::npos) args[i] = "--lcores";
+        args[i + 1] = lcores();
       }
     }
     if (const char* env = std::getenv("FABEMU_DPDK_TEST_EAL_ARGS"); env != nullptr) {

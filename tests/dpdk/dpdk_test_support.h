@@ -12,7 +12,8 @@
 namespace fabemu::test {
 // Why EAL did not start ("" when it did).
 const std::string& eal_error();
-// The EAL's lcore list (-l) instead of "0", for a test binary that needs more lcores; call it before
+// The EAL's lcore list (-l) instead of "0", for a test binary that needs more lcores (a list with "@" maps
+// lcores to CPUs: --lcores, e.g. "0@0,1@1,2@1" for three lcores on two cores); call it before
 // main() (a static initializer). FABEMU_DPDK_TEST_EAL_ARGS still replaces every argument.
 bool request_eal_lcores(const std::string& list);
 }  // namespace fabemu::test

@@ -138,10 +138,11 @@ class Port {
   rte_mempool* zero_pool(uint32_t mbufs = UINT32_MAX, Recycle recycle = Recycle::kSameLcore);
   const PortConfig& config() const noexcept { return cfg_; }
   rte_ether_addr mac() const;
-  // The device spreads received frames over its receive queues by a hash of their IPv4 addresses and UDP
-  // ports (RSS, enabled when PortConfig::rx_queues > 1 and the device offers it). Without it (the
-  // in-process ring pair, memif, net_null) a frame arrives on the queue of the same number as the one it
-  // was sent on.
+  // RSS is on: the device spreads received frames over its receive queues by a hash of their IPv4
+  // addresses and UDP ports (enabled when PortConfig::rx_queues > 1 and the device offers it). Devices
+  // without it hand a frame to the receive queue of the number it was sent on (the in-process ring pair,
+  // memif), or spread it their own way (net_af_packet with qpairs: the kernel's flow hash,
+  // PACKET_FANOUT_HASH).
   bool rss() const noexcept { return rss_; }
 
   // Thin wrappers: no allocation, no checks. tx_burst returns how many were taken (the caller still owns

@@ -186,6 +186,35 @@ assert da["bytes_completed"] == db["bytes_completed"] == da["message_bytes"]
 assert a["total_time_ps"] == 43051456
 assert a == b, [k for k in a if a[k] != b.get(k)]
 EOF2
+  # two receive lcores (--dpdk-rx-lcore 1,2; three lcores on two cores: EAL --lcores), a queue of each port
+  # per lcore on the ring pair and on memif: the same report, each lcore with its share of the data frames
+  for port in ring memif; do
+    expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
+      --dpdk-port $port --dpdk-rx-lcore 1,2 -r "$tmp/lc2_$port.json" -- --no-huge -m 512 --no-pci --no-shconf \
+      --file-prefix "fabemu-cli-lc2$port$$" --no-telemetry --lcores 0@0,1@1,2@1
+    expect_text "$tmp/out" "receive side on 2 lcores, a queue of port B each (lcore 1 on queue 0:"
+  done
+  python3 - "$tmp/lc_off.json" "$tmp/lc2_ring.json" "$tmp/lc2_memif.json" <<'EOF2' || fail "--dpdk-rx-lcore 1,2"
+import json, sys
+off, ring, memif = (json.load(open(f)) for f in sys.argv[1:4])
+off.pop("dpdk")
+for r in (ring, memif):
+  d = r.pop("dpdk")
+  lc = d["rx_lcores"]
+  assert [(l["lcore"], l["queue"]) for l in lc] == [(1, 0), (2, 1)], lc
+  # ranks 0 and 2 send on queue 0, 1 and 3 on queue 1: the ring all-reduce's equal shares
+  assert lc[0]["frames"] > 0 and lc[1]["frames"] > 0, lc
+  assert lc[0]["frames"] + lc[1]["frames"] == d["rx_lcore_frames"] == d["data_frames"] + d["retransmissions"], lc
+  assert d["rx_lcore"] == 1 and d["messages_completed"] == 96 and d["bytes_completed"] == d["message_bytes"]
+  assert r == off, [k for k in r if r[k] != off.get(k)]
+EOF2
+  for bad in 1, 1,,2 a,b; do
+    expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore "$bad" -q
+    expect_text "$tmp/err" "expected auto, off, an lcore id or a comma list of lcore ids, got $bad"
+  done
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1,1 -q -- \
+    --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-11$$" --no-telemetry --lcores 0@0,1@1,2@1
+  expect_text "$tmp/err" "receive lcore 1 is listed twice"
   # the payload checks: skipped on the in-process ring pair (auto), made with --dpdk-verify-checksums on, made on
   # an EAL vdev (not in-process: --dpdk-devargs above); the same report otherwise
   for vc in auto on; do

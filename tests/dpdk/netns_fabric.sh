@@ -113,4 +113,36 @@ assert nf == d["acks"] + d["nacks"], (nf, d["acks"], d["nacks"])
 print("capture: %d data frames (opcodes %s) and %d ACK/NACK frames, all RoCEv2 with valid IPv4/UDP checksums, BTH and ICRC"
       % (nd, od, nf))
 EOF2
+
+# Two receive lcores on two queue pairs of each af_packet port (README.md, "Several receive lcores"): the
+# kernel spreads the frames of port B's veth end over its two sockets by a hash of each flow
+# (PACKET_FANOUT_HASH), as a NIC's RSS would. An 8-rank all-to-all (56 flows, fabemu mode) must give the
+# model's total time with every byte reassembled, and each receive lcore must have received frames. Three
+# lcores on this machine's two cores: EAL --lcores.
+"$fabemu" trace generate collective --type all_to_all --ranks 8 --size 1MiB --out-dir "$tmp/a2a" >/dev/null \
+  || fail "trace generate all_to_all"
+w8="$tmp/a2a/all_to_all/8npus_1MB/all_to_all"
+printf 'topology: [ Switch ]\nnpus_count: [ 8 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' >"$tmp/sw8.yml"
+"$fabemu" run -w "$w8" -n "$tmp/sw8.yml" -s "$tmp/sys.json" -m packet -q -r "$tmp/model8.json" || fail "software run (8 ranks)"
+ip netns exec "$ns" "$fabemu" run -w "$w8" -n "$tmp/sw8.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
+  --dpdk-devargs "net_af_packet2,iface=$a,qpairs=2" --dpdk-devargs "net_af_packet3,iface=$b,qpairs=2" \
+  --dpdk-rx-lcore 1,2 -r "$tmp/dpdk8.json" \
+  -- --lcores 0@0,1@1,2@1 --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-nsq-$$" --no-telemetry \
+  >"$tmp/run8.log" 2>&1
+rc=$?
+grep -E '^  (lcores|messages|frames)' "$tmp/run8.log"
+[ $rc -eq 0 ] || { cat "$tmp/run8.log"; fail "fabemu run with two receive lcores exited with $rc"; }
+python3 - "$tmp/dpdk8.json" "$tmp/model8.json" <<'EOF2' || fail "the run with two receive lcores is wrong"
+import json, sys
+r, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r["total_time_ps"] == m["total_time_ps"], (r["total_time_ps"], m["total_time_ps"])
+d = r["dpdk"]
+assert d["messages_completed"] == d["messages"] > 0, (d["messages_completed"], d["messages"])
+assert d["bytes_completed"] == d["message_bytes"], (d["bytes_completed"], d["message_bytes"])
+lc = d["rx_lcores"]
+assert [(l["lcore"], l["queue"]) for l in lc] == [(1, 0), (2, 1)], lc
+assert all(l["frames"] > 0 for l in lc), lc
+assert sum(l["frames"] for l in lc) == d["data_frames"] + d["retransmissions"], (lc, d["data_frames"], d["retransmissions"])
+print("two receive lcores: %s of %d data frames" % ([l["frames"] for l in lc], d["data_frames"] + d["retransmissions"]))
+EOF2
 echo "PASS"

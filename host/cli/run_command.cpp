@@ -407,11 +407,18 @@ int run(const RunArgs& a) {
     namespace hd = host::dpdk;
     hd::Eal::start(a.eal_args.empty() ? hd::Eal::no_huge_args() : a.eal_args);
     eal_session.started = true;
-    // --dpdk-rx-lcore: auto, off, an lcore id, or a list of them (several receive lcores, a queue each).
+    // --dpdk-rx-lcore: auto, off, all, an lcore id, or a list of them (several receive lcores, a queue each).
     std::vector<unsigned> rx_lcores;
     if (a.dpdk_rx_lcore.find(',') != std::string::npos) {
       std::stringstream list(a.dpdk_rx_lcore);
       for (std::string id; std::getline(list, id, ',');) rx_lcores.push_back(static_cast<unsigned>(std::stoul(id)));
+    } else if (a.dpdk_rx_lcore == "all" && a.dpdk_devargs.size() != 1) {
+      // Every worker lcore EAL has; one of them is `auto`'s choice, none leaves the receive side on the main
+      // lcore (as auto; so does one device looping frames back).
+      for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
+        rx_lcores.push_back(id);
+      }
+      if (rx_lcores.size() < 2) rx_lcores.clear();
     }
     const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
     hd::PortConfig cfg;
@@ -446,7 +453,7 @@ int run(const RunArgs& a) {
       o.rx_lcores = rx_lcores;
     } else if (a.dpdk_rx_lcore == "off") {
       o.rx_lcore = hd::DpdkFabricOptions::kRxLcoreOff;
-    } else if (a.dpdk_rx_lcore != "auto") {
+    } else if (a.dpdk_rx_lcore != "auto" && a.dpdk_rx_lcore != "all") {
       o.rx_lcore = std::stoi(a.dpdk_rx_lcore);  // checked by the option's validator
     }
     if (a.dpdk_verify_checksums == "on") o.checksums = hd::DpdkFabricOptions::Checksums::kOn;
@@ -630,9 +637,10 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");
   run_cmd->add_option("--dpdk-rx-lcore", args->dpdk_rx_lcore,
                       "DPDK: the lcore of the receive side (port B, reassembly, ACK/NACK): auto (default: the first "
-                      "worker lcore of EAL's -l, when there are two ports), off (the main lcore), an id, or a list "
-                      "of ids (e.g. 1,2: a receive lcore on each, a queue of each port per lcore)")
-      ->check(CLI::IsMember({"auto", "off"}) | CLI::NonNegativeNumber |
+                      "worker lcore of EAL's -l, when there are two ports), off (the main lcore), an id, a list "
+                      "of ids (e.g. 1,2: a receive lcore on each, a queue of each port per lcore), or all (every "
+                      "worker lcore of EAL's)")
+      ->check(CLI::IsMember({"auto", "off", "all"}) | CLI::NonNegativeNumber |
               CLI::Validator(
                   [](std::string& v) -> std::string {
                     // A comma list of two or more lcore ids.
@@ -640,12 +648,12 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                     std::stringstream list(v);
                     for (std::string id; std::getline(list, id, ',');) {
                       if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos) {
-                        return "expected auto, off, an lcore id or a comma list of lcore ids, got " + v;
+                        return "expected auto, off, all, an lcore id or a comma list of lcore ids, got " + v;
                       }
                       ++ids;
                     }
                     return ids >= 2 && v.back() != ',' ? std::string()
-                                                       : "expected auto, off, an lcore id or a comma list of lcore ids, got " + v;
+                                                       : "expected auto, off, all, an lcore id or a comma list of lcore ids, got " + v;
                   },
                   "LIST"));
   run_cmd->add_option("--dpdk-verify-checksums", args->dpdk_verify_checksums,

@@ -211,7 +211,9 @@ void Port::setup() {
   if (cfg_.rx_queues > info.max_rx_queues || cfg_.tx_queues > info.max_tx_queues)
     throw std::runtime_error(what + ": asked for " + std::to_string(cfg_.rx_queues) + " RX / " +
                              std::to_string(cfg_.tx_queues) + " TX queues, the device has at most " +
-                             std::to_string(info.max_rx_queues) + " / " + std::to_string(info.max_tx_queues));
+                             std::to_string(info.max_rx_queues) + " / " + std::to_string(info.max_tx_queues) +
+                             " (a receive lcore each takes a queue of each port: give the device more, e.g. "
+                             "net_af_packet's qpairs=N, or list fewer lcores in --dpdk-rx-lcore)");
 
   // One pool per port, named uniquely (mempool names are global and at most 25 characters).
   static std::atomic<unsigned> pool_counter{0};

@@ -208,9 +208,15 @@ for r in (ring, memif):
   assert d["rx_lcore"] == 1 and d["messages_completed"] == 96 and d["bytes_completed"] == d["message_bytes"]
   assert r == off, [k for k in r if r[k] != off.get(k)]
 EOF2
+  # all: every worker lcore of EAL's (here lcores 1 and 2), as the list 1,2
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
+    --dpdk-rx-lcore all -r "$tmp/lc_all.json" -- --no-huge -m 512 --no-pci --no-shconf \
+    --file-prefix "fabemu-cli-lcall$$" --no-telemetry --lcores 0@0,1@1,2@1
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert [(l["lcore"], l["queue"]) for l in d["rx_lcores"]] == [(1, 0), (2, 1)] and d["messages_completed"] == 96, d["rx_lcores"]' \
+    "$tmp/lc_all.json" || fail "--dpdk-rx-lcore all"
   for bad in 1, 1,,2 a,b; do
     expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore "$bad" -q
-    expect_text "$tmp/err" "expected auto, off, an lcore id or a comma list of lcore ids, got $bad"
+    expect_text "$tmp/err" "expected auto, off, all, an lcore id or a comma list of lcore ids, got $bad"
   done
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1,1 -q -- \
     --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-11$$" --no-telemetry --lcores 0@0,1@1,2@1

@@ -146,6 +146,18 @@ std::string describe_latency(emu::Duration d) {
   return ps % 1000 == 0 ? fmt::format("{} ns", ps / 1000) : fmt::format("{} ps", ps);
 }
 
+// --dpdk-rx-lcore's list form: two or more lcore ids separated by commas; nullopt for anything else.
+std::optional<std::vector<unsigned>> lcore_list(const std::string& v) {
+  std::vector<unsigned> ids;
+  std::stringstream list(v);
+  for (std::string id; std::getline(list, id, ',');) {
+    if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    ids.push_back(static_cast<unsigned>(std::stoul(id)));
+  }
+  if (ids.size() < 2 || v.back() == ',') return std::nullopt;
+  return ids;
+}
+
 // A run that stopped early (a signal, a stalled wire) did not deadlock: `headline`, then what was still
 // running, become warnings (each prefixed with `prefix`), and nothing is left stuck.
 void stopped_early(emu::RunResult& result, std::string headline, std::string_view prefix) {
@@ -408,16 +420,11 @@ int run(const RunArgs& a) {
     hd::Eal::start(a.eal_args.empty() ? hd::Eal::no_huge_args() : a.eal_args);
     eal_session.started = true;
     // --dpdk-rx-lcore: auto, off, all, an lcore id, or a list of them (several receive lcores, a queue each).
-    std::vector<unsigned> rx_lcores;
-    if (a.dpdk_rx_lcore.find(',') != std::string::npos) {
-      std::stringstream list(a.dpdk_rx_lcore);
-      for (std::string id; std::getline(list, id, ',');) rx_lcores.push_back(static_cast<unsigned>(std::stoul(id)));
-    } else if (a.dpdk_rx_lcore == "all" && a.dpdk_devargs.size() != 1) {
+    std::vector<unsigned> rx_lcores = lcore_list(a.dpdk_rx_lcore).value_or(std::vector<unsigned>{});
+    if (a.dpdk_rx_lcore == "all" && a.dpdk_devargs.size() != 1) {
       // Every worker lcore EAL has; one of them is `auto`'s choice, none leaves the receive side on the main
       // lcore (as auto; so does one device looping frames back).
-      for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
-        rx_lcores.push_back(id);
-      }
+      rx_lcores = hd::Eal::idle_worker_lcores();
       if (rx_lcores.size() < 2) rx_lcores.clear();
     }
     const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
@@ -643,17 +650,8 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
       ->check(CLI::IsMember({"auto", "off", "all"}) | CLI::NonNegativeNumber |
               CLI::Validator(
                   [](std::string& v) -> std::string {
-                    // A comma list of two or more lcore ids.
-                    size_t ids = 0;
-                    std::stringstream list(v);
-                    for (std::string id; std::getline(list, id, ',');) {
-                      if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos) {
-                        return "expected auto, off, all, an lcore id or a comma list of lcore ids, got " + v;
-                      }
-                      ++ids;
-                    }
-                    return ids >= 2 && v.back() != ',' ? std::string()
-                                                       : "expected auto, off, all, an lcore id or a comma list of lcore ids, got " + v;
+                    return lcore_list(v) ? std::string()
+                                         : "expected auto, off, all, an lcore id or a comma list of lcore ids, got " + v;
                   },
                   "LIST"));
   run_cmd->add_option("--dpdk-verify-checksums", args->dpdk_verify_checksums,

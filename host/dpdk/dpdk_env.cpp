@@ -139,6 +139,14 @@ void Eal::shutdown() noexcept {
   g_eal_shut_down = true;
 }
 
+std::vector<unsigned> Eal::idle_worker_lcores() {
+  std::vector<unsigned> ids;
+  for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
+    if (rte_eal_get_lcore_state(id) == WAIT) ids.push_back(id);
+  }
+  return ids;
+}
+
 std::vector<std::string> Eal::no_huge_args(unsigned lcore, unsigned memory_mb) {
   static std::atomic<unsigned> counter{0};
   const std::string prefix =

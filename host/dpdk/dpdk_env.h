@@ -41,6 +41,8 @@ class Eal {
   // Arguments for tests and CI: no hugepages, no PCI, no shared config, no telemetry, lcore `lcore`,
   // 512 MB of memory and a --file-prefix unique to this process and call (pid + counter).
   static std::vector<std::string> no_huge_args(unsigned lcore = 0, unsigned memory_mb = 512);
+  // The worker lcores (not the main one) waiting for work, in id order: what the receive side may take.
+  static std::vector<unsigned> idle_worker_lcores();
 
   // Set by SIGINT/SIGTERM (and request_stop()); polled by run loops. clear_stop() resets it.
   static bool stop_requested() noexcept { return stop_flag_.load(std::memory_order_relaxed); }

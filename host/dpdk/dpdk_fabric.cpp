@@ -237,10 +237,9 @@ std::vector<unsigned> DpdkFabric::choose_rx_lcores() const {
   if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreOff) return {};
   if (opt_.rx_lcore == DpdkFabricOptions::kRxLcoreAuto) {
     if (!two_ports) return {};
-    for (unsigned id = rte_get_next_lcore(~0u, 1, 0); id < RTE_MAX_LCORE; id = rte_get_next_lcore(id, 1, 0)) {
-      if (rte_eal_get_lcore_state(id) == WAIT) return {id};
-    }
-    return {};
+    const std::vector<unsigned> idle = Eal::idle_worker_lcores();
+    if (idle.empty()) return {};
+    return {idle.front()};
   }
   if (opt_.rx_lcore < 0) {
     throw std::invalid_argument(fmt::format("RX lcore {}: expected an lcore id, auto or off", opt_.rx_lcore));

@@ -120,6 +120,7 @@ struct RunArgs {
   std::string metrics;
   // --fabric socket
   uint16_t socket_base_port = 0;
+  uint32_t socket_stall_timeout_ms = 10'000;
 };
 
 #ifdef FABEMU_HAVE_DPDK
@@ -274,6 +275,7 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
   spec.set_timeline(timeline != nullptr);
   spec.set_timeline_messages(a.timeline_messages);
   spec.set_dilation(a.as_fast_as_possible ? 0.0 : a.dilation);
+  spec.set_stall_timeout_ms(a.socket_stall_timeout_ms);
 
   const lab::LabRunOutcome outcome = lab::run_lab(request, options);
   if (!outcome.fatal.empty()) {
@@ -310,6 +312,12 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
   if (outcome.interrupted) {
     fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
     return kExitFindings;
+  }
+  if (!merged.stalled.empty()) {
+    fmt::print(stderr, "fabemu: error: lab run: the wire stalled on {} agent(s); the report holds the run up to that "
+                       "point\n", merged.stalled.size());
+    for (const auto& s : merged.stalled) fmt::print(stderr, "  {}\n", s);
+    return kExitError;
   }
   if (!result.stuck.empty()) {
     fmt::print(stderr, "fabemu: the workload deadlocked; {} thing(s) wait forever:\n", result.stuck.size());
@@ -501,6 +509,7 @@ int run(const RunArgs& a) {
     o.faults.reorder_rate = a.reorder_rate;
     o.faults.duplicate_rate = a.duplicate_rate;
     o.faults.seed = a.fault_seed;
+    o.stall_timeout = emu::Duration::from_ms(a.socket_stall_timeout_ms);
     stop_signals.emplace();
     o.stop_requested = [] { return StopSignals::requested(); };
     auto f = std::make_unique<lab::SocketFabric>(topology, std::move(eps), std::vector<bool>(npus, true), o);
@@ -549,6 +558,10 @@ int run(const RunArgs& a) {
       stopped_early(result,
                     fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", socket->engine().now().ps()),
                     "interrupted");
+    } else if (socket->stalled()) {  // a dead peer: the report shows how far the run got
+      stopped_early(result,
+                    fmt::format("run stopped at {} ps of emulated time: the wire stalled", socket->engine().now().ps()),
+                    "stopped");
     }
     if (!socket->drain()) result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
     const lab::SocketStats& st = socket->stats();
@@ -587,6 +600,11 @@ int run(const RunArgs& a) {
   if (socket_interrupted) {
     fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
     return kExitFindings;
+  }
+  if (socket != nullptr && socket->stalled()) {
+    fmt::print(stderr, "fabemu: error: socket fabric: {}; the report holds the run up to that point\n",
+               socket->stats().stall);
+    return kExitError;
   }
 #ifdef FABEMU_HAVE_DPDK
   if (!a.quiet && !dpdk_section.empty()) std::cout << "\n" << dpdk_section << "  ports               "
@@ -697,6 +715,11 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_option("--pcap", args->pcap, "DPDK: capture every frame sent to this pcap file");
   run_cmd->add_option("--socket-base-port", args->socket_base_port,
                       "socket: rank r receives on 127.0.0.1 UDP port P + r (default 0: a free port per rank)");
+  run_cmd->add_option("--socket-stall-timeout", args->socket_stall_timeout_ms,
+                      "socket (and --agents over socket/dpdk): stop the run (report written, exit status 2) when a "
+                      "message the model has delivered waits this many ms of wall time with nothing arriving for it "
+                      "(default 10000)")
+      ->check(CLI::Range(1u, 86'400'000u));
 
   run_cmd->add_option("--model,-m", args->model, "analytical (congestion-unaware, default) or packet (FIFO links)")
       ->check(CLI::IsMember({"analytical", "packet"}));

@@ -525,6 +525,7 @@ class Coordinator {
       const auto& d = e.run_done();
       p.report.done = true;
       p.report.interrupted = d.interrupted();
+      p.report.stall = d.stall();
       p.report.started_ns = d.started_ns();
       p.report.wall_ns = d.wall_ns();
       p.report.report_json = d.report_json();
@@ -533,7 +534,8 @@ class Coordinator {
         if (!p.rank_reports.contains(r)) return fail_agent(p, fmt::format("no result for its rank {}", r));
       }
       spdlog::info("lab: {}: results in ({} ranks{})", who(p), p.rank_reports.size(),
-                   d.interrupted() ? ", interrupted" : "");
+                   d.interrupted() ? ", interrupted" : !d.stall().empty() ? ", stalled" : "");
+      if (!d.stall().empty()) spdlog::warn("lab: {}: the wire stalled: {}", who(p), d.stall());
       if (aborting_ || options_.reprobes == 0) {
         p.phase = Phase::kFinished;
         return finish_if_all_done();
@@ -612,9 +614,14 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
   const AgentReport* base = nullptr;
   emu::RunResult base_run;
   bool any_interrupted = false;
+  std::vector<std::string> stall_warnings;  // after the model's warnings (the base agent's replace r.warnings)
   for (const AgentReport& a : o.agents) {
     if (!a.done || a.lost) continue;
-    any_interrupted = any_interrupted || a.interrupted;
+    any_interrupted = any_interrupted || a.interrupted || !a.stall.empty();
+    if (!a.stall.empty()) {
+      m.stalled.push_back(fmt::format("agent {} ({}): {}", a.name, a.control, a.stall));
+      stall_warnings.push_back(fmt::format("lab: agent {}'s wire stalled: {}", a.name, a.stall));
+    }
     emu::RunResult run = emu::report_from_json(a.report_json, fmt::format("agent {}'s report", a.name));
     if (base == nullptr) {
       base = &a;
@@ -634,7 +641,7 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
     for (const auto& w : run.warnings) {
       if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
     }
-    if (!a.interrupted && !base->interrupted) {
+    if (!a.interrupted && !base->interrupted && a.stall.empty() && base->stall.empty()) {
       if (!same_collectives(base_run, run)) {
         r.warnings.push_back(fmt::format("lab: agent {}'s collectives differ from agent {}'s (the replicated model "
                                          "should be identical)", a.name, base->name));
@@ -652,6 +659,7 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
     }
   }
   std::sort(r.ranks.begin(), r.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  r.warnings.insert(r.warnings.end(), stall_warnings.begin(), stall_warnings.end());
   if (any_interrupted) r.warnings.push_back("lab: the run was stopped before the end: the report is partial");
 
   std::string agents_json;
@@ -663,17 +671,18 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
       r.warnings.push_back(fmt::format("lab: agent {} ({}) lost: {}; ranks {} have no result", a.name, a.control,
                                        a.lost_reason.empty() ? "no results" : a.lost_reason, format_ranks(a.ranks)));
     }
-    const char* status = !has_result ? "lost" : a.interrupted ? "interrupted" : "done";
+    const char* status = !has_result ? "lost" : a.interrupted ? "interrupted" : !a.stall.empty() ? "stalled" : "done";
     // The walk's actual start on the agent, in the coordinator's clock, minus the agreed start.
     const int64_t skew = has_result ? a.started_ns - a.clock.offset_ns - o.start_at_ns : 0;
     const std::string drift = a.after ? fmt::format("{}", a.after->offset_ns - a.clock.offset_ns) : "null";
     agents_json += fmt::format(
         "{}\n      {{\"name\": {}, \"host\": {}, \"control\": {}, \"ranks\": {}, \"status\": \"{}\", \"lost_reason\": {}, "
         "\"clock_offset_ns\": {}, \"clock_rtt_ns\": {}, \"clock_residual_bound_ns\": {}, \"clock_drift_ns\": {}, "
-        "\"start_skew_ns\": {}, \"wall_ns\": {}, \"mac\": {}{}}}",
+        "\"start_skew_ns\": {}, \"wall_ns\": {}, \"mac\": {}, \"stall\": {}{}}}",
         agents_json.empty() ? "" : ",", json_string(a.name), json_string(a.agent_id), json_string(a.control),
         json_string(format_ranks(a.ranks)), status, json_string(a.lost_reason), a.clock.offset_ns, a.clock.delay_ns,
         a.clock.delay_ns / 2, drift, skew, a.wall_ns, json_string(a.mac),
+        a.stall.empty() ? std::string("null") : json_string(a.stall),
         a.socket_json.empty() ? std::string() : ", \"socket\": " + a.socket_json);
     m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}{}\n",
                           a.name, a.control, format_ranks(a.ranks), status, a.clock.offset_ns, a.clock.delay_ns,

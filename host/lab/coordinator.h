@@ -55,6 +55,7 @@ struct AgentReport {
   int64_t wall_ns = 0;
   bool done = false;                   // RunDone received
   bool interrupted = false;
+  std::string stall;                   // RunDone.stall: its wire stalled and its walk stopped there
   bool lost = false;
   std::string lost_reason;
   std::string report_json;             // RunDone.report_json
@@ -86,6 +87,7 @@ LabRunOutcome run_lab(const LabRunRequest& request, const CoordinatorOptions& op
 struct MergedLabRun {
   emu::RunResult result;              // the single-host report's content (+ the "lab" section)
   std::vector<uint32_t> lost_ranks;   // ranks without a result
+  std::vector<std::string> stalled;   // "agent NAME (CONTROL): reason" of each agent whose wire stalled
   std::string text;                   // the lab part of the text summary
 };
 

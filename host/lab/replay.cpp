@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -299,6 +300,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
     SocketFabricOptions o;
     o.model_mtu = model_mtu;
     o.dilation = spec.dilation();
+    if (spec.stall_timeout_ms() != 0) o.stall_timeout = emu::Duration::from_ms(spec.stall_timeout_ms());
     o.start_realtime_ns = in.start_realtime_ns;
     const std::atomic<bool>* stop = in.stop;
     o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
@@ -333,13 +335,29 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   const int64_t ended = realtime_ns();
   if (in.live != nullptr) in.live->running.store(false);
 
+  // What did not finish, as warnings: this agent speaks for its own ranks (every agent replays every rank,
+  // so the others' ranks are theirs to report) and for the collectives.
+  const auto unfinished_as_warnings = [&](const char* prefix) {
+    for (auto& s : result.stuck) {
+      unsigned rank = 0;
+      if (std::sscanf(s.c_str(), "rank %u (", &rank) == 1 && (rank >= world || !local[rank])) continue;
+      result.warnings.push_back(prefix + s);
+    }
+    result.stuck.clear();
+  };
   const bool interrupted = paced ? paced->interrupted() : socket->interrupted();
   if (interrupted) {
     const emu::Time at = paced ? paced->interrupted_at() : socket->engine().now();
     result.warnings.push_back(
         fmt::format("run interrupted (stopped by the coordinator) at {} ps of emulated time", at.ps()));
-    for (auto& s : result.stuck) result.warnings.push_back("interrupted: " + s);
-    result.stuck.clear();
+    unfinished_as_warnings("interrupted: ");
+  }
+  // A dead peer (nothing arrived for the stall timeout): the walk stopped there; what finished is reported.
+  const std::string stall = socket && socket->stalled() ? socket->stats().stall : std::string();
+  if (!stall.empty()) {
+    result.warnings.push_back(fmt::format("run stopped at {} ps of emulated time: the wire stalled: {}",
+                                          socket->engine().now().ps(), stall));
+    unfinished_as_warnings("stopped: ");
   }
   std::string socket_json;
   if (socket) {
@@ -375,6 +393,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   out.done.set_run_id(assign.run_id());
   out.done.set_report_json(emu::report_to_json(result));
   out.done.set_interrupted(interrupted);
+  out.done.set_stall(stall);
   out.done.set_socket_json(socket_json);
   out.done.set_started_ns(started);
   out.done.set_wall_ns(ended - started);

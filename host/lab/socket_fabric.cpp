@@ -2,6 +2,7 @@
 #include "host/lab/socket_fabric.h"
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -66,6 +67,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   bool drain(emu::Duration limit);
   void serve(const std::function<bool()>& until);
   bool interrupted() const noexcept { return interrupted_; }
+  bool stalled() const noexcept { return !stall_.empty(); }
   const emu::PacketFabric& model() const noexcept { return model_; }
   const SocketStats& stats();
   const std::vector<udp::endpoint>& endpoints() const noexcept { return udp_ != nullptr ? udp_->endpoints() : no_endpoints_; }
@@ -174,6 +176,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   std::vector<uint32_t> missing_;
   hd::RtoEstimator rto_;
   bool rx_any_ = false, data_seen_ = false, interrupted_ = false, started_ = false;
+  std::string stall_;  // why the run stopped on a stall (empty: it did not)
   bool local_feedback_ = false;  // feedback queued for a local sender this round
   int64_t last_poll_ns_ = 0, last_publish_ns_ = 0;
   struct Published {
@@ -365,13 +368,20 @@ void SocketFabric::Impl::on_delivered(uint64_t id, emu::Time at) {
     if (got || wire_done()) {
       last_progress = now;
     } else if (now - last_progress > static_cast<int64_t>(opt_.stall_timeout.ps() / 1000)) {
+      // The run stops here, as on a stop request: the walker reports what had finished and what had not,
+      // the "socket" section what went on the wire, and the caller fails with this reason (stalled()).
       const uint32_t peer = r.dst_local ? r.src : r.dst;
-      throw std::runtime_error(fmt::format(
-          "socket fabric: message {} ({} bytes, rank {} -> {}) was delivered by the model at {} ps, but {} for {} ms "
-          "nothing arrived (rank {} at {})",
-          id, r.bytes, r.src, r.dst, at.ps(),
-          r.dst_local ? "it is not reassembled: waiting for its datagrams" : "it is not acknowledged: waiting for ACKs",
-          opt_.stall_timeout.ps() / 1'000'000'000, peer, transport_->address_of(peer)));
+      stall_ = fmt::format(
+          "message {} ({} bytes, rank {} -> {}) was delivered by the model at {} ps, but for {} ms nothing arrived "
+          "for it: it waits for {} from rank {} at {}{}",
+          id, r.bytes, r.src, r.dst, at.ps(), opt_.stall_timeout.ps() / 1'000'000'000,
+          r.dst_local ? "its datagrams" : "its ACKs", peer, transport_->address_of(peer),
+          opt_.faults.drop_rate == 0
+              ? std::string()
+              : fmt::format(" (--drop-rate {:g}: the fault injection drops {} the data datagrams that arrive)",
+                            opt_.faults.drop_rate, opt_.faults.drop_rate >= 1 ? "all of" : "that fraction of"));
+      engine_.stop();
+      return;
     }
   }
   if (r.src != r.dst && r.dst_local && !clock_.as_fast_as_possible()) {
@@ -545,14 +555,15 @@ void SocketFabric::Impl::datagram(uint32_t rank, std::span<const uint8_t> d, boo
     ++stats_.not_ours_by_verdict[static_cast<size_t>(v)];
     return;
   }
-  rx_any_ = true;
   if (dd.hdr.kind != hd::PacketKind::kData) {
+    rx_any_ = true;
     handle_feedback(dd);
     return;
   }
   data_seen_ = true;
   const hd::FaultDecision f = faults_.next();
-  if (f.drop) return;
+  if (f.drop) return;  // lost on the way: not progress (the stall timeout counts from the last that got through)
+  rx_any_ = true;
   if (f.reorder) {
     reorder_.push_back(HeldRx{dd.hdr, dd.payload_bytes, 1 + static_cast<uint32_t>(faults_.uniform(8))});
     return;
@@ -664,6 +675,8 @@ void SocketFabric::Impl::feedback(uint32_t from, uint32_t to, uint64_t id, hd::P
 // --- after the walk ------------------------------------------------------------------------------------
 
 bool SocketFabric::Impl::drain(emu::Duration limit) {
+  // After a stall nothing is waited for: a peer brought nothing for the stall timeout.
+  if (stalled()) return false;
   const int64_t start = clock_.since_start_ns();
   const auto limit_ns = static_cast<int64_t>(limit.ps() / 1000);
   const auto busy = [&] {
@@ -729,6 +742,7 @@ void SocketFabric::Impl::publish() {
 const SocketStats& SocketFabric::Impl::stats() {
   SocketStats& s = stats_;
   s.wall = emu::Duration::from_ps(clock_.wall().ps());
+  s.stall = stall_;
   s.retransmissions = s.nack_retransmissions = s.timeout_retransmissions = 0;
   for (size_t i = 0; i < senders_.size(); ++i) {
     const hd::SenderStats& st = senders_[i].stats();
@@ -807,6 +821,7 @@ void SocketFabric::set_listener(emu::DeliveryListener* listener) { impl_->set_li
 bool SocketFabric::drain(emu::Duration limit) { return impl_->drain(limit); }
 void SocketFabric::serve(const std::function<bool()>& until) { impl_->serve(until); }
 bool SocketFabric::interrupted() const noexcept { return impl_->interrupted(); }
+bool SocketFabric::stalled() const noexcept { return impl_->stalled(); }
 const emu::PacketFabric& SocketFabric::model() const noexcept { return impl_->model(); }
 const SocketStats& SocketFabric::stats() { return impl_->stats(); }
 const std::vector<udp::endpoint>& SocketFabric::endpoints() const noexcept { return impl_->endpoints(); }
@@ -822,6 +837,7 @@ std::string format_socket_stats(const SocketStats& s) {
                      s.dilation == 0 ? std::string("as fast as possible (deliveries at modelled times)")
                                      : fmt::format("dilation {:g} (emulated = wall / {:g})", s.dilation, s.dilation),
                      static_cast<double>(s.wall.ps()) / 1e9);
+  if (!s.stall.empty()) out += fmt::format("  stalled             the run stopped: {}\n", s.stall);
   out += fmt::format("  messages            {} sent ({} bytes), {} received ({} bytes), {} local, {} model only, "
                      "{} delivered\n",
                      s.messages_sent, s.bytes_sent, s.messages_received, s.bytes_received, s.local_messages,
@@ -877,6 +893,7 @@ std::string socket_stats_to_json(const SocketStats& s) {
   kv("transport", fmt::format("\"{}\"", s.transport));
   kv("dilation", fmt::format("{}", s.dilation));
   kv("wall_ps", n(s.wall.ps()));
+  kv("stall", s.stall.empty() ? std::string("null") : nlohmann::json(s.stall).dump());
   kv("messages_sent", n(s.messages_sent));
   kv("bytes_sent", n(s.bytes_sent));
   kv("messages_received", n(s.messages_received));

@@ -47,7 +47,8 @@ struct SocketFabricOptions {
   emu::Duration rto = emu::Duration::from_ms(10);          // initial/minimum retransmission timeout, wall
   uint32_t window = 1024;             // messages in flight per (sender, receiver) pair; a power of two
   // A message the model has delivered but the wire has not, with nothing received for this long (wall),
-  // is an error (std::runtime_error naming the message's ranks): a dead peer must not hang the run.
+  // stops the run there (stalled(); SocketStats::stall names the message, its ranks and the peer's
+  // endpoint): a dead peer must not hang the run, and what it did so far is still reported.
   emu::Duration stall_timeout = emu::Duration::from_ms(10'000);
   // Wall-clock epoch of emulated time 0, CLOCK_REALTIME nanoseconds (the coordinator's agreed start,
   // already in this host's clock). 0: the first send() starts the clock.
@@ -64,6 +65,9 @@ struct SocketStats {
   std::string transport;              // the datagrams' carrier: "UDP", or "DPDK <device> <MAC>"
   double dilation = 0;
   emu::Duration wall;                 // from the clock's start to the last poll
+  // Non-empty when the run stopped because nothing arrived for the stall timeout: which message waited,
+  // for what (datagrams or ACKs), from which peer.
+  std::string stall;
   uint64_t messages_sent = 0, bytes_sent = 0;          // local source, remote or local destination
   uint64_t messages_received = 0, bytes_received = 0;  // reassembled for a local destination
   uint64_t model_only_messages = 0;   // neither end local (no wire)
@@ -125,6 +129,9 @@ class SocketFabric final : public emu::Fabric {
   // returns true or stop_requested does.
   void serve(const std::function<bool()>& until);
   bool interrupted() const noexcept;
+  // True when the wire stalled (SocketFabricOptions::stall_timeout) and the run stopped there; the reason
+  // is SocketStats::stall. drain() then waits for nothing.
+  bool stalled() const noexcept;
 
   // The endpoint of every rank: local ones as bound (port 0 resolved to the port the kernel chose). Empty
   // over a transport other than UDP.

@@ -330,6 +330,25 @@ set +e; wait "$pid"; got=$?; set -e
 expect_text "$tmp/err" "interrupted (SIGINT/SIGTERM)"
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert any("run interrupted" in w for w in r["warnings"]), r["warnings"]' \
   "$tmp/sock_int.json" || fail "the interrupted --fabric socket report does not say so"
+# a wire that brings nothing (--drop-rate 1: every data datagram dropped on receive): the run stops after
+# --socket-stall-timeout with exit 2, the reason last, and the report written: socket.stall, the warnings
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --as-fast-as-possible \
+  --drop-rate 1 --socket-stall-timeout 300 -r "$tmp/sock_stall.json"
+expect_text "$tmp/out" "  stalled             the run stopped: message "
+case "$(tail -n 1 "$tmp/err")" in
+  "fabemu: error: socket fabric: message "*"but for 300 ms nothing arrived for it: it waits for its datagrams from rank "*" at 127.0.0.1:"*" (--drop-rate 1: the fault injection drops all of the data datagrams that arrive); the report holds the run up to that point") ;;
+  *) cat "$tmp/err" >&2; fail "a stalled --fabric socket run did not end with its reason" ;;
+esac
+python3 - "$tmp/sock_stall.json" <<'EOF2' || fail "the report of a stalled --fabric socket run is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["socket"]
+assert s["stall"].startswith("message ") and "--drop-rate 1" in s["stall"], s["stall"]
+assert s["messages_received"] == 0 and s["data_datagrams"] > 0 and s["injected_drops"] > 0, s
+assert any(w.startswith("run stopped at ") for w in r["warnings"]), r["warnings"]
+assert sum(w.startswith("stopped: rank ") for w in r["warnings"]) == 4, r["warnings"]
+assert r["stuck"] == [], r["stuck"]
+EOF2
 # a straggler makes it slower: the compare gate fails
 printf 'topology: [ Ring ]\nnpus_count: [ 8 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' > "$tmp/ring8.yml"
 expect_status 0 "$fabemu" run -w "$tmp/mlp/mlp" -n "$tmp/ring8.yml" -s "$tmp/sys.json" -q -r "$tmp/base.json"

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -169,6 +170,22 @@ class LabRun : public ::testing::Test {
   std::vector<std::string> workload_args(const std::string& coll, int n) const {
     return {"-w", prefix(coll, n).string(), "-n", (configs_ / ("Ring_" + std::to_string(n) + "npus.yml")).string(),
             "-s", (configs_ / "system_ring_4chunks.json").string()};
+  }
+
+  // Starts a coordinator on a paced 8-rank all-reduce (dilation 1e6: it would last minutes) over `lab` with
+  // `extra` options, and returns once every agent's walk is under way (past the start margin); its pid, or
+  // -1 when an agent did not get the start within 15 s.
+  pid_t start_long_run(const std::string& lab, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
+    const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
+    coordinator_ = c.pid;
+    for (int i = 0; i < 3; ++i) {
+      if (!wait_for_text(scratch_.file(fmt_name("agent", i) + ".log"), "starts in", 15s)) return -1;
+    }
+    std::this_thread::sleep_for(1s);
+    return c.pid;
   }
 
   // Runs fabemu to the end (at most `timeout`); its exit status.
@@ -342,19 +359,11 @@ TEST_F(LabRun, AKilledAgentStopsTheRunWithAPartialReport) {
 }
 
 TEST_F(LabRun, SigintOnTheCoordinatorStopsTheRunWithAPartialReport) {
-  const std::string lab = write_lab(3, 6, 8);
-  std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000",
-                                   "-r", scratch_.file("interrupted.json")};
-  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
-  const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
-  coordinator_ = c.pid;
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(wait_for_text(scratch_.file(fmt_name("agent", i) + ".log"), "starts in", 15s)) << i;
-  }
-  std::this_thread::sleep_for(1s);  // past the start margin: the walk is under way
-  ASSERT_EQ(::kill(c.pid, SIGINT), 0);
-  const int status = wait_exit(c.pid, 10s);
-  coordinator_ = status == -1 ? c.pid : -1;
+  const pid_t pid = start_long_run(write_lab(3, 6, 8), {"-r", scratch_.file("interrupted.json")});
+  ASSERT_NE(pid, -1) << "an agent did not start";
+  ASSERT_EQ(::kill(pid, SIGINT), 0);
+  const int status = wait_exit(pid, 10s);
+  coordinator_ = status == -1 ? pid : -1;
   ASSERT_EQ(status, 1) << "the coordinator did not exit 1 within 10 s of SIGINT: " << slurp(scratch_.file("coord.err"));
   const std::string err = slurp(scratch_.file("coord.err"));
   EXPECT_NE(err.find("interrupted (SIGINT/SIGTERM)"), std::string::npos) << err;
@@ -372,19 +381,63 @@ TEST_F(LabRun, SigintOnTheCoordinatorStopsTheRunWithAPartialReport) {
   }
 }
 
+// A peer that stops answering on the wire, though its control connection lives: agent b frozen (SIGSTOP) for
+// 1.5 s mid-run, well under the coordinator's 5 s loss timeout but over --socket-stall-timeout 300. Agents a
+// and c stop their walks on the stall and report it; the coordinator writes the partial report (every rank)
+// and exits 2, naming each stalled agent.
+TEST_F(LabRun, AFrozenPeerStallsTheOthersWhoReportIt) {
+  const pid_t pid = start_long_run(write_lab(3, 6, 8, "socket"),
+                                   {"--socket-stall-timeout", "300", "-r", scratch_.file("stalled.json")});
+  ASSERT_NE(pid, -1) << "an agent did not start";
+  ASSERT_EQ(::kill(agents_[1].pid, SIGSTOP), 0);
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_EQ(::kill(agents_[1].pid, SIGCONT), 0);
+  const int status = wait_exit(pid, 15s);
+  coordinator_ = status == -1 ? pid : -1;
+  const std::string err = slurp(scratch_.file("coord.err"));
+  ASSERT_EQ(status, 2) << err;
+  EXPECT_NE(err.find("fabemu: error: lab run: the wire stalled on "), std::string::npos) << err;
+  EXPECT_NE(err.find("  agent a (127.0.0.1:"), std::string::npos) << err;
+  EXPECT_NE(err.find("  agent c (127.0.0.1:"), std::string::npos) << err;
+  const emu::RunResult partial = emu::read_report_file(scratch_.file("stalled.json"));
+  EXPECT_EQ(partial.ranks.size(), 8u);
+  EXPECT_TRUE(partial.stuck.empty());
+  bool said = false;
+  for (const auto& w : partial.warnings) said = said || w.rfind("lab: agent a's wire stalled: message ", 0) == 0;
+  EXPECT_TRUE(said) << slurp(scratch_.file("stalled.json"));
+  // Each agent names its own ranks that did not finish: ranks 0-2 and 6-7 here (3-5 too if b stalled in turn).
+  std::set<unsigned> unfinished;
+  for (const auto& w : partial.warnings) {
+    unsigned rank = 0;
+    if (std::sscanf(w.c_str(), "stopped: rank %u (", &rank) == 1) {
+      EXPECT_TRUE(unfinished.insert(rank).second) << w;
+    }
+  }
+  for (const unsigned r : {0u, 1u, 2u, 6u, 7u}) EXPECT_TRUE(unfinished.contains(r)) << r;
+  const auto doc = nlohmann::json::parse(slurp(scratch_.file("stalled.json")));
+  std::printf("agent statuses %s %s %s; stderr:\n%s", doc.at("lab").at("agents")[0].at("status").dump().c_str(),
+              doc.at("lab").at("agents")[1].at("status").dump().c_str(),
+              doc.at("lab").at("agents")[2].at("status").dump().c_str(), err.c_str());
+  for (const int i : {0, 2}) {
+    const auto& agent = doc.at("lab").at("agents")[i];
+    EXPECT_EQ(agent.at("status"), "stalled") << i;
+    const std::string why = agent.at("stall").get<std::string>();
+    EXPECT_NE(why.find("but for 300 ms nothing arrived for it"), std::string::npos) << why;
+    EXPECT_EQ(agent.at("socket").at("stall"), agent.at("stall")) << i;
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(alive(agents_[i].pid));
+    EXPECT_TRUE(becomes_empty(work_[i])) << work_[i];
+  }
+}
+
 TEST_F(LabRun, AgentsStopAndCleanUpWhenTheCoordinatorDies) {
   const std::string lab = write_lab(3, 6, 8);
-  std::vector<std::string> args = {FABEMU_CLI_PATH, "run", "--agents", lab, "--dilation", "1000000"};
-  for (const auto& w : workload_args("all_reduce", 8)) args.push_back(w);
-  const Child c = spawn(args, scratch_.file("coord.out"), scratch_.file("coord.err"));
-  coordinator_ = c.pid;
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(wait_for_text(scratch_.file(fmt_name("agent", i) + ".log"), "starts in", 15s)) << i;
-  }
-  std::this_thread::sleep_for(1s);
+  const pid_t pid = start_long_run(lab, {});
+  ASSERT_NE(pid, -1) << "an agent did not start";
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(empty_dir(work_[i])) << "the run's folder exists while it runs";
-  ASSERT_EQ(::kill(c.pid, SIGKILL), 0);
-  EXPECT_NE(wait_exit(c.pid, 5s), -1);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  EXPECT_NE(wait_exit(pid, 5s), -1);
   coordinator_ = -1;
   // Within the agents' idle timeout (3 s; the closed connection is usually seen at once): runs stopped,
   // folders removed, agents alive.

@@ -2,6 +2,7 @@
 // this process, and must report exactly the software packet model's times, every message reassembled
 // once; also split over two fabric instances (two "hosts") on two threads, under injected loss and
 // reordering, with a dead peer (stall timeout), and datagram decoding against every corrupted byte.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
@@ -219,9 +220,11 @@ TEST(SocketFabric, SplitOverTwoInstancesOnTwoThreads) {
   run_split_and_check(a, b, w);
 }
 
-// A peer that never answers: the run ends with an error naming the message's ranks once nothing has
-// arrived for stall_timeout, not before and not much later.
-TEST(SocketFabric, DeadPeerEndsTheRunAfterTheStallTimeout) {
+// A peer that never answers: once nothing has arrived for stall_timeout (not before, not much later) the
+// run stops there, as on a stop request: the walk returns with the ranks that could not finish still
+// running (none of them finished: every rank of the ring waits on the dead half, in its collective), stalled() names the
+// message's ranks, the text and JSON sections carry the reason, and drain() waits for nothing.
+TEST(SocketFabric, DeadPeerStopsTheRunAfterTheStallTimeout) {
   fabemu::test::ScratchDir dir;
   const Workload w = generated_all_reduce(dir, 64 * 1024);
   const Topology topo(w.net);
@@ -243,19 +246,47 @@ TEST(SocketFabric, DeadPeerEndsTheRunAfterTheStallTimeout) {
   fabemu::traces::ProcessGroups groups(8);
   Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
   const auto t0 = std::chrono::steady_clock::now();
-  std::string what;
-  try {
-    walker.run();
-  } catch (const std::runtime_error& e) {
-    what = e.what();
-  }
+  const fabemu::emu::RunResult result = walker.run();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(f.stalled());
+  EXPECT_FALSE(f.interrupted());
+  const std::string what = f.stats().stall;
   std::printf("after %lld ms: %s\n", static_cast<long long>(ms), what.c_str());
-  ASSERT_NE(what, "");
   EXPECT_TRUE(what.find("rank 3 -> 4") != std::string::npos || what.find("rank 7 -> 0") != std::string::npos) << what;
-  EXPECT_NE(what.find("300 ms"), std::string::npos) << what;
+  EXPECT_NE(what.find("but for 300 ms nothing arrived for it: it waits for "), std::string::npos) << what;
+  EXPECT_TRUE(what.find("its ACKs from rank 4 at") != std::string::npos ||
+              what.find("its datagrams from rank 7 at") != std::string::npos) << what;
+  EXPECT_NE(what.find(fmt::format("127.0.0.1:{}", dead.local_endpoint().port())), std::string::npos) << what;
   EXPECT_GE(ms, 300);
   EXPECT_LT(ms, 3000);
+  // The walk stopped short: every rank still waits in the all-reduce.
+  ASSERT_EQ(result.ranks.size(), 8u);
+  // Every rank and the collective they are in (its 8 members issued it).
+  ASSERT_EQ(result.stuck.size(), 9u);
+  for (size_t r = 0; r < 8; ++r) {
+    EXPECT_EQ(result.stuck[r].rfind(fmt::format("rank {} (", r), 0), 0u) << result.stuck[r];
+    EXPECT_NE(result.stuck[r].find("1 communication node(s) in flight"), std::string::npos) << result.stuck[r];
+  }
+  EXPECT_NE(result.stuck[8].find("collective #0 ALL_REDUCE of 65536 bytes"), std::string::npos) << result.stuck[8];
+  EXPECT_NE(result.stuck[8].find("8 of 8 members issued it"), std::string::npos) << result.stuck[8];
+  const auto d0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(f.drain());
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - d0).count(), 100);
+  const std::string text = lab::format_socket_stats(f.stats());
+  EXPECT_NE(text.find("  stalled             the run stopped: " + what), std::string::npos) << text;
+  const std::string json = lab::socket_stats_to_json(f.stats());
+  EXPECT_NE(json.find("\"stall\": \"message "), std::string::npos) << json;
+}
+
+// A run that does not stall says so: `stall` is null and absent from the text.
+TEST(SocketFabric, AHealthyRunHasNoStall) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir, 64 * 1024);
+  lab::SocketFabricOptions opt;
+  const SocketRun s = run_socket(w, opt);
+  EXPECT_EQ(s.stats.stall, "");
+  EXPECT_EQ(lab::format_socket_stats(s.stats).find("stalled"), std::string::npos);
+  EXPECT_NE(lab::socket_stats_to_json(s.stats).find("\"stall\": null,"), std::string::npos);
 }
 
 // D > 0: the same times, frames paced to their modelled departures, and the run takes the dilated time.

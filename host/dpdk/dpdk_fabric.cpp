@@ -369,10 +369,7 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
                        : fmt::format(" ({} frames that are not fabemu's arrived in this run: does the device "
                                      "bring back the frames sent to it?)",
                                      foreign),
-          opt_.faults.drop_rate == 0
-              ? std::string()
-              : fmt::format(" (--drop-rate {:g}: the fault injection drops {} the data frames that arrive)",
-                            opt_.faults.drop_rate, opt_.faults.drop_rate >= 1 ? "all of" : "that fraction of"));
+          describe_drops(opt_.faults, "frames"));
       engine_.stop();
       return;
     }

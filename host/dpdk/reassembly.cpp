@@ -1,6 +1,8 @@
 // Receiver reassembly, sender selective repeat, and the seeded fault filter.
 #include "host/dpdk/reassembly.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -725,6 +727,12 @@ uint64_t to_q32(double p, const char* name) {
   return static_cast<uint64_t>(std::llround(p * 4294967296.0));
 }
 }  // namespace
+
+std::string describe_drops(const FaultConfig& config, std::string_view what) {
+  if (config.drop_rate == 0) return {};
+  return fmt::format(" (--drop-rate {:g}: the fault injection drops {} the data {} that arrive)", config.drop_rate,
+                     config.drop_rate >= 1 ? "all of" : "that fraction of", what);
+}
 
 FaultFilter::FaultFilter(const FaultConfig& config)
     : state_(config.seed),

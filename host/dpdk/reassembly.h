@@ -15,6 +15,8 @@
 #include <memory>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -478,6 +480,10 @@ struct FaultConfig {
   double reorder_rate = 0;    // probability a delivered packet is held back behind later ones
   uint64_t seed = 1;
 };
+
+// For a stall's reason: "" without injected drops, else " (--drop-rate R: the fault injection drops all of
+// the data <what> that arrive)" ("that fraction of" below 1). `what`: "frames", "datagrams".
+std::string describe_drops(const FaultConfig& config, std::string_view what);
 
 struct FaultDecision {
   bool drop = false;

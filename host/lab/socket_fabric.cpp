@@ -376,10 +376,7 @@ void SocketFabric::Impl::on_delivered(uint64_t id, emu::Time at) {
           "for it: it waits for {} from rank {} at {}{}",
           id, r.bytes, r.src, r.dst, at.ps(), opt_.stall_timeout.ps() / 1'000'000'000,
           r.dst_local ? "its datagrams" : "its ACKs", peer, transport_->address_of(peer),
-          opt_.faults.drop_rate == 0
-              ? std::string()
-              : fmt::format(" (--drop-rate {:g}: the fault injection drops {} the data datagrams that arrive)",
-                            opt_.faults.drop_rate, opt_.faults.drop_rate >= 1 ? "all of" : "that fraction of"));
+          hd::describe_drops(opt_.faults, "datagrams"));
       engine_.stop();
       return;
     }

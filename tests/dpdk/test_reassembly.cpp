@@ -1019,6 +1019,19 @@ TEST(Sender, GatedRunsAreNextBurstCutShort) {
   EXPECT_GT(gated.stats().timeout_retransmissions, 100u);
 }
 
+// A stall's reason names the injected drops, for either fabric's unit.
+TEST(FaultFilter, DescribeDropsForAStallsReason) {
+  FaultConfig c;
+  c.reorder_rate = 0.5;  // not drops: not named
+  EXPECT_EQ(describe_drops(c, "frames"), "");
+  c.drop_rate = 0.25;
+  EXPECT_EQ(describe_drops(c, "datagrams"),
+            " (--drop-rate 0.25: the fault injection drops that fraction of the data datagrams that arrive)");
+  c.drop_rate = 1;
+  EXPECT_EQ(describe_drops(c, "frames"),
+            " (--drop-rate 1: the fault injection drops all of the data frames that arrive)");
+}
+
 TEST(FaultFilter, SeededAndCalibrated) {
   const FaultConfig cfg{.drop_rate = 0.01, .duplicate_rate = 0.01, .reorder_rate = 0.05, .seed = 42};
   FaultFilter a(cfg), b(cfg);

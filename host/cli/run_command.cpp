@@ -542,7 +542,10 @@ int run(const RunArgs& a) {
                     fmt::format("run stopped at {} ps of emulated time: the wire stalled", dpdk->engine().now().ps()),
                     "stopped");
     }
-    if (!dpdk->drain()) result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
+    // After a stall the reason above says why messages were not acknowledged: no second warning.
+    if (!dpdk->drain() && !dpdk->stalled()) {
+      result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
+    }
     const host::dpdk::DpdkStats& st = dpdk->stats();
     dpdk_section = host::dpdk::format_dpdk_stats(st);
     const std::string mvm = host::dpdk::format_measured_vs_modelled(st, result, a.top);
@@ -563,7 +566,9 @@ int run(const RunArgs& a) {
                     fmt::format("run stopped at {} ps of emulated time: the wire stalled", socket->engine().now().ps()),
                     "stopped");
     }
-    if (!socket->drain()) result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
+    if (!socket->drain() && !socket->stalled()) {
+      result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
+    }
     const lab::SocketStats& st = socket->stats();
     socket_section = lab::format_socket_stats(st);
     result.sections.emplace_back("socket", lab::socket_stats_to_json(st));

@@ -361,7 +361,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   }
   std::string socket_json;
   if (socket) {
-    if (!interrupted && !socket->drain()) {
+    if (!interrupted && !socket->drain() && stall.empty()) {
       result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
     }
     socket_json = socket_stats_to_json(socket->stats());

@@ -293,6 +293,7 @@ assert d["stall"].startswith("message ") and "--drop-rate 1" in d["stall"], d["s
 assert d["messages_completed"] == 0 and d["frames_tx"] > 0 and d["frames_rx"] == d["injected_drops"], d
 assert any(w.startswith("run stopped at ") for w in r["warnings"]), r["warnings"]
 assert sum(w.startswith("stopped: rank ") for w in r["warnings"]) == 4, r["warnings"]
+assert not any("not acknowledged at the end" in w for w in r["warnings"]), r["warnings"]
 assert r["stuck"] == [], r["stuck"]
 EOF2
   # the same timeline as the software packet model (as fast as possible: the walker sees the model's times)
@@ -347,6 +348,7 @@ assert s["stall"].startswith("message ") and "--drop-rate 1" in s["stall"], s["s
 assert s["messages_received"] == 0 and s["data_datagrams"] > 0 and s["injected_drops"] > 0, s
 assert any(w.startswith("run stopped at ") for w in r["warnings"]), r["warnings"]
 assert sum(w.startswith("stopped: rank ") for w in r["warnings"]) == 4, r["warnings"]
+assert not any("not acknowledged at the end" in w for w in r["warnings"]), r["warnings"]
 assert r["stuck"] == [], r["stuck"]
 EOF2
 # a straggler makes it slower: the compare gate fails

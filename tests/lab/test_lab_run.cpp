@@ -414,6 +414,8 @@ TEST_F(LabRun, AFrozenPeerStallsTheOthersWhoReportIt) {
     }
   }
   for (const unsigned r : {0u, 1u, 2u, 6u, 7u}) EXPECT_TRUE(unfinished.contains(r)) << r;
+  // The stall says why messages went unacknowledged: no second warning about it.
+  for (const auto& w : partial.warnings) EXPECT_EQ(w.find("not acknowledged at the end"), std::string::npos) << w;
   const auto doc = nlohmann::json::parse(slurp(scratch_.file("stalled.json")));
   std::printf("agent statuses %s %s %s; stderr:\n%s", doc.at("lab").at("agents")[0].at("status").dump().c_str(),
               doc.at("lab").at("agents")[1].at("status").dump().c_str(),

@@ -1,9 +1,13 @@
 // Buffered sequential bytes from a trace file, plain or gzip-compressed (detected by content), with
-// the uncompressed offset of every byte so errors can point at it.
+// the uncompressed offset of every byte so errors can point at it. A gzip file may hold several gzip
+// members one after the other (as `cat a.gz b.gz` makes; gzip -d reads them all): they are read as one
+// stream. Bytes after the last member that are not another member are an error, reported once every
+// byte before them has been read (zlib's gzread would drop them without a word).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,14 +49,21 @@ class ByteSource {
 
  private:
   bool fill(size_t want);  // ensures `want` bytes buffered unless at EOF; returns whether it did
+  // Gzip files: inflates up to `room` bytes into `out`; 0 at the end of the last member. Throws TraceError
+  // on damaged or truncated data, and on bytes after the last member that are not another one. Bytes of
+  // a member that fails are never delivered; those of members completed before it in the same call are,
+  // and the error is thrown on the next call.
+  size_t inflate_some(uint8_t* out, size_t room);
+  // Gzip files: reads more of the compressed file behind the unread input; false at its end.
+  bool read_compressed();
 
   Location at(std::optional<uint64_t> offset = std::nullopt) const;
-  std::string zlib_error() const;
 
   std::string path_;
   std::optional<int64_t> rank_;
-  void* gz_ = nullptr;  // gzFile, for gzip files
-  int fd_ = -1;         // plain files are read directly (no zlib buffers: thousands of ranks stay small)
+  struct Inflater;                // zlib's inflate state and the compressed input, for gzip files
+  std::unique_ptr<Inflater> gz_;
+  int fd_ = -1;                   // the file (plain files are read straight into buf_)
   bool compressed_ = false;
   bool eof_ = false;
   std::optional<uint64_t> size_;

@@ -164,10 +164,11 @@ size_t ByteSource::inflate_some(uint8_t* out, size_t room) {
         struct stat st{};
         const uint64_t size = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
         const uint64_t from = z.compressed_offset();
-        z.pending = "the gzip data ends at compressed byte " + std::to_string(from) + " of " + std::to_string(size) +
+        // What this call inflated (the end of the member before) is delivered first; when it inflated
+        // nothing (that member ended in the call before), the error is thrown now.
+        return fail("the gzip data ends at compressed byte " + std::to_string(from) + " of " + std::to_string(size) +
                     ", and the " + std::to_string(size > from ? size - from : 0) +
-                    " bytes after it are not gzip data (appended to the file, or damaged): refusing to ignore them";
-        break;  // what was inflated is delivered first; the next call throws
+                    " bytes after it are not gzip data (appended to the file, or damaged): refusing to ignore them");
       }
       if (inflateReset(&zs) != Z_OK) return fail("cannot restart zlib's inflate: " + zlib_says(Z_STREAM_ERROR));
       z.member_end = false;

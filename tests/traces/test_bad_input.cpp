@@ -520,6 +520,39 @@ TEST(BadInput, GzipTrailingDataIsNotIgnored) {
   expect_mentions(expect_trace_error([&] { read_all(path); }), {"the 1 bytes after it are not gzip data"});
 }
 
+TEST(BadInput, GzipTrailingDataAfterAStreamThatFillsTheBufferExactly) {
+  // The reader inflates 1 MiB at a time: a stream of exactly that many bytes ends as a call fills its
+  // output, and the bytes after it are found by the next call, which has inflated nothing. They must
+  // still be an error, not the end of the file.
+  constexpr size_t kMiB = size_t{1} << 20;
+  std::string bytes = metadata_frame();
+  uint64_t id = 0;
+  while (bytes.size() < kMiB - 70'000) {
+    Node n = make_node(id, COMP_NODE, id == 0 ? std::vector<uint64_t>{} : std::vector<uint64_t>{id - 1});
+    n.set_name(std::string(60'000, 'n'));
+    bytes += frame(n);
+    ++id;
+  }
+  // The last node's name makes the total exactly 1 MiB (its length prefix grows with it: found by trying).
+  for (size_t name = 0;; ++name) {
+    Node n = make_node(id, COMP_NODE, {id - 1});
+    n.set_name(std::string(name, 'n'));
+    const std::string f = frame(n);
+    if (bytes.size() + f.size() == kMiB) {
+      bytes += f;
+      break;
+    }
+    ASSERT_LT(bytes.size() + f.size(), kMiB);
+  }
+  ScratchDir dir;
+  const std::string path = dir.file("t.0.et");
+  write_bytes(path, gzip_member(bytes) + "garbage");
+  std::string error;
+  EXPECT_EQ(read_until_error(path, error), id + 1);
+  EXPECT_NE(error.find("the 7 bytes after it are not gzip data"), std::string::npos) << error;
+  EXPECT_NE(error.find(path + ": byte " + std::to_string(kMiB)), std::string::npos) << error;
+}
+
 TEST(BadInput, GzipMembersOneAfterAnotherAreOneStream) {
   // `cat a.gz b.gz` (gzip -d reads both): the nodes of every member, in order, and the offsets run on.
   ScratchDir dir;

@@ -26,8 +26,14 @@ constexpr size_t kGzipInputBytes = size_t{1} << 16;
 }  // namespace
 
 struct ByteSource::Inflater {
+  Inflater() = default;
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+  ~Inflater() {
+    if (ready) inflateEnd(&zs);
+  }
   z_stream zs{};
-  bool ready = false;        // inflateInit2 succeeded (inflateEnd is due)
+  bool ready = false;        // inflateInit2 succeeded: inflateEnd is due
   std::vector<uint8_t> in;   // compressed bytes; the unread ones are zs.next_in .. + zs.avail_in
   uint64_t file_read = 0;    // compressed bytes read from the file so far
   bool file_end = false;     // the file has no more bytes
@@ -71,7 +77,6 @@ ByteSource::ByteSource(std::string path, std::optional<int64_t> rank) : path_(st
 }
 
 ByteSource::~ByteSource() {
-  if (gz_ != nullptr && gz_->ready) inflateEnd(&gz_->zs);
   if (fd_ >= 0) ::close(fd_);
 }
 

@@ -50,19 +50,20 @@ ByteSource::ByteSource(std::string path, std::optional<int64_t> rank) : path_(st
     throw TraceError(at(), std::filesystem::exists(path_, ec) ? "not a regular file"
                                                                          : "file does not exist");
   }
+  bool gzip = false;  // by content: the gzip magic
   {
     std::ifstream probe(path_, std::ios::binary);
     unsigned char magic[2] = {0, 0};
     probe.read(reinterpret_cast<char*>(magic), 2);
-    compressed_ = probe.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    gzip = probe.gcount() == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   }
-  if (!compressed_) {
+  if (!gzip) {
     size_ = std::filesystem::file_size(path_, ec);
     if (ec) throw TraceError(at(), "cannot read the file size: " + ec.message());
   }
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw TraceError(at(), std::string("cannot open: ") + std::strerror(errno));
-  if (compressed_) {
+  if (gzip) {
     gz_ = std::make_unique<Inflater>();
     // 16 + 15: a gzip wrapper (header, CRC-32 and length checked at each member's end), a 32 KiB window.
     if (inflateInit2(&gz_->zs, 16 + MAX_WBITS) != Z_OK) {
@@ -73,7 +74,7 @@ ByteSource::ByteSource(std::string path, std::optional<int64_t> rank) : path_(st
     gz_->in.resize(kGzipInputBytes);
     gz_->zs.next_in = gz_->in.data();
   }
-  buf_.resize(compressed_ ? kGzipBufferBytes : kPlainBufferBytes);
+  buf_.resize(gzip ? kGzipBufferBytes : kPlainBufferBytes);
 }
 
 ByteSource::~ByteSource() {

@@ -25,7 +25,7 @@ class ByteSource {
   ByteSource& operator=(const ByteSource&) = delete;
 
   const std::string& path() const { return path_; }
-  bool compressed() const { return compressed_; }
+  bool compressed() const { return gz_ != nullptr; }
   // Uncompressed size, known up front for plain files only.
   std::optional<uint64_t> size() const { return size_; }
   // Uncompressed offset of the next unread byte.
@@ -64,7 +64,6 @@ class ByteSource {
   struct Inflater;                // zlib's inflate state and the compressed input, for gzip files
   std::unique_ptr<Inflater> gz_;
   int fd_ = -1;                   // the file (plain files are read straight into buf_)
-  bool compressed_ = false;
   bool eof_ = false;
   std::optional<uint64_t> size_;
   std::vector<uint8_t> buf_;

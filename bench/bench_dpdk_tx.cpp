@@ -11,9 +11,9 @@
 // floor/<dev>/<bytes>B: the least any sender of this wire format does per frame (at floor_ref below): a
 //   bound on the ratio to testpmd that the fabric's loop could reach.
 // <mode>/<dev>/<bytes>B/pace_<p>: the DPDK fabric's transmit loop, a run at a time (at fabric_tx_runs).
-// <mode>/<dev>/<bytes>B/pace_<p>/msg_<n>pkt (n = 2, 4, 8, 16; pace_off and pace_lazy; 1 KiB payloads): the
-//   same loop with messages of n full frames instead of 64: how the rate falls with the message size, the
-//   per-message cost (submit, ACK, the run's set-up) shared by fewer frames.
+// <mode>/<dev>/<bytes>B/pace_<p>/msg_<n>pkt (n = 2, 4, 8, 16; pace_off and pace_lazy; 64 B and 1 KiB
+//   payloads): the same loop with messages of n full frames instead of 64: how the rate falls with the
+//   message size, the per-message cost (submit, ACK, the run's set-up) shared by fewer frames.
 // <mode>_packets/<dev>/<bytes>B/pace_<p> (pace_off, pace_frame, pace_lazy): the DPDK fabric's transmit
 //   loop a packet at a time, as it was before runs: Sender::next_burst (selective repeat
 //   state, timers; the packets a burst at a time, those not yet due kept for the next burst), the frame
@@ -22,7 +22,9 @@
 //   found by the packet's cookie, per-link bytes and first/last times). Rank 0 sends to ranks 1..7; every
 //   message is acknowledged as soon as its last packet is built, and the destination gets its next
 //   message (so the window never stalls). Payload 0: one-packet messages of 0
-//   bytes (102 B frames in fabemu mode, 118 B in RoCEv2); payload 1024: 64 KiB messages (64 packets).
+//   bytes (102 B frames in fabemu mode, 118 B in RoCEv2); payload 64: 4 KiB messages of 64 small frames
+//   (166 B, 182 B), the frame size of one-packet messages' order without their per-message cost; payload
+//   1024: 64 KiB messages (64 packets).
 //   pace_off: no pacing. pace_frame: before each frame, rte_rdtsc() and a check of its departure time
 //   against a schedule of 100 Mpps (above what one core builds, so no frame ever waits: the cost of the
 //   check alone). pace_lazy: the same schedule, the TSC read again only when a frame is not yet due by
@@ -816,7 +818,7 @@ void register_cases() {
   }
   for (const auto& d : devs) {
     for (const auto& m : modes) {
-      for (const uint32_t payload : {0u, 1024u}) {
+      for (const uint32_t payload : {0u, 64u, 1024u}) {
         const auto bytes = static_cast<uint16_t>(fd::frame_bytes(m.mode, payload));
         const std::string size = "/" + std::to_string(bytes) + "B";
         const std::string dev = std::string("/") + d.name;

@@ -35,7 +35,7 @@ command -v dpdk-testpmd > /dev/null || { echo "run_dpdk_tx.sh: dpdk-testpmd not 
 
 out=$(mktemp -d /tmp/fabemu-dpdk-tx-XXXXXX)
 trap 'rm -rf "$out"' EXIT
-sizes=(102 1126 118 1142)  # fabemu mode payload 0 and 1024 B, RoCEv2 mode payload 0 and 1024 B
+sizes=(102 166 1126 118 182 1142)  # fabemu mode payload 0, 64 and 1024 B, RoCEv2 mode payload 0, 64 and 1024 B
 
 # testpmd <size> <log>: txonly on net_null until SIGINT (run with &). exec, so that $! is the process
 # that gets the signal; timeout both stops it should the script die and forwards SIGINT to testpmd
@@ -111,7 +111,7 @@ echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" "$rounds" "$filter" << 'EOF'
 import json, re, statistics, sys, pathlib
 out, rounds, flt = pathlib.Path(sys.argv[1]), int(sys.argv[2]), re.compile(sys.argv[3])
-sizes = [102, 1126, 118, 1142]
+sizes = [102, 166, 1126, 118, 182, 1142]
 
 def testpmd_pps(log):
     pps = [int(m.group(1)) for m in re.finditer(r"Tx-pps:\s+(\d+)", log.read_text(errors="replace"))]

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -36,6 +37,7 @@ class PcapWriter {
  private:
   [[noreturn]] void fail(const char* what);
   std::string path_;
+  std::unique_ptr<char[]> buffer_;  // stdio's (setvbuf): before file_, so that it outlives the FILE
   std::FILE* file_ = nullptr;
   uint32_t snaplen_;
   uint64_t frames_ = 0;

@@ -2,6 +2,7 @@
 
 #include <rte_dev.h>
 #include <rte_eal.h>
+#include <rte_lcore.h>
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
 #include <rte_ring.h>
@@ -145,6 +146,25 @@ std::vector<unsigned> Eal::idle_worker_lcores() {
     if (rte_eal_get_lcore_state(id) == WAIT) ids.push_back(id);
   }
   return ids;
+}
+
+std::vector<unsigned> Eal::cpus_without_lcores() {
+  const long configured = ::sysconf(_SC_NPROCESSORS_CONF);
+  const unsigned n = configured > 0 ? static_cast<unsigned>(std::min<long>(configured, CPU_SETSIZE)) : 1;
+  std::vector<bool> used(n, false);
+  unsigned id = 0;
+  RTE_LCORE_FOREACH(id) {
+    const rte_cpuset_t set = rte_lcore_cpuset(id);
+    for (unsigned c = 0; c < n; ++c) {
+      if (CPU_ISSET(c, &set)) used[c] = true;
+    }
+  }
+  std::vector<unsigned> free_cpus, all;
+  for (unsigned c = 0; c < n; ++c) {
+    all.push_back(c);
+    if (!used[c]) free_cpus.push_back(c);
+  }
+  return free_cpus.empty() ? all : free_cpus;
 }
 
 std::vector<std::string> Eal::no_huge_args(unsigned lcore, unsigned memory_mb) {

@@ -43,6 +43,9 @@ class Eal {
   static std::vector<std::string> no_huge_args(unsigned lcore = 0, unsigned memory_mb = 512);
   // The worker lcores (not the main one) waiting for work, in id order: what the receive side may take.
   static std::vector<unsigned> idle_worker_lcores();
+  // The CPUs no lcore of EAL's runs on (0 .. the configured count - 1), or every CPU when each one has an
+  // lcore: where a helper thread should run (the pcap capture's writer), off the polling lcores' CPUs.
+  static std::vector<unsigned> cpus_without_lcores();
 
   // Set by SIGINT/SIGTERM (and request_stop()); polled by run loops. clear_stop() resets it.
   static bool stop_requested() noexcept { return stop_flag_.load(std::memory_order_relaxed); }

@@ -179,7 +179,9 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   tx_paced_.resize(queues);
   templates_ = FlowTemplates(npus_);
   link_pace_.resize(model_.topology().links().size());
-  if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap);
+  PcapWriterOptions capture_options;
+  capture_options.writer_cpus = Eal::cpus_without_lcores();  // the capture's writes off the polling lcores' CPUs
+  if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap, capture_options);
   scratch_.resize(16384);
   stats_.dilation = opt_.dilation;
   stats_.main_lcore = rte_get_main_lcore();
@@ -195,7 +197,8 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
     PcapWriter* capture = pcap_.get();
     if (pcap_ && !rx_lcores.empty()) {
       rx_pcaps_.push_back(std::make_unique<PcapWriter>(
-          queues == 1 ? opt_.pcap + ".rx-lcore" : fmt::format("{}.rx-lcore{}", opt_.pcap, rx_lcores[q])));
+          queues == 1 ? opt_.pcap + ".rx-lcore" : fmt::format("{}.rx-lcore{}", opt_.pcap, rx_lcores[q]),
+          capture_options));
       capture = rx_pcaps_.back().get();
     }
     // Each path draws its own faults: path 0 as the one path of a run without several (the same seed).
@@ -399,12 +402,23 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
 void DpdkFabric::close_pcap() {
   if (!pcap_) return;
   pcap_->close();
+  // The receive lcores have stopped (drain(), or the run failed before them): their writers' counters
+  // are this lcore's to read.
+  stats_.pcap = opt_.pcap;
+  stats_.pcap_frames = pcap_->frames();
+  stats_.pcap_waits = pcap_->waits();
+  stats_.pcap_wait_ns = pcap_->waited_ns();
+  for (const auto& w : rx_pcaps_) {
+    w->close();
+    stats_.pcap_frames += w->frames();
+    stats_.pcap_waits += w->waits();
+    stats_.pcap_wait_ns += w->waited_ns();
+  }
   // Only once the receive lcores have stopped: their captures are complete. Each one's records are on its
   // RxPath's clock (zero at construction), the main lcore's on clock_ (zero at the first send); merged one
   // at a time into the main lcore's file, which stays on clock_.
   for (size_t q = 0; q < rx_pcaps_.size(); ++q) {
     PcapWriter& w = *rx_pcaps_[q];
-    w.close();
     const uint64_t main0 = clock_.start_ticks(), rx0 = rx_paths_[q]->clock().start_ticks();
     const int64_t shift = main0 >= rx0 ? -static_cast<int64_t>(clock_.ticks_to_ns(main0 - rx0))
                                        : static_cast<int64_t>(clock_.ticks_to_ns(rx0 - main0));
@@ -512,8 +526,17 @@ uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec&
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
   }
   if (pcap_) {
+    // A data frame's payload (and RoCEv2 pad) is zeros: captured as such, not read back (PcapWriter).
     const uint64_t ns = clock_.wall().ps() / 1000;
-    for (uint32_t i = 0; i < n; ++i) pcap_->write(mbuf_bytes(ms[i]), ns);
+    const bool roce = spec.mode == WireMode::kRoceV2;
+    const size_t head = kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes + (roce ? kBthBytes : 0) +
+                        kFabemuHeaderBytes;
+    for (uint32_t i = 0; i < n; ++i) {
+      const std::span<const uint8_t> f = mbuf_bytes(ms[i]);
+      const size_t tail = roce ? kIcrcBytes : 0;
+      const size_t body = f.size() > head + tail ? f.size() - head - tail : 0;
+      pcap_->write_zero_body(f, std::min(head, f.size()), body, ns);
+    }
   }
   stats_.frames_tx += n;
   stats_.frame_bytes_tx += bytes;
@@ -1136,6 +1159,11 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                        histogram_text(s.latency_ns), s.latency_ns.count(), s.nic_arrivals,
                        s.latency_ns.count() - std::min(s.latency_ns.count(), s.nic_arrivals));
   }
+  if (!s.pcap.empty()) {
+    out += fmt::format("  capture             {} frames to {}; the polling lcores waited for its writer {} times, "
+                       "{:.3f} ms in all\n",
+                       s.pcap_frames, s.pcap, s.pcap_waits, static_cast<double>(s.pcap_wait_ns) / 1e6);
+  }
   const Fidelity f = fidelity(s);
   const std::string carried = fmt::format("their first links carried {:.5f} of their target rate ({} {:g}) and frames left a "
                                           "median {:.1f} ns (emulated) after their scheduled departure",
@@ -1156,15 +1184,26 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                          "delay. ",
                          carried);
       if (f.cause == Fidelity::Cause::kStalls) {
-        out += fmt::format(
-            "{}: the OS took the polling lcores' cores (main lcore {} stalls over 100 us, longest {:.3f} ms; receive "
-            "lcore {}, longest {:.3f} ms). Run nothing else on those cores (e.g. isolcpus=, no other busy process), "
-            "or raise --dilation above {:g}\n",
+        const std::string which =
             f.undisturbed_ratio > 0
                 ? fmt::format("The busy periods no stall disturbed kept pace (median {:.5f})", f.undisturbed_ratio)
-                : fmt::format("Every one of the {} busy periods was disturbed by a stall", s.pacing_disturbed_periods),
-            s.poll_stalls, static_cast<double>(s.poll_gap_max_ns) / 1e6, s.rx_poll_stalls,
-            static_cast<double>(s.rx_poll_gap_max_ns) / 1e6, s.dilation);
+                : fmt::format("Every one of the {} busy periods was disturbed by a stall", s.pacing_disturbed_periods);
+        const std::string counts = fmt::format(
+            "main lcore {} stalls over 100 us, longest {:.3f} ms; receive lcore {}, longest {:.3f} ms", s.poll_stalls,
+            static_cast<double>(s.poll_gap_max_ns) / 1e6, s.rx_poll_stalls, static_cast<double>(s.rx_poll_gap_max_ns) / 1e6);
+        if (s.pcap_waits > 0) {
+          // The capture's own waits are stalls too: said before the OS is blamed.
+          out += fmt::format(
+              "{}: the polling lcores stalled ({}), {} times waiting for the --pcap capture's writer ({:.3f} ms in "
+              "all; the file took frames slower than the wire made them). Capture to a faster file system (e.g. "
+              "tmpfs), or raise --dilation above {:g}\n",
+              which, counts, s.pcap_waits, static_cast<double>(s.pcap_wait_ns) / 1e6, s.dilation);
+        } else {
+          out += fmt::format(
+              "{}: the OS took the polling lcores' cores ({}). Run nothing else on those cores (e.g. isolcpus=, no "
+              "other busy process), or raise --dilation above {:g}\n",
+              which, counts, s.dilation);
+        }
       } else {
         out += fmt::format("Even the busy periods no stall disturbed reached only a median {:.5f} of the target rate: "
                            "raise --dilation above {:g} until this line says they kept pace\n",
@@ -1290,6 +1329,9 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("poll_stalls", fmt::format("{}", s.poll_stalls));
   kv("rx_poll_gap_max_ns", fmt::format("{}", s.rx_poll_gap_max_ns));
   kv("rx_poll_stalls", fmt::format("{}", s.rx_poll_stalls));
+  kv("pcap", s.pcap.empty() ? std::string("null")
+                            : fmt::format("{{\"path\": {}, \"frames\": {}, \"waits\": {}, \"wait_ns\": {}}}",
+                                          nlohmann::json(s.pcap).dump(), s.pcap_frames, s.pcap_waits, s.pcap_wait_ns));
   kv("pacing_ratio", num(s.pacing_ratio));
   kv("pacing_median_ratio", num(s.pacing_median_ratio));
   {

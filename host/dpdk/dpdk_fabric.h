@@ -183,6 +183,11 @@ struct DpdkStats {
   uint64_t poll_gap_max_ns = 0, poll_stalls = 0;
   // The same of the receive lcore's polls (rx_lcore >= 0): frames that arrive in its stall are timed late.
   uint64_t rx_poll_gap_max_ns = 0, rx_poll_stalls = 0;
+  // --pcap (once the capture is closed, at the end of the run): frames captured, and how often and how long
+  // in all the polling lcores waited for the capture's writing thread (every buffer full of frames not yet
+  // written: PcapWriter). Those waits are stalls of the lcores like any other, caused by the capture.
+  std::string pcap;                   // the capture's file ("": none)
+  uint64_t pcap_frames = 0, pcap_waits = 0, pcap_wait_ns = 0;
   uint64_t deliveries = 0;            // messages handed to the walker
   // Wire latency per message: its first frame's transmission to its reassembly, wall ns (TSC).
   emu::LogHistogram latency_ns;

@@ -1,8 +1,16 @@
 // Classic pcap, nanosecond variant, in the writer's byte order (readers detect it from the magic).
 #include "host/dpdk/pcap_writer.h"
 
-#include <cerrno>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -30,50 +38,214 @@ struct RecordHeader {
 static_assert(sizeof(FileHeader) == 24 && sizeof(RecordHeader) == 16);
 }  // namespace
 
-PcapWriter::PcapWriter(const std::string& path, uint32_t snaplen) : path_(path), snaplen_(snaplen) {
-  file_ = std::fopen(path.c_str(), "wb");
-  if (file_ == nullptr) fail("cannot create");
-  // A large buffer: one write(2) per MiB of frames. It must be ours: glibc's setvbuf ignores the size when
-  // given no buffer and then writes a block (4 KiB) at a time (3,902 write(2) calls for the 16 MB capture
-  // of an 8-rank 1 MB all-reduce, 2026-12-04).
-  buffer_ = std::make_unique<char[]>(kStdioBuffer);
-  std::setvbuf(file_, buffer_.get(), _IOFBF, kStdioBuffer);
+namespace {
+// A record in the writer's buffers: the pcap record header, then how many of the captured bytes come
+// first (`head`, stored) and how many zeros follow them (not stored); the rest of the captured bytes (the
+// tail) come after the head. The thread writes the file's record from it: header, head, zeros, tail.
+struct MemRecord {
+  RecordHeader pcap;
+  uint32_t head;
+  uint32_t zeros;
+};
+static_assert(sizeof(MemRecord) == 24);
+
+// write(2) of all n bytes; 0 or the errno of the failure.
+int write_all(int fd, const uint8_t* p, size_t n) noexcept {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+}  // namespace
+
+PcapWriter::PcapWriter(const std::string& path, uint32_t snaplen)
+    : PcapWriter(path, PcapWriterOptions{.snaplen = snaplen}) {}
+
+PcapWriter::PcapWriter(const std::string& path, const PcapWriterOptions& options)
+    : path_(path),
+      snaplen_(options.snaplen),
+      full_(std::max<size_t>(2, options.buffer_bytes / kPcapBufferBytes)),
+      free_(std::max<size_t>(2, options.buffer_bytes / kPcapBufferBytes)) {
+  if (uint64_t{snaplen_} + sizeof(MemRecord) > kPcapBufferBytes) {
+    throw std::invalid_argument("pcap " + path_ + ": a snap length of " + std::to_string(snaplen_) +
+                                " bytes does not fit a capture buffer");
+  }
+  const size_t n = std::max<size_t>(2, options.buffer_bytes / kPcapBufferBytes);
+  buffers_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    // Written once here: without that, each page would be mapped by a fault when a frame first lands on
+    // it, on the polling lcore.
+    buffers_[i].data = std::make_unique<uint8_t[]>(kPcapBufferBytes);
+    std::memset(buffers_[i].data.get(), 0, kPcapBufferBytes);
+    if (i > 0) free_.push(static_cast<uint32_t>(i));
+  }
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd_ < 0) fail("cannot create", errno);
   const FileHeader h{kPcapNanoMagic, 2, 4, 0, 0, snaplen_, kPcapLinkEthernet};
-  if (std::fwrite(&h, sizeof h, 1, file_) != 1) fail("cannot write");
+  if (const int err = write_all(fd_, reinterpret_cast<const uint8_t*>(&h), sizeof h); err != 0) {
+    ::close(fd_);
+    fail("cannot write", err);
+  }
+  try {
+    thread_ = std::thread([this, cpus = options.writer_cpus] { run(cpus); });
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
 }
 
 PcapWriter::~PcapWriter() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (!closed_ && thread_.joinable()) {
+    const std::lock_guard lock(mutex_);
+    if (buffers_[current_].used > 0) full_.push(current_);  // written, as close() would, errors unreported
+  }
+  stop();
+  if (fd_ >= 0) ::close(fd_);
 }
 
-void PcapWriter::fail(const char* what) {
-  const int err = errno;
+void PcapWriter::fail(const char* what, int err) {
   throw std::runtime_error("pcap " + path_ + ": " + what + ": " + (err ? std::strerror(err) : "I/O error"));
 }
 
+void PcapWriter::fail_from_thread() {
+  int err = 0;
+  {
+    const std::lock_guard lock(mutex_);
+    err = thread_errno_;
+  }
+  fail("cannot write", err);
+}
+
 void PcapWriter::write(std::span<const uint8_t> frame, uint64_t timestamp_ns) {
-  if (file_ == nullptr) {
-    errno = 0;
-    fail("write after close");
+  write_zero_body(frame, frame.size(), 0, timestamp_ns);
+}
+
+void PcapWriter::write_zero_body(std::span<const uint8_t> frame, size_t zeros_at, size_t zeros,
+                                 uint64_t timestamp_ns) {
+  if (closed_) fail("write after close", 0);
+  if (failed_.load(std::memory_order_relaxed)) [[unlikely]] fail_from_thread();
+  if (zeros_at > frame.size() || zeros > frame.size() - zeros_at) {
+    throw std::invalid_argument("pcap " + path_ + ": a zero body beyond its frame");
   }
   const uint32_t incl = static_cast<uint32_t>(std::min<size_t>(frame.size(), snaplen_));
-  const RecordHeader r{static_cast<uint32_t>(timestamp_ns / 1'000'000'000),
-                       static_cast<uint32_t>(timestamp_ns % 1'000'000'000), incl,
-                       static_cast<uint32_t>(frame.size())};
-  if (std::fwrite(&r, sizeof r, 1, file_) != 1 || std::fwrite(frame.data(), 1, incl, file_) != incl) {
-    fail("cannot write");
-  }
+  // The captured bytes [0, incl): the head, the zeros, the tail, each cut at incl.
+  const auto head = static_cast<uint32_t>(std::min<size_t>(zeros_at, incl));
+  const auto zero_end = static_cast<uint32_t>(std::min<size_t>(zeros_at + zeros, incl));
+  const uint32_t tail = incl - zero_end;
+  const MemRecord r{{static_cast<uint32_t>(timestamp_ns / 1'000'000'000),
+                     static_cast<uint32_t>(timestamp_ns % 1'000'000'000), incl, static_cast<uint32_t>(frame.size())},
+                    head,
+                    zero_end - head};
+  if (buffers_[current_].used + sizeof r + head + tail > kPcapBufferBytes) hand_off();
+  Buffer& b = buffers_[current_];
+  uint8_t* out = b.data.get() + b.used;
+  std::memcpy(out, &r, sizeof r);
+  std::memcpy(out + sizeof r, frame.data(), head);
+  if (tail > 0) std::memcpy(out + sizeof r + head, frame.data() + zero_end, tail);
+  b.used += sizeof r + head + tail;
   ++frames_;
 }
 
+void PcapWriter::hand_off() {
+  std::unique_lock lock(mutex_);
+  full_.push(current_);
+  to_thread_.notify_one();
+  if (free_.empty()) {
+    // Every buffer holds records the file has not taken yet: wait for one (counted).
+    const auto from = std::chrono::steady_clock::now();
+    to_caller_.wait(lock, [this] { return !free_.empty(); });
+    ++waits_;
+    waited_ns_ += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from).count());
+  }
+  current_ = free_.pop();
+  buffers_[current_].used = 0;
+}
+
+void PcapWriter::run(std::vector<unsigned> cpus) {
+  pthread_setname_np(pthread_self(), "fabemu-pcap");  // as top -H and /proc show it
+  if (!cpus.empty()) {
+    // Off the polling lcores' CPUs (a thread starts on its creator's, an lcore's). Best effort: where the
+    // set cannot be taken, the thread stays where it was.
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (const unsigned c : cpus) {
+      if (c < CPU_SETSIZE) CPU_SET(c, &set);
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
+  // The file's bytes are made here: each record whole (its zeros written out), a MiB a write(2).
+  const auto out = std::make_unique<uint8_t[]>(kPcapBufferBytes);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    to_thread_.wait(lock, [this] { return !full_.empty() || stopping_; });
+    if (full_.empty()) return;  // stopping, and all written
+    const uint32_t i = full_.pop();
+    const bool ok = thread_errno_ == 0;
+    lock.unlock();
+    int err = 0;
+    if (ok) {
+      // After a failure the records are dropped (the caller hears of it and stops); the buffer still goes
+      // back, so that no write() waits for ever.
+      const uint8_t* p = buffers_[i].data.get();
+      const uint8_t* const end = p + buffers_[i].used;
+      size_t n = 0;
+      while (p < end && err == 0) {
+        MemRecord r;
+        std::memcpy(&r, p, sizeof r);
+        p += sizeof r;
+        const uint32_t incl = r.pcap.incl_len, tail = incl - r.head - r.zeros;
+        if (n + sizeof r.pcap + incl > kPcapBufferBytes) {
+          err = write_all(fd_, out.get(), n);
+          n = 0;
+        }
+        std::memcpy(out.get() + n, &r.pcap, sizeof r.pcap);
+        std::memcpy(out.get() + n + sizeof r.pcap, p, r.head);
+        std::memset(out.get() + n + sizeof r.pcap + r.head, 0, r.zeros);
+        std::memcpy(out.get() + n + sizeof r.pcap + r.head + r.zeros, p + r.head, tail);
+        p += r.head + tail;
+        n += sizeof r.pcap + incl;
+      }
+      if (err == 0 && n > 0) err = write_all(fd_, out.get(), n);
+    }
+    lock.lock();
+    if (err != 0 && thread_errno_ == 0) {
+      thread_errno_ = err;
+      failed_.store(true, std::memory_order_relaxed);
+    }
+    free_.push(i);
+    to_caller_.notify_one();
+  }
+}
+
+void PcapWriter::stop() noexcept {
+  if (!thread_.joinable()) return;
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  to_thread_.notify_one();
+  thread_.join();
+}
+
 void PcapWriter::close() {
-  if (file_ == nullptr) return;
-  std::FILE* f = file_;
-  file_ = nullptr;
-  errno = 0;
-  const bool flushed = std::fflush(f) == 0;
-  const bool closed = std::fclose(f) == 0;
-  if (!flushed || !closed) fail("cannot flush");
+  if (closed_) return;
+  closed_ = true;
+  {
+    const std::lock_guard lock(mutex_);
+    if (buffers_[current_].used > 0) full_.push(current_);
+  }
+  stop();  // writes what is queued first
+  const int fd = fd_;
+  fd_ = -1;
+  const bool closed = ::close(fd) == 0;
+  const int close_errno = errno;
+  if (failed_.load(std::memory_order_relaxed)) fail_from_thread();
+  if (!closed) fail("cannot close", close_errno);
 }
 
 namespace {
@@ -84,7 +256,7 @@ class PcapReader {
   PcapReader(const std::string& path, int64_t shift_ns) : path_(path), shift_ns_(shift_ns) {
     file_ = std::fopen(path.c_str(), "rb");
     if (file_ == nullptr) fail("cannot open");
-    std::setvbuf(file_, buffer_.get(), _IOFBF, kStdioBuffer);  // a MiB a read(2), as the writer's
+    std::setvbuf(file_, buffer_.get(), _IOFBF, kStdioBuffer);  // a MiB a read(2), as merge_pcap writes
     FileHeader h{};
     if (std::fread(&h, sizeof h, 1, file_) != 1 || h.magic != kPcapNanoMagic || h.linktype != kPcapLinkEthernet) {
       errno = 0;
@@ -156,7 +328,9 @@ uint64_t merge_pcap(const std::string& first, const std::string& second, int64_t
     const int err = errno;
     throw std::runtime_error("pcap " + out + ": cannot create: " + std::strerror(err));
   }
-  const auto buffer = std::make_unique<char[]>(kStdioBuffer);  // as PcapWriter's; freed after fclose
+  // A MiB a write(2). The buffer must be ours: glibc's setvbuf ignores the size when given no buffer and
+  // then writes a block (4 KiB) at a time. Freed after fclose.
+  const auto buffer = std::make_unique<char[]>(kStdioBuffer);
   std::setvbuf(f, buffer.get(), _IOFBF, kStdioBuffer);
   uint64_t frames = 0;
   try {

@@ -2,11 +2,16 @@
 // nanosecond timestamps (magic 0xa1b23c4d) and link type Ethernet, readable by tcpdump and Wireshark.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "emulator/time.h"
 
@@ -15,32 +20,100 @@ namespace fabemu::host::dpdk {
 inline constexpr uint32_t kPcapNanoMagic = 0xa1b23c4d;
 inline constexpr uint32_t kPcapLinkEthernet = 1;
 
+struct PcapWriterOptions {
+  uint32_t snaplen = 65535;
+  // Memory for records not yet written to the file, in buffers of kPcapBufferBytes (at least two): what a
+  // burst of capture can run ahead of the file before write() has to wait for it.
+  size_t buffer_bytes = size_t{16} << 20;
+  // The CPUs the writing thread may run on (empty: the creating thread's): not those of polling lcores.
+  std::vector<unsigned> writer_cpus;
+};
+inline constexpr size_t kPcapBufferBytes = size_t{1} << 20;
+
+// The file is written by a thread of the writer's own, so that the caller (a polling lcore) never makes
+// the write(2) calls: write() puts the record into a buffer in memory (written once when the writer is
+// made, so no page fault either) and hands a full buffer to the thread, which makes the file's bytes
+// (a MiB a write(2)). A frame's zero body (write_zero_body) is kept as a count, not as bytes: the thread
+// writes the zeros. Only when every buffer is full of records the file has not taken yet does write()
+// wait (waits(), waited_ns()): the capture stays complete, and the wait is counted so that the report
+// can say what it cost. host/dpdk/README.md, "pcap".
 class PcapWriter {
  public:
   // Creates (truncates) `path` and writes the file header; std::runtime_error naming the path.
   explicit PcapWriter(const std::string& path, uint32_t snaplen = 65535);
-  // Closes without reporting errors; call close() to see them.
+  PcapWriter(const std::string& path, const PcapWriterOptions& options);
+  // Stops the thread and closes without reporting errors; call close() to see them.
   ~PcapWriter();
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
 
   // One frame (without FCS) seen at `timestamp_ns` (the caller's clock: emulated or wall time). Frames
-  // longer than snaplen are cut, their original length kept. std::runtime_error naming the path.
+  // longer than snaplen are cut, their original length kept. std::runtime_error naming the path (a
+  // failure of the thread's writes is reported by the next write() or close()).
   void write(std::span<const uint8_t> frame, uint64_t timestamp_ns);
+  // A frame whose bytes [zeros_at, zeros_at + zeros) are zeros by construction (a data frame's payload and
+  // RoCEv2 pad, which the fabric never writes): the same record in the file, but those bytes are neither
+  // read from `frame` nor copied on the caller's lcore (the writing thread writes them out).
+  // std::invalid_argument when the range is not within the frame.
+  void write_zero_body(std::span<const uint8_t> frame, size_t zeros_at, size_t zeros, uint64_t timestamp_ns);
   // At emulated time `t` (picoseconds truncated to nanoseconds).
   void write(std::span<const uint8_t> frame, emu::Time t) { write(frame, t.ps() / 1000); }
-  // Flushes and closes; std::runtime_error naming the path. Further writes are errors.
+  // Writes what is left, stops the thread and closes; std::runtime_error naming the path. Further writes
+  // are errors.
   void close();
   uint64_t frames() const noexcept { return frames_; }
+  // How many times write() waited for a buffer, and for how long in all (steady clock).
+  uint64_t waits() const noexcept { return waits_; }
+  uint64_t waited_ns() const noexcept { return waited_ns_; }
   const std::string& path() const noexcept { return path_; }
 
  private:
-  [[noreturn]] void fail(const char* what);
+  struct Buffer {
+    std::unique_ptr<uint8_t[]> data;
+    size_t used = 0;
+  };
+  // A fixed ring of buffer indices (room for all of them: pushing never allocates).
+  class Queue {
+   public:
+    explicit Queue(size_t n) : slots_(n) {}
+    bool empty() const noexcept { return count_ == 0; }
+    void push(uint32_t b) noexcept {
+      slots_[(head_ + count_) % slots_.size()] = b;
+      ++count_;
+    }
+    uint32_t pop() noexcept {
+      const uint32_t b = slots_[head_];
+      head_ = (head_ + 1) % slots_.size();
+      --count_;
+      return b;
+    }
+
+   private:
+    std::vector<uint32_t> slots_;
+    size_t head_ = 0, count_ = 0;
+  };
+
+  [[noreturn]] void fail(const char* what, int err);
+  [[noreturn]] void fail_from_thread();
+  void hand_off();      // the current buffer to the thread, a free one in its place
+  void run(std::vector<unsigned> cpus);  // the thread
+  void stop() noexcept;  // the thread's end (what is queued is written first)
+
   std::string path_;
-  std::unique_ptr<char[]> buffer_;  // stdio's (setvbuf): before file_, so that it outlives the FILE
-  std::FILE* file_ = nullptr;
   uint32_t snaplen_;
-  uint64_t frames_ = 0;
+  int fd_ = -1;
+  bool closed_ = false;
+  uint64_t frames_ = 0, waits_ = 0, waited_ns_ = 0;
+  std::vector<Buffer> buffers_;
+  uint32_t current_ = 0;
+
+  std::mutex mutex_;
+  std::condition_variable to_thread_, to_caller_;
+  Queue full_, free_;           // under mutex_
+  bool stopping_ = false;       // under mutex_
+  int thread_errno_ = 0;        // under mutex_: the thread's first failure (0: none)
+  std::atomic<bool> failed_{false};
+  std::thread thread_;
 };
 
 // Merges two captures PcapWriter wrote (each in time order; one per lcore) into `out`, in time order

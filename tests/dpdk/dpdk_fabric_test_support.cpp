@@ -122,6 +122,8 @@ void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const
   EXPECT_EQ(c.data, s.data_frames + s.retransmissions);
   EXPECT_EQ(c.feedback, s.acks + s.nacks);
   EXPECT_GT(c.feedback, 0u);
+  EXPECT_EQ(s.pcap, path);  // the report's capture line
+  EXPECT_EQ(s.pcap_frames, c.frames);
 }
 
 void expect_second_wave_allocates_nothing(fd::DpdkPorts& ports, const fd::DpdkFabricOptions& options,

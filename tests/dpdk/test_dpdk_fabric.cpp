@@ -450,6 +450,32 @@ TEST(DpdkStats, FidelityVerdicts) {
       EXPECT_DOUBLE_EQ(j.at("median_departure_lateness_ns").get<double>(), 100.0);
     }
   }
+  // With a capture whose writer made the lcores wait, the stalls are put down to it first; the capture
+  // line and the report's object give its counts.
+  fd::DpdkStats t = s;
+  t.pacing_ratio = 0.5;
+  t.pacing_median_ratio = 0;
+  t.pacing_disturbed_periods = 7;
+  EXPECT_NE(fd::dpdk_stats_to_json(t).find("\"pcap\": null"), std::string::npos);  // null without a capture
+  EXPECT_EQ(fd::format_dpdk_stats(t).find("capture"), std::string::npos);
+  t.pcap = "/tmp/run.pcap";
+  t.pcap_frames = 11008;
+  t.pcap_waits = 13;
+  t.pcap_wait_ns = 5'420'000;
+  const std::string text = fd::format_dpdk_stats(t);
+  EXPECT_NE(text.find("  capture             11008 frames to /tmp/run.pcap; the polling lcores waited for its writer "
+                      "13 times, 5.420 ms in all\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("Every one of the 7 busy periods was disturbed by a stall: the polling lcores stalled (main "
+                      "lcore 48 stalls over 100 us, longest 3.420 ms; receive lcore 14, longest 0.870 ms), 13 times "
+                      "waiting for the --pcap capture's writer (5.420 ms in all; the file took frames slower than the "
+                      "wire made them). Capture to a faster file system (e.g. tmpfs), or raise --dilation above 2\n"),
+            std::string::npos)
+      << text;
+  const nlohmann::json pcap = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(t) + "}").at("dpdk").at("pcap");
+  EXPECT_EQ(pcap, nlohmann::json::parse(
+                      R"({"path": "/tmp/run.pcap", "frames": 11008, "waits": 13, "wait_ns": 5420000})"));
 }
 
 // merge_spans and covered_within: the stalls of both polling lcores as one set of disjoint spans, and how

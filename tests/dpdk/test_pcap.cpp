@@ -2,10 +2,19 @@
 // time order with the second moved onto the first's clock.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -133,6 +142,136 @@ TEST(PcapWriter, WritesAMebibyteAtATime) {
   const uint64_t before_merge = *write_calls();
   EXPECT_EQ(fd::merge_pcap(path, dir.file("empty.pcap"), 0, merged), 8u * 700);
   EXPECT_LE(*write_calls() - before_merge, 12u);
+}
+
+// The writer's own thread takes full buffers: a capture of many buffers, with only two of them (so that
+// write() waits for the file), arrives whole and in order.
+TEST(PcapWriter, ManyBuffersOfFramesArriveWholeAndInOrder) {
+  fabemu::test::ScratchDir dir;
+  const std::string path = dir.file("many.pcap");
+  std::vector<std::pair<uint64_t, uint8_t>> want;
+  uint64_t bytes = 0;
+  {
+    fd::PcapWriter w(path, fd::PcapWriterOptions{.buffer_bytes = 2 * fd::kPcapBufferBytes});
+    for (uint32_t i = 0; i < 20'000; ++i) {
+      const auto tag = static_cast<uint8_t>(i * 7);
+      const std::vector<uint8_t> f(60 + (i * 37) % 1441, tag);  // 60 to 1500 bytes
+      w.write(f, uint64_t{i} * 1000);
+      want.emplace_back(uint64_t{i} * 1000, tag);
+      bytes += 16 + f.size();
+    }
+    EXPECT_EQ(w.frames(), 20'000u);
+    w.close();
+    EXPECT_EQ(w.waits() == 0, w.waited_ns() == 0) << w.waits() << " waits, " << w.waited_ns() << " ns";
+  }
+  ASSERT_GT(bytes, 10 * fd::kPcapBufferBytes);  // buffers went round several times
+  EXPECT_EQ(records(path), want);
+}
+
+// Without close(), the destructor still writes what was captured (errors unreported).
+TEST(PcapWriter, DestructorWritesWhatWasCaptured) {
+  fabemu::test::ScratchDir dir;
+  const std::string path = dir.file("unclosed.pcap");
+  write(path, {});
+  {
+    fd::PcapWriter w(path);
+    for (uint8_t t = 1; t <= 3; ++t) w.write(std::vector<uint8_t>(64, t), uint64_t{t});
+  }
+  EXPECT_EQ(records(path), (std::vector<std::pair<uint64_t, uint8_t>>{{1, 1}, {2, 2}, {3, 3}}));
+}
+
+// A write the thread cannot make is reported by the caller's next write() or close(), naming the path;
+// nothing waits for ever. The file header is written at once: a file that takes nothing fails there.
+TEST(PcapWriter, WriteFailureIsReportedNamingThePath) {
+  if (::access("/dev/full", W_OK) == 0) {
+    try {
+      fd::PcapWriter full("/dev/full");
+      ADD_FAILURE() << "/dev/full took the file header";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "pcap /dev/full: cannot write: No space left on device");
+    }
+  }
+  // A file that takes 64 KiB (RLIMIT_FSIZE; SIGXFSZ ignored, so write(2) fails with EFBIG instead).
+  fabemu::test::ScratchDir dir;
+  const std::string path = dir.file("limited.pcap");
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit limit = before;
+  limit.rlim_cur = 64 * 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  {
+    fd::PcapWriter w(path, fd::PcapWriterOptions{.buffer_bytes = 2 * fd::kPcapBufferBytes});
+    const std::vector<uint8_t> frame(1484, 1);
+    try {
+      for (int i = 0; i < 10 * 700; ++i) w.write(frame, uint64_t{1});  // 10 buffers: one write() sees it
+      w.close();
+      ADD_FAILURE() << "writing beyond the file size limit did not fail";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "pcap " + path + ": cannot write: File too large");
+    }
+    EXPECT_THROW(w.close(), std::runtime_error);  // the failure stays: close() says it again
+  }
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+}
+
+// The thread runs on the CPUs it is given (off the polling lcores'), under its own name.
+TEST(PcapWriter, ThreadRunsOnTheCpusGiven) {
+  fabemu::test::ScratchDir dir;
+  fd::PcapWriter w(dir.file("cpus.pcap"), fd::PcapWriterOptions{.writer_cpus = {0}});
+  std::string allowed;
+  for (int attempt = 0; attempt < 200 && allowed.empty(); ++attempt) {
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name != "fabemu-pcap") continue;
+      std::ifstream status(task.path() / "status");
+      for (std::string line; std::getline(status, line);) {
+        if (line.rfind("Cpus_allowed_list:", 0) == 0) allowed = line.substr(line.find_first_not_of(" \t", 18));
+      }
+    }
+    if (allowed.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // not named yet
+  }
+  EXPECT_EQ(allowed, "0");
+  w.close();
+}
+
+// write_zero_body: the same file as write() of the same frame, its zeros not read (here: not zeros in the
+// frame handed over, yet zeros in the file), cut at the snap length anywhere: in the head, the zeros or
+// the tail.
+TEST(PcapWriter, ZeroBodyIsCapturedAsZeros) {
+  fabemu::test::ScratchDir dir;
+  std::vector<uint8_t> frame(300);
+  for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>(i + 1);
+  std::vector<uint8_t> zeroed = frame;
+  std::fill(zeroed.begin() + 100, zeroed.begin() + 296, 0);  // head 100, zeros 196, tail 4 (an ICRC)
+  for (const uint32_t snaplen : {65535u, 296u, 150u, 100u, 60u, 298u}) {
+    SCOPED_TRACE("snaplen " + std::to_string(snaplen));
+    const std::string a = dir.file("a.pcap"), b = dir.file("b.pcap");
+    {
+      fd::PcapWriter w(a, snaplen);
+      w.write_zero_body(frame, 100, 196, 7);
+      w.write(frame, 8);  // a whole frame after it
+      w.close();
+    }
+    {
+      fd::PcapWriter w(b, snaplen);
+      w.write(zeroed, 7);
+      w.write(frame, 8);
+      w.close();
+    }
+    std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+    const std::string sa((std::istreambuf_iterator<char>(fa)), std::istreambuf_iterator<char>());
+    const std::string sb((std::istreambuf_iterator<char>(fb)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(sa.size(), 24u + 2 * 16 + 2 * std::min<size_t>(300, snaplen));
+    EXPECT_EQ(sa, sb);
+  }
+  fd::PcapWriter w(dir.file("c.pcap"));
+  EXPECT_THROW(w.write_zero_body(frame, 200, 101, 1), std::invalid_argument);
+  EXPECT_THROW(w.write_zero_body(frame, 301, 0, 1), std::invalid_argument);
+  w.close();
 }
 
 }  // namespace

@@ -79,7 +79,7 @@ PcapWriter::PcapWriter(const std::string& path, const PcapWriterOptions& options
   for (size_t i = 0; i < n; ++i) {
     // Written once here: without that, each page would be mapped by a fault when a frame first lands on
     // it, on the polling lcore.
-    buffers_[i].data = std::make_unique<uint8_t[]>(kPcapBufferBytes);
+    buffers_[i].data = std::make_unique_for_overwrite<uint8_t[]>(kPcapBufferBytes);
     std::memset(buffers_[i].data.get(), 0, kPcapBufferBytes);
     if (i > 0) free_.push(static_cast<uint32_t>(i));
   }

@@ -531,9 +531,9 @@ uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec&
     const bool roce = spec.mode == WireMode::kRoceV2;
     const size_t head = kEthHeaderBytes + kIpv4HeaderBytes + kUdpHeaderBytes + (roce ? kBthBytes : 0) +
                         kFabemuHeaderBytes;
+    const size_t tail = roce ? kIcrcBytes : 0;
     for (uint32_t i = 0; i < n; ++i) {
       const std::span<const uint8_t> f = mbuf_bytes(ms[i]);
-      const size_t tail = roce ? kIcrcBytes : 0;
       const size_t body = f.size() > head + tail ? f.size() - head - tail : 0;
       pcap_->write_zero_body(f, std::min(head, f.size()), body, ns);
     }

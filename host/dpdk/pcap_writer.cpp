@@ -67,15 +67,15 @@ PcapWriter::PcapWriter(const std::string& path, uint32_t snaplen)
 
 PcapWriter::PcapWriter(const std::string& path, const PcapWriterOptions& options)
     : path_(path),
-      snaplen_(options.snaplen),
-      full_(std::max<size_t>(2, options.buffer_bytes / kPcapBufferBytes)),
-      free_(std::max<size_t>(2, options.buffer_bytes / kPcapBufferBytes)) {
+      snaplen_(options.snaplen) {
   if (uint64_t{snaplen_} + sizeof(MemRecord) > kPcapBufferBytes) {
     throw std::invalid_argument("pcap " + path_ + ": a snap length of " + std::to_string(snaplen_) +
                                 " bytes does not fit a capture buffer");
   }
   const size_t n = std::max<size_t>(2, options.buffer_bytes / kPcapBufferBytes);
   buffers_.resize(n);
+  full_.reserve(n);  // every buffer fits either queue: hand_off and the thread never allocate
+  free_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     // Written once here: without that, each page would be mapped by a fault when a frame first lands on
     // it, on the polling lcore.
@@ -168,7 +168,8 @@ void PcapWriter::hand_off() {
     waited_ns_ += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from).count());
   }
-  current_ = free_.pop();
+  current_ = free_.front();
+  free_.pop();
   buffers_[current_].used = 0;
 }
 
@@ -190,7 +191,8 @@ void PcapWriter::run(std::vector<unsigned> cpus) {
   for (;;) {
     to_thread_.wait(lock, [this] { return !full_.empty() || stopping_; });
     if (full_.empty()) return;  // stopping, and all written
-    const uint32_t i = full_.pop();
+    const uint32_t i = full_.front();
+    full_.pop();
     const bool ok = thread_errno_ == 0;
     lock.unlock();
     int err = 0;

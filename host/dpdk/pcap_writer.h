@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "emulator/time.h"
+#include "host/dpdk/fifo.h"
 
 namespace fabemu::host::dpdk {
 
@@ -72,27 +73,6 @@ class PcapWriter {
     std::unique_ptr<uint8_t[]> data;
     size_t used = 0;
   };
-  // A fixed ring of buffer indices (room for all of them: pushing never allocates).
-  class Queue {
-   public:
-    explicit Queue(size_t n) : slots_(n) {}
-    bool empty() const noexcept { return count_ == 0; }
-    void push(uint32_t b) noexcept {
-      slots_[(head_ + count_) % slots_.size()] = b;
-      ++count_;
-    }
-    uint32_t pop() noexcept {
-      const uint32_t b = slots_[head_];
-      head_ = (head_ + 1) % slots_.size();
-      --count_;
-      return b;
-    }
-
-   private:
-    std::vector<uint32_t> slots_;
-    size_t head_ = 0, count_ = 0;
-  };
-
   [[noreturn]] void fail(const char* what, int err);
   [[noreturn]] void fail_from_thread();
   void hand_off();      // the current buffer to the thread, a free one in its place
@@ -109,7 +89,7 @@ class PcapWriter {
 
   std::mutex mutex_;
   std::condition_variable to_thread_, to_caller_;
-  Queue full_, free_;           // under mutex_
+  detail::Ring<uint32_t> full_, free_;  // under mutex_; reserved for every buffer (no allocation)
   bool stopping_ = false;       // under mutex_
   int thread_errno_ = 0;        // under mutex_: the thread's first failure (0: none)
   std::atomic<bool> failed_{false};

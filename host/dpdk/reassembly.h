@@ -21,45 +21,12 @@
 #include <vector>
 
 #include "emulator/time.h"
+#include "host/dpdk/fifo.h"
 
 namespace fabemu::host::dpdk {
 
 using emu::Duration;
 using emu::Time;
-
-namespace detail {
-// A FIFO on a vector that only grows: no allocation once it has reached its largest size.
-template <class T>
-class Ring {
- public:
-  bool empty() const noexcept { return size_ == 0; }
-  size_t size() const noexcept { return size_; }
-  T& front() noexcept { return buf_[head_]; }
-  void pop() noexcept {
-    head_ = (head_ + 1) & mask_;
-    --size_;
-  }
-  void push(const T& v) {
-    if (size_ == buf_.size()) [[unlikely]]
-      grow();
-    buf_[(head_ + size_) & mask_] = v;
-    ++size_;
-  }
-
- private:
-  [[gnu::noinline]] void grow() {
-    std::vector<T> next(buf_.empty() ? 16 : buf_.size() * 2);
-    for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & mask_];
-    buf_.swap(next);
-    head_ = 0;
-    mask_ = buf_.size() - 1;
-  }
-  std::vector<T> buf_;
-  size_t mask_ = 0;  // buf_.size() - 1 (kept: the size of a vector of T is a division by sizeof(T))
-  size_t head_ = 0;
-  size_t size_ = 0;
-};
-}  // namespace detail
 
 // --- receiver ---
 

@@ -256,7 +256,16 @@ void Port::setup() {
   prefault_buffers(pool_);
 
   rte_eth_conf conf{};
-  if (cfg_.rx_timestamps && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP) != 0) {
+  const PortConfig::SimulatedNicClock& sim = cfg_.simulated_nic_clock;
+  if (sim.num != 0) {
+    if (sim.den == 0) throw std::invalid_argument(what + ": a simulated NIC clock with a denominator of 0");
+    int offset = -1;
+    uint64_t flag = 0;
+    rc = rte_mbuf_dyn_rx_timestamp_register(&offset, &flag);
+    if (rc != 0) throw std::runtime_error(what + ": rte_mbuf_dyn_rx_timestamp_register: " + errstr(rte_errno));
+    nic_sim_ = std::make_unique<NicClockSim>(NicClockSim{sim, offset, flag});
+    ts_offload_ = true;
+  } else if (cfg_.rx_timestamps && (info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_TIMESTAMP) != 0) {
     // The timestamp lives in a dynamic mbuf field the application registers; the driver fills it.
     int offset = -1;
     uint64_t flag = 0;
@@ -299,6 +308,13 @@ void Port::setup() {
     rc = rte_eth_tx_queue_setup(id_, q, tx_desc, q_socket, nullptr);
     if (rc != 0) throw std::runtime_error(what + ": rte_eth_tx_queue_setup(" + std::to_string(q) + "): " + errstr(rc));
   }
+  if (nic_sim_) {
+    for (uint16_t q = 0; q < cfg_.rx_queues; ++q) {
+      const rte_eth_rxtx_callback* cb = rte_eth_add_rx_callback(id_, q, &stamp_rx, nic_sim_.get());
+      if (cb == nullptr) throw std::runtime_error(what + ": rte_eth_add_rx_callback: " + errstr(rte_errno));
+      rx_callbacks_.push_back(cb);
+    }
+  }
   rc = rte_eth_dev_start(id_);
   if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_start: " + errstr(rc));
   started_ = true;
@@ -317,13 +333,34 @@ void Port::setup() {
   }
 }
 
-bool Port::read_clock(uint64_t& out) const noexcept { return rte_eth_read_clock(id_, &out) == 0; }
+bool Port::read_clock(uint64_t& out) const noexcept {
+  if (nic_sim_) {
+    out = nic_sim_->at(rte_rdtsc());
+    return true;
+  }
+  return rte_eth_read_clock(id_, &out) == 0;
+}
+
+uint64_t Port::NicClockSim::at(uint64_t tsc) const noexcept {
+  __extension__ using U128 = unsigned __int128;
+  return clock.offset + static_cast<uint64_t>(U128{tsc} * clock.num / clock.den);
+}
+
+uint16_t Port::stamp_rx(uint16_t, uint16_t, rte_mbuf** pkts, uint16_t n, uint16_t, void* arg) noexcept {
+  const NicClockSim& c = *static_cast<const NicClockSim*>(arg);
+  const uint64_t now = c.at(rte_rdtsc());
+  for (uint16_t i = 0; i < n; ++i) {
+    *RTE_MBUF_DYNFIELD(pkts[i], c.field, rte_mbuf_timestamp_t*) = now;
+    pkts[i]->ol_flags |= c.flag;
+  }
+  return n;
+}
 
 Port::Port(Port&& o) noexcept
     : id_(o.id_), cfg_(o.cfg_), name_(std::move(o.name_)), probed_(std::move(o.probed_)), pool_(o.pool_),
       device_(o.device_), started_(o.started_), open_(o.open_), ts_offload_(o.ts_offload_),
-      csum_offload_(o.csum_offload_), rss_(o.rss_), ts_offset_(o.ts_offset_),
-      ts_flag_(o.ts_flag_) {
+      csum_offload_(o.csum_offload_), rss_(o.rss_), nic_sim_(std::move(o.nic_sim_)),
+      rx_callbacks_(std::move(o.rx_callbacks_)), ts_offset_(o.ts_offset_), ts_flag_(o.ts_flag_) {
   o.pool_ = nullptr;
   for (int i = 0; i < 2; ++i) {
     zero_pools_[i] = o.zero_pools_[i];
@@ -339,6 +376,11 @@ Port::~Port() { close(); }
 void Port::close() noexcept {
   if (open_) {
     if (started_) rte_eth_dev_stop(id_);
+    // Stopped: no receive burst runs the callbacks any more (nic_sim_ goes with this Port).
+    for (size_t q = 0; q < rx_callbacks_.size(); ++q) {
+      rte_eth_remove_rx_callback(id_, static_cast<uint16_t>(q), rx_callbacks_[q]);
+    }
+    rx_callbacks_.clear();
     rte_eth_dev_close(id_);
     if (!probed_.empty() && device_ != nullptr) rte_dev_remove(device_);
   }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -83,6 +84,16 @@ struct PortConfig {
   // Enable the NIC's RX checksum checks (RTE_ETH_RX_OFFLOAD_IPV4_CKSUM and UDP_CKSUM) when the device
   // offers both: a frame whose UDP checksum the NIC found good is not summed again (decode_mbuf).
   bool rx_checksums = true;
+  // For tests on devices without NIC timestamps (all of this machine's): the port acts as a NIC whose
+  // clock runs `num / den` ticks per TSC tick from `offset`. An RX callback stamps every frame the port
+  // receives with that clock (the dynamic field and flag, as such a NIC's driver does), the offload reads
+  // as on and read_clock() reads the same clock, so the receive side's whole NIC-timestamp path (ClockFit,
+  // arrivals by the NIC) runs. `num` 0: off (the default). host/dpdk/README.md, "NIC hardware timestamps".
+  struct SimulatedNicClock {
+    uint32_t num = 0, den = 1;
+    uint64_t offset = 0;
+  };
+  SimulatedNicClock simulated_nic_clock;
 
   // Mbufs for `in_flight` packets held by the application (delay lines, retransmit buffers) on top of
   // every RX/TX descriptor, one burst per lcore in flight and the lcores' mempool caches; rounded up
@@ -186,6 +197,9 @@ class Port {
   Port(uint16_t port_id, const PortConfig& cfg, std::string probed_devargs);
   void setup();
   void close() noexcept;
+  // The RX callback of a simulated NIC clock: every frame received stamped with it.
+  static uint16_t stamp_rx(uint16_t port, uint16_t queue, rte_mbuf** pkts, uint16_t n, uint16_t max,
+                           void* arg) noexcept;
 
   uint16_t id_ = 0;
   PortConfig cfg_;
@@ -199,6 +213,16 @@ class Port {
   bool ts_offload_ = false;
   bool csum_offload_ = false;
   bool rss_ = false;
+  // The simulated NIC clock (PortConfig::simulated_nic_clock): on the heap, since the RX callbacks hold
+  // its address and a Port moves.
+  struct NicClockSim {
+    PortConfig::SimulatedNicClock clock;
+    int field = 0;
+    uint64_t flag = 0;
+    uint64_t at(uint64_t tsc) const noexcept;  // the clock at TSC `tsc`
+  };
+  std::unique_ptr<NicClockSim> nic_sim_;
+  std::vector<const rte_eth_rxtx_callback*> rx_callbacks_;
   int ts_offset_ = 0;      // of the timestamp dynamic field (valid when ts_flag_ != 0)
   uint64_t ts_flag_ = 0;   // the RX timestamp dynamic flag; 0: never set by anyone here
 };

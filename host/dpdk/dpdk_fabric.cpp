@@ -983,6 +983,15 @@ const DpdkStats& DpdkFabric::stats() {
       out_.rx_lcores.push_back(DpdkStats::RxLcore{workers_[q]->lcore(), rx_paths_[q]->queue(), 0, 0});
     }
   }
+  if (rx_readable && rx_paths_[0]->clock_name() == std::string_view("nic")) {
+    const ClockFit& fit = rx_paths_[0]->clock_fit();
+    b.fit_samples = fit.samples();
+    b.fit_tsc_per_nic_tick = fit.slope();
+    for (const auto& path : rx_paths_) {
+      b.fit_max_residual_ns = std::max(b.fit_max_residual_ns, path->clock_fit().max_residual() * 1e9 /
+                                                                  static_cast<double>(rte_get_tsc_hz()));
+    }
+  }
   out_.rx_clocks.push_back(b);
   if (two_ports) {
     DpdkStats::PortClock a;
@@ -1097,6 +1106,11 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     out += fmt::format("  arrival clock       {} {}: {} (RX timestamp offload {}, payload checksums {}), {} of {} "
                        "frames hardware-timestamped\n",
                        c.role, c.port, c.clock, c.offload ? "on" : "not offered", checks, c.hw_timestamped, c.frames);
+    if (c.clock == "nic") {
+      out += fmt::format("  NIC clock fit       {:.9f} TSC ticks per NIC tick over the last {} samples, farthest "
+                         "sample {:.1f} ns from the line\n",
+                         c.fit_tsc_per_nic_tick, c.fit_samples, c.fit_max_residual_ns);
+    }
   }
   out += fmt::format("  retransmit timeout  up to {:.3f} ms (adaptive: SRTT + 4 RTTVAR of the wire latency); a lost tail "
                      "on NACK after {}\n",
@@ -1289,9 +1303,10 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   for (size_t i = 0; i < s.rx_clocks.size(); ++i) {
     const DpdkStats::PortClock& c = s.rx_clocks[i];
     clocks += fmt::format("{}{{\"port\": \"{}\", \"role\": \"{}\", \"clock\": \"{}\", \"offload\": {}, "
-                          "\"checksum_offload\": {}, \"checksums\": \"{}\", \"frames\": {}, \"hw_timestamped\": {}}}",
+                          "\"checksum_offload\": {}, \"checksums\": \"{}\", \"frames\": {}, \"hw_timestamped\": {}, "
+                          "\"fit_samples\": {}, \"fit_tsc_per_nic_tick\": {:.9f}, \"fit_max_residual_ns\": {:.1f}}}",
                           i == 0 ? "" : ", ", c.port, c.role, c.clock, c.offload, c.checksum_offload, c.checksums,
-                          c.frames, c.hw_timestamped);
+                          c.frames, c.hw_timestamped, c.fit_samples, c.fit_tsc_per_nic_tick, c.fit_max_residual_ns);
   }
   kv("rx_clocks", clocks + "]");
   kv("data_frames", fmt::format("{}", s.data_frames));

@@ -159,6 +159,11 @@ struct DpdkStats {
     // what the NIC did not find good), "fabemu", or "skipped" (an in-process ring pair, Checksums::kAuto).
     std::string checksums = "fabemu";
     uint64_t frames = 0, hw_timestamped = 0;
+    // clock "nic": the line mapping the NIC's clock to the TSC (ClockFit) of the first receive path, and
+    // the largest distance of a clock sample from its path's line over all receive paths, in ns.
+    size_t fit_samples = 0;
+    double fit_tsc_per_nic_tick = 0;
+    double fit_max_residual_ns = 0;
   };
   std::vector<PortClock> rx_clocks;
   uint64_t nic_arrivals = 0;          // messages whose arrival the NIC's clock timed (the others: TSC)

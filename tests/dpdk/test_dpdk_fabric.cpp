@@ -814,6 +814,62 @@ TEST(DpdkFabric, RingPairSkipsPayloadChecksUnlessAsked) {
   }
 }
 
+// NIC hardware timestamps without a NIC that has them: both ports act as NICs whose clock runs at 2/5 of
+// the TSC's rate from 2^40 (PortConfig::simulated_nic_clock: every received frame stamped by an RX
+// callback, read_clock reading the same clock). The receive side then times arrivals by the NIC's clock
+// through ClockFit: every data frame carries a hardware timestamp, every message's arrival is the NIC's,
+// the fit finds the clock's rate (5/2 TSC ticks per NIC tick), and the times are still the model's.
+// The report's line of a NIC clock's fit, as format_dpdk_stats writes it (slope to 9 places).
+std::string fmt_fit_line(const fd::DpdkStats::PortClock& c) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "NIC clock fit       %.9f TSC ticks per NIC tick over the last %zu samples",
+                c.fit_tsc_per_nic_tick, c.fit_samples);
+  return buf;
+}
+
+TEST(DpdkFabric, ArrivalsTimedByASimulatedNicClock) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  fd::PortConfig cfg = port_config();
+  cfg.simulated_nic_clock = {2, 5, uint64_t{1} << 40};
+  auto ports = fd::DpdkPorts::ring("fabnic", cfg);
+  ASSERT_TRUE(ports.b().rx_timestamp_offload());
+  uint64_t c0 = 0, c1 = 0;
+  ASSERT_TRUE(ports.b().read_clock(c0));
+  ASSERT_TRUE(ports.b().read_clock(c1));
+  EXPECT_GE(c0, uint64_t{1} << 40);
+  EXPECT_GE(c1, c0);
+  const DpdkRun d = run_dpdk(w, ports, fd::DpdkFabricOptions{});
+  expect_exact(sw, d);
+  ASSERT_EQ(d.stats.rx_clocks.size(), 2u);
+  const fd::DpdkStats::PortClock& b = d.stats.rx_clocks[0];
+  EXPECT_EQ(b.clock, "nic");
+  EXPECT_TRUE(b.offload);
+  EXPECT_GT(b.frames, 0u);
+  EXPECT_EQ(b.hw_timestamped, b.frames);
+  EXPECT_GT(d.stats.messages, 0u);
+  EXPECT_EQ(d.stats.nic_arrivals, d.stats.messages);
+  EXPECT_EQ(d.stats.latency_ns.count(), d.stats.messages);
+  EXPECT_GT(d.stats.latency_ns.min(), 0u);
+  EXPECT_GE(b.fit_samples, 8u);
+  EXPECT_NEAR(b.fit_tsc_per_nic_tick, 2.5, 0.025);
+  EXPECT_GE(b.fit_max_residual_ns, 0.0);
+  // Feedback arrivals on port A are never timed, by any clock but the TSC.
+  EXPECT_EQ(d.stats.rx_clocks[1].clock, "tsc");
+  EXPECT_EQ(d.stats.rx_clocks[1].fit_samples, 0u);
+  const std::string text = fd::format_dpdk_stats(d.stats);
+  EXPECT_NE(text.find(fmt_fit_line(b)), std::string::npos) << text;
+  EXPECT_NE(text.find(std::to_string(d.stats.messages) + " by the NIC's clock, 0 by the TSC"), std::string::npos) << text;
+  const nlohmann::json json = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(d.stats) + "}").at("dpdk");
+  ASSERT_EQ(json.at("rx_clocks").size(), 2u);
+  EXPECT_EQ(json["rx_clocks"][0].at("clock"), "nic");
+  EXPECT_EQ(json["rx_clocks"][0].at("fit_samples"), b.fit_samples);
+  EXPECT_NEAR(json["rx_clocks"][0].at("fit_tsc_per_nic_tick").get<double>(), b.fit_tsc_per_nic_tick, 1e-9);
+  EXPECT_NEAR(json["rx_clocks"][0].at("fit_max_residual_ns").get<double>(), b.fit_max_residual_ns, 0.05);
+}
+
 TEST(TscClock, DilationMapsWallToEmulatedTime) {
   REQUIRE_EAL();
   fd::TscClock afap(0);

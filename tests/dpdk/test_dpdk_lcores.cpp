@@ -113,6 +113,32 @@ TEST(RxLcore, LossAndReorderingOnTheReceiveLcore) {
   EXPECT_GT(d.stats.nack_retransmissions, 0u);  // the receive lcore's NACK check runs
 }
 
+// The receive lcore times arrivals by a NIC's clock (here simulated: PortConfig::simulated_nic_clock, as
+// DpdkFabric.ArrivalsTimedByASimulatedNicClock inline), with loss and reordering: its clock samples and
+// fit run on lcore 1, every message's arrival is the NIC's, and the times are the model's.
+TEST(RxLcore, ArrivalsTimedByASimulatedNicClockOnTheReceiveLcore) {
+  REQUIRE_EAL();
+  ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  fd::PortConfig cfg = port_config();
+  cfg.simulated_nic_clock = {3, 1, 12345};
+  auto ports = fd::DpdkPorts::ring("lcnic", cfg);
+  fd::DpdkFabricOptions opt;
+  opt.faults = injected_faults();
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  expect_faults_recovered(d.stats);
+  EXPECT_EQ(d.stats.rx_lcore, 1);
+  ASSERT_EQ(d.stats.rx_clocks.size(), 2u);
+  const fd::DpdkStats::PortClock& b = d.stats.rx_clocks[0];
+  EXPECT_EQ(b.clock, "nic");
+  EXPECT_EQ(b.frames, d.stats.rx_lcore_frames);
+  EXPECT_EQ(b.hw_timestamped, b.frames);
+  EXPECT_EQ(d.stats.nic_arrivals, d.stats.messages);
+  EXPECT_NEAR(b.fit_tsc_per_nic_tick, 1.0 / 3.0, 0.01 / 3.0);
+}
+
 // Every data frame dropped on the receive lcore: no ACK comes back, and the run stops after the stall
 // timeout (as inline: DpdkFabric.EveryFrameDroppedStopsTheRunAfterTheStallTimeout), the receive lcore
 // joined and its counters in the stats.

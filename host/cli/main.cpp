@@ -4,6 +4,7 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -27,6 +28,9 @@ int error(const std::exception& e) {
 int main(int argc, char** argv) {
   // Our own messages say what is wrong with an input; protobuf's stderr log would only repeat it.
   google::protobuf::SetLogHandler(nullptr);
+  // A file that reaches the size limit (ulimit -f) fails its write with EFBIG, which the writer reports
+  // naming the file, instead of SIGXFSZ killing fabemu with everything it had done (a capture, a report).
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"fabemu: hardware-in-the-loop network emulator for AI fabrics (Chakra traces)", "fabemu"};
   app.set_version_flag("--version", std::string("fabemu ") + FABEMU_VERSION);
   app.require_subcommand(1);

@@ -547,6 +547,7 @@ int run(const RunArgs& a) {
       result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
     }
     const host::dpdk::DpdkStats& st = dpdk->stats();
+    if (!st.pcap_error.empty()) result.warnings.push_back("DPDK fabric: the --pcap capture failed: " + st.pcap_error);
     dpdk_section = host::dpdk::format_dpdk_stats(st);
     const std::string mvm = host::dpdk::format_measured_vs_modelled(st, result, a.top);
     if (!mvm.empty()) dpdk_section += "\n" + mvm;
@@ -625,6 +626,12 @@ int run(const RunArgs& a) {
   if (dpdk != nullptr && dpdk->stalled()) {
     fmt::print(stderr, "fabemu: error: DPDK fabric: {}; the report holds the run up to that point\n",
                dpdk->stats().stall);
+    return kExitError;
+  }
+  if (dpdk != nullptr && !dpdk->stats().pcap_error.empty()) {
+    fmt::print(stderr, "fabemu: error: the --pcap capture failed: {}; the run went on and its summary and report are "
+                       "whole, the capture is not\n",
+               dpdk->stats().pcap_error);
     return kExitError;
   }
 #endif

@@ -181,6 +181,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   link_pace_.resize(model_.topology().links().size());
   PcapWriterOptions capture_options;
   capture_options.writer_cpus = Eal::cpus_without_lcores();  // the capture's writes off the polling lcores' CPUs
+  capture_options.stop_on_failure = true;  // a capture the disk cannot take never costs the run (close_pcap)
   if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap, capture_options);
   scratch_.resize(16384);
   stats_.dilation = opt_.dilation;
@@ -401,31 +402,51 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
 
 void DpdkFabric::close_pcap() {
   if (!pcap_) return;
-  pcap_->close();
+  // A capture that fails (its writers stop on failure, capture_options) is reported in the stats, never
+  // thrown: the run and its report matter more than the file.
+  const auto note = [this](const std::string& e) {
+    if (stats_.pcap_error.empty()) stats_.pcap_error = e;
+  };
+  const auto close_one = [&](PcapWriter& w) {
+    try {
+      w.close();
+    } catch (const std::exception& e) {
+      note(e.what());
+    }
+    if (!w.error().empty()) note(w.error());
+    stats_.pcap_frames += w.frames();
+    stats_.pcap_waits += w.waits();
+    stats_.pcap_wait_ns += w.waited_ns();
+    stats_.pcap_dropped += w.dropped();
+  };
   // The receive lcores have stopped (drain(), or the run failed before them): their writers' counters
   // are this lcore's to read.
   stats_.pcap = opt_.pcap;
-  stats_.pcap_frames = pcap_->frames();
-  stats_.pcap_waits = pcap_->waits();
-  stats_.pcap_wait_ns = pcap_->waited_ns();
-  for (const auto& w : rx_pcaps_) {
-    w->close();
-    stats_.pcap_frames += w->frames();
-    stats_.pcap_waits += w->waits();
-    stats_.pcap_wait_ns += w->waited_ns();
-  }
+  stats_.pcap_frames = stats_.pcap_waits = stats_.pcap_wait_ns = stats_.pcap_dropped = 0;
+  close_one(*pcap_);
+  for (const auto& w : rx_pcaps_) close_one(*w);
   // Only once the receive lcores have stopped: their captures are complete. Each one's records are on its
   // RxPath's clock (zero at construction), the main lcore's on clock_ (zero at the first send); merged one
-  // at a time into the main lcore's file, which stays on clock_.
-  for (size_t q = 0; q < rx_pcaps_.size(); ++q) {
+  // at a time into the main lcore's file, which stays on clock_. Not after a failure: each file keeps
+  // what it holds, and the error says where they are.
+  for (size_t q = 0; q < rx_pcaps_.size() && stats_.pcap_error.empty(); ++q) {
     PcapWriter& w = *rx_pcaps_[q];
     const uint64_t main0 = clock_.start_ticks(), rx0 = rx_paths_[q]->clock().start_ticks();
     const int64_t shift = main0 >= rx0 ? -static_cast<int64_t>(clock_.ticks_to_ns(main0 - rx0))
                                        : static_cast<int64_t>(clock_.ticks_to_ns(rx0 - main0));
     const std::string merged = opt_.pcap + ".merging";
-    merge_pcap(opt_.pcap, w.path(), shift, merged);
-    std::filesystem::rename(merged, opt_.pcap);
-    std::filesystem::remove(w.path());
+    try {
+      merge_pcap(opt_.pcap, w.path(), shift, merged);
+      std::filesystem::rename(merged, opt_.pcap);
+      std::filesystem::remove(w.path());
+    } catch (const std::exception& e) {
+      std::error_code ec;
+      std::filesystem::remove(merged, ec);
+      note(e.what());
+    }
+  }
+  if (!stats_.pcap_error.empty() && !rx_pcaps_.empty()) {
+    stats_.pcap_error += fmt::format("; the receive lcores' frames are in {}.rx-lcore*, not merged", opt_.pcap);
   }
   rx_pcaps_.clear();
   pcap_.reset();
@@ -1177,6 +1198,11 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     out += fmt::format("  capture             {} frames to {}; the polling lcores waited for its writer {} times, "
                        "{:.3f} ms in all\n",
                        s.pcap_frames, s.pcap, s.pcap_waits, static_cast<double>(s.pcap_wait_ns) / 1e6);
+    if (!s.pcap_error.empty()) {
+      out += fmt::format("  capture failed      {}: the file is incomplete (the frames in memory then are lost too), "
+                         "{} frames sent after it were not captured; the run went on\n",
+                         s.pcap_error, s.pcap_dropped);
+    }
   }
   const Fidelity f = fidelity(s);
   const std::string carried = fmt::format("their first links carried {:.5f} of their target rate ({} {:g}) and frames left a "
@@ -1344,9 +1370,13 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("poll_stalls", fmt::format("{}", s.poll_stalls));
   kv("rx_poll_gap_max_ns", fmt::format("{}", s.rx_poll_gap_max_ns));
   kv("rx_poll_stalls", fmt::format("{}", s.rx_poll_stalls));
-  kv("pcap", s.pcap.empty() ? std::string("null")
-                            : fmt::format("{{\"path\": {}, \"frames\": {}, \"waits\": {}, \"wait_ns\": {}}}",
-                                          nlohmann::json(s.pcap).dump(), s.pcap_frames, s.pcap_waits, s.pcap_wait_ns));
+  kv("pcap", s.pcap.empty()
+                 ? std::string("null")
+                 : fmt::format("{{\"path\": {}, \"frames\": {}, \"waits\": {}, \"wait_ns\": {}, \"error\": {}, "
+                               "\"dropped\": {}}}",
+                               nlohmann::json(s.pcap).dump(), s.pcap_frames, s.pcap_waits, s.pcap_wait_ns,
+                               s.pcap_error.empty() ? std::string("null") : nlohmann::json(s.pcap_error).dump(),
+                               s.pcap_dropped));
   kv("pacing_ratio", num(s.pacing_ratio));
   kv("pacing_median_ratio", num(s.pacing_median_ratio));
   {

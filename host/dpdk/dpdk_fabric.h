@@ -193,6 +193,10 @@ struct DpdkStats {
   // written: PcapWriter). Those waits are stalls of the lcores like any other, caused by the capture.
   std::string pcap;                   // the capture's file ("": none)
   uint64_t pcap_frames = 0, pcap_waits = 0, pcap_wait_ns = 0;
+  // The capture failed (the file could not take it: a full disk, a size limit): why, naming the file, and
+  // the frames sent after that, not captured. The run itself went on; "" when the capture is whole.
+  std::string pcap_error;
+  uint64_t pcap_dropped = 0;
   uint64_t deliveries = 0;            // messages handed to the walker
   // Wire latency per message: its first frame's transmission to its reassembly, wall ns (TSC).
   emu::LogHistogram latency_ns;

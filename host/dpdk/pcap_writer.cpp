@@ -67,7 +67,8 @@ PcapWriter::PcapWriter(const std::string& path, uint32_t snaplen)
 
 PcapWriter::PcapWriter(const std::string& path, const PcapWriterOptions& options)
     : path_(path),
-      snaplen_(options.snaplen) {
+      snaplen_(options.snaplen),
+      stop_on_failure_(options.stop_on_failure) {
   if (uint64_t{snaplen_} + sizeof(MemRecord) > kPcapBufferBytes) {
     throw std::invalid_argument("pcap " + path_ + ": a snap length of " + std::to_string(snaplen_) +
                                 " bytes does not fit a capture buffer");
@@ -107,9 +108,11 @@ PcapWriter::~PcapWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void PcapWriter::fail(const char* what, int err) {
-  throw std::runtime_error("pcap " + path_ + ": " + what + ": " + (err ? std::strerror(err) : "I/O error"));
+std::string PcapWriter::failure(const char* what, int err) const {
+  return "pcap " + path_ + ": " + what + ": " + (err ? std::strerror(err) : "I/O error");
 }
+
+void PcapWriter::fail(const char* what, int err) { throw std::runtime_error(failure(what, err)); }
 
 void PcapWriter::fail_from_thread() {
   int err = 0;
@@ -120,6 +123,16 @@ void PcapWriter::fail_from_thread() {
   fail("cannot write", err);
 }
 
+void PcapWriter::note_thread_failure() {
+  if (!error_.empty()) return;
+  int err = 0;
+  {
+    const std::lock_guard lock(mutex_);
+    err = thread_errno_;
+  }
+  error_ = failure("cannot write", err);
+}
+
 void PcapWriter::write(std::span<const uint8_t> frame, uint64_t timestamp_ns) {
   write_zero_body(frame, frame.size(), 0, timestamp_ns);
 }
@@ -127,7 +140,12 @@ void PcapWriter::write(std::span<const uint8_t> frame, uint64_t timestamp_ns) {
 void PcapWriter::write_zero_body(std::span<const uint8_t> frame, size_t zeros_at, size_t zeros,
                                  uint64_t timestamp_ns) {
   if (closed_) fail("write after close", 0);
-  if (failed_.load(std::memory_order_relaxed)) [[unlikely]] fail_from_thread();
+  if (failed_.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (!stop_on_failure_) fail_from_thread();
+    note_thread_failure();
+    ++dropped_;
+    return;
+  }
   if (zeros_at > frame.size() || zeros > frame.size() - zeros_at) {
     throw std::invalid_argument("pcap " + path_ + ": a zero body beyond its frame");
   }
@@ -252,6 +270,11 @@ void PcapWriter::close() {
   fd_ = -1;
   const bool closed = ::close(fd) == 0;
   const int close_errno = errno;
+  if (stop_on_failure_) {
+    if (failed_.load(std::memory_order_relaxed)) note_thread_failure();
+    if (!closed && error_.empty()) error_ = failure("cannot close", close_errno);
+    return;
+  }
   if (failed_.load(std::memory_order_relaxed)) fail_from_thread();
   if (!closed) fail("cannot close", close_errno);
 }

@@ -28,6 +28,11 @@ struct PcapWriterOptions {
   size_t buffer_bytes = size_t{16} << 20;
   // The CPUs the writing thread may run on (empty: the creating thread's): not those of polling lcores.
   std::vector<unsigned> writer_cpus;
+  // When the file cannot take what was captured (a full disk, a file size limit): false, the next write()
+  // and close() throw (std::runtime_error naming the path); true, the capture stops there and nothing
+  // throws: later frames are dropped (dropped()), error() says what failed. A run whose capture fails then
+  // still ends and reports (the DPDK fabric's choice).
+  bool stop_on_failure = false;
 };
 inline constexpr size_t kPcapBufferBytes = size_t{1} << 20;
 
@@ -67,8 +72,16 @@ class PcapWriter {
   uint64_t waits() const noexcept { return waits_; }
   uint64_t waited_ns() const noexcept { return waited_ns_; }
   const std::string& path() const noexcept { return path_; }
+  // With stop_on_failure: what made the capture stop (naming the path; empty while it has not), and the
+  // frames given to write() after that, not captured. The records still in memory when the file failed
+  // are lost too, so the file holds fewer than frames().
+  const std::string& error() const noexcept { return error_; }
+  uint64_t dropped() const noexcept { return dropped_; }
 
  private:
+  std::string failure(const char* what, int err) const;
+  // stop_on_failure: the thread's failure into error_ (once).
+  void note_thread_failure();
   struct Buffer {
     std::unique_ptr<uint8_t[]> data;
     size_t used = 0;
@@ -83,7 +96,9 @@ class PcapWriter {
   uint32_t snaplen_;
   int fd_ = -1;
   bool closed_ = false;
-  uint64_t frames_ = 0, waits_ = 0, waited_ns_ = 0;
+  bool stop_on_failure_ = false;
+  uint64_t frames_ = 0, waits_ = 0, waited_ns_ = 0, dropped_ = 0;
+  std::string error_;
   std::vector<Buffer> buffers_;
   uint32_t current_ = 0;
 

@@ -221,6 +221,15 @@ EOF2
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1,1 -q -- \
     --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-11$$" --no-telemetry --lcores 0@0,1@1,2@1
   expect_text "$tmp/err" "receive lcore 1 is listed twice"
+  # a capture the file system cannot take (a 1 MB file size limit: ~6 MB of frames) stops, and the run goes
+  # on: exit 2 after the summary and the whole report, which say what failed
+  expect_status 2 bash -c 'ulimit -f 1000; exec "$@"' _ "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" \
+    --fabric dpdk --as-fast-as-possible --pcap "$tmp/lim.pcap" -r "$tmp/lim.json"
+  expect_text "$tmp/err" "fabemu: error: the --pcap capture failed: pcap $tmp/lim.pcap: cannot write: File too large"
+  expect_text "$tmp/out" "capture failed      pcap $tmp/lim.pcap: cannot write: File too large"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); p=r["dpdk"]["pcap"]; assert r["total_time_ps"] == 43051456 and r["dpdk"]["messages_completed"] == 96 and "File too large" in p["error"] and any("capture failed" in w for w in r["warnings"]), (p, r["warnings"])' \
+    "$tmp/lim.json" || fail "a failed --pcap capture lost the report"
+  [ "$(stat -c %s "$tmp/lim.pcap")" -le 1024000 ] || fail "the capture went past the file size limit"
   # the payload checks: skipped on the in-process ring pair (auto), made with --dpdk-verify-checksums on, made on
   # an EAL vdev (not in-process: --dpdk-devargs above); the same report otherwise
   for vc in auto on; do

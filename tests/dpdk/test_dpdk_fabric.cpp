@@ -475,7 +475,19 @@ TEST(DpdkStats, FidelityVerdicts) {
       << text;
   const nlohmann::json pcap = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(t) + "}").at("dpdk").at("pcap");
   EXPECT_EQ(pcap, nlohmann::json::parse(
-                      R"({"path": "/tmp/run.pcap", "frames": 11008, "waits": 13, "wait_ns": 5420000})"));
+                      R"({"path": "/tmp/run.pcap", "frames": 11008, "waits": 13, "wait_ns": 5420000, "error": null,
+                          "dropped": 0})"));
+  // A capture that failed: its line and its JSON say so.
+  t.pcap_error = "pcap /tmp/run.pcap: cannot write: File too large";
+  t.pcap_dropped = 70;
+  EXPECT_NE(fd::format_dpdk_stats(t).find("  capture failed      pcap /tmp/run.pcap: cannot write: File too large: the "
+                                          "file is incomplete (the frames in memory then are lost too), 70 frames sent "
+                                          "after it were not captured; the run went on\n"),
+            std::string::npos);
+  const nlohmann::json failed =
+      nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(t) + "}").at("dpdk").at("pcap");
+  EXPECT_EQ(failed.at("error"), t.pcap_error);
+  EXPECT_EQ(failed.at("dropped"), 70);
 }
 
 // merge_spans and covered_within: the stalls of both polling lcores as one set of disjoint spans, and how

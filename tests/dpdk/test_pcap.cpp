@@ -182,6 +182,28 @@ TEST(PcapWriter, DestructorWritesWhatWasCaptured) {
 
 // A write the thread cannot make is reported by the caller's next write() or close(), naming the path;
 // nothing waits for ever. The file header is written at once: a file that takes nothing fails there.
+// While it lives: files of this process take at most `bytes` (RLIMIT_FSIZE), and SIGXFSZ is ignored, so a
+// write past the limit fails with EFBIG instead of killing the test.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) : old_handler_(std::signal(SIGXFSZ, SIG_IGN)) {
+    if (::getrlimit(RLIMIT_FSIZE, &before_) != 0) throw std::runtime_error("getrlimit");
+    rlimit limit = before_;
+    limit.rlim_cur = bytes;
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) throw std::runtime_error("setrlimit");
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &before_);
+    std::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit before_{};
+  void (*old_handler_)(int);
+};
+
 TEST(PcapWriter, WriteFailureIsReportedNamingThePath) {
   if (::access("/dev/full", W_OK) == 0) {
     try {
@@ -194,13 +216,8 @@ TEST(PcapWriter, WriteFailureIsReportedNamingThePath) {
   // A file that takes 64 KiB (RLIMIT_FSIZE; SIGXFSZ ignored, so write(2) fails with EFBIG instead).
   fabemu::test::ScratchDir dir;
   const std::string path = dir.file("limited.pcap");
-  rlimit before{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit limit = before;
-  limit.rlim_cur = 64 * 1024;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
   {
+    const FileSizeLimit limit(64 * 1024);
     fd::PcapWriter w(path, fd::PcapWriterOptions{.buffer_bytes = 2 * fd::kPcapBufferBytes});
     const std::vector<uint8_t> frame(1484, 1);
     try {
@@ -212,8 +229,33 @@ TEST(PcapWriter, WriteFailureIsReportedNamingThePath) {
     }
     EXPECT_THROW(w.close(), std::runtime_error);  // the failure stays: close() says it again
   }
-  ::setrlimit(RLIMIT_FSIZE, &before);
-  std::signal(SIGXFSZ, old_handler);
+}
+
+// stop_on_failure (the DPDK fabric's choice): the same failure stops the capture without a throw; the
+// writes after it are counted as dropped, error() names the path, and close() reports nothing.
+TEST(PcapWriter, StopOnFailureDropsTheRestWithoutThrowing) {
+  fabemu::test::ScratchDir dir;
+  const std::string path = dir.file("stopped.pcap");
+  {
+    const FileSizeLimit limit(64 * 1024);
+    fd::PcapWriter w(path, fd::PcapWriterOptions{.buffer_bytes = 2 * fd::kPcapBufferBytes, .stop_on_failure = true});
+    const std::vector<uint8_t> frame(1484, 1);
+    EXPECT_NO_THROW(for (int i = 0; i < 10 * 700; ++i) w.write(frame, uint64_t{1}));
+    EXPECT_NO_THROW(w.close());
+    EXPECT_EQ(w.error(), "pcap " + path + ": cannot write: File too large");
+    // The thread fails on the first buffer (1 MiB against a 64 KiB limit); the writes after the lcore has
+    // seen it are dropped, the ones before counted as given.
+    EXPECT_GT(w.dropped(), 0u);
+    EXPECT_EQ(w.frames() + w.dropped(), 7000u);
+    EXPECT_LE(std::filesystem::file_size(path), 64u * 1024);
+  }
+  // Without a failure: no error, nothing dropped.
+  fd::PcapWriter ok(dir.file("ok.pcap"), fd::PcapWriterOptions{.stop_on_failure = true});
+  ok.write(std::vector<uint8_t>(60, 2), uint64_t{5});
+  ok.close();
+  EXPECT_EQ(ok.error(), "");
+  EXPECT_EQ(ok.dropped(), 0u);
+  EXPECT_EQ(ok.frames(), 1u);
 }
 
 // The thread runs on the CPUs it is given (off the polling lcores'), under its own name.

@@ -1141,7 +1141,7 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                          : fmt::format("down to {:.3f} ms", static_cast<double>(s.tail_age_min.ps()) / 1e9));
   for (size_t v = 1; v < kVerdictCount; ++v) {
     if (s.not_ours_by_verdict[v] > 0) {
-      out += fmt::format("    {:<18}{}\n", to_string(static_cast<Verdict>(v)), s.not_ours_by_verdict[v]);
+      out += fmt::format("    {:<48} {}\n", std::string(to_string(static_cast<Verdict>(v))) + ":", s.not_ours_by_verdict[v]);
     }
   }
   out += fmt::format("  detected            {} duplicates, {} reordered, {} stale copies, {} invalid\n", s.rx_duplicates,
@@ -1228,9 +1228,12 @@ std::string format_dpdk_stats(const DpdkStats& s) {
             f.undisturbed_ratio > 0
                 ? fmt::format("The busy periods no stall disturbed kept pace (median {:.5f})", f.undisturbed_ratio)
                 : fmt::format("Every one of the {} busy periods was disturbed by a stall", s.pacing_disturbed_periods);
-        const std::string counts = fmt::format(
-            "main lcore {} stalls over 100 us, longest {:.3f} ms; receive lcore {}, longest {:.3f} ms", s.poll_stalls,
-            static_cast<double>(s.poll_gap_max_ns) / 1e6, s.rx_poll_stalls, static_cast<double>(s.rx_poll_gap_max_ns) / 1e6);
+        std::string counts = fmt::format("main lcore {} stalls over 100 us, longest {:.3f} ms", s.poll_stalls,
+                                         static_cast<double>(s.poll_gap_max_ns) / 1e6);
+        if (s.rx_lcore >= 0) {  // there is a receive lcore (else the main lcore's stalls are all there are)
+          counts += fmt::format("; receive lcore {}, longest {:.3f} ms", s.rx_poll_stalls,
+                                static_cast<double>(s.rx_poll_gap_max_ns) / 1e6);
+        }
         if (s.pcap_waits > 0) {
           // The capture's own waits are stalls too: said before the OS is blamed.
           out += fmt::format(

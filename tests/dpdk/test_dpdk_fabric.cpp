@@ -378,6 +378,7 @@ TEST(DpdkStats, FidelityVerdicts) {
   for (uint64_t v : {40, 100, 200, 220, 250}) s.jitter_ns.record(v);  // median 200 ns wall: 100 ns emulated
   s.poll_stalls = 48;
   s.poll_gap_max_ns = 3'420'150;
+  s.rx_lcore = 1;
   s.rx_poll_stalls = 14;
   s.rx_poll_gap_max_ns = 869'690;
   const auto json_of = [](const fd::DpdkStats& st) {
@@ -477,6 +478,16 @@ TEST(DpdkStats, FidelityVerdicts) {
   EXPECT_EQ(pcap, nlohmann::json::parse(
                       R"({"path": "/tmp/run.pcap", "frames": 11008, "waits": 13, "wait_ns": 5420000, "error": null,
                           "dropped": 0})"));
+  // Without a receive lcore the main lcore's stalls are all there are: no receive lcore in the line.
+  t.rx_lcore = -1;
+  t.rx_poll_stalls = 0;
+  t.rx_poll_gap_max_ns = 0;
+  const std::string inline_text = fd::format_dpdk_stats(t);
+  EXPECT_NE(inline_text.find("the polling lcores stalled (main lcore 48 stalls over 100 us, longest 3.420 ms), 13 "
+                             "times waiting"),
+            std::string::npos)
+      << inline_text;
+  EXPECT_EQ(inline_text.find("receive lcore"), std::string::npos) << inline_text;
   // A capture that failed: its line and its JSON say so.
   t.pcap_error = "pcap /tmp/run.pcap: cannot write: File too large";
   t.pcap_dropped = 70;
@@ -652,6 +663,9 @@ TEST(DpdkFabric, ForeignFramesAreCountedNotTakenForOurs) {
   EXPECT_EQ(d.result.total.ps(), sw.total.ps());
   EXPECT_EQ(d.stats.not_ours, 2u);
   EXPECT_EQ(d.stats.not_ours_by_verdict[static_cast<size_t>(fd::Verdict::kNotIpv4)], 1u);
+  // The breakdown under "not ours": each reason, a colon, its count (the longest reason fits).
+  const std::string text = fd::format_dpdk_stats(d.stats);
+  EXPECT_NE(text.find("\n    not IPv4 (EtherType):                            1\n"), std::string::npos) << text;
   EXPECT_EQ(d.stats.frames_rx, d.stats.frames_tx + 2);
   EXPECT_EQ(d.stats.bytes_completed, d.stats.message_bytes);
 }

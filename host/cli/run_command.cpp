@@ -7,6 +7,7 @@
 #include <atomic>
 #include <csignal>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -121,7 +122,45 @@ struct RunArgs {
   // --fabric socket
   uint16_t socket_base_port = 0;
   uint32_t socket_stall_timeout_ms = 10'000;
+  std::vector<std::string> given;  // the options on the command line (check_options)
 };
+
+// Options given for a fabric that does not use them, or together with one they contradict: an error
+// naming both, never silently ignored. Without --agents (a lab run takes its wire from the lab file).
+void check_options(const RunArgs& a) {
+  const auto given = [&](std::string_view name) {
+    return std::find(a.given.begin(), a.given.end(), name) != a.given.end();
+  };
+  if (given("--dilation") && given("--as-fast-as-possible")) {
+    throw std::invalid_argument("--as-fast-as-possible is --dilation 0: give one of them, not both");
+  }
+  if (given("--dpdk-port") && given("--dpdk-devargs")) {
+    throw std::invalid_argument(
+        "--dpdk-port picks fabemu's own in-process devices, --dpdk-devargs devices of yours: give one of them, not both");
+  }
+  if (!a.agents.empty()) return;
+  struct Rule {
+    const char* option;
+    std::initializer_list<std::string_view> fabrics;
+  };
+  static const Rule rules[] = {
+      {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
+      {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},
+      {"--dpdk-nack-delay", {"dpdk"}},    {"--dpdk-window", {"dpdk"}},           {"--roce", {"dpdk"}},
+      {"--wire-mtu", {"dpdk"}},           {"--address-plan", {"dpdk"}},          {"--pcap", {"dpdk"}},
+      {"--drop-rate", {"dpdk", "socket"}}, {"--reorder-rate", {"dpdk", "socket"}},
+      {"--duplicate-rate", {"dpdk", "socket"}}, {"--fault-seed", {"dpdk", "socket"}},
+      {"--dilation", {"dpdk", "socket"}}, {"--as-fast-as-possible", {"dpdk", "socket"}},
+      {"--socket-base-port", {"socket"}}, {"--socket-stall-timeout", {"socket"}},
+  };
+  for (const Rule& r : rules) {
+    if (!given(r.option) || std::find(r.fabrics.begin(), r.fabrics.end(), a.fabric) != r.fabrics.end()) continue;
+    std::string which;
+    for (const std::string_view f : r.fabrics) which += (which.empty() ? "--fabric " : " or --fabric ") + std::string(f);
+    throw std::invalid_argument(fmt::format("{} needs {}; this run is on --fabric {}, which does not use it",
+                                            r.option, which, a.fabric));
+  }
+}
 
 #ifdef FABEMU_HAVE_DPDK
 // Stops EAL when the run is over (after the fabric and the ports, which are destroyed first).
@@ -328,6 +367,7 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
 }
 
 int run(const RunArgs& a) {
+  check_options(a);
   emu::NetworkConfig network;
   emu::SystemConfig system;
   std::string model = a.model;
@@ -773,7 +813,9 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
     if (args->fabric_config.empty() && args->network.empty()) {
       throw CLI::RequiredError("--fabric-config or --network");
     }
-    (void)run_cmd;
+    for (const CLI::Option* o : run_cmd->get_options()) {
+      if (o->count() > 0 && !o->get_lnames().empty()) args->given.push_back("--" + o->get_lnames().front());
+    }
     args->eal_args = passthrough;
     if (!args->eal_args.empty() && args->fabric != "dpdk") {
       throw std::invalid_argument("arguments after -- are EAL arguments: they need --fabric dpdk");

@@ -143,6 +143,20 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--device hwemu"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --device model
 expect_text "$tmp/err" "need --fabric fpga"
+# options of a fabric the run does not use, and options that contradict each other: errors, not ignored
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --pcap "$tmp/never.pcap"
+expect_text "$tmp/err" "--pcap needs --fabric dpdk; this run is on --fabric software, which does not use it"
+[ ! -e "$tmp/never.pcap" ] || fail "--pcap on the software fabric made a file"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --roce
+expect_text "$tmp/err" "--roce needs --fabric dpdk; this run is on --fabric socket"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --drop-rate 0.1
+expect_text "$tmp/err" "--drop-rate needs --fabric dpdk or --fabric socket; this run is on --fabric software"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --socket-stall-timeout 5
+expect_text "$tmp/err" "--socket-stall-timeout needs --fabric socket; this run is on --fabric dpdk"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 5 --as-fast-as-possible
+expect_text "$tmp/err" "--as-fast-as-possible is --dilation 0: give one of them, not both"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-devargs net_null0
+expect_text "$tmp/err" "give one of them, not both"
 # --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's
 # "dpdk" section with the measured-vs-modelled deviation of the one collective (dilation 1000)
 if "$fabemu" run --help | grep -q -- '--dilation'; then

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <fstream>
 #include <initializer_list>
@@ -186,13 +187,22 @@ std::string describe_latency(emu::Duration d) {
   return ps % 1000 == 0 ? fmt::format("{} ns", ps / 1000) : fmt::format("{} ps", ps);
 }
 
+// --dpdk-rx-lcore's id form: 1 to 4 decimal digits (EAL's lcore ids are far below 10,000); nullopt else.
+std::optional<unsigned> lcore_id(std::string_view v) {
+  if (v.empty() || v.size() > 4 || v.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  unsigned id = 0;
+  for (const char c : v) id = id * 10 + static_cast<unsigned>(c - '0');
+  return id;
+}
+
 // --dpdk-rx-lcore's list form: two or more lcore ids separated by commas; nullopt for anything else.
 std::optional<std::vector<unsigned>> lcore_list(const std::string& v) {
   std::vector<unsigned> ids;
   std::stringstream list(v);
   for (std::string id; std::getline(list, id, ',');) {
-    if (id.empty() || id.size() > 4 || id.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-    ids.push_back(static_cast<unsigned>(std::stoul(id)));
+    const auto one = lcore_id(id);
+    if (!one) return std::nullopt;
+    ids.push_back(*one);
   }
   if (ids.size() < 2 || v.back() == ',') return std::nullopt;
   return ids;
@@ -509,7 +519,7 @@ int run(const RunArgs& a) {
     } else if (a.dpdk_rx_lcore == "off") {
       o.rx_lcore = hd::DpdkFabricOptions::kRxLcoreOff;
     } else if (a.dpdk_rx_lcore != "auto" && a.dpdk_rx_lcore != "all") {
-      o.rx_lcore = std::stoi(a.dpdk_rx_lcore);  // checked by the option's validator
+      o.rx_lcore = static_cast<int>(lcore_id(a.dpdk_rx_lcore).value());  // checked by the option's validator
     }
     if (a.dpdk_verify_checksums == "on") o.checksums = hd::DpdkFabricOptions::Checksums::kOn;
     o.stall_timeout = emu::Duration::from_ms(a.dpdk_stall_timeout_ms);
@@ -523,6 +533,11 @@ int run(const RunArgs& a) {
     o.window = a.dpdk_window;
     auto plan = a.address_plan.empty() ? hd::AddressPlan::make_default(static_cast<uint32_t>(topology.npus()))
                                        : hd::AddressPlan::load_yaml(a.address_plan);
+    if (plan.size() < static_cast<uint32_t>(topology.npus())) {
+      throw std::invalid_argument(fmt::format("{}: the address plan has ranks 0 to {}, the topology {} NPUs: every NPU "
+                                              "needs an address (ranks beyond the topology's are not used)",
+                                              a.address_plan, plan.size() - 1, topology.npus()));
+    }
     auto f = std::make_unique<hd::DpdkFabric>(topology, std::move(plan), *dpdk_ports, o);
     dpdk = f.get();
     packet = &f->model();
@@ -717,13 +732,13 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "worker lcore of EAL's -l, when there are two ports), off (the main lcore), an id, a list "
                       "of ids (e.g. 1,2: a receive lcore on each, a queue of each port per lcore), or all (every "
                       "worker lcore of EAL's)")
-      ->check(CLI::IsMember({"auto", "off", "all"}) | CLI::NonNegativeNumber |
-              CLI::Validator(
-                  [](std::string& v) -> std::string {
-                    return lcore_list(v) ? std::string()
-                                         : "expected auto, off, all, an lcore id or a comma list of lcore ids, got " + v;
-                  },
-                  "LIST"));
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            return v == "auto" || v == "off" || v == "all" || lcore_id(v) || lcore_list(v)
+                       ? std::string()
+                       : "expected auto, off, all, an lcore id (0-9999) or a comma list of lcore ids, got " + v;
+          },
+          "auto|off|all|ID|ID,ID,..."));
   run_cmd->add_option("--dpdk-verify-checksums", args->dpdk_verify_checksums,
                       "DPDK: the receive side's checks of data frames' UDP checksums (and RoCEv2 ICRCs): auto (default: "
                       "checked, but on an in-process ring pair, which hands over the sender's own mbufs) or on")
@@ -749,6 +764,7 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
       });
   run_cmd->add_option("--dilation", args->dilation,
                       "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")
+      ->check(CLI::Number)
       ->check(CLI::Range(0.0, 1e6));
   run_cmd->add_flag("--as-fast-as-possible", args->as_fast_as_possible,
                     "DPDK: do not follow the wall clock (the same as --dilation 0)");
@@ -763,7 +779,16 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
       ->check(CLI::Range(0.0, 1.0));
   run_cmd->add_option("--duplicate-rate", args->duplicate_rate, "DPDK: duplicate this fraction of data frames on receive")
       ->check(CLI::Range(0.0, 1.0));
-  run_cmd->add_option("--fault-seed", args->fault_seed, "DPDK: seed of the fault injection (default 1)");
+  run_cmd->add_option("--fault-seed", args->fault_seed, "DPDK: seed of the fault injection (default 1)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            uint64_t seed = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seed);
+            return !v.empty() && v.front() != '-' && ec == std::errc{} && end == v.data() + v.size()
+                       ? std::string()
+                       : "expected a whole number from 0 to 18446744073709551615, got " + v;
+          },
+          "0..2^64-1"));
   run_cmd->add_option("--pcap", args->pcap, "DPDK: capture every frame sent to this pcap file");
   run_cmd->add_option("--socket-base-port", args->socket_base_port,
                       "socket: rank r receives on 127.0.0.1 UDP port P + r (default 0: a free port per rank)");

@@ -220,6 +220,9 @@ AddressPlan AddressPlan::load_yaml(const std::string& path) {
     const auto mac = parse_mac(mac_text);
     if (!mac) fail(path, me.line, fmt::format("key \"{}.mac\" must look like 02:fe:00:00:00:01, not \"{}\"", where, mac_text));
     if ((*mac)[0] & 1) fail(path, me.line, fmt::format("key \"{}.mac\": {} is a multicast address", where, mac_text));
+    if (std::all_of(mac->begin(), mac->end(), [](uint8_t b) { return b == 0; })) {
+      fail(path, me.line, fmt::format("key \"{}.mac\": {} is the null address, no NIC's", where, mac_text));
+    }
     e.mac = *mac;
 
     const Entry& ie = k.at("ip");
@@ -230,6 +233,12 @@ AddressPlan AddressPlan::load_yaml(const std::string& path) {
       fail(path, ie.line,
            fmt::format("key \"{}.ip\": {} is outside 198.18.0.0/15; set \"allow_any_address: true\" to use it", where,
                        ip_text));
+    }
+    if (!allow_any && (*ip == kBenchNet || *ip == (kBenchNet | ~kBenchNetMask))) {
+      fail(path, ie.line,
+           fmt::format("key \"{}.ip\": {} is the {} address of 198.18.0.0/15, no host's; set \"allow_any_address: "
+                       "true\" to use it",
+                       where, ip_text, *ip == kBenchNet ? "network" : "broadcast"));
     }
     if (const auto [it, fresh] = ip_line.emplace(*ip, ie.line); !fresh) {
       fail(path, ie.line, fmt::format("key \"{}.ip\": {} is already used on line {}", where, ip_text, it->second));

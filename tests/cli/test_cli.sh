@@ -228,13 +228,17 @@ EOF2
     --file-prefix "fabemu-cli-lcall$$" --no-telemetry --lcores 0@0,1@1,2@1
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert [(l["lcore"], l["queue"]) for l in d["rx_lcores"]] == [(1, 0), (2, 1)] and d["messages_completed"] == 96, d["rx_lcores"]' \
     "$tmp/lc_all.json" || fail "--dpdk-rx-lcore all"
-  for bad in 1, 1,,2 a,b; do
+  for bad in 1, 1,,2 a,b -1 1,x 99999999999; do
     expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore "$bad" -q
-    expect_text "$tmp/err" "expected auto, off, all, an lcore id or a comma list of lcore ids, got $bad"
+    expect_text "$tmp/err" "expected auto, off, all, an lcore id (0-9999) or a comma list of lcore ids, got $bad"
   done
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1,1 -q -- \
     --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-11$$" --no-telemetry --lcores 0@0,1@1,2@1
   expect_text "$tmp/err" "receive lcore 1 is listed twice"
+  # an address plan with fewer ranks than the topology has NPUs: the error names the file
+  printf 'ranks:\n  - {rank: 0, mac: "02:fe:00:00:00:01", ip: 198.18.0.1}\n' > "$tmp/plan1.yaml"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --address-plan "$tmp/plan1.yaml" -q
+  expect_text "$tmp/err" "$tmp/plan1.yaml: the address plan has ranks 0 to 0, the topology 4 NPUs"
   # a capture the file system cannot take (a 1 MB file size limit: ~6 MB of frames) stops, and the run goes
   # on: exit 2 after the summary and the whole report, which say what failed
   expect_status 2 bash -c 'ulimit -f 1000; exec "$@"' _ "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" \

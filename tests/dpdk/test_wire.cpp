@@ -1286,6 +1286,14 @@ TEST_F(PlanYaml, Errors) {
             path() + ": line 2: key \"ranks[0].mac\" must look like 02:fe:00:00:00:01, not \"02:fe:00:00:10\"");
   EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"03:fe:00:00:00:10\", ip: 198.18.0.1}\n"),
             path() + ": line 2: key \"ranks[0].mac\": 03:fe:00:00:00:10 is a multicast address");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"00:00:00:00:00:00\", ip: 198.18.0.1}\n"),
+            path() + ": line 2: key \"ranks[0].mac\": 00:00:00:00:00:00 is the null address, no NIC's");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"02:fe:00:00:00:10\", ip: 198.18.0.0}\n"),
+            path() + ": line 2: key \"ranks[0].ip\": 198.18.0.0 is the network address of 198.18.0.0/15, no host's; "
+                     "set \"allow_any_address: true\" to use it");
+  EXPECT_EQ(error("ranks:\n  - {rank: 0, mac: \"02:fe:00:00:00:10\", ip: 198.19.255.255}\n"),
+            path() + ": line 2: key \"ranks[0].ip\": 198.19.255.255 is the broadcast address of 198.18.0.0/15, no "
+                     "host's; set \"allow_any_address: true\" to use it");
   EXPECT_EQ(error("base_port: 70000\nranks: []\n"),
             path() + ": line 1: key \"base_port\" must be a UDP port 1 to 65535, not \"70000\"");
   EXPECT_EQ(error("allow_any_address: yes\n"),

@@ -603,7 +603,12 @@ int run(const RunArgs& a) {
     }
     const host::dpdk::DpdkStats& st = dpdk->stats();
     if (!st.pcap_error.empty()) result.warnings.push_back("DPDK fabric: the --pcap capture failed: " + st.pcap_error);
-    dpdk_section = host::dpdk::format_dpdk_stats(st);
+    if (a.dpdk_rx_lcore == "all" && st.rx_lcore < 0) {
+      result.warnings.push_back(
+          "DPDK fabric: --dpdk-rx-lcore all found no worker lcore of EAL's (or one device looping frames back): the "
+          "main lcore polled everything; give EAL more lcores, e.g. -- -l 0-2");
+    }
+    dpdk_section = host::dpdk::format_dpdk_stats(st) + "  ports               " + dpdk_ports->describe() + "\n";
     const std::string mvm = host::dpdk::format_measured_vs_modelled(st, result, a.top);
     if (!mvm.empty()) dpdk_section += "\n" + mvm;
     result.sections.emplace_back("dpdk", host::dpdk::dpdk_stats_to_json(st));
@@ -668,8 +673,7 @@ int run(const RunArgs& a) {
     return kExitError;
   }
 #ifdef FABEMU_HAVE_DPDK
-  if (!a.quiet && !dpdk_section.empty()) std::cout << "\n" << dpdk_section << "  ports               "
-                                                     << dpdk_ports->describe() << "\n";
+  if (!a.quiet && !dpdk_section.empty()) std::cout << "\n" << dpdk_section;
   if (!memif_socket.empty()) {
     std::error_code ec;
     std::filesystem::remove(memif_socket, ec);

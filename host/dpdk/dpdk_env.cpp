@@ -114,7 +114,8 @@ Eal& Eal::start(const std::vector<std::string>& args) {
       *g_eal_failure +=
           ": no usable hugepages? Reserve some and mount hugetlbfs (as root: echo 1024 > "
           "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; mount -t hugetlbfs nodev /dev/hugepages), "
-          "or run without them: -- --no-huge -m 512";
+          "or run without them: -- --no-huge -m 512 (with --no-pci too unless you use PCI NICs: EAL then probes "
+          "none of the host's)";
     }
     throw std::runtime_error(*g_eal_failure);
   }
@@ -216,7 +217,12 @@ Port Port::open(const std::string& devargs, const PortConfig& cfg) {
   if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0)
     throw std::runtime_error("Port::open(\"" + devargs + "\"): a port named " + name + " already exists");
   const int rc = rte_dev_probe(devargs.c_str());
-  if (rc < 0) throw std::runtime_error("Port::open(\"" + devargs + "\"): rte_dev_probe failed: " + errstr(rc));
+  if (rc < 0) {
+    throw std::runtime_error("device \"" + devargs + "\": no DPDK driver took it (rte_dev_probe: " + errstr(rc) +
+                             "): a virtual device's name starts with its driver's (net_ring0, net_null0, "
+                             "net_af_packet0,iface=..., net_pcap0,...), a PCI device is its address (0000:3b:00.0), "
+                             "bound to vfio-pci or uio");
+  }
   if (rte_eth_dev_get_port_by_name(name.c_str(), &id) != 0) {
     rte_eal_hotplug_remove("vdev", name.c_str());
     throw std::runtime_error("Port::open(\"" + devargs + "\"): probed, but no ethdev named " + name);

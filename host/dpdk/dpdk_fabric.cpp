@@ -185,6 +185,9 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   if (!opt_.pcap.empty()) pcap_ = std::make_unique<PcapWriter>(opt_.pcap, capture_options);
   scratch_.resize(16384);
   stats_.dilation = opt_.dilation;
+  stats_.settings = DpdkStats::Settings{opt_.mode,         opt_.wire_mtu,      opt_.window,
+                                        opt_.rto,          opt_.nack_delay,    opt_.stall_timeout,
+                                        opt_.faults,       opt_.checksums == DpdkFabricOptions::Checksums::kOn};
   stats_.main_lcore = rte_get_main_lcore();
   RxPathConfig rc;
   rc.npus = npus_;
@@ -1304,6 +1307,17 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   };
   const auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : std::string("null"); };
   kv("dilation", fmt::format("{}", s.dilation));
+  {
+    const DpdkStats::Settings& g = s.settings;
+    kv("settings",
+       fmt::format("{{\"mode\": \"{}\", \"wire_mtu\": {}, \"window\": {}, \"rto_us\": {}, \"nack_delay_us\": {}, "
+                   "\"stall_timeout_ms\": {}, \"drop_rate\": {}, \"reorder_rate\": {}, \"duplicate_rate\": {}, "
+                   "\"fault_seed\": {}, \"verify_checksums\": \"{}\"}}",
+                   g.mode == WireMode::kRoceV2 ? "roce" : "fabemu", g.wire_mtu, g.window, g.rto.ps() / 1'000'000,
+                   g.nack_delay.ps() / 1'000'000, g.stall_timeout.ps() / 1'000'000'000, num(g.faults.drop_rate),
+                   num(g.faults.reorder_rate), num(g.faults.duplicate_rate), g.faults.seed,
+                   g.verify_checksums_on ? "on" : "auto"));
+  }
   kv("wall_ps", fmt::format("{}", s.wall.ps()));
   kv("messages", fmt::format("{}", s.messages));
   kv("local_messages", fmt::format("{}", s.local_messages));

@@ -123,6 +123,15 @@ class DpdkPorts {
 // Measurements of a run on the wire, for the report's "DPDK" section.
 struct DpdkStats {
   double dilation = 0;
+  // The run's wire settings (DpdkFabricOptions), so that a report says how to run it again.
+  struct Settings {
+    WireMode mode = WireMode::kFabemu;
+    uint32_t wire_mtu = 0, window = 0;
+    emu::Duration rto, nack_delay, stall_timeout;
+    FaultConfig faults;
+    bool verify_checksums_on = false;  // --dpdk-verify-checksums on (else auto)
+  };
+  Settings settings;
   emu::Duration wall;                 // wall time from the first send (the run's start) to the last poll
   uint64_t messages = 0;              // messages that went on the wire (src != dst)
   uint64_t local_messages = 0;        // src == dst: not on the wire

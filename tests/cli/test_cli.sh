@@ -300,6 +300,8 @@ EOF2
     --no-pci --no-shconf --file-prefix "fabemu-cli-rel$$" --no-telemetry -l 0
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert d["rto_max_ps"] >= 20 * 10**9 and d["messages_completed"] == 96 and d["retransmissions"] >= d["injected_drops"] > 0, d' \
     "$tmp/rel.json" || fail "--dpdk-rto / --dpdk-nack-delay / --dpdk-window"
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto"}, g' \
+    "$tmp/rel.json" || fail "the report's dpdk.settings"
   # a wire that brings nothing of ours back (--drop-rate 1: every data frame dropped on receive): the run
   # stops after --dpdk-stall-timeout with exit 2, the reason last on stderr, and the report still written:
   # the ranks unfinished, the frames sent, dpdk.stall naming the message and the fault injection

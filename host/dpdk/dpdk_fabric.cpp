@@ -1061,7 +1061,9 @@ Fidelity fidelity(const DpdkStats& s) noexcept {
   f.rate_ratio = s.pacing_ratio;
   f.departure_lateness_ns = static_cast<double>(s.jitter_ns.quantile(0.5)) / s.dilation;
   f.undisturbed_ratio = s.pacing_median_ratio;
-  if (s.pacing_ratio <= 0) {
+  // A ratio of 0 over busy periods is no measurement only when there were none: with periods it is a
+  // schedule too short to be kept at all (a dilation so small the target's times round to 0 ps).
+  if (s.pacing_ratio <= 0 && s.pacing_periods == 0) {
     f.verdict = Fidelity::Verdict::kUnmeasured;
   } else if (s.pacing_ratio >= kKeptPaceRatio) {
     f.verdict = Fidelity::Verdict::kKeptPace;

@@ -478,6 +478,16 @@ TEST(DpdkStats, FidelityVerdicts) {
   EXPECT_EQ(pcap, nlohmann::json::parse(
                       R"({"path": "/tmp/run.pcap", "frames": 11008, "waits": 13, "wait_ns": 5420000, "error": null,
                           "dropped": 0})"));
+  // A ratio of 0 over busy periods that were measured (a dilation so small the target's times round to 0
+  // ps) fell behind; it is unmeasured only without periods.
+  {
+    fd::DpdkStats z = s;
+    z.pacing_ratio = z.pacing_median_ratio = 0;
+    z.pacing_periods = 280;
+    EXPECT_EQ(fd::fidelity(z).verdict, V::kFellBehind);
+    z.pacing_periods = 0;
+    EXPECT_EQ(fd::fidelity(z).verdict, V::kUnmeasured);
+  }
   // Without a receive lcore the main lcore's stalls are all there are: no receive lcore in the line.
   t.rx_lcore = -1;
   t.rx_poll_stalls = 0;

@@ -280,16 +280,27 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
       bytes <= config_.payload_per_packet ? 1 : (bytes + config_.payload_per_packet - 1) / config_.payload_per_packet;
   if (count64 > UINT32_MAX) throw std::out_of_range("Sender::submit: message needs more than 2^32 packets");
   Dest& d = dests_[dst];
+  // Everything that may allocate (and so throw) comes before any state changes: a submit that throws
+  // uses up no id and no slot, and the pair's window stays whole.
   if (d.next_id - d.base >= d.slot_of.size()) [[unlikely]] make_room(d, d.base, d.next_id, kNone);
-  uint32_t si;
   if (free_slots_.empty()) [[unlikely]] {
+    free_slots_.reserve(free_slots_.size() + 1);
     slots_.emplace_back();
-    si = static_cast<uint32_t>(slots_.size() - 1);
-  } else {
-    si = free_slots_.back();
-    free_slots_.pop_back();
+    free_slots_.push_back(static_cast<uint32_t>(slots_.size() - 1));
   }
+  const uint32_t si = free_slots_.back();
   Slot& s = slots_[si];
+  // The per-packet arrays keep their largest size across reuse; only the message's words are cleared.
+  // sent_at needs no clearing: an entry is read only for a packet sent, after emit() has written it.
+  // Whole words of packets, as the bit arrays: any message of up to 64 packets (92 KB at a 1500-byte MTU)
+  // then fits every slot that ever held one, and a slot reused for another such message allocates
+  // nothing (DpdkFabric.NoAllocationPerMessageInSteadyState).
+  const size_t words = words_for(static_cast<uint32_t>(count64));
+  if (s.acked.size() < words) [[unlikely]] s.acked.resize(words);
+  if (s.pending.size() < words) [[unlikely]] s.pending.resize(words);  // apart: either may be the one that threw
+  if (s.sent_at.size() < count64) [[unlikely]] s.sent_at.resize(words * 64);
+  fresh_.reserve(fresh_.size() + 1);
+  free_slots_.pop_back();
   s.dst = dst;
   s.id = d.next_id++;
   s.count = static_cast<uint32_t>(count64);
@@ -301,13 +312,6 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
   s.in_order = true;
   ++s.gen;
   s.cookie = cookie;
-  // The per-packet arrays keep their largest size across reuse; only the message's words are cleared.
-  // sent_at needs no clearing: an entry is read only for a packet sent, after emit() has written it.
-  const size_t words = words_for(s.count);
-  if (s.acked.size() < words) [[unlikely]] {
-    s.acked.resize(words);
-    s.pending.resize(words);
-  }
   if (words == 1) {
     s.acked[0] = 0;
     s.pending[0] = 0;
@@ -315,10 +319,6 @@ uint64_t Sender::submit(uint32_t dst, uint64_t bytes, uint64_t cookie) {
     std::fill_n(s.acked.begin(), words, 0);
     std::fill_n(s.pending.begin(), words, 0);
   }
-  // Whole words of packets, as the bit arrays: any message of up to 64 packets (92 KB at a 1500-byte MTU)
-  // then fits every slot that ever held one, and a slot reused for another such message allocates
-  // nothing (DpdkFabric.NoAllocationPerMessageInSteadyState).
-  if (s.sent_at.size() < s.count) [[unlikely]] s.sent_at.resize(words * 64);
   d.slot_of[s.id & d.mask] = si;
   fresh_.push(si);
   ++live_;

@@ -3,9 +3,11 @@
 // duplicating channel where every message must complete exactly once and every retransmission must
 // answer exactly one drop.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <queue>
 #include <random>
@@ -175,6 +177,48 @@ TEST(Sender, SelectiveRepeatTimeoutAndWindow) {
 
 // A pair's window ring starts at 16 entries and grows (entries moved) to what its messages in flight need,
 // never past the window: ids, ACKs out of order, completion and stale copies stay right across the growth.
+// A submit whose allocations fail (here: a message whose per-packet arrays would take 2 GiB, under an
+// address-space limit) throws and changes nothing: the next message gets the id that one would have, and
+// the pair's window is whole. Before, the slot and the id were taken first: the pair's window stayed short
+// of that id for good (found by review, 2026-12-05).
+TEST(Sender, SubmitThatThrowsLeavesNoHoleInTheIds) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "an address-space limit and AddressSanitizer's shadow memory do not mix";
+#else
+  Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 1, .window = 2, .rto = 1_ms});
+  long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  ASSERT_GT(pages, 0);
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_AS, &before), 0);
+  rlimit limit = before;
+  limit.rlim_cur = static_cast<rlim_t>(pages) * 4096 + (rlim_t{1} << 30);  // the bit arrays fit, sent_at does not
+  ASSERT_EQ(::setrlimit(RLIMIT_AS, &limit), 0);
+  bool threw = false;
+  try {
+    tx.submit(0, uint64_t{1} << 28);
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  ::setrlimit(RLIMIT_AS, &before);
+  ASSERT_TRUE(threw);
+  EXPECT_EQ(tx.unacked_messages(), 0u);
+  EXPECT_EQ(tx.stats().messages, 0u);
+  for (uint64_t want = 0; want < 4; ++want) {  // twice round the window of 2
+    ASSERT_TRUE(tx.can_submit(0));
+    const uint64_t id = tx.submit(0, 1);
+    EXPECT_EQ(id, want);
+    TxPacket p;
+    ASSERT_TRUE(tx.next(Time::zero(), p));
+    EXPECT_TRUE(tx.on_ack(0, id, 1));
+  }
+  EXPECT_TRUE(tx.can_submit(0));
+#endif
+}
+
 TEST(Sender, WindowRingGrowsWithTheMessagesInFlight) {
   Sender tx(SenderConfig{.destinations = 2, .payload_per_packet = 1000, .window = 1024, .rto = 1000_us});
   EXPECT_EQ(tx.window_ring(0), 0u);

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -139,12 +140,23 @@ void check_options(const RunArgs& a) {
     throw std::invalid_argument(
         "--dpdk-port picks fabemu's own in-process devices, --dpdk-devargs devices of yours: give one of them, not both");
   }
-  if (!a.agents.empty()) return;
   struct Rule {
     const char* option;
     std::initializer_list<std::string_view> fabrics;
   };
-  static const Rule rules[] = {
+  const auto check = [&](std::span<const Rule> rules) {
+    for (const Rule& r : rules) {
+      if (!given(r.option) || std::find(r.fabrics.begin(), r.fabrics.end(), a.fabric) != r.fabrics.end()) continue;
+      std::string which;
+      for (const std::string_view f : r.fabrics) which += (which.empty() ? "--fabric " : " or --fabric ") + std::string(f);
+      throw std::invalid_argument(fmt::format("{} needs {}; this run is on --fabric {}, which does not use it",
+                                              r.option, which, a.fabric));
+    }
+  };
+  static const Rule fpga[] = {{"--device", {"fpga"}}, {"--xclbin", {"fpga"}}};
+  check(fpga);
+  if (!a.agents.empty()) return;
+  static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
       {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},
       {"--dpdk-nack-delay", {"dpdk"}},    {"--dpdk-window", {"dpdk"}},           {"--roce", {"dpdk"}},
@@ -154,13 +166,7 @@ void check_options(const RunArgs& a) {
       {"--dilation", {"dpdk", "socket"}}, {"--as-fast-as-possible", {"dpdk", "socket"}},
       {"--socket-base-port", {"socket"}}, {"--socket-stall-timeout", {"socket"}},
   };
-  for (const Rule& r : rules) {
-    if (!given(r.option) || std::find(r.fabrics.begin(), r.fabrics.end(), a.fabric) != r.fabrics.end()) continue;
-    std::string which;
-    for (const std::string_view f : r.fabrics) which += (which.empty() ? "--fabric " : " or --fabric ") + std::string(f);
-    throw std::invalid_argument(fmt::format("{} needs {}; this run is on --fabric {}, which does not use it",
-                                            r.option, which, a.fabric));
-  }
+  check(wire);
 }
 
 #ifdef FABEMU_HAVE_DPDK
@@ -413,9 +419,6 @@ int run(const RunArgs& a) {
           "--fabric {} runs the packet model (FIFO links); --model analytical does not apply", a.fabric));
     }
     model = "packet";
-  }
-  if (a.fabric != "fpga" && (!a.device.empty() || !a.xclbin.empty())) {
-    throw std::invalid_argument("--device and --xclbin need --fabric fpga");
   }
   if (model.empty()) model = "analytical";
   if (model != "analytical" && model != "packet") {

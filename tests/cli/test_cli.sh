@@ -142,7 +142,7 @@ done
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device xrt:0 --xclbin "$tmp/none.xclbin"
 expect_text "$tmp/err" "--device hwemu"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --device model
-expect_text "$tmp/err" "need --fabric fpga"
+expect_text "$tmp/err" "--device needs --fabric fpga; this run is on --fabric software"
 # options of a fabric the run does not use, and options that contradict each other: errors, not ignored
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --pcap "$tmp/never.pcap"
 expect_text "$tmp/err" "--pcap needs --fabric dpdk; this run is on --fabric software, which does not use it"

@@ -114,23 +114,19 @@ std::string PcapWriter::failure(const char* what, int err) const {
 
 void PcapWriter::fail(const char* what, int err) { throw std::runtime_error(failure(what, err)); }
 
-void PcapWriter::fail_from_thread() {
+std::string PcapWriter::thread_failure() {
   int err = 0;
   {
     const std::lock_guard lock(mutex_);
     err = thread_errno_;
   }
-  fail("cannot write", err);
+  return failure("cannot write", err);
 }
 
+void PcapWriter::fail_from_thread() { throw std::runtime_error(thread_failure()); }
+
 void PcapWriter::note_thread_failure() {
-  if (!error_.empty()) return;
-  int err = 0;
-  {
-    const std::lock_guard lock(mutex_);
-    err = thread_errno_;
-  }
-  error_ = failure("cannot write", err);
+  if (error_.empty()) error_ = thread_failure();
 }
 
 void PcapWriter::write(std::span<const uint8_t> frame, uint64_t timestamp_ns) {

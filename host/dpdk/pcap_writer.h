@@ -80,6 +80,7 @@ class PcapWriter {
 
  private:
   std::string failure(const char* what, int err) const;
+  std::string thread_failure();  // the thread's write failure, as failure() words it
   // stop_on_failure: the thread's failure into error_ (once).
   void note_thread_failure();
   struct Buffer {

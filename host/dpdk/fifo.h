@@ -3,6 +3,7 @@
 // reserve() of the most it will ever hold.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <vector>
@@ -21,18 +22,21 @@ class Ring {
   }
   void push(const T& v) {
     if (size_ == buf_.size()) [[unlikely]]
-      grow(buf_.empty() ? 16 : buf_.size() * 2);
+      grow(2 * buf_.size());
     buf_[(head_ + size_) & mask_] = v;
     ++size_;
   }
-  // Room for n entries: the next n pushes (less what is queued) allocate nothing.
+  // Room for n entries: the next n pushes (less what is queued) allocate nothing. Grows as push() does
+  // (at least 16 entries, doubling), so reserving one more before each push costs no extra reallocations.
   void reserve(size_t n) {
-    if (n > buf_.size()) grow(std::bit_ceil(n));
+    if (n > buf_.size()) [[unlikely]]
+      grow(n);
   }
 
  private:
+  // To the smallest power of two, at least 16 and at least double the size, that holds n entries.
   [[gnu::noinline]] void grow(size_t n) {
-    std::vector<T> next(n);
+    std::vector<T> next(std::bit_ceil(std::max({n, size_t{16}, 2 * buf_.size()})));
     for (size_t i = 0; i < size_; ++i) next[i] = buf_[(head_ + i) & mask_];
     buf_.swap(next);
     head_ = 0;

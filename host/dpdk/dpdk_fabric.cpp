@@ -549,7 +549,11 @@ uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec&
     rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(ms), n);
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
   }
-  if (pcap_) {
+  if (pcap_ && n > 1) {
+    // A run is captured by its description, encoded again by the writing thread (PcapWriter::write_run):
+    // the lcore writes about 160 bytes for the run instead of each frame's head.
+    pcap_->write_run(spec, n, last_bytes, clock_.wall().ps() / 1000);
+  } else if (pcap_) {
     // A data frame's payload (and RoCEv2 pad) is zeros: captured as such, not read back (PcapWriter).
     const uint64_t ns = clock_.wall().ps() / 1000;
     const bool roce = spec.mode == WireMode::kRoceV2;

@@ -8,12 +8,14 @@
 
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace fabemu::host::dpdk {
@@ -48,6 +50,10 @@ struct MemRecord {
   uint32_t zeros;
 };
 static_assert(sizeof(MemRecord) == 24);
+// A run's record (PcapWriter::write_run): MemRecord with this bit in `head` and the run's frame count below
+// it, last_bytes in `zeros`, the time in `pcap` (its lengths unused), then the run's first FrameSpec.
+constexpr uint32_t kRunBit = 0x80000000u;
+static_assert(std::is_trivially_copyable_v<FrameSpec>);
 
 // write(2) of all n bytes; 0 or the errno of the failure.
 int write_all(int fd, const uint8_t* p, size_t n) noexcept {
@@ -135,13 +141,6 @@ void PcapWriter::write(std::span<const uint8_t> frame, uint64_t timestamp_ns) {
 
 void PcapWriter::write_zero_body(std::span<const uint8_t> frame, size_t zeros_at, size_t zeros,
                                  uint64_t timestamp_ns) {
-  if (closed_) fail("write after close", 0);
-  if (failed_.load(std::memory_order_relaxed)) [[unlikely]] {
-    if (!stop_on_failure_) fail_from_thread();
-    note_thread_failure();
-    ++dropped_;
-    return;
-  }
   if (zeros_at > frame.size() || zeros > frame.size() - zeros_at) {
     throw std::invalid_argument("pcap " + path_ + ": a zero body beyond its frame");
   }
@@ -154,7 +153,39 @@ void PcapWriter::write_zero_body(std::span<const uint8_t> frame, size_t zeros_at
                      static_cast<uint32_t>(timestamp_ns % 1'000'000'000), incl, static_cast<uint32_t>(frame.size())},
                     head,
                     zero_end - head};
-  if (buffers_[current_].used + sizeof r + head + tail > kPcapBufferBytes) hand_off();
+  uint8_t* out = reserve(&r, sizeof r, size_t{head} + tail, 1);
+  if (out == nullptr) return;
+  std::memcpy(out, frame.data(), head);
+  if (tail > 0) std::memcpy(out + head, frame.data() + zero_end, tail);
+}
+
+void PcapWriter::write_run(const FrameSpec& first, uint32_t n, uint32_t last_bytes, uint64_t timestamp_ns) {
+  const size_t room = frame_bytes(first.mode, first.payload_bytes);
+  if (n == 0 || n > kMaxRun || first.hdr.kind != PacketKind::kData || last_bytes > first.payload_bytes ||
+      room > size_t{65535} + kEthHeaderBytes) {  // an IP datagram of more than 65,535 bytes
+    throw std::invalid_argument("pcap " + path_ + ": write_run of " + std::to_string(n) +
+                                " frames: not a run encode_run makes");
+  }
+  const MemRecord r{{static_cast<uint32_t>(timestamp_ns / 1'000'000'000),
+                     static_cast<uint32_t>(timestamp_ns % 1'000'000'000), 0, 0},
+                    kRunBit | n,
+                    last_bytes};
+  uint8_t* out = reserve(&r, sizeof r, sizeof(FrameSpec), n);
+  if (out == nullptr) return;
+  FrameSpec spec = first;
+  spec.missing = {};  // a data packet's is empty; no pointer into the caller's memory is kept
+  std::memcpy(out, &spec, sizeof spec);
+}
+
+uint8_t* PcapWriter::reserve(const void* header, size_t header_bytes, size_t bytes, uint64_t frames) {
+  if (closed_) fail("write after close", 0);
+  if (failed_.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (!stop_on_failure_) fail_from_thread();
+    note_thread_failure();
+    dropped_ += frames;
+    return nullptr;
+  }
+  if (buffers_[current_].used + header_bytes + bytes > kPcapBufferBytes) hand_off();
   Buffer& b = buffers_[current_];
   uint8_t* out = b.data.get() + b.used;
   // The buffer's lines a few records on, for writing: each is written for the first time since the buffer
@@ -163,11 +194,10 @@ void PcapWriter::write_zero_body(std::span<const uint8_t> frame, size_t zeros_at
   __builtin_prefetch(out + 1024, 1);
   __builtin_prefetch(out + 1088, 1);
   __builtin_prefetch(out + 1152, 1);
-  std::memcpy(out, &r, sizeof r);
-  std::memcpy(out + sizeof r, frame.data(), head);
-  if (tail > 0) std::memcpy(out + sizeof r + head, frame.data() + zero_end, tail);
-  b.used += sizeof r + head + tail;
-  ++frames_;
+  std::memcpy(out, header, header_bytes);
+  b.used += header_bytes + bytes;
+  frames_ += frames;
+  return out + header_bytes;
 }
 
 void PcapWriter::hand_off() {
@@ -201,6 +231,10 @@ void PcapWriter::run(std::vector<unsigned> cpus) {
   }
   // The file's bytes are made here: each record whole (its zeros written out), a MiB a write(2).
   const auto out = std::make_unique<uint8_t[]>(kPcapBufferBytes);
+  // Runs (write_run) are encoded again here: a template per flow (a few flows' at a time, rebuilt when
+  // another flow takes the slot) and room for a run's frames.
+  std::array<std::unique_ptr<FrameTemplate>, 64> templates;
+  std::vector<uint8_t> frames;
   std::unique_lock lock(mutex_);
   for (;;) {
     to_thread_.wait(lock, [this] { return !full_.empty() || stopping_; });
@@ -216,15 +250,56 @@ void PcapWriter::run(std::vector<unsigned> cpus) {
       const uint8_t* p = buffers_[i].data.get();
       const uint8_t* const end = p + buffers_[i].used;
       size_t n = 0;
+      // The file's record of a frame of incl bytes: room for it in `out` (written out first when full).
+      const auto room_for = [&](size_t incl) {
+        if (n + sizeof(RecordHeader) + incl > kPcapBufferBytes) {
+          err = write_all(fd_, out.get(), n);
+          n = 0;
+        }
+        return err == 0;
+      };
       while (p < end && err == 0) {
         MemRecord r;
         std::memcpy(&r, p, sizeof r);
         p += sizeof r;
-        const uint32_t incl = r.pcap.incl_len, tail = incl - r.head - r.zeros;
-        if (n + sizeof r.pcap + incl > kPcapBufferBytes) {
-          err = write_all(fd_, out.get(), n);
-          n = 0;
+        if ((r.head & kRunBit) != 0) {
+          FrameSpec first;
+          std::memcpy(&first, p, sizeof first);
+          p += sizeof first;
+          const uint32_t count = r.head & ~kRunBit;
+          std::unique_ptr<FrameTemplate>& t = templates[(first.hdr.src_rank * 31 + first.hdr.dst_rank) % templates.size()];
+          if (!t) {
+            t = std::make_unique<FrameTemplate>(first);
+          } else if (!t->matches(first)) {
+            *t = FrameTemplate(first);
+          }
+          const size_t room = frame_bytes(first.mode, first.payload_bytes);
+          if (frames.size() < room * count) {
+            try {
+              frames.resize(room * count);
+            } catch (const std::bad_alloc&) {
+              err = ENOMEM;
+              break;
+            }
+          }
+          uint8_t* at[kMaxRun];
+          uint16_t lens[kMaxRun];
+          for (uint32_t k = 0; k < count; ++k) at[k] = frames.data() + k * room;
+          // write_run checked what encode_run checks; a refusal here would be a bug, not a bad run.
+          if (!encode_run(*t, first, count, r.zeros, at, room, lens, false)) {
+            err = EINVAL;
+            break;
+          }
+          for (uint32_t k = 0; k < count && room_for(std::min<uint32_t>(lens[k], snaplen_)); ++k) {
+            const RecordHeader h{r.pcap.ts_sec, r.pcap.ts_nsec, std::min<uint32_t>(lens[k], snaplen_), lens[k]};
+            std::memcpy(out.get() + n, &h, sizeof h);
+            std::memcpy(out.get() + n + sizeof h, at[k], h.incl_len);
+            n += sizeof h + h.incl_len;
+          }
+          continue;
         }
+        const uint32_t incl = r.pcap.incl_len, tail = incl - r.head - r.zeros;
+        if (!room_for(incl)) break;
         std::memcpy(out.get() + n, &r.pcap, sizeof r.pcap);
         std::memcpy(out.get() + n + sizeof r.pcap, p, r.head);
         std::memset(out.get() + n + sizeof r.pcap + r.head, 0, r.zeros);

@@ -15,6 +15,7 @@
 
 #include "emulator/time.h"
 #include "host/dpdk/fifo.h"
+#include "host/dpdk/wire.h"
 
 namespace fabemu::host::dpdk {
 
@@ -40,9 +41,10 @@ inline constexpr size_t kPcapBufferBytes = size_t{1} << 20;
 // the write(2) calls: write() puts the record into a buffer in memory (written once when the writer is
 // made, so no page fault either) and hands a full buffer to the thread, which makes the file's bytes
 // (a MiB a write(2)). A frame's zero body (write_zero_body) is kept as a count, not as bytes: the thread
-// writes the zeros. Only when every buffer is full of records the file has not taken yet does write()
-// wait (waits(), waited_ns()): the capture stays complete, and the wait is counted so that the report
-// can say what it cost. host/dpdk/README.md, "pcap".
+// writes the zeros. A run of data frames (write_run) is kept as its description: the thread encodes it.
+// Only when every buffer is full of records the file has not taken yet does write() wait (waits(),
+// waited_ns()): the capture stays complete, and the wait is counted so that the report can say what it
+// cost. host/dpdk/README.md, "pcap".
 class PcapWriter {
  public:
   // Creates (truncates) `path` and writes the file header; std::runtime_error naming the path.
@@ -62,6 +64,16 @@ class PcapWriter {
   // read from `frame` nor copied on the caller's lcore (the writing thread writes them out).
   // std::invalid_argument when the range is not within the frame.
   void write_zero_body(std::span<const uint8_t> frame, size_t zeros_at, size_t zeros, uint64_t timestamp_ns);
+  // The n data frames of a run of one message that encode_run(first, n, last_bytes) makes (wire.h; what
+  // fill_run puts into a transmit burst), each a record at `timestamp_ns`, without their bytes: the record
+  // keeps the run's description (about 160 bytes, however many frames), and the writing thread encodes the
+  // frames again into the file. Encoding is a function of the description, so the file gets the bytes
+  // the caller sent (PcapWriter.RunIsCapturedAsItsFrames). The frames' heads copied on the caller's lcore
+  // (write_zero_body) cost it about as much again as the frames themselves ("pcap" in
+  // host/dpdk/README.md). std::invalid_argument when n is 0 or above 64, or encode_run refuses the run
+  // (not a data packet, last_bytes above first.payload_bytes, too large for an IP datagram).
+  void write_run(const FrameSpec& first, uint32_t n, uint32_t last_bytes, uint64_t timestamp_ns);
+  static constexpr uint32_t kMaxRun = 64;
   // At emulated time `t` (picoseconds truncated to nanoseconds).
   void write(std::span<const uint8_t> frame, emu::Time t) { write(frame, t.ps() / 1000); }
   // Writes what is left, stops the thread and closes; std::runtime_error naming the path. Further writes
@@ -87,6 +99,10 @@ class PcapWriter {
     std::unique_ptr<uint8_t[]> data;
     size_t used = 0;
   };
+  // A record's header into the current buffer with `bytes` after it (handing the buffer off first when
+  // it has no room); returns where those bytes go. nullptr when the capture has stopped (stop_on_failure:
+  // `frames` counted as dropped).
+  uint8_t* reserve(const void* header, size_t header_bytes, size_t bytes, uint64_t frames);
   [[noreturn]] void fail(const char* what, int err);
   [[noreturn]] void fail_from_thread();
   void hand_off();      // the current buffer to the thread, a free one in its place

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <thread>
 #include <iterator>
 #include <stdexcept>
@@ -313,6 +314,77 @@ TEST(PcapWriter, ZeroBodyIsCapturedAsZeros) {
   fd::PcapWriter w(dir.file("c.pcap"));
   EXPECT_THROW(w.write_zero_body(frame, 200, 101, 1), std::invalid_argument);
   EXPECT_THROW(w.write_zero_body(frame, 301, 0, 1), std::invalid_argument);
+  w.close();
+}
+
+// write_run: the same file as write() of each frame encode_run makes of the run, in both wire modes, for
+// runs of every length a burst gives (full frames, a shorter last one, a message's only frame), flows
+// taking turns (more flows than the thread's template slots, so templates are rebuilt), message ids and
+// offsets past 2^32, RoCEv2 PSNs past 2^24, frames cut by the snap length; between plain records.
+TEST(PcapWriter, RunIsCapturedAsItsFrames) {
+  fabemu::test::ScratchDir dir;
+  for (const fd::WireMode mode : {fd::WireMode::kFabemu, fd::WireMode::kRoceV2}) {
+    for (const uint32_t snaplen : {65535u, 1000u, 90u}) {
+      SCOPED_TRACE(std::string(mode == fd::WireMode::kRoceV2 ? "RoCEv2" : "fabemu") + ", snaplen " +
+                   std::to_string(snaplen));
+      const std::string a = dir.file("a.pcap"), b = dir.file("b.pcap");
+      fd::PcapWriter by_run(a, snaplen), by_frame(b, snaplen);
+      std::mt19937_64 rng(7);
+      std::vector<uint8_t> room(fd::PcapWriter::kMaxRun * 9100);
+      uint64_t frames = 0;
+      for (int i = 0; i < 300; ++i) {
+        fd::FrameSpec s;
+        s.mode = mode;
+        const auto src = static_cast<uint32_t>(rng() % 100), dst = static_cast<uint32_t>(rng() % 100);
+        s.src = fd::Endpoint{{0x02, 0, 0, 0, 0, static_cast<uint8_t>(src)}, 0xC6120000u + src, 47000};
+        s.dst = fd::Endpoint{{0x02, 0, 0, 0, 1, static_cast<uint8_t>(dst)}, 0xC6130000u + dst, 47001};
+        s.ip_id = static_cast<uint16_t>(rng());
+        s.dscp = static_cast<uint8_t>(rng() % 64);
+        s.payload_bytes = std::vector<uint32_t>{1, 64, 1024, 1442, 8972}[rng() % 5];
+        const auto n = static_cast<uint32_t>(1 + rng() % fd::PcapWriter::kMaxRun);
+        const uint32_t count = n + static_cast<uint32_t>(rng() % 3);
+        const uint32_t seq = static_cast<uint32_t>(rng() % 2) * ((1u << 24) - 2);  // PSNs that wrap
+        const uint32_t last = rng() % 2 ? s.payload_bytes : 1 + static_cast<uint32_t>(rng() % s.payload_bytes);
+        const uint64_t id = (uint64_t{rng() % 3} << 32) + rng() % 1000;
+        s.hdr = fd::FabemuHeader{fd::PacketKind::kData, 0, src, dst, id, seq, seq + count,
+                                 uint64_t{seq + count} * s.payload_bytes, uint64_t{seq} * s.payload_bytes,
+                                 rng() >> 20};
+        s.bth.dest_qp = dst + 1;
+        const uint64_t ns = 1'000'000'000ull * i + rng() % 1'000'000'000;
+        by_run.write_run(s, n, last, ns);
+        fd::FrameTemplate t(s);
+        std::vector<uint8_t*> at(n);
+        std::vector<uint16_t> lens(n);
+        for (uint32_t k = 0; k < n; ++k) at[k] = room.data() + k * 9100;
+        ASSERT_TRUE(fd::encode_run(t, s, n, last, at.data(), 9100, lens.data(), false));
+        for (uint32_t k = 0; k < n; ++k) by_frame.write(std::span<const uint8_t>(at[k], lens[k]), ns);
+        frames += n;
+        // A plain record between runs.
+        const std::vector<uint8_t> other(70 + i % 50, static_cast<uint8_t>(i));
+        by_run.write(other, ns + 1);
+        by_frame.write(other, ns + 1);
+      }
+      EXPECT_EQ(by_run.frames(), frames + 300);
+      EXPECT_EQ(by_frame.frames(), frames + 300);
+      by_run.close();
+      by_frame.close();
+      std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+      const std::string sa((std::istreambuf_iterator<char>(fa)), std::istreambuf_iterator<char>());
+      const std::string sb((std::istreambuf_iterator<char>(fb)), std::istreambuf_iterator<char>());
+      EXPECT_GT(sa.size(), 24u + 16 * (frames + 300));
+      EXPECT_TRUE(sa == sb) << "the run records differ from the frames (" << sa.size() << " and " << sb.size()
+                            << " bytes)";
+    }
+  }
+  fd::PcapWriter w(dir.file("c.pcap"));
+  fd::FrameSpec s;
+  s.payload_bytes = 100;
+  EXPECT_THROW(w.write_run(s, 0, 100, 1), std::invalid_argument);
+  EXPECT_THROW(w.write_run(s, fd::PcapWriter::kMaxRun + 1, 100, 1), std::invalid_argument);
+  EXPECT_THROW(w.write_run(s, 2, 101, 1), std::invalid_argument);  // a last frame longer than the others
+  s.hdr.kind = fd::PacketKind::kAck;
+  EXPECT_THROW(w.write_run(s, 2, 100, 1), std::invalid_argument);
+  EXPECT_EQ(w.frames(), 0u);
   w.close();
 }
 

@@ -473,17 +473,19 @@ bool DpdkFabric::poll() {
   }
   if (pacing_.waiting()) {
     const emu::Time emulated = clock_.emulated();
-    for (uint64_t id; pacing_.pop_due(emulated, id);) {
-      if (!backlog_.empty() || !try_submit(id, records_.at(id))) backlog_.push_back(id);
-    }
+    // Due messages join the backlog behind those already waiting; the loop below submits them in order.
+    for (uint64_t id; pacing_.pop_due(emulated, id);) backlog_.push_back(id);
   }
   if (!backlog_.empty()) {
     size_t kept = 0;
     for (size_t i = 0; i < backlog_.size(); ++i) {
       const uint64_t id = backlog_[i];
       Record& r = records_.at(id);
-      // Keep the order per pair: once one waits, later ones wait too (a pair's ids are consecutive).
-      if (kept > 0 || !try_submit(id, r)) backlog_[kept++] = id;
+      // A pair whose window is full waits, and the other pairs go on (a message waiting for one pair's
+      // window held back every later message of every pair: frames left late on idle links). The pair's
+      // order holds: its window only fills within this loop (no ACK is taken meanwhile), so its later
+      // messages find it full too. (DpdkFabric.AFullWindowHoldsBackOnlyItsOwnPair)
+      if (!try_submit(id, r)) backlog_[kept++] = id;
     }
     backlog_.resize(kept);
   }
@@ -1174,17 +1176,25 @@ std::string format_dpdk_stats(const DpdkStats& s) {
       out += fmt::format("  first links         {} carried {} frames ({} message bytes), not paced (D = 0)\n",
                          s.links.size(), frames, bytes);
     } else {
-      out += fmt::format("  pacing              achieved / target rate: median {:.5f} over {} undisturbed busy periods, "
-                         "{:.5f} over all {} of {} first links ({} disturbed by stalls of the polling thread; "
-                         "scheduled / actual wall span of each back-to-back period)\n",
-                         s.pacing_median_ratio, s.pacing_periods - s.pacing_disturbed_periods, s.pacing_ratio,
-                         s.pacing_periods, s.links.size(), s.pacing_disturbed_periods);
+      if (s.pacing_periods == 0) {
+        out += fmt::format("  pacing              unmeasured: none of {} first links carried two frames with bytes back to "
+                           "back (no span to compare with the target rate)\n",
+                           s.links.size());
+      } else {
+        out += fmt::format("  pacing              achieved / target rate: median {:.5f} over {} undisturbed busy periods, "
+                           "{:.5f} over all {} of {} first links ({} disturbed by stalls of the polling thread; "
+                           "scheduled / actual wall span of each back-to-back period)\n",
+                           s.pacing_median_ratio, s.pacing_periods - s.pacing_disturbed_periods, s.pacing_ratio,
+                           s.pacing_periods, s.links.size(), s.pacing_disturbed_periods);
+      }
       constexpr size_t kShown = 16;
       for (size_t i = 0; i < s.links.size() && i < kShown; ++i) {
         const DpdkStats::Link& l = s.links[i];
-        out += fmt::format("    link #{:<6}{} frames, {} bytes, {} busy periods: target {:.3f} Gb/s, achieved "
-                           "{:.3f} Gb/s (emulated), ratio {:.5f}\n",
-                           l.link, l.frames, l.bytes, l.busy_periods, l.target_gbps, l.target_gbps * l.ratio, l.ratio);
+        out += fmt::format("    link #{:<6}{} frames, {} bytes, {} busy periods: target {:.3f} Gb/s, ", l.link, l.frames,
+                           l.bytes, l.busy_periods, l.target_gbps);
+        out += l.busy_periods == 0
+                   ? std::string("achieved unmeasured (no two frames back to back)\n")
+                   : fmt::format("achieved {:.3f} Gb/s (emulated), ratio {:.5f}\n", l.target_gbps * l.ratio, l.ratio);
       }
       if (s.links.size() > kShown) out += fmt::format("    ... {} more links\n", s.links.size() - kShown);
       out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} frames (wall, TSC after tx_burst)\n",
@@ -1400,8 +1410,9 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
                                nlohmann::json(s.pcap).dump(), s.pcap_frames, s.pcap_waits, s.pcap_wait_ns,
                                s.pcap_error.empty() ? std::string("null") : nlohmann::json(s.pcap_error).dump(),
                                s.pcap_dropped));
-  kv("pacing_ratio", num(s.pacing_ratio));
-  kv("pacing_median_ratio", num(s.pacing_median_ratio));
+  // No busy period: nothing was compared with the target rate (null, not a ratio of 0).
+  kv("pacing_ratio", s.pacing_periods == 0 ? "null" : num(s.pacing_ratio));
+  kv("pacing_median_ratio", s.pacing_periods == 0 ? "null" : num(s.pacing_median_ratio));
   {
     const Fidelity f = fidelity(s);
     kv("fidelity", fmt::format("{{\"verdict\": \"{}\", \"cause\": \"{}\", \"kept_pace_ratio\": {}, \"rate_ratio\": {}, "
@@ -1417,7 +1428,8 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
     links += fmt::format(
         "{}\n      {{\"link\": {}, \"frames\": {}, \"bytes\": {}, \"target_gbps\": {}, \"achieved_gbps\": {}, "
         "\"ratio\": {}, \"busy_periods\": {}, \"disturbed_periods\": {}}}",
-        i == 0 ? "" : ",", l.link, l.frames, l.bytes, num(l.target_gbps), num(l.target_gbps * l.ratio), num(l.ratio),
+        i == 0 ? "" : ",", l.link, l.frames, l.bytes, num(l.target_gbps),
+        l.busy_periods == 0 ? "null" : num(l.target_gbps * l.ratio), l.busy_periods == 0 ? "null" : num(l.ratio),
         l.busy_periods, l.disturbed_periods);
   }
   kv("links", links + (s.links.empty() ? "]" : "\n    ]"));

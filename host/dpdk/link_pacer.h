@@ -289,10 +289,11 @@ struct LinkBusy {
     last_bytes = r.last_bytes;
   }
   // Closes the open period; its spans (ns) are added to the link's. False for a period of one frame,
-  // which has no span (nothing added).
+  // which has no span, and for one whose spanned frames carry no bytes (zero-byte messages: ser(0) = 0,
+  // so no rate to compare; counted, such a period said the link carried 0 of its rate): nothing added.
   bool close(double& scheduled, double& actual) {
     open = false;
-    if (period_frames < 2) return false;
+    if (period_frames < 2 || period_bytes == 0) return false;
     ++busy_periods;
     spanned_bytes += period_bytes;
     scheduled = static_cast<double>(last_paced_ps - start_ps) / 1000.0;

@@ -629,6 +629,42 @@ TEST(DpdkFabric, ARankSendsOnItsLinksInParallel) {
   }
 }
 
+// A pair whose window is full holds back its own later messages only. Window 1, dilation 1, 1 Gb/s links
+// of FullyConnected(4): rank 0 sends 4000 zero-byte messages to rank 1 (collective 0), all due at once
+// (ser(0) = 0), each waiting for the ACK of the one before: 4000 round trips. Rank 2 sends 1000 bytes to
+// rank 3 (collective 1), due at the same time, on a link of its own and handed over last. Modelled, it
+// arrives within 10 us. It used to wait behind the whole backlog of the first pair (every later message of
+// every pair waited once one pair's window was full), so both collectives took the round trips (7.8 ms
+// for 2000 of them; collective 1 measured 1.0004 times collective 0); now it leaves at once, behind only
+// the run's start (the first frames leave 1-2 ms late when the machine is busy). A polling stall delays
+// both collectives alike, so the bound compares them: collective 1 within half of collective 0.
+TEST(DpdkFabric, AFullWindowHoldsBackOnlyItsOwnPair) {
+  REQUIRE_EAL();
+  struct Arrivals : DeliveryListener {
+    uint64_t n = 0;
+    void on_delivered(uint64_t, Time) override { ++n; }
+  } got;
+  auto ports = fd::DpdkPorts::ring("fabwin", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 1;
+  opt.window = 1;
+  opt.model_mtu = 4096;
+  fd::DpdkFabric f(Topology(network({dim_at(DimTopology::kFullyConnected, 4, 125'000'000)})),
+                   fd::AddressPlan::make_default(4), ports, opt);
+  f.set_listener(&got);
+  constexpr uint64_t kBacklog = 4000;
+  for (uint64_t id = 0; id < kBacklog; ++id) f.send(Message{id, 0, 1, 0, 0, 0}, Time::zero());
+  f.send(Message{kBacklog, 2, 3, 1000, 0, 1}, Time::zero());
+  f.engine().run();
+  f.drain();
+  const fd::DpdkStats& s = f.stats();
+  EXPECT_EQ(got.n, kBacklog + 1);
+  EXPECT_EQ(s.messages_completed, kBacklog + 1);
+  ASSERT_EQ(s.collectives.size(), 2u);
+  EXPECT_LT(s.collectives[1].modelled, Duration::from_us(10));
+  EXPECT_LT(s.collectives[1].measured.ps() * 2, s.collectives[0].measured.ps()) << fd::format_dpdk_stats(s);
+}
+
 TEST(DpdkFabric, MultiHopTopologiesMatchTheSoftwareModel) {
   REQUIRE_EAL();
   fabemu::test::ScratchDir dir;
@@ -1159,6 +1195,33 @@ TEST(LinkPacer, BusyPeriodsSpanBackToBackFrames) {
   EXPECT_EQ(link.spanned_bytes, 300u);
   EXPECT_DOUBLE_EQ(link.scheduled_ns, 600.0);
   EXPECT_DOUBLE_EQ(link.actual_ns, 1500.0);
+}
+
+// Frames of zero-byte messages back to back (ser(0) = 0, so each is due at the end of the one before):
+// no bytes, so no rate to compare. Their period spans nothing; counted, it said the link carried 0 of its
+// target rate, and a run of zero-byte messages got the verdict "fell behind" (raise --dilation), which
+// no dilation could change.
+TEST(LinkPacer, ZeroByteFramesSpanNoPeriod) {
+  fd::LinkBusy link;
+  int closed = 0;
+  const auto close = [&](fd::LinkBusy&) { ++closed; };
+  link.depart(fd::PacedFrame{1000, 1000, 0, 0, false}, 5000, close);
+  link.depart(fd::PacedFrame{1000, 1000, 0, 0, true}, 9000, close);
+  link.depart(fd::PacedFrame{1000, 1000, 0, 0, true}, 9000, close);
+  double scheduled = 0, actual = 0;
+  EXPECT_FALSE(link.close(scheduled, actual));
+  EXPECT_EQ(closed, 0);
+  EXPECT_EQ(link.busy_periods, 0u);
+  EXPECT_EQ(link.frames, 3u);
+  EXPECT_DOUBLE_EQ(link.actual_ns, 0.0);
+  // A period with bytes after zero-byte frames still spans them.
+  link.depart(fd::PacedFrame{20'000, 20'000, 0, 0, false}, 21'000, close);
+  link.depart(fd::PacedFrame{20'000, 20'000, 100, 0, true}, 21'000, close);
+  link.depart(fd::PacedFrame{20'800, 20'800, 100, 0, true}, 22'000, close);
+  ASSERT_TRUE(link.close(scheduled, actual));
+  EXPECT_DOUBLE_EQ(scheduled, 0.8);
+  EXPECT_DOUBLE_EQ(actual, 2.0);
+  EXPECT_EQ(link.spanned_bytes, 100u);
 }
 
 // record_departures through a PacedQueue (what the fabric and the benchmark run after each tx_burst) keeps

@@ -752,7 +752,8 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
       ->check(CLI::IsMember({"auto", "on"}));
   run_cmd->add_option("--dpdk-stall-timeout", args->dpdk_stall_timeout_ms,
                       "DPDK: stop the run (report written, exit status 2) when a message the model has delivered "
-                      "waits this many ms of wall time with no frame of ours arriving (default 10000)")
+                      "waits this many ms of wall time with no progress: no message completed and no ACK came back "
+                      "(default 10000)")
       ->check(CLI::Range(1u, 86'400'000u));
   run_cmd->add_option("--dpdk-rto", args->dpdk_rto_us,
                       "DPDK: the senders' retransmission timeout in us of wall time, the floor of the adaptive RTO "

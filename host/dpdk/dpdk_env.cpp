@@ -107,10 +107,21 @@ Eal& Eal::start(const std::vector<std::string>& args) {
   const int rc = rte_eal_init(static_cast<int>(storage.size()), argv.data());
   optind = saved_optind;
   if (rc < 0) {
-    g_eal_failure = "EAL: rte_eal_init failed: " + errstr(rte_errno) + " (EAL arguments: " + join_args(args) + ")";
+    const int err = rte_errno;
+    // Some failures leave rte_errno at 0 ("Cannot init config": another process holds the prefix's lock).
+    g_eal_failure = "EAL: rte_eal_init failed: " + (err != 0 ? errstr(err) : std::string("see EAL's messages above")) +
+                    " (EAL arguments: " + join_args(args) + ")";
+    const auto has = [&](const char* opt) {
+      return std::any_of(args.begin(), args.end(), [&](const std::string& a) { return a.rfind(opt, 0) == 0; });
+    };
+    if (err == 0 && !has("--file-prefix") && !has("--in-memory")) {
+      *g_eal_failure +=
+          ": another DPDK process (another fabemu run?) may hold the same --file-prefix (default rte): give each "
+          "run its own (--file-prefix fabemu-$$), or --in-memory";
+    }
     // EAL says EACCES when it finds no hugepage information (no hugetlbfs mounted, or none it may use):
     // the one failure every first run on a fresh host meets, so the way out is named.
-    if (rte_errno == EACCES && std::find(args.begin(), args.end(), "--no-huge") == args.end()) {
+    if (err == EACCES && std::find(args.begin(), args.end(), "--no-huge") == args.end()) {
       *g_eal_failure +=
           ": no usable hugepages? Reserve some and mount hugetlbfs (as root: echo 1024 > "
           "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages; mount -t hugetlbfs nodev /dev/hugepages), "
@@ -135,7 +146,12 @@ bool Eal::running() noexcept {
 void Eal::shutdown() noexcept {
   std::lock_guard lock(g_eal_mutex);
   if (g_eal == nullptr) return;
+  // EAL makes /var/run/dpdk/<prefix> (or $XDG_RUNTIME_DIR/dpdk/<prefix>) and rte_eal_cleanup leaves it:
+  // with a prefix of its own per process (no_huge_args) every run left one. Removed when empty only (a
+  // shared config or a telemetry socket in it: left as it is).
+  const std::string runtime_dir = rte_eal_get_runtime_dir();
   rte_eal_cleanup();
+  if (!runtime_dir.empty()) ::rmdir(runtime_dir.c_str());
   restore_handlers();
   g_eal = nullptr;
   g_eal_shut_down = true;
@@ -217,6 +233,14 @@ Port Port::open(const std::string& devargs, const PortConfig& cfg) {
   if (rte_eth_dev_get_port_by_name(name.c_str(), &id) == 0)
     throw std::runtime_error("Port::open(\"" + devargs + "\"): a port named " + name + " already exists");
   const int rc = rte_dev_probe(devargs.c_str());
+  if (rc < 0 && rc != -EFAULT && rc != -ENODEV && rc != -ENOENT) {
+    // A driver took the name and its probe failed (most return -1, which is no errno): its own message,
+    // printed above, says why.
+    throw std::runtime_error("device \"" + devargs + "\": its driver could not open it" +
+                             (rc == -1 ? std::string() : " (" + errstr(rc) + ")") +
+                             "; the driver's message above says why (an interface or file that does not exist, a "
+                             "memif socket another process already serves, missing permissions)");
+  }
   if (rc < 0) {
     throw std::runtime_error("device \"" + devargs + "\": no DPDK driver took it (rte_dev_probe: " + errstr(rc) +
                              "): a virtual device's name starts with its driver's (net_ring0, net_null0, "
@@ -324,10 +348,13 @@ void Port::setup() {
   rc = rte_eth_dev_start(id_);
   if (rc != 0) throw std::runtime_error(what + ": rte_eth_dev_start: " + errstr(rc));
   started_ = true;
-  if (cfg_.promiscuous) {
+  if (cfg_.promiscuous && rte_eth_promiscuous_get(id_) == 0) {
     rc = rte_eth_promiscuous_enable(id_);
     if (rc != 0 && rc != -ENOTSUP)
       throw std::runtime_error(what + ": rte_eth_promiscuous_enable: " + errstr(rc));
+    // Turned off again on close: on net_af_packet (and net_tap) it is the kernel interface's IFF_PROMISC,
+    // which outlives the process.
+    promisc_set_ = rc == 0;
   }
   rte_eth_stats_reset(id_);
   // Registered by us (the offload) or by a driver that timestamps anyway (net_pcap registers at probe).
@@ -365,7 +392,7 @@ uint16_t Port::stamp_rx(uint16_t, uint16_t, rte_mbuf** pkts, uint16_t n, uint16_
 Port::Port(Port&& o) noexcept
     : id_(o.id_), cfg_(o.cfg_), name_(std::move(o.name_)), probed_(std::move(o.probed_)), pool_(o.pool_),
       device_(o.device_), started_(o.started_), open_(o.open_), ts_offload_(o.ts_offload_),
-      csum_offload_(o.csum_offload_), rss_(o.rss_), nic_sim_(std::move(o.nic_sim_)),
+      csum_offload_(o.csum_offload_), rss_(o.rss_), promisc_set_(o.promisc_set_), nic_sim_(std::move(o.nic_sim_)),
       rx_callbacks_(std::move(o.rx_callbacks_)), ts_offset_(o.ts_offset_), ts_flag_(o.ts_flag_) {
   o.pool_ = nullptr;
   for (int i = 0; i < 2; ++i) {
@@ -381,6 +408,7 @@ Port::~Port() { close(); }
 
 void Port::close() noexcept {
   if (open_) {
+    if (promisc_set_) rte_eth_promiscuous_disable(id_);
     if (started_) rte_eth_dev_stop(id_);
     // Stopped: no receive burst runs the callbacks any more (nic_sim_ goes with this Port).
     for (size_t q = 0; q < rx_callbacks_.size(); ++q) {

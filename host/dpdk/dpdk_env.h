@@ -213,6 +213,7 @@ class Port {
   bool ts_offload_ = false;
   bool csum_offload_ = false;
   bool rss_ = false;
+  bool promisc_set_ = false;  // promiscuous mode was off and this Port turned it on (off again on close)
   // The simulated NIC clock (PortConfig::simulated_nic_clock): on the heap, since the RX callbacks hold
   // its address and a Port moves.
   struct NicClockSim {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -154,6 +155,21 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   // departure lateness when paced (host/dpdk/README.md, "End to end", "Data frames recycled oldest first").
   const std::vector<unsigned> rx_lcores = choose_rx_lcores();
   const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
+  if (queues > 1) {
+    // Every frame of a pair must reach the one path that holds the pair's state. net_af_packet's queues
+    // are a PACKET_FANOUT group with PACKET_FANOUT_FLAG_ROLLOVER: a frame whose socket's ring is full goes
+    // to another queue, whose path then ACKs/NACKs packets the owning path never got (the sender frees
+    // them, the owner NACKs them forever: a livelock the stall timeout does not catch, NACKs being ours).
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(ports_.b().id(), &info) == 0 && info.driver_name != nullptr &&
+        std::string_view(info.driver_name) == "net_af_packet") {
+      throw std::invalid_argument(fmt::format(
+          "{} receive lcores on {}: net_af_packet spreads frames over its queues (qpairs=) by the kernel's fanout "
+          "hash with rollover, which moves a flow's frames to another queue whenever one fills, and a pair's "
+          "frames must all reach one receive lcore; use one receive lcore (qpairs=1) on af_packet, or a NIC with RSS",
+          queues, ports_.b().name()));
+    }
+  }
   for (Port* p : {&ports_.a(), &ports_.b()}) {
     // Every receive queue is some path's (a frame on a queue nobody polls would be lost), and every path
     // sends on a transmit queue of its own.
@@ -352,16 +368,23 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
   Record& r = it->second;
   // The delay line: the wire must have brought every packet, and (dilated) the wall clock must have
   // reached the modelled time.
+  // Progress: a message completed or an ACK came back (ACKs also acknowledge a long message's packets as
+  // they arrive, every kAckEvery of them). NACKs alone are not: a device that always drops some frames
+  // (frames longer than its MTU, a flow it blocks) makes the receiver ask for them again and again, and
+  // the run would wait for ever.
   emu::Time last_progress = clock_.wall();
+  uint64_t progress = progress_;
+  const uint64_t nacks_before = nacks_in_;
   while (!r.arrived || (!clock_.as_fast_as_possible() && clock_.emulated() < at)) {
     if (Eal::stop_requested()) {
       interrupted_ = true;
       engine_.stop();
       return;
     }
-    const bool got = poll();
+    poll();
     const emu::Time now = clock_.wall();
-    if (got || r.arrived) {
+    if (progress_ != progress || r.arrived) {
+      progress = progress_;
       last_progress = now;
     } else if (now - last_progress > opt_.stall_timeout) {
       // The run stops here, as on SIGINT: the walker reports what had finished and what had not, and
@@ -369,9 +392,16 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
       // ours kept arriving meanwhile (the main lcore's counts; the receive lcore's are its own until it
       // stops): a device that makes frames of its own, or someone else's traffic.
       const uint64_t foreign = stats_.not_ours + (workers_.empty() ? rx_paths_[0]->stats().not_ours : 0);
+      const uint64_t nacks = nacks_in_ - nacks_before;
       stall_ = fmt::format(
-          "message {} ({} bytes, rank {} -> {}) was due at {} ps but nothing of ours arrived on {} for {} ms{}{}",
-          id, r.bytes, r.src, r.dst, at.ps(), ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000,
+          "message {} ({} bytes, rank {} -> {}) was due at {} ps but {} on {} for {} ms{}{}",
+          id, r.bytes, r.src, r.dst, at.ps(),
+          nacks == 0 ? std::string("nothing of ours arrived")
+                     : fmt::format("no message completed and no ACK came back ({} NACKs asked for packets that never "
+                                   "arrived: does the device drop some frames, e.g. frames longer than its MTU? "
+                                   "--wire-mtu is {})",
+                                   nacks, opt_.wire_mtu),
+          ports_.describe(), opt_.stall_timeout.ps() / 1'000'000'000,
           foreign == 0 ? std::string()
                        : fmt::format(" ({} frames that are not fabemu's arrived in this run: does the device "
                                      "bring back the frames sent to it?)",
@@ -520,6 +550,7 @@ void DpdkFabric::take_completions() {
 void DpdkFabric::completed(const RxCompletion& c) {
   const auto w = by_wire_.find(pair_key(c.src, c.dst, c.wire_id, npus_));
   if (w == by_wire_.end()) return;
+  ++progress_;
   Record& r = records_.at(w->second);
   r.arrived = true;
   r.rx_ticks = c.rx_ticks;
@@ -805,7 +836,9 @@ void DpdkFabric::handle(const DecodedFrame& f) {
   Sender& s = senders_[ps.sender];
   if (h.kind == PacketKind::kAck) {
     s.on_ack(ps.dst, h.message_id, h.seq);
+    ++progress_;
   } else {
+    ++nacks_in_;
     missing_.resize(f.missing_count());
     for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = f.missing(i);
     s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_, clock_.wall());

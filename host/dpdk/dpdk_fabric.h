@@ -57,8 +57,9 @@ struct DpdkFabricOptions {
   emu::Duration rto = emu::Duration::from_ms(10);
   uint32_t window = 1024;             // messages in flight per (sender, receiver) pair; a power of two
   std::string pcap;                   // non-empty: every frame sent is captured there (both lcores' frames)
-  // A message the model has delivered but the wire has not, with no frame of ours received for this long
-  // (wall time; frames the fault injection drops do not count): the run stops there, as on SIGINT, and
+  // A message the model has delivered but the wire has not, with no progress for this long (wall time; no
+  // message completed and no ACK taken: NACKs alone, frames not ours and frames the fault injection drops
+  // do not count): the run stops there, as on SIGINT, and
   // stalled() says why (a dead device must not hang the run, and what it did so far is still reported).
   emu::Duration stall_timeout = emu::Duration::from_ms(10'000);
   // The receive side's lcore (README.md, "Receive lcore"). kRxLcoreAuto: the first worker lcore EAL has
@@ -480,6 +481,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::array<RxCompletion, 64> completions_{};
   std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
+  // The stall timeout's measure of progress (on_delivered): messages completed and ACKs taken; and the
+  // NACKs taken, which the stall's reason counts.
+  uint64_t progress_ = 0, nacks_in_ = 0;
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.
   MessagePacing pacing_;
   LinkSenders senders_;                               // one per first link

@@ -182,6 +182,19 @@ EOF2
     --no-telemetry -l 0 --vdev net_ring0
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["total_time_ps"] == 43051456 and r["dpdk"]["messages_completed"] == 96' \
     "$tmp/vdev.json" || fail "--fabric dpdk on an EAL --vdev"
+  # EAL's runtime directory of the run's prefix (root: /var/run/dpdk/<prefix>) is gone once it ends
+  # (rte_eal_cleanup leaves it; a run of its own prefix each, every run used to leave one)
+  if [ "$(id -u)" -eq 0 ]; then rundir=/var/run/dpdk; else rundir=${XDG_RUNTIME_DIR:-/tmp}/dpdk; fi
+  [ ! -e "$rundir/fabemu-cli$$" ] || fail "EAL's runtime directory $rundir/fabemu-cli$$ was left behind"
+  # a device whose driver refuses it (a pcap file that does not exist) is told apart from a name no
+  # driver knows
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
+    --dpdk-devargs "net_pcap_cli0,rx_pcap=$tmp/no-such.pcap,tx_pcap=$tmp/tx.pcap" -- --no-huge -m 512 --no-pci \
+    --no-shconf --file-prefix "fabemu-clip$$" --no-telemetry -l 0
+  expect_text "$tmp/err" "its driver could not open it; the driver's message above says why"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
+    --dpdk-devargs net_nonexistent0 -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-clin$$" --no-telemetry -l 0
+  expect_text "$tmp/err" "no DPDK driver took it"
   # the receive side on an lcore of its own (EAL -l 0-1, --dpdk-rx-lcore auto): the same report as with
   # everything on the main lcore (--dpdk-rx-lcore off)
   for lc in auto off; do

@@ -42,6 +42,11 @@ ip netns exec "$ns" "$fabemu" run -w "$w" -n "$tmp/ring4.yml" -s "$tmp/sys.json"
 rc=$?
 sed -n '/^DPDK/,$p' "$tmp/run.log"
 [ $rc -eq 0 ] || { cat "$tmp/run.log"; fail "fabemu run --fabric dpdk exited with $rc"; }
+# The ports were put in promiscuous mode for the run (on af_packet: the kernel interfaces' IFF_PROMISC,
+# which outlives the process) and are taken out of it again when they close.
+for dev in "$a" "$b"; do
+  ! ip -n "$ns" link show "$dev" | grep -q PROMISC || fail "$dev was left in promiscuous mode"
+done
 
 read -r ndata nfeedback < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; print(d["data_frames"] + d["retransmissions"], d["acks"] + d["nacks"])' "$tmp/dpdk.json")
 # tcpdump writes at its own pace: wait (up to 20 s) until every frame sent is in the files.
@@ -114,11 +119,11 @@ print("capture: %d data frames (opcodes %s) and %d ACK/NACK frames, all RoCEv2 w
       % (nd, od, nf))
 EOF2
 
-# Two receive lcores on two queue pairs of each af_packet port (README.md, "Several receive lcores"): the
-# kernel spreads the frames of port B's veth end over its two sockets by a hash of each flow
-# (PACKET_FANOUT_HASH), as a NIC's RSS would. An 8-rank all-to-all (56 flows, fabemu mode) must give the
-# model's total time with every byte reassembled, and each receive lcore must have received frames. Three
-# lcores on this machine's two cores: EAL --lcores.
+# Two receive lcores on two queue pairs of each af_packet port (README.md, "Several receive lcores") are
+# refused: the kernel spreads the frames of port B's veth end over its two sockets by a hash of each flow
+# (PACKET_FANOUT_HASH), but with PACKET_FANOUT_FLAG_ROLLOVER a flow's frames move to the other socket when
+# one's ring fills, and a pair's frames must all reach one receive path. Three lcores on this machine's two
+# cores: EAL --lcores.
 "$fabemu" trace generate collective --type all_to_all --ranks 8 --size 1MiB --out-dir "$tmp/a2a" >/dev/null \
   || fail "trace generate all_to_all"
 w8="$tmp/a2a/all_to_all/8npus_1MB/all_to_all"
@@ -130,19 +135,9 @@ ip netns exec "$ns" "$fabemu" run -w "$w8" -n "$tmp/sw8.yml" -s "$tmp/sys.json" 
   -- --lcores 0@0,1@1,2@1 --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-nsq-$$" --no-telemetry \
   >"$tmp/run8.log" 2>&1
 rc=$?
-grep -E '^  (lcores|messages|frames)' "$tmp/run8.log"
-[ $rc -eq 0 ] || { cat "$tmp/run8.log"; fail "fabemu run with two receive lcores exited with $rc"; }
-python3 - "$tmp/dpdk8.json" "$tmp/model8.json" <<'EOF2' || fail "the run with two receive lcores is wrong"
-import json, sys
-r, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-assert r["total_time_ps"] == m["total_time_ps"], (r["total_time_ps"], m["total_time_ps"])
-d = r["dpdk"]
-assert d["messages_completed"] == d["messages"] > 0, (d["messages_completed"], d["messages"])
-assert d["bytes_completed"] == d["message_bytes"], (d["bytes_completed"], d["message_bytes"])
-lc = d["rx_lcores"]
-assert [(l["lcore"], l["queue"]) for l in lc] == [(1, 0), (2, 1)], lc
-assert all(l["frames"] > 0 for l in lc), lc
-assert sum(l["frames"] for l in lc) == d["data_frames"] + d["retransmissions"], (lc, d["data_frames"], d["retransmissions"])
-print("two receive lcores: %s of %d data frames" % ([l["frames"] for l in lc], d["data_frames"] + d["retransmissions"]))
-EOF2
+# Refused: af_packet's fanout has PACKET_FANOUT_FLAG_ROLLOVER, which moves a flow's frames to the other
+# queue whenever one socket's ring fills; a pair's frames must all reach one receive path.
+[ $rc -eq 2 ] && grep -q 'fanout hash with rollover' "$tmp/run8.log" \
+  || { cat "$tmp/run8.log"; fail "two receive lcores on net_af_packet were not refused (exit $rc)"; }
+
 echo "PASS"

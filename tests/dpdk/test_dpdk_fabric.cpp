@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -749,6 +750,68 @@ TEST(DpdkFabric, ADeviceThatBringsNothingBackStopsAfterTheStallTimeout) {
 // two minutes of `fabemu run --drop-rate 1 -- -l 0`); a frame the fault injection drops is now no
 // progress, and the run stops after the stall timeout with a `stall` that says why. A run that completes
 // has `stall` null in the JSON.
+// A device that always drops some frames: between two ring pairs, a thread that passes every frame but
+// drops those longer than 1000 bytes (a device whose MTU is smaller than the wire's). A 10,000-byte
+// message is 7 full frames (dropped) and a short last one (passed): the receiver NACKs the holes, each
+// retransmission is dropped again, and the NACKs keep coming, frames of ours. They used to count as
+// progress, so the run waited for ever; now only completions and ACKs do, and the run stops after the
+// stall timeout, naming the NACKs and the wire MTU. A watchdog interrupts the run after 20 s, so the test
+// fails instead of hanging when the stall is missed.
+TEST(DpdkFabric, ADeviceThatDropsSomeFramesForGoodStopsAfterTheStallTimeout) {
+  REQUIRE_EAL();
+  fd::RingPair left("mtudrop_l"), right("mtudrop_r");
+  fd::Port in(left.b(), port_config()), out(right.a(), port_config());
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> dropped{0};
+  std::thread device([&] {
+    rte_mbuf* b[32];
+    while (!stop.load(std::memory_order_relaxed)) {
+      uint16_t n = in.rx_burst(b, 32), k = 0;
+      for (uint16_t i = 0; i < n; ++i) {
+        if (rte_pktmbuf_pkt_len(b[i]) > 1000) {
+          rte_pktmbuf_free(b[i]);
+          dropped.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          b[k++] = b[i];
+        }
+      }
+      uint16_t sent = out.tx_burst(b, k);
+      if (sent < k) rte_pktmbuf_free_bulk(b + sent, k - sent);
+      n = out.rx_burst(b, 32);  // ACKs and NACKs, back
+      sent = in.tx_burst(b, n);
+      if (sent < n) rte_pktmbuf_free_bulk(b + sent, n - sent);
+    }
+  });
+  std::thread watchdog([&] {
+    for (int i = 0; i < 200 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!stop.load()) fd::Eal::request_stop();
+  });
+  {
+    auto ports = fd::DpdkPorts::devargs("net_ring_mtudrop_l_a", "net_ring_mtudrop_r_b", port_config());
+    fd::DpdkFabricOptions opt;
+    opt.stall_timeout = Duration::from_ms(300);
+    opt.rto = Duration::from_ms(1);
+    fd::DpdkFabric f(Topology(network({dim_at(DimTopology::kFullyConnected, 2, 125'000'000)})),
+                     fd::AddressPlan::make_default(2), ports, opt);
+    f.send(Message{1, 0, 1, 10'000, 0}, Time::zero());
+    f.engine().run();
+    const fd::DpdkStats& s = f.stats();
+    EXPECT_FALSE(f.interrupted()) << "the watchdog stopped a run that did not stall";
+    EXPECT_NE(s.stall.find("no message completed and no ACK came back"), std::string::npos) << s.stall;
+    EXPECT_NE(s.stall.find("NACKs asked for packets that never arrived"), std::string::npos) << s.stall;
+    EXPECT_NE(s.stall.find("--wire-mtu is 1500"), std::string::npos) << s.stall;
+    EXPECT_NE(s.stall.find("for 300 ms"), std::string::npos) << s.stall;
+    EXPECT_GT(s.nacks, 0u);
+    EXPECT_GT(s.retransmissions, 0u);
+    EXPECT_EQ(s.messages_completed, 0u);
+  }
+  stop = true;
+  device.join();
+  watchdog.join();
+  fd::Eal::clear_stop();
+  EXPECT_GT(dropped.load(), 7u);
+}
+
 TEST(DpdkFabric, EveryFrameDroppedStopsTheRunAfterTheStallTimeout) {
   REQUIRE_EAL();
   fabemu::test::ScratchDir dir;

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "emulator/dilation.h"
 #include "emulator/link_results.h"
 #include "emulator/packet_fabric.h"
 #include "emulator/report_json.h"
@@ -136,6 +137,7 @@ void check_options(const RunArgs& a) {
   if (given("--dilation") && given("--as-fast-as-possible")) {
     throw std::invalid_argument("--as-fast-as-possible is --dilation 0: give one of them, not both");
   }
+  if (given("--dilation")) emu::dilation_q16(a.dilation);  // too small for the clocks: refused before any set-up
   if (given("--dpdk-port") && given("--dpdk-devargs")) {
     throw std::invalid_argument(
         "--dpdk-port picks fabemu's own in-process devices, --dpdk-devargs devices of yours: give one of them, not both");
@@ -771,7 +773,8 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
         return (n & (n - 1)) == 0 ? std::string() : std::string("not a power of two");
       });
   run_cmd->add_option("--dilation", args->dilation,
-                      "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible")
+                      "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible; "
+                      "otherwise at least 0.0077")
       ->check(CLI::Number)
       ->check(CLI::Range(0.0, 1e6));
   run_cmd->add_flag("--as-fast-as-possible", args->as_fast_as_possible,

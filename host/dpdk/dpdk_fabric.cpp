@@ -1241,7 +1241,7 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     }
   }
   if (s.latency_ns.count() > 0) {
-    out += fmt::format("  wire latency        {} ns over {} messages (first frame sent, TSC, to message reassembled: "
+    out += fmt::format("  wire latency        {} ns (wall) over {} messages (first frame sent, TSC, to message reassembled: "
                        "{} by the NIC's clock, {} by the TSC)\n",
                        histogram_text(s.latency_ns), s.latency_ns.count(), s.nic_arrivals,
                        s.latency_ns.count() - std::min(s.latency_ns.count(), s.nic_arrivals));

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "emulator/dilation.h"
 #include "host/dpdk/dpdk_env.h"
 
 namespace fabemu::host::dpdk {
@@ -16,11 +17,7 @@ using u128 = emu::detail::u128;
 }
 
 TscClock::TscClock(double dilation) : dilation_(dilation) {
-  if (!(dilation >= 0) || dilation > 1e6) {
-    throw std::invalid_argument("--dilation " + std::to_string(dilation) + ": expected 0 (as fast as possible) .. 1e6");
-  }
-  dilation_q16_ = static_cast<uint64_t>(std::llround(dilation * 65536.0));
-  if (dilation > 0 && dilation_q16_ == 0) dilation_q16_ = 1;
+  dilation_q16_ = emu::dilation_q16(dilation);
   tsc_ = Eal::running() && rte_get_tsc_hz() > 0;
   hz_ = tsc_ ? rte_get_tsc_hz() : 1'000'000'000;
   ps_per_tick_ = 1e12 / static_cast<double>(hz_);

@@ -12,19 +12,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "emulator/dilation.h"
 #include "emulator/time.h"
 
 namespace fabemu::lab {
 
 class DilatedClock {
  public:
-  // std::invalid_argument for a negative, NaN or absurd (> 1e6) dilation. Starts the clock now.
-  explicit DilatedClock(double dilation = 0) : dilation_(dilation) {
-    if (!(dilation >= 0) || dilation > 1e6) {
-      throw std::invalid_argument("dilation " + std::to_string(dilation) + ": expected 0 (as fast as possible) .. 1e6");
-    }
-    dilation_q16_ = static_cast<uint64_t>(std::llround(dilation * 65536.0));
-    if (dilation > 0 && dilation_q16_ == 0) dilation_q16_ = 1;
+  // std::invalid_argument for a negative, NaN or absurd (> 1e6) dilation, or one too small for the
+  // clock's 16.16 steps (emu::dilation_q16). Starts the clock now.
+  explicit DilatedClock(double dilation = 0) : dilation_(dilation), dilation_q16_(emu::dilation_q16(dilation, "dilation")) {
     restart();
   }
 

@@ -155,6 +155,9 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--socket-stall-timeout needs --fabric socket; this run is on --fabric dpdk"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 5 --as-fast-as-possible
 expect_text "$tmp/err" "--as-fast-as-possible is --dilation 0: give one of them, not both"
+# a dilation the clocks' 1/65536 steps cannot keep within 0.1% (1e-5 would run at 1.526e-5)
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --dilation 1e-5
+expect_text "$tmp/err" "--dilation 1e-05: the real-time clocks run a dilation in steps of 1/65536, more than 0.1% off below 0.0076 (1e-05 would run at 1.52588e-05)"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-devargs net_null0
 expect_text "$tmp/err" "give one of them, not both"
 # --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's

@@ -1265,7 +1265,7 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     case Fidelity::Verdict::kNotPaced:
       break;
     case Fidelity::Verdict::kUnmeasured:
-      out += "  fidelity            unmeasured: no first link carried two frames back to back, so no rate could be "
+      out += "  fidelity            unmeasured: no first link carried two frames with bytes back to back, so no rate could be "
              "compared with its target\n";
       break;
     case Fidelity::Verdict::kKeptPace:

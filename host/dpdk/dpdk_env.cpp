@@ -62,8 +62,12 @@ void install_handlers() {
   sa.sa_handler = fabemu_eal_on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, &g_old_int);
-  sigaction(SIGTERM, &sa, &g_old_term);
+  // A signal the parent has us ignore stays ignored (a script's background job starts with SIGINT
+  // ignored, so that the terminal's ^C does not reach it; nohup ignores SIGHUP alike).
+  for (const auto& [sig, old] : {std::pair{SIGINT, &g_old_int}, std::pair{SIGTERM, &g_old_term}}) {
+    sigaction(sig, nullptr, old);
+    if (old->sa_handler != SIG_IGN) sigaction(sig, &sa, nullptr);
+  }
   g_handlers_installed = true;
 }
 

@@ -185,6 +185,18 @@ EOF2
     --no-telemetry -l 0 --vdev net_ring0
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["total_time_ps"] == 43051456 and r["dpdk"]["messages_completed"] == 96' \
     "$tmp/vdev.json" || fail "--fabric dpdk on an EAL --vdev"
+  # a run whose parent ignores SIGINT (a script's background job, nohup) keeps ignoring it: the run
+  # (dilation 50000: about 2 s) ends normally, exit 0, not interrupted
+  (trap '' INT; exec "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 50000 -q \
+    -r "$tmp/ign.json" -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-clii$$" --no-telemetry -l 0) \
+    > "$tmp/out" 2> "$tmp/err" &
+  pid=$!
+  sleep 1
+  kill -INT "$pid" 2> /dev/null || true
+  set +e; wait "$pid"; got=$?; set -e
+  [ "$got" -eq 0 ] || { cat "$tmp/err" >&2; fail "a run with SIGINT ignored by its parent exited $got after SIGINT"; }
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["total_time_ps"] == 43051456 and r["dpdk"]["messages_completed"] == 96' \
+    "$tmp/ign.json" || fail "the run with SIGINT ignored"
   # EAL's runtime directory of the run's prefix (root: /var/run/dpdk/<prefix>) is gone once it ends
   # (rte_eal_cleanup leaves it; a run of its own prefix each, every run used to leave one)
   if [ "$(id -u)" -eq 0 ]; then rundir=/var/run/dpdk; else rundir=${XDG_RUNTIME_DIR:-/tmp}/dpdk; fi

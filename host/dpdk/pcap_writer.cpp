@@ -1,6 +1,8 @@
 // Classic pcap, nanosecond variant, in the writer's byte order (readers detect it from the magic).
 #include "host/dpdk/pcap_writer.h"
 
+#include "host/dpdk/flow_templates.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -8,7 +10,6 @@
 
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -231,9 +232,9 @@ void PcapWriter::run(std::vector<unsigned> cpus) {
   }
   // The file's bytes are made here: each record whole (its zeros written out), a MiB a write(2).
   const auto out = std::make_unique<uint8_t[]>(kPcapBufferBytes);
-  // Runs (write_run) are encoded again here: a template per flow (a few flows' at a time, rebuilt when
-  // another flow takes the slot) and room for a run's frames.
-  std::array<std::unique_ptr<FrameTemplate>, 64> templates;
+  // Runs (write_run) are encoded again here: the flows' templates (FlowTemplates' cache of 16,384, its
+  // slot rebuilt when another flow takes it; ranks up to 2^16 keep a key each) and room for a run's frames.
+  FlowTemplates templates(1u << 16);
   std::vector<uint8_t> frames;
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -267,12 +268,6 @@ void PcapWriter::run(std::vector<unsigned> cpus) {
           std::memcpy(&first, p, sizeof first);
           p += sizeof first;
           const uint32_t count = r.head & ~kRunBit;
-          std::unique_ptr<FrameTemplate>& t = templates[(first.hdr.src_rank * 31 + first.hdr.dst_rank) % templates.size()];
-          if (!t) {
-            t = std::make_unique<FrameTemplate>(first);
-          } else if (!t->matches(first)) {
-            *t = FrameTemplate(first);
-          }
           const size_t room = frame_bytes(first.mode, first.payload_bytes);
           if (frames.size() < room * count) {
             try {
@@ -286,7 +281,7 @@ void PcapWriter::run(std::vector<unsigned> cpus) {
           uint16_t lens[kMaxRun];
           for (uint32_t k = 0; k < count; ++k) at[k] = frames.data() + k * room;
           // write_run checked what encode_run checks; a refusal here would be a bug, not a bad run.
-          if (!encode_run(*t, first, count, r.zeros, at, room, lens, false)) {
+          if (!encode_run(templates.of(first), first, count, r.zeros, at, room, lens, false)) {
             err = EINVAL;
             break;
           }

@@ -319,7 +319,7 @@ TEST(PcapWriter, ZeroBodyIsCapturedAsZeros) {
 
 // write_run: the same file as write() of each frame encode_run makes of the run, in both wire modes, for
 // runs of every length a burst gives (full frames, a shorter last one, a message's only frame), flows
-// taking turns (more flows than the thread's template slots, so templates are rebuilt), message ids and
+// taking turns (sharing the thread's FlowTemplates slots, so templates are rebuilt), message ids and
 // offsets past 2^32, RoCEv2 PSNs past 2^24, frames cut by the snap length; between plain records.
 TEST(PcapWriter, RunIsCapturedAsItsFrames) {
   fabemu::test::ScratchDir dir;

@@ -35,6 +35,13 @@ constexpr uint32_t kAckEvery = 32;
 constexpr uint64_t kPacingBurstFrames = 64;
 constexpr size_t kMaxStalls = size_t{1} << 20;
 
+// The median of sorted values: the middle one, or the mean of the two middle ones for an even count
+// (not empty).
+double median_of_sorted(const std::vector<double>& v) noexcept {
+  const size_t h = v.size() / 2;
+  return v.size() % 2 == 1 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
 double rate_gbps(emu::Rate r) {
   const uint64_t raw = r.ps_per_byte_q32();
   return raw == 0 ? 0.0 : 8000.0 * 4294967296.0 / static_cast<double>(raw);
@@ -961,7 +968,7 @@ const DpdkStats& DpdkFabric::stats() {
   if (actual_total > 0) s.pacing_ratio = scheduled_total / actual_total;
   if (!ratios.empty()) {
     std::sort(ratios.begin(), ratios.end());
-    s.pacing_median_ratio = ratios[ratios.size() / 2];
+    s.pacing_median_ratio = median_of_sorted(ratios);
   }
   // Every polling lcore's stalls, wall ps, merged: what each collective's span overlaps.
   std::vector<Span> stalls;
@@ -1317,7 +1324,7 @@ std::string format_measured_vs_modelled(const DpdkStats& s, const emu::RunResult
   std::sort(dev.begin(), dev.end());
   std::string out = "Measured vs modelled (per collective: last real arrival vs last modelled delivery, emulated time)\n";
   out += fmt::format("  {} collectives: deviation median {:+.3f}%, min {:+.3f}%, max {:+.3f}%\n", dev.size(),
-                     100 * dev[dev.size() / 2], 100 * dev.front(), 100 * dev.back());
+                     100 * median_of_sorted(dev), 100 * dev.front(), 100 * dev.back());
   std::vector<const DpdkStats::Collective*> order;
   for (const DpdkStats::Collective& c : s.collectives) order.push_back(&c);
   std::stable_sort(order.begin(), order.end(), [](const DpdkStats::Collective* a, const DpdkStats::Collective* b) {

@@ -570,6 +570,30 @@ TEST(DpdkStats, StalledTimeWithinASpan) {
   EXPECT_EQ(j.at("rx_poll_stalls"), 0u);
 }
 
+// The summary's deviation median over an even count of collectives is the mean of the two middle ones
+// (it was the upper one: +40% here), and over an odd count the middle one.
+TEST(DpdkFabric, DeviationMedianOfAnEvenCountIsTheMeanOfTheMiddleTwo) {
+  fd::DpdkStats s;
+  s.dilation = 10;
+  fd::DpdkStats::Collective c;
+  c.messages = 1;
+  c.modelled = Duration::from_ns(1000);
+  for (const double d : {0.8, 0.1, 0.4, 0.2}) {
+    c.deviation = d;
+    c.measured = Duration::from_ns(static_cast<uint64_t>(1000 * (1 + d)));
+    s.collectives.push_back(c);
+    ++c.coll;
+  }
+  std::string text = fd::format_measured_vs_modelled(s, RunResult{});
+  EXPECT_NE(text.find("4 collectives: deviation median +30.000%, min +10.000%, max +80.000%"), std::string::npos)
+      << text;
+  c.deviation = 0.05;
+  s.collectives.push_back(c);
+  text = fd::format_measured_vs_modelled(s, RunResult{});
+  EXPECT_NE(text.find("5 collectives: deviation median +20.000%, min +5.000%, max +80.000%"), std::string::npos)
+      << text;
+}
+
 // A rank that sends on several links at once must not serialize them. With one sender per rank, the
 // frames of its message on one link, waiting for their paced departures, held back its messages on its
 // other links, which then caught up only by the pacer's burst allowance (64 frames): the quick-start

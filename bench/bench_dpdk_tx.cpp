@@ -61,6 +61,7 @@
 #include "emulator/histogram.h"
 #include "emulator/time.h"
 #include "host/dpdk/fabemu_header.h"
+#include "host/dpdk/first_frames.h"
 #include "host/dpdk/link_pacer.h"
 #include "host/dpdk/realtime.h"
 #include "host/dpdk/reassembly.h"
@@ -242,6 +243,7 @@ struct Loop {
   std::vector<Record> records;
   std::array<LinkTx, kRanks> links{};
   Accounting acc;
+  fd::FirstFrames<Record> firsts;  // the run loop's: the burst's messages whose first frame it holds
   uint64_t next_cookie = 0;
 
   Loop(fd::WireMode mode, uint32_t payload, uint32_t packets = 64)
@@ -280,6 +282,13 @@ struct Loop {
   uint16_t send(const Target& t, rte_mbuf** pkts, uint16_t n) {
     if (n < kBurst) rte_pktmbuf_free_bulk(pkts + n, kBurst - n);
     const uint16_t took = t.tx->tx_burst(pkts, n);
+    // As the fabric (DpdkFabric::flush): the messages whose first frame the device took are stamped now
+    // (the run loop's; the per-packet loops stamp at build time, as the fabric did then).
+    if (firsts.waiting() > 0) {
+      const uint64_t ticks = rte_rdtsc();
+      firsts.taken(0, took, [ticks](Record& r) { r.tx_ticks = ticks; });
+      firsts.clear();  // the frames the device did not take were freed
+    }
     if (took < n) {
       rte_pktmbuf_free_bulk(pkts + took, n - took);
       acc.tx_dropped += n - took;
@@ -523,7 +532,7 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
         loop.acc.frame_bytes_tx += bytes;
         loop.acc.data_frames += k;
         loop.acc.retransmissions += r.retransmit ? k : 0;
-        if (r.seq == 0) loop.records[r.cookie].tx_ticks = tsc;
+        if (r.seq == 0) loop.firsts.add(n - k, &loop.records[r.cookie]);  // stamped as it leaves (send)
         if (pacing == Pacing::kOff) {
           LinkTx& lt = loop.links[r.dst];
           if (lt.bytes == 0) lt.first = tsc;

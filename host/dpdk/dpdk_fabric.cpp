@@ -200,6 +200,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   }
   tx_data_.resize(queues);
   tx_paced_.resize(queues);
+  tx_firsts_.resize(queues);
   templates_ = FlowTemplates(npus_);
   link_pace_.resize(model_.topology().links().size());
   PcapWriterOptions capture_options;
@@ -724,6 +725,7 @@ void DpdkFabric::transmit() {
         // The run's full frames from the stash (the zero pool); a shorter last frame too, unless it must
         // not be written there (split_short_: from short_stash_, its payload written).
         const uint32_t full = split_short_ && last != payload_ ? k - 1 : k;
+        const size_t first_index = out.size();
         rte_mbuf* const* ms = tx_stash_ + stash_next_;
         stash_next_ = static_cast<uint16_t>(stash_next_ + full);  // taken: build_run frees them if it throws
         if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, true);
@@ -738,7 +740,7 @@ void DpdkFabric::transmit() {
         built += k;
         if (rec != nullptr) {
           stats_.data_frames += k;
-          if (r.seq == 0) rec->tx_ticks = clock_.ticks();
+          if (r.seq == 0) tx_firsts_[txq].add(first_index, rec);  // stamped as it leaves (flush)
           if (paced) {  // the link's frames and bytes are counted as they leave (flush)
             for (uint32_t f = 0; f < k; ++paced_next) {  // the run's PacedRuns: k frames
               f += paced_[paced_next].n;
@@ -761,19 +763,25 @@ void DpdkFabric::transmit() {
     tx_next_work_[si] = s.next_work(wall).ps();
   }
   for (size_t q = 0; q < tx_data_.size(); ++q) {
-    flush(ports_.a(), static_cast<uint16_t>(q), tx_data_[q], paced ? &tx_paced_[q] : nullptr);
+    flush(ports_.a(), static_cast<uint16_t>(q), tx_data_[q], tx_firsts_[q], paced ? &tx_paced_[q] : nullptr);
   }
 }
 
-void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, PacedQueue* paced) {
-  send_bursts(port, txq, queue, kBurst, [&](size_t, uint16_t took) {
+void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
+                       PacedQueue* paced) {
+  if (queue.empty()) return;
+  const size_t sent = send_bursts(port, txq, queue, kBurst, [&](size_t from, uint16_t took) {
+    // Sent now: the actual departure of these frames (after tx_burst returned them as taken), one reading
+    // for the messages' send times and the pacing's departures.
+    const uint64_t ticks = clock_.ticks();
+    firsts.taken(from, took, [ticks](Record& r) { r.tx_ticks = ticks; });
     if (paced == nullptr) return;
-    // Sent now: the actual departure of these frames (after tx_burst returned them as taken).
     paced->departed(
-        clock_, took, clock_.wall().ps(), stats_.jitter_ns,
+        clock_, took, clock_.wall_at(ticks).ps(), stats_.jitter_ns,
         [this](uint32_t link) -> LinkPace& { return link_pace_[link]; },
         [this](LinkPace& lp) { close_period(lp, period_ratios_); });
   });
+  firsts.erased(sent);
   if (paced != nullptr) paced->compact();
 }
 
@@ -816,7 +824,7 @@ void DpdkFabric::receive(Port& port) {
   // its queues (one per receive path).
   for (uint16_t q = 0; q < port.config().rx_queues; ++q) {
     const bool any = receive_round(port, q, rules_, scratch_, stats_, a_hw_timestamped_,
-                                   [&](rte_mbuf* m, const DecodedFrame& f, bool, uint64_t) {
+                                   [&](rte_mbuf* m, const DecodedFrame& f, bool, uint64_t, uint64_t) {
       if (f.hdr.kind == PacketKind::kData) {
         ++stats_.rx_invalid;
       } else {
@@ -1248,7 +1256,8 @@ std::string format_dpdk_stats(const DpdkStats& s) {
     }
   }
   if (s.latency_ns.count() > 0) {
-    out += fmt::format("  wire latency        {} ns (wall) over {} messages (first frame sent, TSC, to message reassembled: "
+    out += fmt::format("  wire latency        {} ns (wall) over {} messages (first frame taken by the device to last frame "
+                       "received, TSC after tx_burst and rx_burst: "
                        "{} by the NIC's clock, {} by the TSC)\n",
                        histogram_text(s.latency_ns), s.latency_ns.count(), s.nic_arrivals,
                        s.latency_ns.count() - std::min(s.latency_ns.count(), s.nic_arrivals));

@@ -33,6 +33,7 @@
 #include "emulator/topology.h"
 #include "host/dpdk/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/first_frames.h"
 #include "host/dpdk/flow_templates.h"
 #include "host/dpdk/message_pacing.h"
 #include "host/dpdk/pcap_writer.h"
@@ -363,7 +364,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint64_t bytes = 0;
     uint64_t flow = 0;
     uint64_t wire_id = 0;
-    uint64_t tx_ticks = 0, rx_ticks = 0;
+    uint64_t tx_ticks = 0, rx_ticks = 0;  // TSC: its first frame taken by the device; its last one received
     emu::Time ready;            // handed to the fabric (modelled)
     uint32_t coll = emu::Message::kNoCollective;
     emu::Time arrived_emulated;  // the dilated wall clock when its last packet arrived
@@ -414,7 +415,8 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<unsigned> choose_rx_lcores() const;
   // `paced` (the PacedRuns of `queue`'s frames, in order): frames taken by the device (transmit queue
   // `txq`) are timed into link_pace_ and the jitter histogram.
-  void flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, PacedQueue* paced = nullptr);
+  void flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
+             PacedQueue* paced);
   // Frames built and not yet taken by the device, all queues.
   size_t tx_built() const noexcept {
     size_t n = 0;
@@ -499,6 +501,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   // schedule and whether it continues its link's busy period), or a retransmission's (link kUnpacedLink:
   // not paced, not counted).
   std::vector<PacedQueue> tx_paced_;
+  // By queue as tx_data_: the messages whose first frame waits there, stamped (Record::tx_ticks) when the
+  // device takes it (flush).
+  std::vector<FirstFrames<Record>> tx_firsts_;
   std::vector<PacedRun> paced_;                       // pace_run's runs of one next_runs call: [0, paced_n_)
   uint32_t paced_n_ = 0;
   uint64_t pace_now_ps_ = 0;                          // pace_run's last reading of the wall clock

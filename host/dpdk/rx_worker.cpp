@@ -124,7 +124,7 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
   bool kept = false;
   const uint64_t frames_before = stats_.frames_rx;
   receive_round(port_, queue_, cfg_.rules, scratch_, stats_, stats_.hw_timestamped,
-                [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts) {
+                [&](rte_mbuf* m, const DecodedFrame& f, bool has_ts, uint64_t ts, uint64_t arrived) {
     if (f.hdr.kind != PacketKind::kData) {
       kept = true;
       sink.feedback(f);
@@ -142,8 +142,8 @@ bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
       reorder_.push_back(Held{m, 1 + static_cast<uint32_t>(faults_.uniform(8))});
       return;
     }
-    handle(f, sink, has_ts, ts);
-    if (d.duplicate) handle(f, sink, has_ts, ts);
+    handle(f, sink, has_ts, ts, arrived);
+    if (d.duplicate) handle(f, sink, has_ts, ts, arrived);
     done_[done_n_++] = m;
     // Frames held back are released behind `after` later data frames.
     for (size_t j = 0; j < reorder_.size();) {
@@ -198,11 +198,12 @@ void RxPath::process_held(rte_mbuf* m, RxSink& sink) {
   DecodedFrame f;
   uint64_t ts = 0;
   const bool has_ts = port_.rx_timestamp(m, ts);
-  if (decode_mbuf(m, cfg_.rules, f, scratch_) == Verdict::kOurs) handle(f, sink, has_ts, ts);
+  // Held back by the fault injection (--reorder-rate): it arrives now, as if the path had delayed it.
+  if (decode_mbuf(m, cfg_.rules, f, scratch_) == Verdict::kOurs) handle(f, sink, has_ts, ts, rte_rdtsc());
   rte_pktmbuf_free(m);
 }
 
-void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t ts) {
+void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t ts, uint64_t arrived) {
   const FabemuHeader& h = f.hdr;
   if (h.src_rank >= cfg_.npus || h.dst_rank >= cfg_.npus) {
     ++stats_.rx_invalid;
@@ -218,13 +219,12 @@ void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t t
     c.src = h.src_rank;
     c.dst = h.dst_rank;
     c.wire_id = h.message_id;
-    const uint64_t now = rte_rdtsc();
-    c.rx_ticks = now;
+    c.rx_ticks = arrived;
     if (nic_ && has_ts && fit_.ready()) {
-      // The NIC's receive time of the frame that completed the message, on the TSC (never after now:
-      // the fit's error must not make a frame arrive in the future).
+      // The NIC's receive time of the frame that completed the message, on the TSC (never after its burst
+      // came back: the fit's error must not make a frame arrive after fabemu had it).
       const uint64_t t = fit_.to_tsc(ts);
-      c.rx_ticks = t < now ? t : now;
+      c.rx_ticks = t < arrived ? t : arrived;
       c.nic = 1;
       ++stats_.nic_arrivals;
     }

@@ -84,7 +84,9 @@ inline constexpr uint16_t kRxBodyPrefetch = 2;  // frames ahead whose bodies (li
 // The receive loop both receive paths run (RxPath::poll on port B, DpdkFabric on a separate port A): each
 // frame counted in `c` (frames_rx, frame_bytes_rx, not_ours, not_ours_by_verdict: RxPathStats or
 // DpdkStats), its RX timestamp read (counted in `hw_timestamped`) and decoded. A frame not ours is counted
-// and freed; one of ours goes to `ours(m, f, has_ts, ts)`, which then owns the mbuf. Returns whether a
+// and freed; one of ours goes to `ours(m, f, has_ts, ts, arrived)`, which then owns the mbuf; `arrived` is
+// the TSC read as its burst came back from rx_burst (one reading a burst): when fabemu had the frame, before
+// any frame of the burst was processed. Returns whether a
 // frame of ours was received: frames that are not ours are no progress (the stall timeout, the receive
 // lcore's and the drain's quiet time). They counted once, and a device that receives frames without end
 // (net_null as the loopback device: 4.8 billion frames of zeros in 2 minutes) kept a run that had lost
@@ -102,6 +104,7 @@ inline bool receive_round(Port& port, uint16_t queue, const DecodeRules& rules, 
   DecodedFrame f;
   for (int b = 0; b < kRxBursts; ++b) {
     const uint16_t n = port.rx_burst(pkts, kRxBurst, queue);
+    const uint64_t arrived = n > 0 ? rte_rdtsc() : 0;
     // The frames were written on another core: their heads are fetched kRxPrefetch frames ahead of the
     // decode (as DPDK's l3fwd does), so the misses overlap instead of coming one after another, and the
     // rest of each frame kRxBodyPrefetch frames ahead (the decode's zero test or checksum reads it all).
@@ -136,7 +139,7 @@ inline bool receive_round(Port& port, uint16_t queue, const DecodeRules& rules, 
         continue;
       }
       any = true;
-      ours(m, f, has_ts, ts);
+      ours(m, f, has_ts, ts, arrived);
     }
     if (n < kRxBurst) break;
   }
@@ -215,7 +218,8 @@ class RxPath {
   void count_invalid() noexcept { ++stats_.rx_invalid; }
 
  private:
-  void handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t ts);
+  // `arrived`: the TSC when the frame came back from rx_burst (RxCompletion::rx_ticks without the NIC's).
+  void handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t ts, uint64_t arrived);
   void process_held(rte_mbuf* m, RxSink& sink);
   void feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, uint32_t count, uint32_t cumulative,
                 uint32_t covered, std::span<const uint32_t> missing);

@@ -138,7 +138,7 @@ class DpdkTransport final : public DatagramTransport {
     // rx_.not_ours and freed there; one of ours must also be for a local rank at this host's MAC (the
     // bridge floods frames for other ports before it learns their MACs).
     hd::receive_round(port_, 0, rules_, scratch_, rx_, hw_timestamped_,
-                      [&](rte_mbuf* m, const hd::DecodedFrame& f, bool, uint64_t) {
+                      [&](rte_mbuf* m, const hd::DecodedFrame& f, bool, uint64_t, uint64_t) {
       const auto it = by_ip_.find(f.dst.ip);
       if (it == by_ip_.end() || !local_[it->second] || f.dst.mac != endpoints_[it->second].mac) {
         ++rx_.not_ours;

@@ -258,6 +258,10 @@ struct DpdkStats {
     emu::Duration modelled, measured;
     double deviation = 0;
     emu::Duration stalled;
+    // The most one of its messages' first frame left (taken by the device) after the message's modelled
+    // departure, emulated: fabemu's own delay in putting the collective on the wire (a cold start, a
+    // polling stall, senders behind), which the measured span includes whatever the device did.
+    emu::Duration late_start;
   };
   std::vector<Collective> collectives;  // by coll
 };
@@ -384,6 +388,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   struct CollAcc {
     uint64_t messages = 0, bytes = 0;
     uint64_t first_ready_ps = ~uint64_t{0}, modelled_end_ps = 0, measured_end_ps = 0;
+    uint64_t late_start_ps = 0;  // the most a message's first frame left after its modelled departure
   };
   // Closes lp's open busy period, its ratio (when undisturbed) into `ratios`.
   void close_period(LinkPace& lp, std::vector<double>& ratios) const;

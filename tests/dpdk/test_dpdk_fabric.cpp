@@ -564,10 +564,51 @@ TEST(DpdkStats, StalledTimeWithinASpan) {
   EXPECT_NE(text.find("1 of 2 collectives overlapped stalls of a polling lcore"), std::string::npos) << text;
   EXPECT_NE(text.find("stalled (ns)"), std::string::npos) << text;
   EXPECT_NE(text.find("+50.000%        400.000"), std::string::npos) << text;
+  EXPECT_EQ(text.find("column late start"), std::string::npos) << text;
+  EXPECT_NE(text.find("+50.000%        400.000            0.000"), std::string::npos) << text;
   const nlohmann::json j = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(s) + "}").at("dpdk");
   EXPECT_EQ(j.at("collectives").at(0).at("stalled_ps"), 400'000u);
   EXPECT_EQ(j.at("collectives").at(1).at("stalled_ps"), 0u);
+  EXPECT_EQ(j.at("collectives").at(1).at("late_start_ps"), 0u);
   EXPECT_EQ(j.at("rx_poll_stalls"), 0u);
+}
+
+// A collective whose message left late because of fabemu (here: the walker's thread away for 30 ms
+// after handing the message over, as a cold start or a stall would keep it) says so: its late start is
+// at least that (emulated, D = 1), the summary names it, and the JSON report has it. Before, the
+// deviation (+30 ms on a 80 us message) read as the path's.
+TEST(DpdkFabric, AMessageThatLeavesLateGivesItsCollectiveALateStart) {
+  REQUIRE_EAL();
+  auto ports = fd::DpdkPorts::ring("fablate", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 1;
+  fd::DpdkFabric f(Topology(network({dim_at(DimTopology::kFullyConnected, 2, 125'000'000)})),
+                   fd::AddressPlan::make_default(2), ports, opt);
+  Message m{1, 0, 1, 10'000, 0};
+  m.coll = 0;
+  f.send(m, Time::zero());  // the clock starts here; nothing polls until run()
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  f.engine().run();
+  const fd::DpdkStats& s = f.stats();
+  ASSERT_EQ(s.collectives.size(), 1u) << fd::format_dpdk_stats(s);
+  const fd::DpdkStats::Collective& c = s.collectives[0];
+  EXPECT_GE(c.late_start.ps(), Duration::from_ms(30).ps());
+  // It left late and then crossed the ring pair: the measured span holds the late start.
+  EXPECT_GE(c.measured.ps(), c.late_start.ps());
+  EXPECT_LT(c.late_start.ps(), c.measured.ps() + Duration::from_ms(1).ps());
+  EXPECT_GT(c.deviation, 100.0);  // 30 ms against 80 us
+  RunResult rr;
+  rr.collectives.resize(1);
+  rr.collectives[0].type = "ALL_REDUCE";
+  rr.collectives[0].name = "late";
+  const std::string text = fd::format_measured_vs_modelled(s, rr);
+  EXPECT_NE(text.find("1 of 1 collectives had a message leave later than its modelled departure by more than 1% of "
+                      "the modelled span (column late start)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("late start (ns)"), std::string::npos) << text;
+  const nlohmann::json j = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(s) + "}").at("dpdk");
+  EXPECT_EQ(j.at("collectives").at(0).at("late_start_ps"), c.late_start.ps());
 }
 
 // The summary's deviation median over an even count of collectives is the mean of the two middle ones

@@ -108,9 +108,16 @@ Eal& Eal::start(const std::vector<std::string>& args) {
   argv.push_back(nullptr);
   const int saved_optind = optind;
   optind = 1;
+  // The handlers before rte_eal_init: with hugepages EAL takes seconds to map them, and a SIGINT then
+  // killed the process with them mapped (their files left in hugetlbfs for the next run to find). Now it
+  // only sets the flag, EAL finishes, and the run that follows stops at once (stop_requested()) with its
+  // report and a clean shutdown (rte_eal_cleanup).
+  clear_stop();
+  install_handlers();
   const int rc = rte_eal_init(static_cast<int>(storage.size()), argv.data());
   optind = saved_optind;
   if (rc < 0) {
+    restore_handlers();
     const int err = rte_errno;
     // Some failures leave rte_errno at 0 ("Cannot init config": another process holds the prefix's lock).
     g_eal_failure = "EAL: rte_eal_init failed: " + (err != 0 ? errstr(err) : std::string("see EAL's messages above")) +
@@ -137,8 +144,6 @@ Eal& Eal::start(const std::vector<std::string>& args) {
   static Eal instance;
   instance.args_ = args;
   g_eal = &instance;
-  clear_stop();
-  install_handlers();
   return instance;
 }
 

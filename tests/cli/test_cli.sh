@@ -197,6 +197,31 @@ EOF2
   [ "$got" -eq 0 ] || { cat "$tmp/err" >&2; fail "a run with SIGINT ignored by its parent exited $got after SIGINT"; }
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["total_time_ps"] == 43051456 and r["dpdk"]["messages_completed"] == 96' \
     "$tmp/ign.json" || fail "the run with SIGINT ignored"
+  # SIGINT while EAL starts (sent as soon as EAL prints its first line, from within rte_eal_init): EAL
+  # finishes, the run stops at once with exit 1, the interruption named and the report written (the
+  # process used to die of the signal with EAL half started: exit 130)
+  # (timeout: a background job of a script starts with SIGINT ignored, which the run keeps; timeout runs it
+  # with the default action and forwards the SIGINT sent to it. stdbuf: EAL logs to stdout, which a pipe
+  # would hold until the end)
+  mkfifo "$tmp/eal_fifo"
+  timeout -s INT 60 stdbuf -oL -eL "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 50000 -q -r "$tmp/ealint.json" \
+    -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-clie$$" --no-telemetry -l 0 > "$tmp/eal_fifo" 2>&1 &
+  pid=$!
+  # One reader to the end of the output: the run's first EAL line sends the signal.
+  (sent=0; while IFS= read -r line; do
+     printf '%s\n' "$line"
+     case "$line" in EAL:*) [ "$sent" -eq 1 ] || { kill -INT "$pid" 2> /dev/null || true; sent=1; } ;; esac
+   done) < "$tmp/eal_fifo" > "$tmp/err" &
+  reader=$!
+  for _ in $(seq 100); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2> /dev/null && { kill -KILL "$pid"; fail "a run sent SIGINT while EAL started is still running 10 s later"; }
+  set +e; wait "$pid"; got=$?; set -e
+  wait "$reader" || true
+  rm -f "$tmp/eal_fifo"
+  [ "$got" -eq 1 ] || { cat "$tmp/err" >&2; fail "a run sent SIGINT while EAL started exited $got, expected 1"; }
+  expect_text "$tmp/err" "interrupted (SIGINT/SIGTERM)"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert any("run interrupted" in w for w in r["warnings"]), r["warnings"]' \
+    "$tmp/ealint.json" || fail "the run interrupted while EAL started has no report saying so"
   # EAL's runtime directory of the run's prefix (root: /var/run/dpdk/<prefix>) is gone once it ends
   # (rte_eal_cleanup leaves it; a run of its own prefix each, every run used to leave one)
   if [ "$(id -u)" -eq 0 ]; then rundir=/var/run/dpdk; else rundir=${XDG_RUNTIME_DIR:-/tmp}/dpdk; fi

@@ -1114,9 +1114,14 @@ uint64_t covered_within(const std::vector<Span>& merged, uint64_t from, uint64_t
   return covered;
 }
 
+bool started_late(const DpdkStats::Collective& c) noexcept {
+  return c.late_start.ps() > c.modelled.ps() / 100;
+}
+
 Fidelity fidelity(const DpdkStats& s) noexcept {
   Fidelity f;
   if (s.dilation <= 0 || s.jitter_ns.count() == 0) return f;
+  for (const DpdkStats::Collective& c : s.collectives) f.late_collectives += started_late(c);
   f.rate_ratio = s.pacing_ratio;
   f.departure_lateness_ns = static_cast<double>(s.jitter_ns.quantile(0.5)) / s.dilation;
   f.undisturbed_ratio = s.pacing_median_ratio;
@@ -1290,7 +1295,13 @@ std::string format_dpdk_stats(const DpdkStats& s) {
              "compared with its target\n";
       break;
     case Fidelity::Verdict::kKeptPace:
-      out += fmt::format("  fidelity            the senders kept pace: {}\n", carried);
+      out += fmt::format("  fidelity            the senders kept pace: {}{}\n", carried,
+                         f.late_collectives == 0
+                             ? std::string()
+                             : fmt::format("; but {} of {} collectives started late (a stall or a cold start set some of "
+                                           "their messages back: Measured vs modelled, column late start), so their "
+                                           "deviations are partly fabemu's own",
+                                           f.late_collectives, s.collectives.size()));
       break;
     case Fidelity::Verdict::kFellBehind:
       out += fmt::format("  fidelity            the senders fell behind: {}; the measured times include fabemu's own "
@@ -1353,7 +1364,7 @@ std::string format_measured_vs_modelled(const DpdkStats& s, const emu::RunResult
   }
   // A late start of more than 1% of the modelled span is a deviation of that order that fabemu caused.
   size_t late = 0;
-  for (const DpdkStats::Collective& c : s.collectives) late += c.late_start.ps() * 100 > c.modelled.ps();
+  for (const DpdkStats::Collective& c : s.collectives) late += started_late(c);
   if (late > 0) {
     out += fmt::format("  {} of {} collectives had a message leave later than its modelled departure by more than 1% of "
                        "the modelled span (column late start): that much of the deviation is fabemu's own (a cold "
@@ -1479,9 +1490,10 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   {
     const Fidelity f = fidelity(s);
     kv("fidelity", fmt::format("{{\"verdict\": \"{}\", \"cause\": \"{}\", \"kept_pace_ratio\": {}, \"rate_ratio\": {}, "
-                               "\"undisturbed_median_ratio\": {}, \"median_departure_lateness_ns\": {}}}",
+                               "\"undisturbed_median_ratio\": {}, \"median_departure_lateness_ns\": {}, "
+                               "\"late_collectives\": {}}}",
                                to_string(f.verdict), to_string(f.cause), num(kKeptPaceRatio), num(f.rate_ratio),
-                               num(f.undisturbed_ratio), num(f.departure_lateness_ns)));
+                               num(f.undisturbed_ratio), num(f.departure_lateness_ns), f.late_collectives));
   }
   kv("pacing_periods", fmt::format("{}", s.pacing_periods));
   kv("pacing_disturbed_periods", fmt::format("{}", s.pacing_disturbed_periods));

@@ -299,7 +299,13 @@ struct Fidelity {
   double rate_ratio = 0;                // DpdkStats::pacing_ratio
   double undisturbed_ratio = 0;         // DpdkStats::pacing_median_ratio (0: every period was disturbed)
   double departure_lateness_ns = 0;     // median departure jitter (wall ns) / D: emulated ns
+  // Collectives that started late (started_late): the rate can be kept while a stall or a cold start set
+  // some messages back, and those collectives' deviations are then partly fabemu's own.
+  size_t late_collectives = 0;
 };
+// A collective one of whose messages left later than its modelled departure by more than 1% of the
+// collective's modelled span (DpdkStats::Collective::late_start).
+bool started_late(const DpdkStats::Collective& c) noexcept;
 Fidelity fidelity(const DpdkStats& stats) noexcept;
 // "not_paced", "unmeasured", "kept_pace", "fell_behind" (the report's names).
 const char* to_string(Fidelity::Verdict v) noexcept;

@@ -452,6 +452,32 @@ TEST(DpdkStats, FidelityVerdicts) {
       EXPECT_DOUBLE_EQ(j.at("undisturbed_median_ratio").get<double>(), c.undisturbed);
       EXPECT_DOUBLE_EQ(j.at("median_departure_lateness_ns").get<double>(), 100.0);
     }
+    EXPECT_EQ(j.at("late_collectives"), 0u);
+  }
+  // Kept pace, but one of two collectives started late (a late start above 1% of its modelled span; the
+  // other's exactly at 1% is not): the line says so, and the report counts it.
+  {
+    fd::DpdkStats t = s;
+    t.pacing_ratio = t.pacing_median_ratio = 0.995;
+    fd::DpdkStats::Collective c;
+    c.modelled = Duration::from_ns(100'000);
+    c.late_start = Duration::from_ns(1'000);
+    t.collectives.push_back(c);
+    c.coll = 1;
+    c.late_start = Duration::from_ps(1'000'001);
+    t.collectives.push_back(c);
+    EXPECT_FALSE(fd::started_late(t.collectives[0]));
+    EXPECT_TRUE(fd::started_late(t.collectives[1]));
+    const fd::Fidelity f = fd::fidelity(t);
+    EXPECT_EQ(f.verdict, V::kKeptPace);
+    EXPECT_EQ(f.late_collectives, 1u);
+    const std::string text = fd::format_dpdk_stats(t);
+    EXPECT_NE(text.find("(emulated) after their scheduled departure; but 1 of 2 collectives started late (a stall or a "
+                        "cold start set some of their messages back: Measured vs modelled, column late start), so "
+                        "their deviations are partly fabemu's own\n"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(json_of(t).at("late_collectives"), 1u);
   }
   // With a capture whose writer made the lcores wait, the stalls are put down to it first; the capture
   // line and the report's object give its counts.

@@ -2,6 +2,7 @@
 // emulated one) as the 16.16 fixed point their clocks run at (host/dpdk/realtime.h, host/lab/dilated_clock.h).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>

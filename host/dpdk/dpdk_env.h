@@ -308,7 +308,7 @@ inline uint16_t fill_mbuf(rte_mbuf* m, FrameTemplate& flow, const FrameSpec& spe
 // (encode_run's payload_zero), and their fields are as the pool made them but for the lengths, which
 // this sets (the pool's contract): they are not reset. A store into a burst's mbuf headers besides the
 // lengths cost 7-10 ns a frame here, before or after the frames' bytes (bench_dpdk_tx,
-// fabemu/null/1126B/pace_off: 35 -> 47 M frames/s without the reset; README.md, "Mbufs not reset").
+// fabemu/null/1126B/pace_off: 35 -> 47 M frames/s without the reset; host/dpdk/PERFORMANCE.md, "Mbufs not reset").
 inline uint64_t fill_run(rte_mbuf* const* ms, uint32_t n, FrameTemplate& flow, const FrameSpec& first,
                          uint32_t last_bytes, bool zero_pool = false) noexcept {
   if (n == 0 || n > 64) return 0;

@@ -159,7 +159,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   // On a ring pair with a receive lcore, that lcore frees the very mbufs sent: a pool without lcore
   // caches (Port::Recycle), so that an mbuf comes back to the sender after the pool's other ones, not
   // while the receive lcore still holds its lines: 4-20% less wall on the 256 MB all_to_all, less
-  // departure lateness when paced (host/dpdk/README.md, "End to end", "Data frames recycled oldest first").
+  // departure lateness when paced (host/dpdk/PERFORMANCE.md, "End to end", "Data frames recycled oldest first").
   const std::vector<unsigned> rx_lcores = choose_rx_lcores();
   const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
   if (queues > 1) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <initializer_list>
@@ -101,6 +102,7 @@ struct RunArgs {
   std::string xclbin;
   // --fabric dpdk
   std::string dpdk_port = "ring";
+  double dpdk_ring_delay_us = 0;
   std::vector<std::string> dpdk_devargs;
   std::string dpdk_rx_lcore = "auto";
   std::string dpdk_verify_checksums = "auto";
@@ -142,6 +144,11 @@ void check_options(const RunArgs& a) {
     throw std::invalid_argument(
         "--dpdk-port picks fabemu's own in-process devices, --dpdk-devargs devices of yours: give one of them, not both");
   }
+  if (given("--dpdk-ring-delay") && (a.dpdk_port != "ring" || given("--dpdk-devargs"))) {
+    throw std::invalid_argument(
+        "--dpdk-ring-delay puts a device of that latency inside fabemu's in-process ring pair (--dpdk-port ring, the "
+        "default): it does not apply to " + std::string(given("--dpdk-devargs") ? "--dpdk-devargs" : "--dpdk-port memif"));
+  }
   struct Rule {
     const char* option;
     std::initializer_list<std::string_view> fabrics;
@@ -160,6 +167,7 @@ void check_options(const RunArgs& a) {
   if (!a.agents.empty()) return;
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
+      {"--dpdk-ring-delay", {"dpdk"}},
       {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},
       {"--dpdk-nack-delay", {"dpdk"}},    {"--dpdk-window", {"dpdk"}},           {"--roce", {"dpdk"}},
       {"--wire-mtu", {"dpdk"}},           {"--address-plan", {"dpdk"}},          {"--pcap", {"dpdk"}},
@@ -507,7 +515,9 @@ int run(const RunArgs& a) {
       memif_socket = (std::filesystem::temp_directory_path() / fmt::format("fabemu-memif-{}.sock", ::getpid())).string();
       dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::memif(memif_socket, cfg));
     } else {
-      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues));
+      const auto delay_ns = static_cast<uint64_t>(std::llround(a.dpdk_ring_delay_us * 1000.0));
+      if (delay_ns > 0) cfg.mbufs += hd::DpdkPorts::kRingDelayFrames;  // the frames the device holds
+      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues, delay_ns));
     }
     hd::DpdkFabricOptions o;
     o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
@@ -733,6 +743,12 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_option("--dpdk-port", args->dpdk_port,
                       "DPDK: ring (in-process ring pair, default) or memif (in-process memif server and client)")
       ->check(CLI::IsMember({"ring", "memif"}));
+  run_cmd->add_option("--dpdk-ring-delay", args->dpdk_ring_delay_us,
+                      "DPDK: with --dpdk-port ring, hold every data frame this many microseconds (wall time) between "
+                      "the ring pair's ports: a stand-in device under test of known latency, to see how the DPDK "
+                      "section and the measured vs modelled table report a device slower than the target. A thread "
+                      "polls for it: it takes a CPU of its own")
+      ->check(CLI::Range(0.0, 1'000'000.0));
   run_cmd->add_option("--dpdk-devargs", args->dpdk_devargs,
                       "DPDK: a device to use instead of --dpdk-port (rte_dev_probe devargs); once: A loops frames back, "
                       "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");

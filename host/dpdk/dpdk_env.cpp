@@ -1,19 +1,25 @@
 #include "host/dpdk/dpdk_env.h"
 
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_lcore.h>
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
+#include <rte_pause.h>
 #include <rte_ring.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -517,7 +523,108 @@ void Port::reset_stats() noexcept { rte_eth_stats_reset(id_); }
 
 // --- RingPair ---
 
-RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint16_t queues) {
+// The thread between a ring pair's a and b (RingPair's delay_ns): per queue, the frames it took off a's TX
+// ring with the TSC at which each is due at b, in order (the delay is the same for all, so the first
+// held is the first due).
+class DelayLine {
+ public:
+  DelayLine(std::vector<rte_ring*> in, std::vector<rte_ring*> out, uint64_t delay_ns, unsigned capacity)
+      : in_(std::move(in)), out_(std::move(out)) {
+    const uint64_t hz = rte_get_tsc_hz();
+    delay_ticks_ = static_cast<uint64_t>(static_cast<__uint128_t>(delay_ns) * hz / 1'000'000'000u);
+    unsigned cap = 1;
+    while (cap < capacity) cap <<= 1;
+    held_.resize(in_.size());
+    for (Held& h : held_) {
+      h.frames.assign(cap, nullptr);
+      h.due.assign(cap, 0);
+      h.mask = cap - 1;
+    }
+    // Off the polling lcores' CPUs when there is one: the main thread that makes the pair is pinned to the
+    // main lcore's CPU and a thread inherits that, so both would poll one CPU and take turns (milliseconds).
+    const std::vector<unsigned> cpus = Eal::cpus_without_lcores();
+    thread_ = std::thread([this, cpus] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (const unsigned c : cpus) {
+        if (c < CPU_SETSIZE) CPU_SET(c, &set);
+      }
+      pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+      run();
+    });
+  }
+  ~DelayLine() {
+    stop_.store(true, std::memory_order_relaxed);
+    if (thread_.joinable()) thread_.join();
+    for (Held& h : held_) {
+      for (; h.head != h.tail; ++h.head) rte_pktmbuf_free(h.frames[h.head & h.mask]);
+    }
+  }
+  DelayLine(const DelayLine&) = delete;
+  DelayLine& operator=(const DelayLine&) = delete;
+  uint64_t forwarded() const noexcept { return forwarded_.load(std::memory_order_relaxed); }
+  uint64_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Held {
+    std::vector<rte_mbuf*> frames;
+    std::vector<uint64_t> due;
+    uint64_t head = 0, tail = 0, mask = 0;  // [head, tail): held, oldest first
+  };
+  static constexpr unsigned kBurst = 32;
+
+  void run() {
+    std::array<void*, kBurst> burst{};
+    uint64_t forwarded = 0, peak = 0;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      bool moved = false;
+      for (size_t q = 0; q < in_.size(); ++q) {
+        Held& h = held_[q];
+        // Take what a has sent, as far as there is room; each is due delay_ticks_ after it was taken.
+        const auto room = static_cast<unsigned>(std::min<uint64_t>(kBurst, h.mask + 1 - (h.tail - h.head)));
+        const unsigned n = room == 0 ? 0 : rte_ring_sc_dequeue_burst(in_[q], burst.data(), room, nullptr);
+        if (n > 0) {
+          const uint64_t due = rte_rdtsc() + delay_ticks_;
+          for (unsigned i = 0; i < n; ++i, ++h.tail) {
+            h.frames[h.tail & h.mask] = static_cast<rte_mbuf*>(burst[i]);
+            h.due[h.tail & h.mask] = due;
+          }
+          peak = std::max(peak, h.tail - h.head);
+          moved = true;
+        }
+        // Hand b those that are due, oldest first.
+        if (h.head == h.tail) continue;
+        const uint64_t now = rte_rdtsc();
+        unsigned k = 0;
+        while (k < kBurst && h.head + k != h.tail && h.due[(h.head + k) & h.mask] <= now) {
+          burst[k] = h.frames[(h.head + k) & h.mask];
+          ++k;
+        }
+        if (k == 0) continue;
+        const unsigned sent = rte_ring_sp_enqueue_burst(out_[q], burst.data(), k, nullptr);
+        h.head += sent;
+        forwarded += sent;
+        moved = moved || sent > 0;
+      }
+      if (moved) {
+        forwarded_.store(forwarded, std::memory_order_relaxed);
+        peak_.store(peak, std::memory_order_relaxed);
+      } else {
+        rte_pause();
+      }
+    }
+  }
+
+  std::vector<rte_ring*> in_, out_;
+  std::vector<Held> held_;
+  uint64_t delay_ticks_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> forwarded_{0}, peak_{0};
+  std::thread thread_;
+};
+
+RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint16_t queues, uint64_t delay_ns)
+    : delay_ns_(delay_ns) {
   if (!Eal::running()) throw std::runtime_error("RingPair(\"" + name + "\"): EAL is not running");
   // rte_eth_from_rings names the vdev (and the ethdev) "net_ring_<name>", at most 31 characters.
   if (name.empty() || name.size() > 20)
@@ -527,49 +634,65 @@ RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint
   name_a_ = name + "_a";
   name_b_ = name + "_b";
   const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ;
-  const auto free_rings = [this] {
-    for (rte_ring* r : ab_) rte_ring_free(r);
-    for (rte_ring* r : ba_) rte_ring_free(r);
-    ab_.clear();
-    ba_.clear();
+  const auto make = [&](const std::string& ring_name) {
+    rte_ring* r = rte_ring_create(ring_name.c_str(), ring_size, socket, flags);
+    if (r == nullptr) {
+      const std::string err = errstr(rte_errno);
+      free_all();
+      throw std::runtime_error("RingPair(\"" + name + "\"): rte_ring_create: " + err);
+    }
+    return r;
   };
   for (uint16_t q = 0; q < queues; ++q) {
     // Queue 0 keeps the names of a pair of one queue.
     const std::string suffix = q == 0 ? "" : "_" + std::to_string(q);
-    rte_ring* ab = rte_ring_create(("fe_" + name + "_ab" + suffix).c_str(), ring_size, socket, flags);
-    rte_ring* ba = ab == nullptr ? nullptr : rte_ring_create(("fe_" + name + "_ba" + suffix).c_str(), ring_size, socket, flags);
-    if (ab == nullptr || ba == nullptr) {
-      const std::string err = errstr(rte_errno);
-      rte_ring_free(ab);
-      free_rings();
-      throw std::runtime_error("RingPair(\"" + name + "\"): rte_ring_create: " + err);
-    }
-    ab_.push_back(ab);
-    ba_.push_back(ba);
+    ab_.push_back(make("fe_" + name + "_ab" + suffix));
+    ba_.push_back(make("fe_" + name + "_ba" + suffix));
+    if (delay_ns > 0) ab_in_.push_back(make("fe_" + name + "_ad" + suffix));
   }
+  std::vector<rte_ring*>& a_tx = delay_ns > 0 ? ab_in_ : ab_;
   const unsigned numa = socket < 0 ? 0 : static_cast<unsigned>(socket);
-  const int a = rte_eth_from_rings(name_a_.c_str(), ba_.data(), queues, ab_.data(), queues, numa);
+  const int a = rte_eth_from_rings(name_a_.c_str(), ba_.data(), queues, a_tx.data(), queues, numa);
   const int b = a < 0 ? -1 : rte_eth_from_rings(name_b_.c_str(), ab_.data(), queues, ba_.data(), queues, numa);
   if (a < 0 || b < 0) {
     const std::string err = errstr(rte_errno);
     if (a >= 0) rte_eal_hotplug_remove("vdev", ("net_ring_" + name_a_).c_str());
-    free_rings();
+    free_all();
     throw std::runtime_error("RingPair(\"" + name + "\"): rte_eth_from_rings: " + err);
   }
   a_ = static_cast<uint16_t>(a);
   b_ = static_cast<uint16_t>(b);
+  if (delay_ns > 0) {
+    try {
+      delay_ = std::make_unique<DelayLine>(ab_in_, ab_, delay_ns, 2 * ring_size);
+    } catch (...) {
+      rte_eal_hotplug_remove("vdev", ("net_ring_" + name_a_).c_str());
+      rte_eal_hotplug_remove("vdev", ("net_ring_" + name_b_).c_str());
+      free_all();
+      throw;
+    }
+  }
 }
 
 RingPair::~RingPair() {
+  delay_.reset();  // the thread stops before the rings go; the frames it held go back to their pools
   rte_eal_hotplug_remove("vdev", ("net_ring_" + name_a_).c_str());
   rte_eal_hotplug_remove("vdev", ("net_ring_" + name_b_).c_str());
-  // Frames still in the rings go back to their pools.
+  free_all();
+}
+
+uint64_t RingPair::delayed_frames() const noexcept { return delay_ ? delay_->forwarded() : 0; }
+uint64_t RingPair::delay_peak_held() const noexcept { return delay_ ? delay_->peak() : 0; }
+
+// Frames still in the rings go back to their pools; then the rings go.
+void RingPair::free_all() noexcept {
   void* obj = nullptr;
-  for (const auto* rings : {&ab_, &ba_}) {
+  for (auto* rings : {&ab_, &ba_, &ab_in_}) {
     for (rte_ring* r : *rings) {
       while (rte_ring_dequeue(r, &obj) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(obj));
       rte_ring_free(r);
     }
+    rings->clear();
   }
 }
 

@@ -51,13 +51,16 @@ double rate_gbps(emu::Rate r) {
 
 // --- ports ---------------------------------------------------------------------------------------------
 
-DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues) {
+DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues, uint64_t delay_ns) {
   DpdkPorts p;
-  p.ring_ = std::make_unique<RingPair>(name, 4096, SOCKET_ID_ANY, queues);
+  p.ring_ = std::make_unique<RingPair>(name, kRingDelayFrames / 2, SOCKET_ID_ANY, queues, delay_ns);
   p.a_ = std::make_unique<Port>(p.ring_->a(), cfg);
   p.b_ = std::make_unique<Port>(p.ring_->b(), cfg);
-  p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b{2}, {1} mbufs per pool", name, cfg.mbufs,
-                        queues == 1 ? std::string() : fmt::format(" ({} queues)", queues));
+  p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b{2}{3}, {1} mbufs per pool", name, cfg.mbufs,
+                        queues == 1 ? std::string() : fmt::format(" ({} queues)", queues),
+                        delay_ns == 0 ? std::string()
+                                      : fmt::format(", every frame a -> b held {:.3f} us (a device of that latency)",
+                                                    static_cast<double>(delay_ns) / 1000.0));
   return p;
 }
 

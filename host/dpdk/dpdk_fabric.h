@@ -93,8 +93,12 @@ struct DpdkFabricOptions {
 class DpdkPorts {
  public:
   // An in-process ring pair (rte_eth_from_rings), named net_ring_<name>_a/_b, with `queues` queues each
-  // way (cfg's queue counts should match: DpdkFabricOptions::rx_lcores).
-  static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1);
+  // way (cfg's queue counts should match: DpdkFabricOptions::rx_lcores). `delay_ns` > 0: every frame from
+  // a to b is held that long between them (RingPair: a stand-in device under test of known latency).
+  static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1, uint64_t delay_ns = 0);
+  // The most frames ring()'s delay line holds (twice its rings' size): port A's mbufs, which a pool for a
+  // ring pair with a delay has room for on top (the frames a NIC has sent come back to their pool at once).
+  static constexpr uint32_t kRingDelayFrames = 2 * 4096;
   // A memif server and client on `socket` (a path in a directory of the caller's); waits up to 2 s for
   // the link (std::runtime_error otherwise).
   static DpdkPorts memif(const std::string& socket, const PortConfig& cfg);
@@ -112,6 +116,8 @@ class DpdkPorts {
   std::string describe() const;
   // An in-process ring pair (ring()): the receiving port hands over the sender's own mbufs.
   bool in_process() const noexcept { return ring_ != nullptr; }
+  // The ring pair's delay line (ring() with a delay): frames it handed to b, the most it held at once.
+  const RingPair* ring_pair() const noexcept { return ring_.get(); }
 
  private:
   DpdkPorts() = default;

@@ -160,6 +160,16 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--dilation 1e-05: the real-time clocks run a dilation in steps of 1/65536, more than 0.1% off below 0.0076 (1e-05 would run at 1.52588e-05)"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-devargs net_null0
 expect_text "$tmp/err" "give one of them, not both"
+# --dpdk-ring-delay is a device inside fabemu's own ring pair: not for memif, devices of the user's, or
+# another fabric
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-ring-delay 5
+expect_text "$tmp/err" "--dpdk-ring-delay puts a device of that latency inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply to --dpdk-port memif"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-devargs net_null0 --dpdk-ring-delay 5
+expect_text "$tmp/err" "it does not apply to --dpdk-devargs"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --dpdk-ring-delay 5
+expect_text "$tmp/err" "--dpdk-ring-delay needs --fabric dpdk; this run is on --fabric software"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-ring-delay -1
+expect_text "$tmp/err" "--dpdk-ring-delay"
 # --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's
 # "dpdk" section with the measured-vs-modelled deviation of the one collective (dilation 1000)
 if "$fabemu" run --help | grep -q -- '--dilation'; then
@@ -177,6 +187,23 @@ assert d["jitter_ns"]["count"] == d["data_frames"]
 c = d["collectives"]
 assert len(c) == 1 and c[0]["index"] == 0 and c[0]["messages"] == 96 and c[0]["modelled_ps"] > 0, c
 assert c[0]["measured_ps"] > 0
+EOF2
+  # a device of 2 ms inside the ring pair (--dpdk-ring-delay; the model: 500 ns, at dilation 1000 0.5 ms of
+  # wall time, a step of the ring a few ms): the same modelled report, and what was
+  # measured holds the device: no message faster than 2 ms on the wire, every one late, the collective's
+  # measured span beyond its modelled one; the ports line names the device
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 1000 \
+    --dpdk-ring-delay 2000 -r "$tmp/dly.json"
+  expect_text "$tmp/out" "every frame a -> b held 2000.000 us (a device of that latency)"
+  python3 - "$tmp/dly.json" <<'EOF2' || fail "the --dpdk-ring-delay report is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["total_time_ps"] == 43051456, r["total_time_ps"]
+d = r["dpdk"]
+assert d["messages_completed"] == 96 and d["late"] == 96, (d["messages_completed"], d["late"])
+assert d["latency_ns"]["min"] >= 2000000 - 50000, d["latency_ns"]
+c = d["collectives"]
+assert len(c) == 1 and c[0]["measured_ps"] > c[0]["modelled_ps"] and c[0]["deviation"] > 0, c
 EOF2
   # EAL arguments after -- reach the EAL untouched (-m is also fabemu's --model): a --vdev given there
   # is used by name by --dpdk-devargs (a net_ring vdev loops frames back)

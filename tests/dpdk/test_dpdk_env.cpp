@@ -2,6 +2,7 @@
 // One EAL per test process, started by a gtest Environment without hugepages; every test skips with the
 // reason when EAL cannot start. Traffic goes only to rings, files and memif sockets in a temp dir.
 #include <gtest/gtest.h>
+#include <rte_cycles.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -207,6 +208,98 @@ TEST(RingPair, HundredThousandRandomFramesArriveInOrder) {
   EXPECT_EQ(a.stats().opackets, kFrames);
   EXPECT_EQ(b.stats().ipackets, kFrames);
   // Every mbuf went back to its pool.
+  EXPECT_EQ(rte_mempool_avail_count(a.pool()), cfg.mbufs);
+}
+
+// A ring pair with a delay line (a stand-in device under test of known latency): every frame from a
+// reaches b no earlier than the delay after it was handed to a's tx_burst (the TSC read before the call;
+// the line stamps a frame when it takes it, which is later), in order, and b's frames reach a at once.
+// Three bursts of 32 frames, 0.5 ms apart, through a 2 ms line: none may arrive before 2 ms; each is
+// timed by the TSC read after the rx_burst that returned it.
+TEST(RingPair, DelayLineHoldsEveryFrameForItsDelayInOrder) {
+  REQUIRE_EAL();
+  constexpr uint64_t kDelayNs = 2'000'000;
+  fd::RingPair pair("tdelay", 4096, SOCKET_ID_ANY, 1, kDelayNs);
+  EXPECT_EQ(pair.delay_ns(), kDelayNs);
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(2 * 4096, 32);
+  fd::Port a(pair.a(), cfg);
+  fd::Port b(pair.b(), cfg);
+  const uint64_t hz = rte_get_tsc_hz();
+  const uint64_t delay_ticks = kDelayNs * hz / 1'000'000'000u;
+  constexpr uint32_t kBursts = 3, kPerBurst = 32, kFrames = kBursts * kPerBurst;
+  std::vector<uint64_t> sent_at(kFrames), arrived_at(kFrames, 0);
+  std::vector<uint32_t> order;
+  rte_mbuf* rx[kPerBurst];
+  const auto poll_b = [&] {
+    const uint16_t got = b.rx_burst(rx, kPerBurst);
+    const uint64_t now = rte_rdtsc();
+    for (uint16_t i = 0; i < got; ++i) {
+      fd::DecodedFrame f;
+      ASSERT_EQ(fd::decode_mbuf(rx[i], rules(), f), fd::Verdict::kOurs);
+      ASSERT_LT(f.hdr.seq, kFrames);
+      arrived_at[f.hdr.seq] = now;
+      order.push_back(f.hdr.seq);
+      rte_pktmbuf_free(rx[i]);
+    }
+  };
+  for (uint32_t burst = 0; burst < kBursts; ++burst) {
+    rte_mbuf* tx[kPerBurst];
+    for (uint32_t i = 0; i < kPerBurst; ++i) {
+      tx[i] = rte_pktmbuf_alloc(a.pool());
+      ASSERT_NE(tx[i], nullptr);
+      ASSERT_GT(fd::fill_mbuf(tx[i], spec_for(burst * kPerBurst + i, 100)), 0);
+    }
+    const uint64_t before = rte_rdtsc();
+    for (uint32_t i = 0; i < kPerBurst; ++i) sent_at[burst * kPerBurst + i] = before;
+    ASSERT_EQ(a.tx_all(tx, kPerBurst), kPerBurst);
+    // b -> a passes at once: the frame is in a's receive ring when b's tx_burst returns.
+    rte_mbuf* back = rte_pktmbuf_alloc(b.pool());
+    ASSERT_NE(back, nullptr);
+    ASSERT_GT(fd::fill_mbuf(back, spec_for(1000 + burst, 10)), 0);
+    ASSERT_EQ(b.tx_all(&back, 1), 1u);
+    rte_mbuf* got_back = nullptr;
+    ASSERT_EQ(a.rx_burst(&got_back, 1), 1);
+    rte_pktmbuf_free(got_back);
+    const uint64_t next = before + delay_ticks / 4;
+    while (rte_rdtsc() < next) poll_b();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (order.size() < kFrames && std::chrono::steady_clock::now() < deadline) poll_b();
+  ASSERT_EQ(order.size(), kFrames);
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    EXPECT_EQ(order[i], i) << "frames leave the line in the order they entered it";
+    EXPECT_GE(arrived_at[i] - sent_at[i], delay_ticks) << "frame " << i << " arrived before the delay";
+    // An upper bound only against a gross failure (a line that loses its CPU for long): 1 s.
+    EXPECT_LT(arrived_at[i] - sent_at[i], delay_ticks + hz) << "frame " << i;
+  }
+  EXPECT_EQ(pair.delayed_frames(), kFrames);
+  EXPECT_GE(pair.delay_peak_held(), uint64_t{kPerBurst});
+  EXPECT_LE(pair.delay_peak_held(), uint64_t{kFrames});
+  EXPECT_EQ(rte_mempool_avail_count(a.pool()), cfg.mbufs);
+  EXPECT_EQ(rte_mempool_avail_count(b.pool()), cfg.mbufs);
+}
+
+// Frames still held by a line when its pair goes away go back to their pools.
+TEST(RingPair, DelayLineReturnsWhatItHoldsWhenThePairGoes) {
+  REQUIRE_EAL();
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(2 * 4096, 32);
+  std::optional<fd::RingPair> pair(std::in_place, "tdelay2", 4096, SOCKET_ID_ANY, 1, uint64_t{10'000'000'000});
+  fd::Port a(pair->a(), cfg);
+  rte_mbuf* tx[16];
+  for (auto*& m : tx) {
+    m = rte_pktmbuf_alloc(a.pool());
+    ASSERT_NE(m, nullptr);
+    ASSERT_GT(fd::fill_mbuf(m, spec_for(1, 100)), 0);
+  }
+  ASSERT_EQ(a.tx_all(tx, 16), 16u);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (pair->delay_peak_held() < 16 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_EQ(pair->delay_peak_held(), 16u);  // all taken off a's ring, none due for 10 s
+  EXPECT_EQ(pair->delayed_frames(), 0u);
+  EXPECT_EQ(rte_mempool_avail_count(a.pool()), cfg.mbufs - 16);
+  pair.reset();
   EXPECT_EQ(rte_mempool_avail_count(a.pool()), cfg.mbufs);
 }
 

@@ -603,16 +603,24 @@ TEST(DpdkStats, StalledTimeWithinASpan) {
 // after handing the message over, as a cold start or a stall would keep it) says so: its late start is
 // at least that (emulated, D = 1), the summary names it, and the JSON report has it. Before, the
 // deviation (+30 ms on a 80 us message) read as the path's.
+// Two ranks on one 1 Gb/s link at dilation 1, with one 10,000-byte message of collective 0 from rank 0 to
+// rank 1 handed to the fabric at time 0 (its clock starts then; nothing polls until its engine runs).
+static std::unique_ptr<fd::DpdkFabric> fabric_with_one_message(fd::DpdkPorts& ports) {
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 1;
+  auto f = std::make_unique<fd::DpdkFabric>(Topology(network({dim_at(DimTopology::kFullyConnected, 2, 125'000'000)})),
+                                            fd::AddressPlan::make_default(2), ports, opt);
+  Message m{1, 0, 1, 10'000, 0};
+  m.coll = 0;
+  f->send(m, Time::zero());
+  return f;
+}
+
 TEST(DpdkFabric, AMessageThatLeavesLateGivesItsCollectiveALateStart) {
   REQUIRE_EAL();
   auto ports = fd::DpdkPorts::ring("fablate", port_config());
-  fd::DpdkFabricOptions opt;
-  opt.dilation = 1;
-  fd::DpdkFabric f(Topology(network({dim_at(DimTopology::kFullyConnected, 2, 125'000'000)})),
-                   fd::AddressPlan::make_default(2), ports, opt);
-  Message m{1, 0, 1, 10'000, 0};
-  m.coll = 0;
-  f.send(m, Time::zero());  // the clock starts here; nothing polls until run()
+  const auto fabric = fabric_with_one_message(ports);
+  fd::DpdkFabric& f = *fabric;
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   f.engine().run();
   const fd::DpdkStats& s = f.stats();
@@ -636,6 +644,63 @@ TEST(DpdkFabric, AMessageThatLeavesLateGivesItsCollectiveALateStart) {
   EXPECT_NE(text.find("late start (ns)"), std::string::npos) << text;
   const nlohmann::json j = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(s) + "}").at("dpdk");
   EXPECT_EQ(j.at("collectives").at(0).at("late_start_ps"), c.late_start.ps());
+}
+
+// A device under test of known latency (a ring pair whose a -> b frames a delay line holds 2 ms) is what
+// a user validating a prototype measures: one 10,000-byte message (8 frames) from rank 0 to rank 1 over
+// a 1 Gb/s link, dilation 1, modelled at 80 us plus the link latency. Its frames cannot arrive before the
+// delay: the wire latency, the lateness against the model and the collective's measured span all hold
+// it (less 50 us: a frame may be taken off the ring before the main lcore reads the TSC after its
+// tx_burst), and the deviation is the delay's over the modelled span.
+TEST(DpdkFabric, ADeviceOfKnownLatencyIsMeasured) {
+  REQUIRE_EAL();
+  constexpr uint64_t kDelayNs = 2'000'000;
+  const uint64_t slack_ns = 50'000;
+  auto ports = fd::DpdkPorts::ring("fabdly", port_config(), 1, kDelayNs);
+  EXPECT_NE(ports.describe().find("every frame a -> b held 2000.000 us"), std::string::npos) << ports.describe();
+  const auto fabric = fabric_with_one_message(ports);
+  fd::DpdkFabric& f = *fabric;
+  f.engine().run();
+  ASSERT_TRUE(f.drain());
+  const fd::DpdkStats& s = f.stats();
+  std::printf("%s", fd::format_dpdk_stats(s).c_str());
+  ASSERT_EQ(s.messages, 1u);
+  EXPECT_EQ(s.data_frames, 8u);  // 1,412 message bytes a frame at a 1500-byte MTU
+  EXPECT_EQ(ports.ring_pair()->delayed_frames(), 8u);
+  EXPECT_EQ(s.late, 1u);
+  EXPECT_GE(s.latency_ns.min() + slack_ns, kDelayNs);
+  EXPECT_LT(s.latency_ns.max(), kDelayNs + 1'000'000'000u);  // against a gross failure only
+  ASSERT_EQ(s.collectives.size(), 1u);
+  const fd::DpdkStats::Collective& c = s.collectives[0];
+  const uint64_t modelled_ps = c.modelled.ps();
+  EXPECT_GE(modelled_ps, Duration::from_us(80).ps());  // 10,000 bytes at 125 MB/s, and the latency
+  EXPECT_LT(modelled_ps, Duration::from_us(90).ps());
+  EXPECT_GE(c.measured.ps() + slack_ns * 1000, kDelayNs * 1000);
+  // Late by at least the delay less the modelled span (the first frame left at or after time 0).
+  EXPECT_GE(s.lateness_ns.min() + slack_ns + modelled_ps / 1000, kDelayNs);
+  EXPECT_GE(c.deviation, static_cast<double>(kDelayNs * 1000 - slack_ns * 1000) / static_cast<double>(modelled_ps) - 1);
+}
+
+// The same device under a whole workload (the 8-rank ring all-reduce of 1 MiB at dilation 100, a 300 us
+// device): the walker's report stays exactly the software model's (a slow device changes what is measured,
+// never the modelled times), every message arrives late, none faster than the device, and every
+// collective's measured span exceeds its modelled one.
+TEST(DpdkFabric, ADeviceOfKnownLatencyChangesTheMeasurementsNotTheReport) {
+  REQUIRE_EAL();
+  constexpr uint64_t kDelayNs = 300'000;
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fabdly2", port_config(), 1, kDelayNs);
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 100;
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  EXPECT_EQ(d.stats.late, d.stats.messages);
+  EXPECT_GE(d.stats.latency_ns.min() + 50'000, kDelayNs);
+  EXPECT_EQ(ports.ring_pair()->delayed_frames(), d.stats.data_frames + d.stats.retransmissions);
+  ASSERT_FALSE(d.stats.collectives.empty());
+  for (const auto& c : d.stats.collectives) EXPECT_GT(c.deviation, 0.0) << "collective " << c.coll;
 }
 
 // The summary's deviation median over an even count of collectives is the mean of the two middle ones

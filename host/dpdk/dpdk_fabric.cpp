@@ -214,7 +214,8 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   stats_.dilation = opt_.dilation;
   stats_.settings = DpdkStats::Settings{opt_.mode,         opt_.wire_mtu,      opt_.window,
                                         opt_.rto,          opt_.nack_delay,    opt_.stall_timeout,
-                                        opt_.faults,       opt_.checksums == DpdkFabricOptions::Checksums::kOn};
+                                        opt_.faults,       opt_.checksums == DpdkFabricOptions::Checksums::kOn,
+                                        ports_.ring_pair() != nullptr ? ports_.ring_pair()->delay_ns() : 0};
   stats_.main_lcore = rte_get_main_lcore();
   RxPathConfig rc;
   rc.npus = npus_;
@@ -1405,11 +1406,11 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
     kv("settings",
        fmt::format("{{\"mode\": \"{}\", \"wire_mtu\": {}, \"window\": {}, \"rto_us\": {}, \"nack_delay_us\": {}, "
                    "\"stall_timeout_ms\": {}, \"drop_rate\": {}, \"reorder_rate\": {}, \"duplicate_rate\": {}, "
-                   "\"fault_seed\": {}, \"verify_checksums\": \"{}\"}}",
+                   "\"fault_seed\": {}, \"verify_checksums\": \"{}\", \"ring_delay_ns\": {}}}",
                    g.mode == WireMode::kRoceV2 ? "roce" : "fabemu", g.wire_mtu, g.window, g.rto.ps() / 1'000'000,
                    g.nack_delay.ps() / 1'000'000, g.stall_timeout.ps() / 1'000'000'000, num(g.faults.drop_rate),
                    num(g.faults.reorder_rate), num(g.faults.duplicate_rate), g.faults.seed,
-                   g.verify_checksums_on ? "on" : "auto"));
+                   g.verify_checksums_on ? "on" : "auto", g.ring_delay_ns));
   }
   kv("wall_ps", fmt::format("{}", s.wall.ps()));
   kv("messages", fmt::format("{}", s.messages));

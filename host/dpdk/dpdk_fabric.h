@@ -138,6 +138,7 @@ struct DpdkStats {
     emu::Duration rto, nack_delay, stall_timeout;
     FaultConfig faults;
     bool verify_checksums_on = false;  // --dpdk-verify-checksums on (else auto)
+    uint64_t ring_delay_ns = 0;        // --dpdk-ring-delay: the ring pair's device latency (0: none)
   };
   Settings settings;
   emu::Duration wall;                 // wall time from the first send (the run's start) to the last poll

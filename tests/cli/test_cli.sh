@@ -200,6 +200,7 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["total_time_ps"] == 43051456, r["total_time_ps"]
 d = r["dpdk"]
+assert d["settings"]["ring_delay_ns"] == 2000000, d["settings"]
 assert d["messages_completed"] == 96 and d["late"] == 96, (d["messages_completed"], d["late"])
 assert d["latency_ns"]["min"] >= 2000000 - 50000, d["latency_ns"]
 c = d["collectives"]
@@ -380,7 +381,7 @@ EOF2
     --no-pci --no-shconf --file-prefix "fabemu-cli-rel$$" --no-telemetry -l 0
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert d["rto_max_ps"] >= 20 * 10**9 and d["messages_completed"] == 96 and d["retransmissions"] >= d["injected_drops"] > 0, d' \
     "$tmp/rel.json" || fail "--dpdk-rto / --dpdk-nack-delay / --dpdk-window"
-  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto"}, g' \
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto", "ring_delay_ns": 0}, g' \
     "$tmp/rel.json" || fail "the report's dpdk.settings"
   # a wire that brings nothing of ours back (--drop-rate 1: every data frame dropped on receive): the run
   # stops after --dpdk-stall-timeout with exit 2, the reason last on stderr, and the report still written:

@@ -665,6 +665,7 @@ TEST(DpdkFabric, ADeviceOfKnownLatencyIsMeasured) {
   const fd::DpdkStats& s = f.stats();
   std::printf("%s", fd::format_dpdk_stats(s).c_str());
   ASSERT_EQ(s.messages, 1u);
+  EXPECT_EQ(s.settings.ring_delay_ns, kDelayNs);
   EXPECT_EQ(s.data_frames, 8u);  // 1,412 message bytes a frame at a 1500-byte MTU
   EXPECT_EQ(ports.ring_pair()->delayed_frames(), 8u);
   EXPECT_EQ(s.late, 1u);

@@ -103,6 +103,7 @@ struct RunArgs {
   // --fabric dpdk
   std::string dpdk_port = "ring";
   double dpdk_ring_delay_us = 0;
+  double dpdk_ring_rate_gbps = 0;
   std::vector<std::string> dpdk_devargs;
   std::string dpdk_rx_lcore = "auto";
   std::string dpdk_verify_checksums = "auto";
@@ -144,10 +145,13 @@ void check_options(const RunArgs& a) {
     throw std::invalid_argument(
         "--dpdk-port picks fabemu's own in-process devices, --dpdk-devargs devices of yours: give one of them, not both");
   }
-  if (given("--dpdk-ring-delay") && (a.dpdk_port != "ring" || given("--dpdk-devargs"))) {
-    throw std::invalid_argument(
-        "--dpdk-ring-delay puts a device of that latency inside fabemu's in-process ring pair (--dpdk-port ring, the "
-        "default): it does not apply to " + std::string(given("--dpdk-devargs") ? "--dpdk-devargs" : "--dpdk-port memif"));
+  for (const char* device : {"--dpdk-ring-delay", "--dpdk-ring-rate"}) {
+    if (given(device) && (a.dpdk_port != "ring" || given("--dpdk-devargs"))) {
+      throw std::invalid_argument(fmt::format(
+          "{} sets a device inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply "
+          "to {}",
+          device, given("--dpdk-devargs") ? "--dpdk-devargs" : "--dpdk-port memif"));
+    }
   }
   struct Rule {
     const char* option;
@@ -167,7 +171,7 @@ void check_options(const RunArgs& a) {
   if (!a.agents.empty()) return;
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
-      {"--dpdk-ring-delay", {"dpdk"}},
+      {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},
       {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},
       {"--dpdk-nack-delay", {"dpdk"}},    {"--dpdk-window", {"dpdk"}},           {"--roce", {"dpdk"}},
       {"--wire-mtu", {"dpdk"}},           {"--address-plan", {"dpdk"}},          {"--pcap", {"dpdk"}},
@@ -515,9 +519,11 @@ int run(const RunArgs& a) {
       memif_socket = (std::filesystem::temp_directory_path() / fmt::format("fabemu-memif-{}.sock", ::getpid())).string();
       dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::memif(memif_socket, cfg));
     } else {
-      const auto delay_ns = static_cast<uint64_t>(std::llround(a.dpdk_ring_delay_us * 1000.0));
-      if (delay_ns > 0) cfg.mbufs += hd::DpdkPorts::kRingDelayFrames;  // the frames the device holds
-      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues, delay_ns));
+      hd::RingDevice device;
+      device.delay_ns = static_cast<uint64_t>(std::llround(a.dpdk_ring_delay_us * 1000.0));
+      device.bytes_per_sec = static_cast<uint64_t>(std::llround(a.dpdk_ring_rate_gbps * 1e9 / 8));
+      if (device.any()) cfg.mbufs += hd::DpdkPorts::kRingDelayFrames;  // the frames the device holds
+      dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues, device));
     }
     hd::DpdkFabricOptions o;
     o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
@@ -744,11 +750,16 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "DPDK: ring (in-process ring pair, default) or memif (in-process memif server and client)")
       ->check(CLI::IsMember({"ring", "memif"}));
   run_cmd->add_option("--dpdk-ring-delay", args->dpdk_ring_delay_us,
-                      "DPDK: with --dpdk-port ring, hold every data frame this many microseconds (wall time) between "
-                      "the ring pair's ports: a stand-in device under test of known latency, to see how the DPDK "
-                      "section and the measured vs modelled table report a device slower than the target. A thread "
-                      "polls for it: it takes a CPU of its own")
+                      "DPDK: with --dpdk-port ring, a device between the ring pair's ports that holds every data frame "
+                      "this many microseconds (wall time): a stand-in device under test of known latency, to see how "
+                      "the DPDK section and the measured vs modelled table report a device slower than the target. "
+                      "A thread polls for it: it takes a CPU of its own")
       ->check(CLI::Range(0.0, 1'000'000.0));
+  run_cmd->add_option("--dpdk-ring-rate", args->dpdk_ring_rate_gbps,
+                      "DPDK: with --dpdk-port ring, the rate of that device in Gb/s (wall time; each frame's bytes "
+                      "cross it behind the frames before it, then the --dpdk-ring-delay): a device slower than the "
+                      "target's links. 0 (default): no rate")
+      ->check(CLI::Range(0.0, 100'000.0));
   run_cmd->add_option("--dpdk-devargs", args->dpdk_devargs,
                       "DPDK: a device to use instead of --dpdk-port (rte_dev_probe devargs); once: A loops frames back, "
                       "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");

@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "emulator/time.h"
+
 namespace fabemu::host::dpdk {
 
 std::atomic<bool> Eal::stop_flag_{false};
@@ -390,7 +392,7 @@ bool Port::read_clock(uint64_t& out) const noexcept {
 }
 
 uint64_t Port::NicClockSim::at(uint64_t tsc) const noexcept {
-  __extension__ using U128 = unsigned __int128;
+  __extension__ using U128 = emu::detail::u128;
   return clock.offset + static_cast<uint64_t>(U128{tsc} * clock.num / clock.den);
 }
 
@@ -523,15 +525,19 @@ void Port::reset_stats() noexcept { rte_eth_stats_reset(id_); }
 
 // --- RingPair ---
 
-// The thread between a ring pair's a and b (RingPair's delay_ns): per queue, the frames it took off a's TX
-// ring with the TSC at which each is due at b, in order (the delay is the same for all, so the first
-// held is the first due).
+// The thread of a ring pair's device (RingPair's RingDevice): per queue, the frames it took off a's TX ring
+// with the TSC at which each is due at b, in order (a FIFO device: each is due no earlier than the one
+// before, so the first held is the first due).
 class DelayLine {
  public:
-  DelayLine(std::vector<rte_ring*> in, std::vector<rte_ring*> out, uint64_t delay_ns, unsigned capacity)
+  DelayLine(std::vector<rte_ring*> in, std::vector<rte_ring*> out, RingDevice device, unsigned capacity)
       : in_(std::move(in)), out_(std::move(out)) {
     const uint64_t hz = rte_get_tsc_hz();
-    delay_ticks_ = static_cast<uint64_t>(static_cast<__uint128_t>(delay_ns) * hz / 1'000'000'000u);
+    delay_ticks_ = static_cast<uint64_t>(static_cast<emu::detail::u128>(device.delay_ns) * hz / 1'000'000'000u);
+    // TSC ticks a byte takes through the device, 32 fractional bits (0: no rate).
+    if (device.bytes_per_sec > 0) {
+      ticks_per_byte_q32_ = static_cast<uint64_t>((static_cast<emu::detail::u128>(hz) << 32) / device.bytes_per_sec);
+    }
     unsigned cap = 1;
     while (cap < capacity) cap <<= 1;
     held_.resize(in_.size());
@@ -570,6 +576,7 @@ class DelayLine {
     std::vector<rte_mbuf*> frames;
     std::vector<uint64_t> due;
     uint64_t head = 0, tail = 0, mask = 0;  // [head, tail): held, oldest first
+    emu::detail::u128 free_q32 = 0;         // with a rate: when the device has let the last frame through (TSC, q32)
   };
   static constexpr unsigned kBurst = 32;
 
@@ -584,10 +591,19 @@ class DelayLine {
         const auto room = static_cast<unsigned>(std::min<uint64_t>(kBurst, h.mask + 1 - (h.tail - h.head)));
         const unsigned n = room == 0 ? 0 : rte_ring_sc_dequeue_burst(in_[q], burst.data(), room, nullptr);
         if (n > 0) {
-          const uint64_t due = rte_rdtsc() + delay_ticks_;
+          const uint64_t taken = rte_rdtsc();
           for (unsigned i = 0; i < n; ++i, ++h.tail) {
-            h.frames[h.tail & h.mask] = static_cast<rte_mbuf*>(burst[i]);
-            h.due[h.tail & h.mask] = due;
+            auto* m = static_cast<rte_mbuf*>(burst[i]);
+            uint64_t done = taken;
+            if (ticks_per_byte_q32_ != 0) {
+              // Through the device at its rate, behind the frames before it.
+              const emu::detail::u128 start = std::max<emu::detail::u128>(static_cast<emu::detail::u128>(taken) << 32, h.free_q32);
+              const emu::detail::u128 end = start + static_cast<emu::detail::u128>(m->pkt_len) * ticks_per_byte_q32_;
+              h.free_q32 = end;
+              done = static_cast<uint64_t>((end + 0xFFFFFFFFu) >> 32);
+            }
+            h.frames[h.tail & h.mask] = m;
+            h.due[h.tail & h.mask] = done + delay_ticks_;
           }
           peak = std::max(peak, h.tail - h.head);
           moved = true;
@@ -618,13 +634,14 @@ class DelayLine {
   std::vector<rte_ring*> in_, out_;
   std::vector<Held> held_;
   uint64_t delay_ticks_ = 0;
+  uint64_t ticks_per_byte_q32_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> forwarded_{0}, peak_{0};
   std::thread thread_;
 };
 
-RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint16_t queues, uint64_t delay_ns)
-    : delay_ns_(delay_ns) {
+RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint16_t queues, RingDevice device)
+    : device_(device) {
   if (!Eal::running()) throw std::runtime_error("RingPair(\"" + name + "\"): EAL is not running");
   // rte_eth_from_rings names the vdev (and the ethdev) "net_ring_<name>", at most 31 characters.
   if (name.empty() || name.size() > 20)
@@ -648,9 +665,9 @@ RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint
     const std::string suffix = q == 0 ? "" : "_" + std::to_string(q);
     ab_.push_back(make("fe_" + name + "_ab" + suffix));
     ba_.push_back(make("fe_" + name + "_ba" + suffix));
-    if (delay_ns > 0) ab_in_.push_back(make("fe_" + name + "_ad" + suffix));
+    if (device.any()) ab_in_.push_back(make("fe_" + name + "_ad" + suffix));
   }
-  std::vector<rte_ring*>& a_tx = delay_ns > 0 ? ab_in_ : ab_;
+  std::vector<rte_ring*>& a_tx = device.any() ? ab_in_ : ab_;
   const unsigned numa = socket < 0 ? 0 : static_cast<unsigned>(socket);
   const int a = rte_eth_from_rings(name_a_.c_str(), ba_.data(), queues, a_tx.data(), queues, numa);
   const int b = a < 0 ? -1 : rte_eth_from_rings(name_b_.c_str(), ab_.data(), queues, ba_.data(), queues, numa);
@@ -662,9 +679,9 @@ RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint
   }
   a_ = static_cast<uint16_t>(a);
   b_ = static_cast<uint16_t>(b);
-  if (delay_ns > 0) {
+  if (device.any()) {
     try {
-      delay_ = std::make_unique<DelayLine>(ab_in_, ab_, delay_ns, 2 * ring_size);
+      delay_ = std::make_unique<DelayLine>(ab_in_, ab_, device, 2 * ring_size);
     } catch (...) {
       rte_eal_hotplug_remove("vdev", ("net_ring_" + name_a_).c_str());
       rte_eal_hotplug_remove("vdev", ("net_ring_" + name_b_).c_str());

@@ -233,35 +233,43 @@ class Port {
 // ethdevs are named "net_ring_<name>_a" and "net_ring_<name>_b" (name: 1..20 characters, unique among
 // live pairs). Owns the rings and the vdevs; destroy the Ports built on a and b first.
 //
-// `delay_ns` > 0 puts a device of that fixed latency between a and b: a thread of the pair's own takes
-// each frame off a's TX ring, holds it until delay_ns (wall time, TSC) after it took it, and hands it to
-// b's RX ring, in order, queue by queue (up to 2 x ring_size frames held; when that is full, a's TX ring
-// fills and a's tx_burst takes fewer). Frames from b to a pass at once. A stand-in device under test whose
-// effect is known, for the measurements of the DPDK fabric (README.md, "A device of known latency"). The
-// thread polls without sleeping: it takes a CPU of its own while the pair lives.
+// A device between a and b (`device`: a latency, a rate, or both): a thread of the pair's own takes each
+// frame off a's TX ring, stamps it with the TSC, and hands it to b's RX ring when the device is done with
+// it: at its stamp plus the latency, and with a rate, after its bytes (pkt_len) have crossed the device at
+// that rate behind the frames before it (a FIFO link of that rate: it starts when it is taken or when the
+// frame before has crossed, whichever is later). In order, queue by queue (each queue a device of its own);
+// up to 2 x ring_size frames held (when that is full, a's TX ring fills and a's tx_burst takes fewer).
+// Frames from b to a pass at once. A stand-in device under test whose effect is known, for the
+// measurements of the DPDK fabric (README.md, "A device of known latency and rate"). The thread polls
+// without sleeping, on the CPUs no lcore polls (Eal::cpus_without_lcores).
+struct RingDevice {
+  uint64_t delay_ns = 0;        // latency (wall ns); 0: none
+  uint64_t bytes_per_sec = 0;   // rate; 0: none (infinitely fast)
+  bool any() const noexcept { return delay_ns > 0 || bytes_per_sec > 0; }
+};
 class DelayLine;
 class RingPair {
  public:
   explicit RingPair(const std::string& name, unsigned ring_size = 4096, int socket = SOCKET_ID_ANY,
-                    uint16_t queues = 1, uint64_t delay_ns = 0);
+                    uint16_t queues = 1, RingDevice device = {});
   ~RingPair();
   RingPair(const RingPair&) = delete;
   RingPair& operator=(const RingPair&) = delete;
   uint16_t a() const noexcept { return a_; }
   uint16_t b() const noexcept { return b_; }
   uint16_t queues() const noexcept { return static_cast<uint16_t>(ab_.size()); }
-  uint64_t delay_ns() const noexcept { return delay_ns_; }
-  // With a delay: frames the delay line has handed to b so far, and the most it held at once.
+  const RingDevice& device() const noexcept { return device_; }
+  // With a device: frames it has handed to b so far, and the most it held at once.
   uint64_t delayed_frames() const noexcept;
   uint64_t delay_peak_held() const noexcept;
 
  private:
   void free_all() noexcept;
   std::string name_a_, name_b_;
-  std::vector<rte_ring*> ab_;     // by queue: b's RX (and a's TX without a delay)
+  std::vector<rte_ring*> ab_;     // by queue: b's RX (and a's TX without a device)
   std::vector<rte_ring*> ba_;     // by queue: b's TX, a's RX
-  std::vector<rte_ring*> ab_in_;  // with a delay, by queue: a's TX, taken by the delay line
-  uint64_t delay_ns_ = 0;
+  std::vector<rte_ring*> ab_in_;  // with a device, by queue: a's TX, taken by the device's thread
+  RingDevice device_;
   std::unique_ptr<DelayLine> delay_;
   uint16_t a_ = 0, b_ = 0;
 };

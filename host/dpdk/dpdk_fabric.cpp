@@ -51,16 +51,19 @@ double rate_gbps(emu::Rate r) {
 
 // --- ports ---------------------------------------------------------------------------------------------
 
-DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues, uint64_t delay_ns) {
+DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues, RingDevice device) {
   DpdkPorts p;
-  p.ring_ = std::make_unique<RingPair>(name, kRingDelayFrames / 2, SOCKET_ID_ANY, queues, delay_ns);
+  p.ring_ = std::make_unique<RingPair>(name, kRingDelayFrames / 2, SOCKET_ID_ANY, queues, device);
   p.a_ = std::make_unique<Port>(p.ring_->a(), cfg);
   p.b_ = std::make_unique<Port>(p.ring_->b(), cfg);
+  std::string dev;
+  if (device.delay_ns > 0) dev = fmt::format("{:.3f} us latency", static_cast<double>(device.delay_ns) / 1000.0);
+  if (device.bytes_per_sec > 0) {
+    dev += fmt::format("{}{:.3f} Gb/s", dev.empty() ? "" : " and ", static_cast<double>(device.bytes_per_sec) * 8 / 1e9);
+  }
   p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b{2}{3}, {1} mbufs per pool", name, cfg.mbufs,
                         queues == 1 ? std::string() : fmt::format(" ({} queues)", queues),
-                        delay_ns == 0 ? std::string()
-                                      : fmt::format(", every frame a -> b held {:.3f} us (a device of that latency)",
-                                                    static_cast<double>(delay_ns) / 1000.0));
+                        dev.empty() ? std::string() : ", a -> b through a device of " + dev);
   return p;
 }
 
@@ -215,7 +218,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   stats_.settings = DpdkStats::Settings{opt_.mode,         opt_.wire_mtu,      opt_.window,
                                         opt_.rto,          opt_.nack_delay,    opt_.stall_timeout,
                                         opt_.faults,       opt_.checksums == DpdkFabricOptions::Checksums::kOn,
-                                        ports_.ring_pair() != nullptr ? ports_.ring_pair()->delay_ns() : 0};
+                                        ports_.ring_pair() != nullptr ? ports_.ring_pair()->device() : RingDevice{}};
   stats_.main_lcore = rte_get_main_lcore();
   RxPathConfig rc;
   rc.npus = npus_;
@@ -355,6 +358,7 @@ void DpdkFabric::submit(uint64_t id) {
   ++stats_.messages;
   stats_.message_bytes += r.bytes;
   if (!clock_.as_fast_as_possible()) {
+    r.handed = clock_.emulated();
     pacing_.wait(r.depart, id);
     return;
   }
@@ -436,11 +440,15 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
       ++c.messages;
       c.bytes += r.bytes;
       c.first_ready_ps = std::min(c.first_ready_ps, r.ready.ps());
+      c.first_start_ps = std::min(c.first_start_ps, std::max(r.ready, r.handed).ps());
       c.modelled_end_ps = std::max(c.modelled_end_ps, at.ps());
       c.measured_end_ps = std::max(c.measured_end_ps, r.arrived_emulated.ps());
       if (r.tx_ticks != 0) {
+        // Late against what the message could do: not before its modelled departure, nor before the
+        // walker handed it over (a walker that waited for the wire is the wire's delay, not fabemu's).
         const emu::Time left = clock_.emulated_at(r.tx_ticks);
-        if (left > r.depart) c.late_start_ps = std::max(c.late_start_ps, (left - r.depart).ps());
+        const emu::Time from = std::max(r.depart, r.handed);
+        if (left > from) c.late_start_ps = std::max(c.late_start_ps, (left - from).ps());
       }
     }
   }
@@ -1009,13 +1017,15 @@ const DpdkStats& DpdkFabric::stats() {
     out.messages = a.messages;
     out.bytes = a.bytes;
     out.modelled = emu::Duration::from_ps(a.modelled_end_ps - a.first_ready_ps);
-    out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_ready_ps ? a.measured_end_ps - a.first_ready_ps : 0);
+    // Measured from the collective's real start: a collective the walker could only start late (it waited
+    // for an earlier one's late frames) is measured for its own time on the wire, not for what it inherited.
+    out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_start_ps ? a.measured_end_ps - a.first_start_ps : 0);
     out.late_start = emu::Duration::from_ps(a.late_start_ps);
     out.deviation = out.modelled.ps() == 0 ? 0.0
                                            : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
-    if (!stalls.empty() && a.measured_end_ps > a.first_ready_ps && clock_.dilation_q16() != 0) {
+    if (!stalls.empty() && a.measured_end_ps > a.first_start_ps && clock_.dilation_q16() != 0) {
       // The span on the wall clock (emulated times D), its stalled wall time back to emulated (over D).
-      const uint64_t from = clock_.to_wall(emu::Duration::from_ps(a.first_ready_ps)).ps();
+      const uint64_t from = clock_.to_wall(emu::Duration::from_ps(a.first_start_ps)).ps();
       const uint64_t to = clock_.to_wall(emu::Duration::from_ps(a.measured_end_ps)).ps();
       const uint64_t wall = covered_within(stalls, from, to);
       out.stalled = emu::Duration::from_ps(
@@ -1406,11 +1416,12 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
     kv("settings",
        fmt::format("{{\"mode\": \"{}\", \"wire_mtu\": {}, \"window\": {}, \"rto_us\": {}, \"nack_delay_us\": {}, "
                    "\"stall_timeout_ms\": {}, \"drop_rate\": {}, \"reorder_rate\": {}, \"duplicate_rate\": {}, "
-                   "\"fault_seed\": {}, \"verify_checksums\": \"{}\", \"ring_delay_ns\": {}}}",
+                   "\"fault_seed\": {}, \"verify_checksums\": \"{}\", \"ring_delay_ns\": {}, "
+                   "\"ring_bytes_per_sec\": {}}}",
                    g.mode == WireMode::kRoceV2 ? "roce" : "fabemu", g.wire_mtu, g.window, g.rto.ps() / 1'000'000,
                    g.nack_delay.ps() / 1'000'000, g.stall_timeout.ps() / 1'000'000'000, num(g.faults.drop_rate),
                    num(g.faults.reorder_rate), num(g.faults.duplicate_rate), g.faults.seed,
-                   g.verify_checksums_on ? "on" : "auto", g.ring_delay_ns));
+                   g.verify_checksums_on ? "on" : "auto", g.ring_device.delay_ns, g.ring_device.bytes_per_sec));
   }
   kv("wall_ps", fmt::format("{}", s.wall.ps()));
   kv("messages", fmt::format("{}", s.messages));

@@ -93,11 +93,11 @@ struct DpdkFabricOptions {
 class DpdkPorts {
  public:
   // An in-process ring pair (rte_eth_from_rings), named net_ring_<name>_a/_b, with `queues` queues each
-  // way (cfg's queue counts should match: DpdkFabricOptions::rx_lcores). `delay_ns` > 0: every frame from
-  // a to b is held that long between them (RingPair: a stand-in device under test of known latency).
-  static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1, uint64_t delay_ns = 0);
-  // The most frames ring()'s delay line holds (twice its rings' size): port A's mbufs, which a pool for a
-  // ring pair with a delay has room for on top (the frames a NIC has sent come back to their pool at once).
+  // way (cfg's queue counts should match: DpdkFabricOptions::rx_lcores). With a `device`, every frame from
+  // a to b crosses it (RingPair: a stand-in device under test of known latency and rate).
+  static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1, RingDevice device = {});
+  // The most frames ring()'s device holds (twice its rings' size): port A's mbufs, which a pool for a ring
+  // pair with a device has room for on top (the frames a NIC has sent come back to their pool at once).
   static constexpr uint32_t kRingDelayFrames = 2 * 4096;
   // A memif server and client on `socket` (a path in a directory of the caller's); waits up to 2 s for
   // the link (std::runtime_error otherwise).
@@ -116,7 +116,7 @@ class DpdkPorts {
   std::string describe() const;
   // An in-process ring pair (ring()): the receiving port hands over the sender's own mbufs.
   bool in_process() const noexcept { return ring_ != nullptr; }
-  // The ring pair's delay line (ring() with a delay): frames it handed to b, the most it held at once.
+  // The ring pair (ring()): its device, the frames the device handed to b, the most it held at once.
   const RingPair* ring_pair() const noexcept { return ring_.get(); }
 
  private:
@@ -138,7 +138,7 @@ struct DpdkStats {
     emu::Duration rto, nack_delay, stall_timeout;
     FaultConfig faults;
     bool verify_checksums_on = false;  // --dpdk-verify-checksums on (else auto)
-    uint64_t ring_delay_ns = 0;        // --dpdk-ring-delay: the ring pair's device latency (0: none)
+    RingDevice ring_device;            // --dpdk-ring-delay, --dpdk-ring-rate: the ring pair's device (none)
   };
   Settings settings;
   emu::Duration wall;                 // wall time from the first send (the run's start) to the last poll
@@ -252,10 +252,13 @@ struct DpdkStats {
   uint64_t pacing_periods = 0, pacing_disturbed_periods = 0;
   // |actual - scheduled departure| per paced first transmission, wall ns, all links (D > 0).
   emu::LogHistogram jitter_ns;
-  // Measured vs modelled, per collective (D > 0): from the earliest time one of its messages was handed
-  // to the fabric, to the latest modelled delivery of one (`modelled`) and to the latest real arrival of
-  // one on the wire, on the emulated clock (`measured`). deviation = measured / modelled - 1: negative
-  // when the lab path is faster than the target (the delay line hid it), positive when slower.
+  // Measured vs modelled, per collective (D > 0), on the emulated clock: `modelled` from the earliest
+  // modelled time one of its messages was handed to the fabric to the latest modelled delivery of one;
+  // `measured` from the earliest real hand-over of one (the dilated wall clock when the walker handed it
+  // over, or its modelled time if that is later: a walker that waited for an earlier collective's late
+  // frames starts this one late, and that inherited delay is not this collective's) to the latest real
+  // arrival of one. deviation = measured / modelled - 1: negative when the lab path is faster than the
+  // target (the delay line hid it), positive when slower.
   // `stalled`: how much of the measured span (emulated) a polling lcore, main or receive, spent in a stall
   // (poll_stalls, rx_poll_stalls): time in which fabemu itself held frames back or timed them late, so a
   // deviation of that order may be fabemu's own, not the path's.
@@ -266,8 +269,10 @@ struct DpdkStats {
     double deviation = 0;
     emu::Duration stalled;
     // The most one of its messages' first frame left (taken by the device) after the message's modelled
-    // departure, emulated: fabemu's own delay in putting the collective on the wire (a cold start, a
-    // polling stall, senders behind), which the measured span includes whatever the device did.
+    // departure or its hand-over, whichever is later, emulated: fabemu's own delay in putting the
+    // collective on the wire (a cold start, a polling stall, senders behind), which the measured span
+    // includes whatever the device did. (A message handed over late because the walker waited for the
+    // wire is late by the wire's doing, not fabemu's: only what follows its hand-over counts.)
     emu::Duration late_start;
   };
   std::vector<Collective> collectives;  // by coll
@@ -386,6 +391,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint32_t coll = emu::Message::kNoCollective;
     emu::Time arrived_emulated;  // the dilated wall clock when its last packet arrived
     emu::Time depart;           // modelled departure of its first byte on its first link
+    // D > 0: the dilated wall clock when the walker handed it over (submit): later than `ready` when the
+    // walker waited for the wire (a message it depends on arrived late).
+    emu::Time handed;
     emu::Rate rate = emu::Rate::from_ps_per_byte_q32(0);  // of that link
     uint32_t first_link = 0;
     bool submitted = false, arrived = false, local = false;
@@ -401,7 +409,10 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   struct CollAcc {
     uint64_t messages = 0, bytes = 0;
     uint64_t first_ready_ps = ~uint64_t{0}, modelled_end_ps = 0, measured_end_ps = 0;
-    uint64_t late_start_ps = 0;  // the most a message's first frame left after its modelled departure
+    // The earliest real start of one of its messages: its hand-over, or its ready time if that is later.
+    uint64_t first_start_ps = ~uint64_t{0};
+    // The most a message's first frame left after its modelled departure or its hand-over, the later.
+    uint64_t late_start_ps = 0;
   };
   // Closes lp's open busy period, its ratio (when undisturbed) into `ratios`.
   void close_period(LinkPace& lp, std::vector<double>& ratios) const;

@@ -160,14 +160,16 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--dilation 1e-05: the real-time clocks run a dilation in steps of 1/65536, more than 0.1% off below 0.0076 (1e-05 would run at 1.52588e-05)"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-devargs net_null0
 expect_text "$tmp/err" "give one of them, not both"
-# --dpdk-ring-delay is a device inside fabemu's own ring pair: not for memif, devices of the user's, or
-# another fabric
+# --dpdk-ring-delay and --dpdk-ring-rate set a device inside fabemu's own ring pair: not for memif,
+# devices of the user's, or another fabric
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-ring-delay 5
-expect_text "$tmp/err" "--dpdk-ring-delay puts a device of that latency inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply to --dpdk-port memif"
-expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-devargs net_null0 --dpdk-ring-delay 5
-expect_text "$tmp/err" "it does not apply to --dpdk-devargs"
+expect_text "$tmp/err" "--dpdk-ring-delay sets a device inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply to --dpdk-port memif"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-devargs net_null0 --dpdk-ring-rate 5
+expect_text "$tmp/err" "--dpdk-ring-rate sets a device inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply to --dpdk-devargs"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --dpdk-ring-delay 5
 expect_text "$tmp/err" "--dpdk-ring-delay needs --fabric dpdk; this run is on --fabric software"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --dpdk-ring-rate 5
+expect_text "$tmp/err" "--dpdk-ring-rate needs --fabric dpdk; this run is on --fabric socket"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-ring-delay -1
 expect_text "$tmp/err" "--dpdk-ring-delay"
 # --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's
@@ -188,24 +190,38 @@ c = d["collectives"]
 assert len(c) == 1 and c[0]["index"] == 0 and c[0]["messages"] == 96 and c[0]["modelled_ps"] > 0, c
 assert c[0]["measured_ps"] > 0
 EOF2
+  # check_device_report REPORT DELAY_NS BYTES_PER_SEC: a run through a device inside the ring pair has the
+  # software model's time, names the device in dpdk.settings, and measured every message late (with a
+  # latency, none faster than it on the wire) and the collective slower than modelled
+  check_device_report() {
+    python3 - "$@" <<'EOF2'
+import json, sys
+r = json.load(open(sys.argv[1]))
+delay, rate = int(sys.argv[2]), int(sys.argv[3])
+assert r["total_time_ps"] == 43051456, r["total_time_ps"]
+d = r["dpdk"]
+assert d["settings"]["ring_delay_ns"] == delay and d["settings"]["ring_bytes_per_sec"] == rate, d["settings"]
+assert d["messages_completed"] == 96, d["messages_completed"]
+assert d["late"] == 96 if delay else d["late"] > 0, d["late"]
+assert d["latency_ns"]["min"] >= delay - 50000, d["latency_ns"]
+c = d["collectives"]
+assert len(c) == 1 and c[0]["measured_ps"] > c[0]["modelled_ps"] and c[0]["deviation"] > 0, c
+EOF2
+  }
   # a device of 2 ms inside the ring pair (--dpdk-ring-delay; the model: 500 ns, at dilation 1000 0.5 ms of
   # wall time, a step of the ring a few ms): the same modelled report, and what was
   # measured holds the device: no message faster than 2 ms on the wire, every one late, the collective's
   # measured span beyond its modelled one; the ports line names the device
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 1000 \
     --dpdk-ring-delay 2000 -r "$tmp/dly.json"
-  expect_text "$tmp/out" "every frame a -> b held 2000.000 us (a device of that latency)"
-  python3 - "$tmp/dly.json" <<'EOF2' || fail "the --dpdk-ring-delay report is wrong"
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["total_time_ps"] == 43051456, r["total_time_ps"]
-d = r["dpdk"]
-assert d["settings"]["ring_delay_ns"] == 2000000, d["settings"]
-assert d["messages_completed"] == 96 and d["late"] == 96, (d["messages_completed"], d["late"])
-assert d["latency_ns"]["min"] >= 2000000 - 50000, d["latency_ns"]
-c = d["collectives"]
-assert len(c) == 1 and c[0]["measured_ps"] > c[0]["modelled_ps"] and c[0]["deviation"] > 0, c
-EOF2
+  expect_text "$tmp/out" ", a -> b through a device of 2000.000 us latency, "
+  check_device_report "$tmp/dly.json" 2000000 0 || fail "the --dpdk-ring-delay report is wrong"
+  # a device of 1 Gb/s (--dpdk-ring-rate): the four links at dilation 1000 carry about 215 MB/s of wall
+  # time together, the device 125 MB/s, so the collective is measured later than modelled
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 1000 \
+    --dpdk-ring-rate 1 -r "$tmp/rate.json"
+  expect_text "$tmp/out" ", a -> b through a device of 1.000 Gb/s, "
+  check_device_report "$tmp/rate.json" 0 125000000 || fail "the --dpdk-ring-rate report is wrong"
   # EAL arguments after -- reach the EAL untouched (-m is also fabemu's --model): a --vdev given there
   # is used by name by --dpdk-devargs (a net_ring vdev loops frames back)
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \
@@ -381,7 +397,7 @@ EOF2
     --no-pci --no-shconf --file-prefix "fabemu-cli-rel$$" --no-telemetry -l 0
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert d["rto_max_ps"] >= 20 * 10**9 and d["messages_completed"] == 96 and d["retransmissions"] >= d["injected_drops"] > 0, d' \
     "$tmp/rel.json" || fail "--dpdk-rto / --dpdk-nack-delay / --dpdk-window"
-  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto", "ring_delay_ns": 0}, g' \
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto", "ring_delay_ns": 0, "ring_bytes_per_sec": 0}, g' \
     "$tmp/rel.json" || fail "the report's dpdk.settings"
   # a wire that brings nothing of ours back (--drop-rate 1: every data frame dropped on receive): the run
   # stops after --dpdk-stall-timeout with exit 2, the reason last on stderr, and the report still written:

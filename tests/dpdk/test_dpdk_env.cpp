@@ -219,8 +219,8 @@ TEST(RingPair, HundredThousandRandomFramesArriveInOrder) {
 TEST(RingPair, DelayLineHoldsEveryFrameForItsDelayInOrder) {
   REQUIRE_EAL();
   constexpr uint64_t kDelayNs = 2'000'000;
-  fd::RingPair pair("tdelay", 4096, SOCKET_ID_ANY, 1, kDelayNs);
-  EXPECT_EQ(pair.delay_ns(), kDelayNs);
+  fd::RingPair pair("tdelay", 4096, SOCKET_ID_ANY, 1, fd::RingDevice{kDelayNs, 0});
+  EXPECT_EQ(pair.device().delay_ns, kDelayNs);
   fd::PortConfig cfg;
   cfg.mbufs = cfg.mbufs_for(2 * 4096, 32);
   fd::Port a(pair.a(), cfg);
@@ -280,12 +280,64 @@ TEST(RingPair, DelayLineHoldsEveryFrameForItsDelayInOrder) {
   EXPECT_EQ(rte_mempool_avail_count(b.pool()), cfg.mbufs);
 }
 
+// A device with a rate (800 Mb/s: 100 bytes a microsecond) and a latency (200 us): 64 frames of 1,102
+// bytes handed to a at once cross it one behind the other, so frame i reaches b no earlier than the
+// latency plus the time the device takes for frames 0..i (its bytes at the rate, each frame's time rounded
+// up to a tick): the last one 905 us after they were handed over, at the earliest.
+TEST(RingPair, DeviceRateSerializesFramesBehindEachOther) {
+  REQUIRE_EAL();
+  constexpr uint64_t kDelayNs = 200'000, kBytesPerSec = 100'000'000;
+  fd::RingPair pair("trate", 4096, SOCKET_ID_ANY, 1, fd::RingDevice{kDelayNs, kBytesPerSec});
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(2 * 4096, 32);
+  fd::Port a(pair.a(), cfg);
+  fd::Port b(pair.b(), cfg);
+  const uint64_t hz = rte_get_tsc_hz();
+  constexpr uint32_t kFrames = 64;
+  rte_mbuf* tx[kFrames];
+  std::vector<uint64_t> bytes_before(kFrames + 1, 0);  // frame bytes up to and including frame i - 1
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    tx[i] = rte_pktmbuf_alloc(a.pool());
+    ASSERT_NE(tx[i], nullptr);
+    ASSERT_GT(fd::fill_mbuf(tx[i], spec_for(i, 1000)), 0);
+    bytes_before[i + 1] = bytes_before[i] + tx[i]->pkt_len;
+  }
+  const uint64_t before = rte_rdtsc();
+  ASSERT_EQ(a.tx_all(tx, kFrames), kFrames);
+  std::vector<uint64_t> arrived_at;
+  rte_mbuf* rx[32];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (arrived_at.size() < kFrames && std::chrono::steady_clock::now() < deadline) {
+    const uint16_t got = b.rx_burst(rx, 32);
+    const uint64_t now = rte_rdtsc();
+    for (uint16_t i = 0; i < got; ++i) {
+      fd::DecodedFrame f;
+      ASSERT_EQ(fd::decode_mbuf(rx[i], rules(), f), fd::Verdict::kOurs);
+      EXPECT_EQ(f.hdr.seq, arrived_at.size()) << "in order";
+      arrived_at.push_back(now);
+      rte_pktmbuf_free(rx[i]);
+    }
+  }
+  ASSERT_EQ(arrived_at.size(), kFrames);
+  const auto ticks_of_ns = [hz](double ns) { return static_cast<uint64_t>(ns * static_cast<double>(hz) / 1e9); };
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    // The device's time for frames 0..i at 100 bytes a microsecond (less a tick a frame for the rounding).
+    const uint64_t device_ns = bytes_before[i + 1] * 1'000'000'000 / kBytesPerSec;
+    EXPECT_GE(arrived_at[i] - before + i + 1, ticks_of_ns(static_cast<double>(kDelayNs + device_ns)))
+        << "frame " << i << " arrived before the device let it through";
+  }
+  EXPECT_EQ(bytes_before[kFrames], uint64_t{kFrames} * fd::frame_bytes(fd::WireMode::kFabemu, 1000));  // 1,102 each
+  EXPECT_LT(arrived_at[kFrames - 1] - before, hz) << "against a gross failure only";
+  EXPECT_EQ(pair.delayed_frames(), kFrames);
+}
+
 // Frames still held by a line when its pair goes away go back to their pools.
 TEST(RingPair, DelayLineReturnsWhatItHoldsWhenThePairGoes) {
   REQUIRE_EAL();
   fd::PortConfig cfg;
   cfg.mbufs = cfg.mbufs_for(2 * 4096, 32);
-  std::optional<fd::RingPair> pair(std::in_place, "tdelay2", 4096, SOCKET_ID_ANY, 1, uint64_t{10'000'000'000});
+  std::optional<fd::RingPair> pair(std::in_place, "tdelay2", 4096, SOCKET_ID_ANY, 1,
+                                   fd::RingDevice{10'000'000'000, 0});
   fd::Port a(pair->a(), cfg);
   rte_mbuf* tx[16];
   for (auto*& m : tx) {

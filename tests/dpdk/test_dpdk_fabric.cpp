@@ -616,6 +616,16 @@ static std::unique_ptr<fd::DpdkFabric> fabric_with_one_message(fd::DpdkPorts& po
   return f;
 }
 
+// fabric_with_one_message run to its end on `ports` (drained), its stats printed.
+static fd::DpdkStats one_message_through(fd::DpdkPorts& ports) {
+  const auto fabric = fabric_with_one_message(ports);
+  fabric->engine().run();
+  EXPECT_TRUE(fabric->drain());
+  fd::DpdkStats s = fabric->stats();
+  std::printf("%s", fd::format_dpdk_stats(s).c_str());
+  return s;
+}
+
 TEST(DpdkFabric, AMessageThatLeavesLateGivesItsCollectiveALateStart) {
   REQUIRE_EAL();
   auto ports = fd::DpdkPorts::ring("fablate", port_config());
@@ -656,16 +666,12 @@ TEST(DpdkFabric, ADeviceOfKnownLatencyIsMeasured) {
   REQUIRE_EAL();
   constexpr uint64_t kDelayNs = 2'000'000;
   const uint64_t slack_ns = 50'000;
-  auto ports = fd::DpdkPorts::ring("fabdly", port_config(), 1, kDelayNs);
-  EXPECT_NE(ports.describe().find("every frame a -> b held 2000.000 us"), std::string::npos) << ports.describe();
-  const auto fabric = fabric_with_one_message(ports);
-  fd::DpdkFabric& f = *fabric;
-  f.engine().run();
-  ASSERT_TRUE(f.drain());
-  const fd::DpdkStats& s = f.stats();
-  std::printf("%s", fd::format_dpdk_stats(s).c_str());
+  auto ports = fd::DpdkPorts::ring("fabdly", port_config(), 1, fd::RingDevice{kDelayNs, 0});
+  EXPECT_NE(ports.describe().find("a -> b through a device of 2000.000 us latency,"), std::string::npos)
+      << ports.describe();
+  const fd::DpdkStats s = one_message_through(ports);
   ASSERT_EQ(s.messages, 1u);
-  EXPECT_EQ(s.settings.ring_delay_ns, kDelayNs);
+  EXPECT_EQ(s.settings.ring_device.delay_ns, kDelayNs);
   EXPECT_EQ(s.data_frames, 8u);  // 1,412 message bytes a frame at a 1500-byte MTU
   EXPECT_EQ(ports.ring_pair()->delayed_frames(), 8u);
   EXPECT_EQ(s.late, 1u);
@@ -682,6 +688,71 @@ TEST(DpdkFabric, ADeviceOfKnownLatencyIsMeasured) {
   EXPECT_GE(c.deviation, static_cast<double>(kDelayNs * 1000 - slack_ns * 1000) / static_cast<double>(modelled_ps) - 1);
 }
 
+// A device slower than the link (10 MB/s against the link's 125 MB/s, no latency): the one message's 8
+// frames (10,816 bytes) cross it one behind the other, so its last frame cannot arrive before the
+// device's time for all of them (1.08 ms), and the collective is measured that much later than the 80-90 us
+// the model gives it.
+TEST(DpdkFabric, ADeviceSlowerThanTheLinkIsMeasured) {
+  REQUIRE_EAL();
+  constexpr uint64_t kBytesPerSec = 10'000'000;
+  auto ports = fd::DpdkPorts::ring("fabrate", port_config(), 1, fd::RingDevice{0, kBytesPerSec});
+  EXPECT_NE(ports.describe().find("a -> b through a device of 0.080 Gb/s,"), std::string::npos) << ports.describe();
+  const fd::DpdkStats s = one_message_through(ports);
+  EXPECT_EQ(s.settings.ring_device.bytes_per_sec, kBytesPerSec);
+  ASSERT_EQ(s.data_frames, 8u);
+  const uint64_t frame_bytes = 10'000 + 8 * fd::frame_bytes(fd::WireMode::kFabemu, 0);  // 8 heads of 102 bytes
+  const uint64_t device_ns = frame_bytes * 1'000'000'000 / kBytesPerSec;  // 1,081,600 ns
+  // The first frame was taken off the ring after the send stamp was read at the earliest 50 us before.
+  EXPECT_GE(s.latency_ns.min() + 50'000, device_ns);
+  ASSERT_EQ(s.collectives.size(), 1u);
+  EXPECT_GE(s.collectives[0].measured.ps() + Duration::from_us(50).ps(), device_ns * 1000);
+  EXPECT_GT(s.collectives[0].deviation, 10.0);  // 1.08 ms against 80-90 us
+  EXPECT_EQ(s.late, 1u);
+}
+
+// A collective that could only start once an earlier one's frames came through a slow device inherits
+// that delay, and it is not its own: message A (collective 0, rank 0 -> 1) through a 20 ms device, and
+// message B (collective 1, rank 1 -> 0) handed over when A is delivered (dilation 1: the walker waits for
+// A's frames, 20 ms after A's modelled delivery at about 80 us). B is measured from its hand-over, so both
+// collectives are measured at about the device's 20 ms (not B at 40 ms, from its modelled start), and B did
+// not start late by fabemu's doing (it left as soon as it was handed over; it was 20 ms after its
+// modelled departure only because the walker waited for the wire).
+TEST(DpdkFabric, ACollectiveThatWaitedForTheWireIsMeasuredFromItsRealStart) {
+  REQUIRE_EAL();
+  constexpr uint64_t kDelayNs = 20'000'000;
+  auto ports = fd::DpdkPorts::ring("fabdly3", port_config(), 1, fd::RingDevice{kDelayNs, 0});
+  const auto fabric = fabric_with_one_message(ports);  // A: id 1, 0 -> 1, collective 0
+  fd::DpdkFabric& f = *fabric;
+  struct Then final : DeliveryListener {
+    fd::DpdkFabric* f = nullptr;
+    void on_delivered(uint64_t id, Time at) override {
+      if (id != 1) return;
+      Message b{2, 1, 0, 10'000, 0};
+      b.coll = 1;
+      f->send(b, at);
+    }
+  } then;
+  then.f = &f;
+  f.set_listener(&then);
+  f.engine().run();
+  ASSERT_TRUE(f.drain());
+  const fd::DpdkStats& s = f.stats();
+  std::printf("%s", fd::format_dpdk_stats(s).c_str());
+  ASSERT_EQ(s.collectives.size(), 2u);
+  const fd::DpdkStats::Collective& a = s.collectives[0];
+  const fd::DpdkStats::Collective& b = s.collectives[1];
+  EXPECT_EQ(s.late, 2u);
+  const uint64_t delay_ps = kDelayNs * 1000;
+  for (const auto* c : {&a, &b}) {
+    EXPECT_GE(c->measured.ps() + Duration::from_us(50).ps(), delay_ps) << "collective " << c->coll;
+    // The device's 20 ms and the message's 80-90 us; 10 ms for a stall of this host, far from B's 40 ms
+    // when measured from its modelled start.
+    EXPECT_LT(c->measured.ps(), delay_ps + Duration::from_ms(10).ps()) << "collective " << c->coll;
+  }
+  EXPECT_LT(b.late_start.ps(), Duration::from_ms(10).ps()) << "B left when it was handed over, 20 ms after its "
+                                                               "modelled departure by the wire's doing";
+}
+
 // The same device under a whole workload (the 8-rank ring all-reduce of 1 MiB at dilation 100, a 300 us
 // device): the walker's report stays exactly the software model's (a slow device changes what is measured,
 // never the modelled times), every message arrives late, none faster than the device, and every
@@ -692,7 +763,7 @@ TEST(DpdkFabric, ADeviceOfKnownLatencyChangesTheMeasurementsNotTheReport) {
   fabemu::test::ScratchDir dir;
   const Workload w = generated_all_reduce(dir);
   const RunResult sw = run_software(w);
-  auto ports = fd::DpdkPorts::ring("fabdly2", port_config(), 1, kDelayNs);
+  auto ports = fd::DpdkPorts::ring("fabdly2", port_config(), 1, fd::RingDevice{kDelayNs, 0});
   fd::DpdkFabricOptions opt;
   opt.dilation = 100;
   const DpdkRun d = run_dpdk(w, ports, opt);

@@ -629,6 +629,12 @@ int run(const RunArgs& a) {
           "DPDK fabric: --dpdk-rx-lcore all found no worker lcore of EAL's (or one device looping frames back): the "
           "main lcore polled everything; give EAL more lcores, e.g. -- -l 0-2");
     }
+    if (st.settings.ring_device.any() && host::dpdk::Eal::every_cpu_has_an_lcore()) {
+      result.warnings.push_back(
+          "DPDK fabric: every CPU has an lcore, so the thread of the ring pair's device (--dpdk-ring-delay, "
+          "--dpdk-ring-rate) shared a CPU with a polling lcore and may have held frames longer than the device "
+          "says (a scheduler time slice, milliseconds): leave a CPU without an lcore for it");
+    }
     dpdk_section = host::dpdk::format_dpdk_stats(st) + "  ports               " + dpdk_ports->describe() + "\n";
     const std::string mvm = host::dpdk::format_measured_vs_modelled(st, result, a.top);
     if (!mvm.empty()) dpdk_section += "\n" + mvm;

@@ -182,7 +182,9 @@ std::vector<unsigned> Eal::idle_worker_lcores() {
   return ids;
 }
 
-std::vector<unsigned> Eal::cpus_without_lcores() {
+namespace {
+// The CPUs no lcore of EAL's runs on (0 .. the configured count - 1), and all of them.
+void split_cpus(std::vector<unsigned>& free_cpus, std::vector<unsigned>& all) {
   const long configured = ::sysconf(_SC_NPROCESSORS_CONF);
   const unsigned n = configured > 0 ? static_cast<unsigned>(std::min<long>(configured, CPU_SETSIZE)) : 1;
   std::vector<bool> used(n, false);
@@ -193,12 +195,23 @@ std::vector<unsigned> Eal::cpus_without_lcores() {
       if (CPU_ISSET(c, &set)) used[c] = true;
     }
   }
-  std::vector<unsigned> free_cpus, all;
   for (unsigned c = 0; c < n; ++c) {
     all.push_back(c);
     if (!used[c]) free_cpus.push_back(c);
   }
+}
+}  // namespace
+
+std::vector<unsigned> Eal::cpus_without_lcores() {
+  std::vector<unsigned> free_cpus, all;
+  split_cpus(free_cpus, all);
   return free_cpus.empty() ? all : free_cpus;
+}
+
+bool Eal::every_cpu_has_an_lcore() {
+  std::vector<unsigned> free_cpus, all;
+  split_cpus(free_cpus, all);
+  return free_cpus.empty();
 }
 
 std::vector<std::string> Eal::no_huge_args(unsigned lcore, unsigned memory_mb) {

@@ -47,6 +47,8 @@ class Eal {
   // The CPUs no lcore of EAL's runs on (0 .. the configured count - 1), or every CPU when each one has an
   // lcore: where a helper thread should run (the pcap capture's writer), off the polling lcores' CPUs.
   static std::vector<unsigned> cpus_without_lcores();
+  // True when every CPU has an lcore of EAL's: a helper thread then shares a CPU with a polling lcore.
+  static bool every_cpu_has_an_lcore();
 
   // Set by SIGINT/SIGTERM (and request_stop()); polled by run loops. clear_stop() resets it.
   static bool stop_requested() noexcept { return stop_flag_.load(std::memory_order_relaxed); }

@@ -222,6 +222,11 @@ EOF2
     --dpdk-ring-rate 1 -r "$tmp/rate.json"
   expect_text "$tmp/out" ", a -> b through a device of 1.000 Gb/s, "
   check_device_report "$tmp/rate.json" 0 125000000 || fail "the --dpdk-ring-rate report is wrong"
+  # with an lcore on every CPU (EAL -l 0-<last CPU>) the device's thread shares one: a warning says so
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
+    --dpdk-ring-delay 100 -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-clid$$" --no-telemetry \
+    -l "0-$(($(nproc) - 1))"
+  expect_text "$tmp/out" "DPDK fabric: every CPU has an lcore, so the thread of the ring pair's device"
   # EAL arguments after -- reach the EAL untouched (-m is also fabemu's --model): a --vdev given there
   # is used by name by --dpdk-devargs (a net_ring vdev loops frames back)
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible -q \

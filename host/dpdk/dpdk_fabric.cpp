@@ -51,9 +51,10 @@ double rate_gbps(emu::Rate r) {
 
 // --- ports ---------------------------------------------------------------------------------------------
 
-DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues, RingDevice device) {
+DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues, RingDevice device,
+                          unsigned ring_size) {
   DpdkPorts p;
-  p.ring_ = std::make_unique<RingPair>(name, kRingDelayFrames / 2, SOCKET_ID_ANY, queues, device);
+  p.ring_ = std::make_unique<RingPair>(name, ring_size, SOCKET_ID_ANY, queues, device);
   p.a_ = std::make_unique<Port>(p.ring_->a(), cfg);
   p.b_ = std::make_unique<Port>(p.ring_->b(), cfg);
   std::string dev;
@@ -786,6 +787,7 @@ void DpdkFabric::transmit() {
 void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
                        PacedQueue* paced) {
   if (queue.empty()) return;
+  const size_t given = queue.size();
   const size_t sent = send_bursts(port, txq, queue, kBurst, [&](size_t from, uint16_t took) {
     // Sent now: the actual departure of these frames (after tx_burst returned them as taken), one reading
     // for the messages' send times and the pacing's departures.
@@ -799,6 +801,8 @@ void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, 
   });
   firsts.erased(sent);
   if (paced != nullptr) paced->compact();
+  ++stats_.tx_flushes;
+  stats_.tx_full += sent < given;
 }
 
 void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
@@ -1149,8 +1153,12 @@ Fidelity fidelity(const DpdkStats& s) noexcept {
     f.verdict = Fidelity::Verdict::kFellBehind;
     // No undisturbed period at all (median 0) with periods measured: every one was disturbed.
     const bool all_disturbed = s.pacing_median_ratio <= 0 && s.pacing_disturbed_periods > 0;
-    f.cause = all_disturbed || s.pacing_median_ratio >= kKeptPaceRatio ? Fidelity::Cause::kStalls
-                                                                        : Fidelity::Cause::kSpeed;
+    if (s.tx_full > 0 && static_cast<double>(s.tx_full) >= kDeviceFullShare * static_cast<double>(s.tx_flushes)) {
+      f.cause = Fidelity::Cause::kDevice;  // frames waited for the device, whatever else happened
+    } else {
+      f.cause = all_disturbed || s.pacing_median_ratio >= kKeptPaceRatio ? Fidelity::Cause::kStalls
+                                                                          : Fidelity::Cause::kSpeed;
+    }
   }
   return f;
 }
@@ -1160,6 +1168,7 @@ const char* to_string(Fidelity::Cause c) noexcept {
     case Fidelity::Cause::kNone: return "none";
     case Fidelity::Cause::kStalls: return "stalls";
     case Fidelity::Cause::kSpeed: return "speed";
+    case Fidelity::Cause::kDevice: return "device";
   }
   return "none";
 }
@@ -1271,6 +1280,11 @@ std::string format_dpdk_stats(const DpdkStats& s) {
       if (s.links.size() > kShown) out += fmt::format("    ... {} more links\n", s.links.size() - kShown);
       out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} frames (wall, TSC after tx_burst)\n",
                          histogram_text(s.jitter_ns), s.jitter_ns.count());
+      if (s.tx_full > 0) {
+        out += fmt::format("  device full         the transmit queue was full in {} of {} flushes of data frames "
+                           "(frames waited for the device)\n",
+                           s.tx_full, s.tx_flushes);
+      }
       out += fmt::format("  polling             main lcore {} stalls over 100 us, longest gap {} ns{}\n", s.poll_stalls,
                          s.poll_gap_max_ns,
                          s.rx_lcore < 0 ? std::string()
@@ -1318,10 +1332,15 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                                            f.late_collectives, s.collectives.size()));
       break;
     case Fidelity::Verdict::kFellBehind:
-      out += fmt::format("  fidelity            the senders fell behind: {}; the measured times include fabemu's own "
-                         "delay. ",
-                         carried);
-      if (f.cause == Fidelity::Cause::kStalls) {
+      out += fmt::format("  fidelity            the senders fell behind: {}; the measured times include {}. ", carried,
+                         f.cause == Fidelity::Cause::kDevice ? "the frames' waits for the device"
+                                                             : "fabemu's own delay");
+      if (f.cause == Fidelity::Cause::kDevice) {
+        out += fmt::format("The device took the frames slower than the target rate: its transmit queue was full in "
+                           "{} of {} flushes, and the frames waited. A lab NIC slower than the target at this "
+                           "dilation: raise --dilation above {:g}; the device under test: that is its rate\n",
+                           s.tx_full, s.tx_flushes, s.dilation);
+      } else if (f.cause == Fidelity::Cause::kStalls) {
         const std::string which =
             f.undisturbed_ratio > 0
                 ? fmt::format("The busy periods no stall disturbed kept pace (median {:.5f})", f.undisturbed_ratio)
@@ -1490,6 +1509,8 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("jitter_ns", histogram_json(s.jitter_ns, true));
   kv("poll_gap_max_ns", fmt::format("{}", s.poll_gap_max_ns));
   kv("poll_stalls", fmt::format("{}", s.poll_stalls));
+  kv("tx_flushes", fmt::format("{}", s.tx_flushes));
+  kv("tx_full", fmt::format("{}", s.tx_full));
   kv("rx_poll_gap_max_ns", fmt::format("{}", s.rx_poll_gap_max_ns));
   kv("rx_poll_stalls", fmt::format("{}", s.rx_poll_stalls));
   kv("pcap", s.pcap.empty()

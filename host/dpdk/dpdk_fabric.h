@@ -93,12 +93,14 @@ struct DpdkFabricOptions {
 class DpdkPorts {
  public:
   // An in-process ring pair (rte_eth_from_rings), named net_ring_<name>_a/_b, with `queues` queues each
-  // way (cfg's queue counts should match: DpdkFabricOptions::rx_lcores). With a `device`, every frame from
-  // a to b crosses it (RingPair: a stand-in device under test of known latency and rate).
-  static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1, RingDevice device = {});
+  // way (cfg's queue counts should match: DpdkFabricOptions::rx_lcores) of `ring_size` frames. With a
+  // `device`, every frame from a to b crosses it (RingPair: a stand-in device under test of known latency
+  // and rate), which holds up to 2 x ring_size.
+  static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1, RingDevice device = {},
+                        unsigned ring_size = 4096);
   // The most frames ring()'s device holds (twice its rings' size): port A's mbufs, which a pool for a ring
   // pair with a device has room for on top (the frames a NIC has sent come back to their pool at once).
-  static constexpr uint32_t kRingDelayFrames = 2 * 4096;
+  static constexpr uint32_t kRingDelayFrames = 2 * 4096;  // at ring()'s default ring_size
   // A memif server and client on `socket` (a path in a directory of the caller's); waits up to 2 s for
   // the link (std::runtime_error otherwise).
   static DpdkPorts memif(const std::string& socket, const PortConfig& cfg);
@@ -204,6 +206,11 @@ struct DpdkStats {
   // Gaps between the starts of two rounds of polling (wall): the longest, and the stalls (over 100 us).
   // Frames due in a stall leave late; OS preemption of the polling thread shows up here.
   uint64_t poll_gap_max_ns = 0, poll_stalls = 0;
+  // Flushes of data frames to port A (a transmit queue with frames built), and those in which the device
+  // took fewer than it was given (its transmit queue full: the rest waited for a later poll). A device
+  // that refuses frames makes them leave late whatever fabemu does: the lab NIC's line rate, or the
+  // device under test's own rate.
+  uint64_t tx_flushes = 0, tx_full = 0;
   // The same of the receive lcore's polls (rx_lcore >= 0): frames that arrive in its stall are timed late.
   uint64_t rx_poll_gap_max_ns = 0, rx_poll_stalls = 0;
   // --pcap (once the capture is closed, at the end of the run): frames captured, and how often and how long
@@ -288,6 +295,9 @@ struct DpdkStats {
 // model but once +2.6%); D = 75, 60 and 50 fell behind (0.988, 0.971, 0.90-0.94; worst collectives +0.44%,
 // +1.28%, +46.7-59.6%). host/dpdk/README.md, "Fidelity".
 inline constexpr double kKeptPaceRatio = 0.99;
+// The share of flushes in which the device refused frames above which a run that fell behind blames the
+// device (Fidelity::Cause::kDevice).
+inline constexpr double kDeviceFullShare = 0.01;
 struct Fidelity {
   enum class Verdict {
     kNotPaced,    // D = 0, or no first transmission was paced: nothing to compare
@@ -305,6 +315,10 @@ struct Fidelity {
     // Even the undisturbed periods fell short: this host cannot build and pace the frames at D. Raise
     // --dilation.
     kSpeed,
+    // The device refused frames (DpdkStats::tx_full in at least kDeviceFullShare of the flushes): its
+    // transmit queue was full, so frames waited whatever fabemu did. A lab NIC slower than the target at
+    // D (raise --dilation), or the device under test's own rate.
+    kDevice,
   };
   Verdict verdict = Verdict::kNotPaced;
   Cause cause = Cause::kNone;

@@ -537,6 +537,35 @@ TEST(DpdkStats, FidelityVerdicts) {
       nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(t) + "}").at("dpdk").at("pcap");
   EXPECT_EQ(failed.at("error"), t.pcap_error);
   EXPECT_EQ(failed.at("dropped"), 70);
+  // The device refused frames (its transmit queue full) in at least 1% of the flushes: the device is
+  // blamed, before the stalls or the speed; below 1%, as before; a run that kept pace blames nothing.
+  {
+    fd::DpdkStats dev = s;
+    dev.pacing_ratio = 0.93;
+    dev.pacing_median_ratio = 0.99;
+    dev.pacing_disturbed_periods = 356;
+    dev.tx_flushes = 1000;
+    dev.tx_full = 10;
+    EXPECT_EQ(fd::fidelity(dev).cause, C::kDevice);
+    EXPECT_STREQ(fd::to_string(C::kDevice), "device");
+    const std::string dev_text = fd::format_dpdk_stats(dev);
+    EXPECT_NE(dev_text.find("the measured times include the frames' waits for the device. The device took the "
+                            "frames slower than the target rate: its transmit queue was full in 10 of 1000 flushes, "
+                            "and the frames waited. A lab NIC slower than the target at this dilation: raise "
+                            "--dilation above 2; the device under test: that is its rate\n"),
+              std::string::npos)
+        << dev_text;
+    const nlohmann::json d = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(dev) + "}").at("dpdk");
+    EXPECT_EQ(d.at("fidelity").at("cause"), "device");
+    EXPECT_EQ(d.at("tx_full"), 10u);
+    EXPECT_EQ(d.at("tx_flushes"), 1000u);
+    dev.tx_full = 9;
+    EXPECT_EQ(fd::fidelity(dev).cause, C::kStalls);
+    dev.tx_full = 500;
+    dev.pacing_ratio = 0.995;
+    EXPECT_EQ(fd::fidelity(dev).verdict, V::kKeptPace);
+    EXPECT_EQ(fd::fidelity(dev).cause, C::kNone);
+  }
 }
 
 // merge_spans and covered_within: the stalls of both polling lcores as one set of disjoint spans, and how
@@ -751,6 +780,35 @@ TEST(DpdkFabric, ACollectiveThatWaitedForTheWireIsMeasuredFromItsRealStart) {
   }
   EXPECT_LT(b.late_start.ps(), Duration::from_ms(10).ps()) << "B left when it was handed over, 20 ms after its "
                                                                "modelled departure by the wire's doing";
+}
+
+// A device that cannot take the frames as fast as the link sends them refuses them once its queues are
+// full, and the fidelity line blames it, not fabemu: one 2 MB message over a 1 GB/s link (dilation 1)
+// into a ring pair of 256-frame rings whose device carries 100 MB/s (it holds 512 frames, a's transmit
+// ring 256 more): after about 768 frames the device's queue is full and the rest leave at its rate.
+TEST(DpdkFabric, ADeviceThatRefusesFramesIsBlamedForTheLateness) {
+  REQUIRE_EAL();
+  auto ports = fd::DpdkPorts::ring("fabfull", port_config(), 1, fd::RingDevice{0, 100'000'000}, 256);
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 1;
+  fd::DpdkFabric f(Topology(network({dim_at(DimTopology::kFullyConnected, 2, 1'000'000'000)})),
+                   fd::AddressPlan::make_default(2), ports, opt);
+  Message m{1, 0, 1, 2'000'000, 0};
+  m.coll = 0;
+  f.send(m, Time::zero());
+  f.engine().run();
+  ASSERT_TRUE(f.drain());
+  const fd::DpdkStats& s = f.stats();
+  const std::string text = fd::format_dpdk_stats(s);
+  std::printf("%s", text.c_str());
+  EXPECT_GT(s.tx_full, 0u);
+  const fd::Fidelity fid = fd::fidelity(s);
+  EXPECT_EQ(fid.verdict, fd::Fidelity::Verdict::kFellBehind);
+  EXPECT_EQ(fid.cause, fd::Fidelity::Cause::kDevice);
+  EXPECT_NE(text.find("The device took the frames slower than the target rate"), std::string::npos);
+  EXPECT_NE(text.find("  device full         the transmit queue was full in "), std::string::npos);
+  // The message crossed the device at its rate: 2 MB and the frame heads at 100 MB/s, at least 20 ms.
+  EXPECT_GE(s.latency_ns.max() + 50'000, 20'000'000u);
 }
 
 // The same device under a whole workload (the 8-rank ring all-reduce of 1 MiB at dilation 100, a 300 us

@@ -19,9 +19,9 @@
 #include <csignal>
 #include <cstring>
 #include <mutex>
-#include <thread>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "emulator/time.h"
@@ -585,11 +585,12 @@ class DelayLine {
   uint64_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
 
  private:
+  using u128 = emu::detail::u128;
   struct Held {
     std::vector<rte_mbuf*> frames;
     std::vector<uint64_t> due;
     uint64_t head = 0, tail = 0, mask = 0;  // [head, tail): held, oldest first
-    emu::detail::u128 free_q32 = 0;         // with a rate: when the device has let the last frame through (TSC, q32)
+    u128 free_q32 = 0;  // with a rate: when the device has let the last frame through (TSC ticks, q32)
   };
   static constexpr unsigned kBurst = 32;
 
@@ -600,7 +601,8 @@ class DelayLine {
       bool moved = false;
       for (size_t q = 0; q < in_.size(); ++q) {
         Held& h = held_[q];
-        // Take what a has sent, as far as there is room; each is due delay_ticks_ after it was taken.
+        // Take what a has sent, as far as there is room: each is due when it has crossed the device (at
+        // its rate, behind the frames before it) and then the latency.
         const auto room = static_cast<unsigned>(std::min<uint64_t>(kBurst, h.mask + 1 - (h.tail - h.head)));
         const unsigned n = room == 0 ? 0 : rte_ring_sc_dequeue_burst(in_[q], burst.data(), room, nullptr);
         if (n > 0) {
@@ -610,8 +612,8 @@ class DelayLine {
             uint64_t done = taken;
             if (ticks_per_byte_q32_ != 0) {
               // Through the device at its rate, behind the frames before it.
-              const emu::detail::u128 start = std::max<emu::detail::u128>(static_cast<emu::detail::u128>(taken) << 32, h.free_q32);
-              const emu::detail::u128 end = start + static_cast<emu::detail::u128>(m->pkt_len) * ticks_per_byte_q32_;
+              const u128 start = std::max(u128{taken} << 32, h.free_q32);
+              const u128 end = start + u128{m->pkt_len} * ticks_per_byte_q32_;
               h.free_q32 = end;
               done = static_cast<uint64_t>((end + 0xFFFFFFFFu) >> 32);
             }

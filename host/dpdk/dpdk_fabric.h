@@ -97,7 +97,7 @@ class DpdkPorts {
   // `device`, every frame from a to b crosses it (RingPair: a stand-in device under test of known latency
   // and rate), which holds up to 2 x ring_size.
   static DpdkPorts ring(const std::string& name, const PortConfig& cfg, uint16_t queues = 1, RingDevice device = {},
-                        unsigned ring_size = 4096);
+                        unsigned ring_size = kRingDelayFrames / 2);
   // The most frames ring()'s device holds (twice its rings' size): port A's mbufs, which a pool for a ring
   // pair with a device has room for on top (the frames a NIC has sent come back to their pool at once).
   static constexpr uint32_t kRingDelayFrames = 2 * 4096;  // at ring()'s default ring_size

@@ -437,10 +437,13 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   bool try_submit(uint64_t id, Record& r);
   // One round of I/O: submit backlog, transmit, receive (the RxPath inline, or the receive lcore's
   // completions), ACK/NACK for the senders. Returns true when a frame or a completion was received.
+  // `now`: the clock read just before, the round's one reading for its stall check, the messages due, the
+  // pacing's now and the receive path's timers (poll() reads it).
   bool poll();
+  bool poll(const TscClock::Reading& now);
   // The senders' packets, a run of one message at a time (Sender::next_runs, fill_run); with pacing, those
-  // that are due (pace_run).
-  void transmit();
+  // that are due at `now` (pace_run, which reads the clock again for a frame not due yet).
+  void transmit(const TscClock::Reading& now);
   // RunGate of a run of first transmissions: how many of its frames are due now; their PacedRuns into
   // paced_.
   uint32_t pace_run(const TxRun& r);

@@ -50,6 +50,15 @@ emu::Time TscClock::emulated_at(uint64_t t) const noexcept {
   return emu::Time::from_ps(mul_div_floor(wall_at(t).ps(), 65536, dilation_q16_, q16_per_dilation_));
 }
 
+TscClock::Reading TscClock::at(uint64_t t) const noexcept {
+  Reading r;
+  r.ticks = t;
+  r.wall = wall_at(t);
+  r.emulated = dilation_q16_ == 0 ? emu::Time::max()
+                                  : emu::Time::from_ps(mul_div_floor(r.wall.ps(), 65536, dilation_q16_, q16_per_dilation_));
+  return r;
+}
+
 emu::Time TscClock::emulated() const noexcept {
   if (dilation_q16_ == 0) return emu::Time::max();
   return emu::Time::from_ps(mul_div_floor(wall().ps(), 65536, dilation_q16_, q16_per_dilation_));

@@ -99,10 +99,10 @@ ReceiverStats RxPath::receiver_totals() const noexcept {
   return t;
 }
 
-bool RxPath::poll(RxSink& sink, uint64_t stamp_ps) {
+bool RxPath::poll(RxSink& sink, uint64_t stamp_ps, uint64_t ticks) {
   ++stats_.polls;
-  // One reading of the clock per round: the Receivers' timers (NACK delay, 200 us) need no finer.
-  const uint64_t ticks = clock_.ticks();
+  // One reading of the clock per round (the caller's): the Receivers' timers (NACK delay, 200 us) need no
+  // finer.
   now_ = clock_.wall_at(ticks);
   if (last_poll_ticks_ != 0 && ticks - last_poll_ticks_ > stall_ticks_) [[unlikely]] {
     ++stats_.poll_stalls;

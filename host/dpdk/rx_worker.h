@@ -190,8 +190,11 @@ class RxPath {
   // came; NACKs of idle messages; the ACK/NACK frames sent. `stamp_ps` goes into the ACK/NACK headers
   // (kStampWall: this path's wall clock, ps). Returns true when a frame of ours was received and not
   // dropped by the fault injection: progress.
+  // `now_ticks`: the TSC just read by the caller (the fabric's polling round reads it once for all its
+  // parts); without it, poll reads it.
   static constexpr uint64_t kStampWall = ~uint64_t{0};
-  bool poll(RxSink& sink, uint64_t stamp_ps);
+  bool poll(RxSink& sink, uint64_t stamp_ps) { return poll(sink, stamp_ps, clock_.ticks()); }
+  bool poll(RxSink& sink, uint64_t stamp_ps, uint64_t now_ticks);
   // Nothing held back by reorder injection and no ACK/NACK waiting for the device.
   bool idle() const noexcept { return reorder_.empty() && tx_.empty(); }
   // Wall time zero of the Receivers' timers and of the pcap records of ACKs/NACKs.

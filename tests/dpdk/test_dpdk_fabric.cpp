@@ -1343,6 +1343,29 @@ TEST(TscClock, DilationMapsWallToEmulatedTime) {
   EXPECT_THROW(fd::TscClock(-1), std::invalid_argument);
 }
 
+// The polling round's one reading: the wall and emulated times of its ticks, as wall_at and emulated_at
+// give them; as fast as possible, every emulated time has come.
+TEST(TscClock, AReadingIsTheWallAndEmulatedTimeOfItsTicks) {
+  REQUIRE_EAL();
+  fd::TscClock slow(7.5);
+  for (const uint64_t later : {uint64_t{0}, uint64_t{1}, uint64_t{123'457}, uint64_t{9'876'543'210}}) {
+    const uint64_t t = slow.start_ticks() + later;
+    const fd::TscClock::Reading r = slow.at(t);
+    EXPECT_EQ(r.ticks, t);
+    EXPECT_EQ(r.wall, slow.wall_at(t)) << later;
+    EXPECT_EQ(r.emulated, slow.emulated_at(t)) << later;
+    // 7.5 times slower: floor(wall * 2 / 15), within one picosecond of the double's quotient.
+    EXPECT_EQ(r.emulated.ps(), r.wall.ps() * 2 / 15) << later;
+  }
+  EXPECT_EQ(slow.at(slow.start_ticks() - 1).wall.ps(), 0u);  // before the start: zero, as wall_at
+  const fd::TscClock::Reading now = slow.read();
+  EXPECT_GE(now.ticks, slow.start_ticks());
+  EXPECT_EQ(now.wall, slow.wall_at(now.ticks));
+  fd::TscClock afap(0);
+  EXPECT_EQ(afap.read().emulated, Time::max());
+  EXPECT_EQ(afap.at(afap.start_ticks() + 1000).emulated, Time::max());
+}
+
 // pace_frames' due frames one by one (PacedRun::frame) into out[0..): how many.
 template <class Pace>
 uint32_t frames_of(const fd::TscClock& clock, uint32_t n, fd::PacedFrame* out, Pace&& pace) {

@@ -104,6 +104,7 @@ struct RunArgs {
   std::string dpdk_port = "ring";
   double dpdk_ring_delay_us = 0;
   double dpdk_ring_rate_gbps = 0;
+  uint64_t dpdk_ring_ecn_bytes = 0;
   std::vector<std::string> dpdk_devargs;
   std::string dpdk_rx_lcore = "auto";
   std::string dpdk_verify_checksums = "auto";
@@ -115,6 +116,8 @@ struct RunArgs {
   bool as_fast_as_possible = false;
   bool roce = false;
   uint32_t wire_mtu = 1500;
+  uint32_t wire_dscp = 0;
+  std::string wire_ecn = "not-ect";
   std::string address_plan;
   double drop_rate = 0;
   double reorder_rate = 0;
@@ -145,13 +148,17 @@ void check_options(const RunArgs& a) {
     throw std::invalid_argument(
         "--dpdk-port picks fabemu's own in-process devices, --dpdk-devargs devices of yours: give one of them, not both");
   }
-  for (const char* device : {"--dpdk-ring-delay", "--dpdk-ring-rate"}) {
+  for (const char* device : {"--dpdk-ring-delay", "--dpdk-ring-rate", "--dpdk-ring-ecn"}) {
     if (given(device) && (a.dpdk_port != "ring" || given("--dpdk-devargs"))) {
       throw std::invalid_argument(fmt::format(
           "{} sets a device inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply "
           "to {}",
           device, given("--dpdk-devargs") ? "--dpdk-devargs" : "--dpdk-port memif"));
     }
+  }
+  if (given("--dpdk-ring-ecn") && a.dpdk_ring_ecn_bytes > 0 && a.dpdk_ring_rate_gbps <= 0) {
+    throw std::invalid_argument("--dpdk-ring-ecn marks frames by the queue that builds behind the device's rate: give "
+                                "--dpdk-ring-rate too");
   }
   struct Rule {
     const char* option;
@@ -171,7 +178,8 @@ void check_options(const RunArgs& a) {
   if (!a.agents.empty()) return;
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
-      {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},
+      {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},       {"--dpdk-ring-ecn", {"dpdk"}},
+      {"--wire-dscp", {"dpdk"}},          {"--wire-ecn", {"dpdk"}},
       {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},
       {"--dpdk-nack-delay", {"dpdk"}},    {"--dpdk-window", {"dpdk"}},           {"--roce", {"dpdk"}},
       {"--wire-mtu", {"dpdk"}},           {"--address-plan", {"dpdk"}},          {"--pcap", {"dpdk"}},
@@ -522,6 +530,7 @@ int run(const RunArgs& a) {
       hd::RingDevice device;
       device.delay_ns = static_cast<uint64_t>(std::llround(a.dpdk_ring_delay_us * 1000.0));
       device.bytes_per_sec = static_cast<uint64_t>(std::llround(a.dpdk_ring_rate_gbps * 1e9 / 8));
+      device.ecn_bytes = a.dpdk_ring_ecn_bytes;
       if (device.any()) cfg.mbufs += hd::DpdkPorts::kRingDelayFrames;  // the frames the device holds
       dpdk_ports = std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues, device));
     }
@@ -529,6 +538,8 @@ int run(const RunArgs& a) {
     o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
     o.mode = a.roce ? hd::WireMode::kRoceV2 : hd::WireMode::kFabemu;
     o.wire_mtu = a.wire_mtu;
+    o.dscp = static_cast<uint8_t>(a.wire_dscp);
+    o.ecn = a.wire_ecn == "ect0" ? hd::Ecn::kEct0 : a.wire_ecn == "ect1" ? hd::Ecn::kEct1 : hd::Ecn::kNotEct;
     o.dilation = a.as_fast_as_possible ? 0.0 : a.dilation;
     o.faults.drop_rate = a.drop_rate;
     o.faults.reorder_rate = a.reorder_rate;
@@ -766,6 +777,11 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "cross it behind the frames before it, then the --dpdk-ring-delay): a device slower than the "
                       "target's links. 0 (default): no rate")
       ->check(CLI::Range(0.0, 100'000.0));
+  run_cmd->add_option("--dpdk-ring-ecn", args->dpdk_ring_ecn_bytes,
+                      "DPDK: with --dpdk-ring-rate, that device marks ECN as a switch queue does: an ECN-capable frame "
+                      "(--wire-ecn ect0 or ect1) that finds at least this many bytes queued ahead of it leaves marked "
+                      "CE. 0 (default): never marks")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   run_cmd->add_option("--dpdk-devargs", args->dpdk_devargs,
                       "DPDK: a device to use instead of --dpdk-port (rte_dev_probe devargs); once: A loops frames back, "
                       "twice: data A -> B, ACK/NACK B -> A. Traffic only to devices you own (198.18.0.0/15 addresses)");
@@ -815,6 +831,14 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_flag("--roce", args->roce, "DPDK: RoCEv2 frames (UDP 4791, BTH) instead of fabemu UDP frames");
   run_cmd->add_option("--wire-mtu", args->wire_mtu, "DPDK: IP MTU of the frames (default 1500)")
       ->check(CLI::Range(256u, 9000u));
+  run_cmd->add_option("--wire-dscp", args->wire_dscp,
+                      "DPDK: the DSCP of every frame (0..63, default 0): the traffic class a switch queues them in "
+                      "(e.g. 26, a common lossless class for RoCE)")
+      ->check(CLI::Range(0u, 63u));
+  run_cmd->add_option("--wire-ecn", args->wire_ecn,
+                      "DPDK: the ECN codepoint of every frame: not-ect (default), ect0 or ect1 (ECN-capable: a switch "
+                      "that marks ECN marks them CE when its queue builds, and the report counts them)")
+      ->check(CLI::IsMember({"not-ect", "ect0", "ect1"}));
   run_cmd->add_option("--address-plan", args->address_plan,
                       "DPDK: YAML rank -> MAC/IP/port plan (default: 198.18.0.1 + rank)");
   run_cmd->add_option("--drop-rate", args->drop_rate, "DPDK: drop this fraction of data frames on receive")

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "emulator/time.h"
+#include "host/dpdk/wire.h"
 
 namespace fabemu::host::dpdk {
 
@@ -550,6 +551,7 @@ class DelayLine {
     // TSC ticks a byte takes through the device, 32 fractional bits (0: no rate).
     if (device.bytes_per_sec > 0) {
       ticks_per_byte_q32_ = static_cast<uint64_t>((static_cast<emu::detail::u128>(hz) << 32) / device.bytes_per_sec);
+      ecn_q32_ = u128{device.ecn_bytes} * ticks_per_byte_q32_;  // the queue ahead, in the rate's units
     }
     unsigned cap = 1;
     while (cap < capacity) cap <<= 1;
@@ -583,6 +585,7 @@ class DelayLine {
   DelayLine& operator=(const DelayLine&) = delete;
   uint64_t forwarded() const noexcept { return forwarded_.load(std::memory_order_relaxed); }
   uint64_t peak() const noexcept { return peak_.load(std::memory_order_relaxed); }
+  uint64_t marked() const noexcept { return marked_.load(std::memory_order_relaxed); }
 
  private:
   using u128 = emu::detail::u128;
@@ -596,7 +599,7 @@ class DelayLine {
 
   void run() {
     std::array<void*, kBurst> burst{};
-    uint64_t forwarded = 0, peak = 0;
+    uint64_t forwarded = 0, peak = 0, marked = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
       bool moved = false;
       for (size_t q = 0; q < in_.size(); ++q) {
@@ -613,6 +616,12 @@ class DelayLine {
             if (ticks_per_byte_q32_ != 0) {
               // Through the device at its rate, behind the frames before it.
               const u128 start = std::max(u128{taken} << 32, h.free_q32);
+              // ECN: the bytes ahead of it that have not crossed yet, as time at the rate. Only a frame
+              // this device alone holds (refcnt 1), in one segment.
+              if (ecn_q32_ != 0 && start - (u128{taken} << 32) >= ecn_q32_ && rte_mbuf_refcnt_read(m) == 1 &&
+                  mark_ce({rte_pktmbuf_mtod(m, uint8_t*), m->data_len})) {
+                ++marked;
+              }
               const u128 end = start + u128{m->pkt_len} * ticks_per_byte_q32_;
               h.free_q32 = end;
               done = static_cast<uint64_t>((end + 0xFFFFFFFFu) >> 32);
@@ -640,6 +649,7 @@ class DelayLine {
       if (moved) {
         forwarded_.store(forwarded, std::memory_order_relaxed);
         peak_.store(peak, std::memory_order_relaxed);
+        marked_.store(marked, std::memory_order_relaxed);
       } else {
         rte_pause();
       }
@@ -650,8 +660,9 @@ class DelayLine {
   std::vector<Held> held_;
   uint64_t delay_ticks_ = 0;
   uint64_t ticks_per_byte_q32_ = 0;
+  u128 ecn_q32_ = 0;  // RingDevice::ecn_bytes at the rate (0: no marking)
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> forwarded_{0}, peak_{0};
+  std::atomic<uint64_t> forwarded_{0}, peak_{0}, marked_{0};
   std::thread thread_;
 };
 
@@ -661,6 +672,9 @@ RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint
   // rte_eth_from_rings names the vdev (and the ethdev) "net_ring_<name>", at most 31 characters.
   if (name.empty() || name.size() > 20)
     throw std::invalid_argument("RingPair(\"" + name + "\"): the name must have 1 to 20 characters");
+  if (device.ecn_bytes > 0 && device.bytes_per_sec == 0) {
+    throw std::invalid_argument("RingPair(\"" + name + "\"): ECN marking needs a device rate (a queue to mark by)");
+  }
   if (queues == 0 || queues > RTE_MAX_QUEUES_PER_PORT)
     throw std::invalid_argument("RingPair(\"" + name + "\"): " + std::to_string(queues) + " queues");
   name_a_ = name + "_a";
@@ -715,6 +729,7 @@ RingPair::~RingPair() {
 
 uint64_t RingPair::delayed_frames() const noexcept { return delay_ ? delay_->forwarded() : 0; }
 uint64_t RingPair::delay_peak_held() const noexcept { return delay_ ? delay_->peak() : 0; }
+uint64_t RingPair::ce_marked() const noexcept { return delay_ ? delay_->marked() : 0; }
 
 // Frames still in the rings go back to their pools; then the rings go.
 void RingPair::free_all() noexcept {

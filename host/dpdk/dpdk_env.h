@@ -244,9 +244,14 @@ class Port {
 // Frames from b to a pass at once. A stand-in device under test whose effect is known, for the
 // measurements of the DPDK fabric (README.md, "A device of known latency and rate"). The thread polls
 // without sleeping, on the CPUs no lcore polls (Eal::cpus_without_lcores).
+// With a rate and `ecn_bytes`, the device marks ECN as a switch's egress queue does (step marking, as
+// DCQCN's RED with Kmin = Kmax): an ECT IPv4 frame that finds at least ecn_bytes still to cross the device
+// ahead of it (the bytes of the frames before it that the rate has not let through when it is taken) leaves
+// marked CE, its IPv4 checksum updated (mark_ce, wire.h); a Not-ECT frame is never marked.
 struct RingDevice {
   uint64_t delay_ns = 0;        // latency (wall ns); 0: none
   uint64_t bytes_per_sec = 0;   // rate; 0: none (infinitely fast)
+  uint64_t ecn_bytes = 0;       // CE threshold of the queue ahead (needs a rate); 0: never marks
   bool any() const noexcept { return delay_ns > 0 || bytes_per_sec > 0; }
 };
 class DelayLine;
@@ -261,9 +266,10 @@ class RingPair {
   uint16_t b() const noexcept { return b_; }
   uint16_t queues() const noexcept { return static_cast<uint16_t>(ab_.size()); }
   const RingDevice& device() const noexcept { return device_; }
-  // With a device: frames it has handed to b so far, and the most it held at once.
+  // With a device: frames it has handed to b so far, the most it held at once, and the frames it marked CE.
   uint64_t delayed_frames() const noexcept;
   uint64_t delay_peak_held() const noexcept;
+  uint64_t ce_marked() const noexcept;
 
  private:
   void free_all() noexcept;

@@ -62,6 +62,7 @@ DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16
   if (device.bytes_per_sec > 0) {
     dev += fmt::format("{}{:.3f} Gb/s", dev.empty() ? "" : " and ", static_cast<double>(device.bytes_per_sec) * 8 / 1e9);
   }
+  if (device.ecn_bytes > 0) dev += fmt::format(" marking ECN-capable frames CE behind {} bytes queued", device.ecn_bytes);
   p.what_ = fmt::format("ring pair net_ring_{0}_a -> net_ring_{0}_b{2}{3}, {1} mbufs per pool", name, cfg.mbufs,
                         queues == 1 ? std::string() : fmt::format(" ({} queues)", queues),
                         dev.empty() ? std::string() : ", a -> b through a device of " + dev);
@@ -127,6 +128,10 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
         fmt::format("the address plan has {} ranks, the topology {} NPUs", plan_.size(), npus_));
   }
   if (payload_ == 0) throw std::invalid_argument(fmt::format("--wire-mtu {}: too small for a frame", opt_.wire_mtu));
+  if (opt_.dscp > 63) throw std::invalid_argument(fmt::format("--wire-dscp {}: a DSCP is 0..63", opt_.dscp));
+  if (opt_.ecn == Ecn::kCe) {
+    throw std::invalid_argument("--wire-ecn ce: CE is what a congested switch sets; send not-ect, ect0 or ect1");
+  }
   if (opt_.checksums == DpdkFabricOptions::Checksums::kAuto && ports_.in_process()) {
     rules_.verify_udp_checksum = false;
     rules_.verify_icrc = false;
@@ -219,6 +224,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   stats_.settings = DpdkStats::Settings{opt_.mode,         opt_.wire_mtu,      opt_.window,
                                         opt_.rto,          opt_.nack_delay,    opt_.stall_timeout,
                                         opt_.faults,       opt_.checksums == DpdkFabricOptions::Checksums::kOn,
+                                        opt_.dscp,         opt_.ecn,
                                         ports_.ring_pair() != nullptr ? ports_.ring_pair()->device() : RingDevice{}};
   stats_.main_lcore = rte_get_main_lcore();
   RxPathConfig rc;
@@ -229,6 +235,8 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   rc.window = opt_.window;
   rc.nack_delay = opt_.nack_delay;
   rc.faults = opt_.faults;
+  rc.dscp = opt_.dscp;
+  rc.ecn = opt_.ecn;
   for (uint16_t q = 0; q < queues; ++q) {
     PcapWriter* capture = pcap_.get();
     if (pcap_ && !rx_lcores.empty()) {
@@ -448,6 +456,7 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
       c.first_start_ps = std::min(c.first_start_ps, std::max(r.ready, r.handed).ps());
       c.modelled_end_ps = std::max(c.modelled_end_ps, at.ps());
       c.measured_end_ps = std::max(c.measured_end_ps, r.arrived_emulated.ps());
+      c.ce += r.ce;
       if (r.tx_ticks != 0) {
         // Late against what the message could do: not before its modelled departure, nor before the
         // walker handed it over (a walker that waited for the wire is the wire's delay, not fabemu's).
@@ -585,6 +594,7 @@ void DpdkFabric::completed(const RxCompletion& c) {
   Record& r = records_.at(w->second);
   r.arrived = true;
   r.rx_ticks = c.rx_ticks;
+  r.ce = c.ce;
   r.arrived_emulated = clock_.emulated_at(c.rx_ticks);
   const uint64_t lat_ns = c.rx_ticks > r.tx_ticks ? clock_.ticks_to_ns(c.rx_ticks - r.tx_ticks) : 0;
   stats_.latency_ns.record(lat_ns);
@@ -705,6 +715,8 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
             : RunGate{};
   FrameSpec spec;
   spec.mode = opt_.mode;
+  spec.dscp = opt_.dscp;
+  spec.ecn = opt_.ecn;
   size_t built = tx_built();
   for (uint32_t si = 0; si < senders_.size(); ++si) {
     // Nothing before its next work (Sender::next_work): most senders, most polls. Their own lines stay
@@ -1031,6 +1043,7 @@ const DpdkStats& DpdkFabric::stats() {
     // for an earlier one's late frames) is measured for its own time on the wire, not for what it inherited.
     out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_start_ps ? a.measured_end_ps - a.first_start_ps : 0);
     out.late_start = emu::Duration::from_ps(a.late_start_ps);
+    out.ce_frames = a.ce;
     out.deviation = out.modelled.ps() == 0 ? 0.0
                                            : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
     if (!stalls.empty() && a.measured_end_ps > a.first_start_ps && clock_.dilation_q16() != 0) {
@@ -1048,6 +1061,7 @@ const DpdkStats& DpdkFabric::stats() {
   out_.rx_lcore = rx_lcore();
   out_.rx_lcores.clear();
   out_.rx_clocks.clear();
+  out_.ring_ce_marked = ports_.ring_pair() != nullptr ? ports_.ring_pair()->ce_marked() : 0;
   const bool two_ports = &ports_.a() != &ports_.b();
   DpdkStats::PortClock b;
   b.port = ports_.b().name();
@@ -1061,6 +1075,8 @@ const DpdkStats& DpdkFabric::stats() {
   b.checksums = checksums_of(ports_.b());
   if (rx_readable) {
     out_.nic_arrivals = 0;
+    std::fill(std::begin(out_.data_by_ecn), std::end(out_.data_by_ecn), uint64_t{0});
+    out_.dscp_changed = 0;
     out_.rx_lcore_frames = out_.rx_lcore_polls = out_.rx_poll_stalls = out_.rx_poll_gap_max_ns = 0;
     for (size_t q = 0; q < rx_paths_.size(); ++q) {
       const RxPathStats& r = rx_paths_[q]->stats();
@@ -1074,6 +1090,8 @@ const DpdkStats& DpdkFabric::stats() {
       for (size_t v = 0; v < kVerdictCount; ++v) out_.not_ours_by_verdict[v] += r.not_ours_by_verdict[v];
       out_.rx_invalid += r.rx_invalid;
       out_.nic_arrivals += r.nic_arrivals;
+      for (size_t e = 0; e < 4; ++e) out_.data_by_ecn[e] += r.data_by_ecn[e];
+      out_.dscp_changed += r.dscp_changed;
       if (!workers_.empty()) {
         out_.rx_lcore_frames += r.frames_rx;
         out_.rx_lcore_polls += r.polls;
@@ -1189,6 +1207,42 @@ const char* to_string(Fidelity::Verdict v) noexcept {
   return "?";
 }
 
+static const char* ecn_label(Ecn e) noexcept {
+  switch (e) {
+    case Ecn::kNotEct: return "Not-ECT";
+    case Ecn::kEct1: return "ECT(1)";
+    case Ecn::kEct0: return "ECT(0)";
+    case Ecn::kCe: return "CE";
+  }
+  return "?";
+}
+
+std::string format_traffic_class(const DpdkStats& s) {
+  const DpdkStats::Settings& g = s.settings;
+  const uint64_t* by = s.data_by_ecn;
+  const uint64_t data = by[0] + by[1] + by[2] + by[3];
+  const auto sent = static_cast<uint8_t>(g.ecn);
+  // The default TOS that came back unchanged says nothing: no line.
+  if (g.dscp == 0 && g.ecn == Ecn::kNotEct && by[sent] == data && s.dscp_changed == 0) return {};
+  std::string arrived = fmt::format("{} {}", by[sent], ecn_label(g.ecn));
+  for (const Ecn e : {Ecn::kCe, Ecn::kEct0, Ecn::kEct1, Ecn::kNotEct}) {
+    const uint64_t n = by[static_cast<uint8_t>(e)];
+    if (e == g.ecn || n == 0) continue;
+    arrived += fmt::format(", {} {}", n, ecn_label(e));
+    if (e == Ecn::kCe) {
+      arrived += fmt::format(" ({:.2f}%: marked by a switch whose queue built up)",
+                             100.0 * static_cast<double>(n) / static_cast<double>(data));
+    } else if (e == Ecn::kNotEct) {
+      arrived += " (their ECN cleared on the way)";
+    }
+  }
+  return fmt::format("  traffic class       sent DSCP {}, {}; data frames received: {}; DSCP rewritten on {}{}\n", g.dscp,
+                     ecn_label(g.ecn), arrived, s.dscp_changed,
+                     g.ring_device.ecn_bytes == 0 ? std::string()
+                                                  : fmt::format(" (the ring pair's device marked {} frames CE)",
+                                                                s.ring_ce_marked));
+}
+
 std::string format_dpdk_stats(const DpdkStats& s) {
   std::string out = "DPDK\n";
   out += fmt::format("  time                {}, wall {:.3f} ms\n",
@@ -1203,6 +1257,7 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                      s.frames_tx, s.frame_bytes_tx, s.data_frames, s.retransmissions, s.nack_retransmissions,
                      s.tail_retransmissions, s.timeout_retransmissions, s.acks, s.nacks);
   out += fmt::format("  frames received     {} ({} bytes); not ours {}\n", s.frames_rx, s.frame_bytes_rx, s.not_ours);
+  out += format_traffic_class(s);
   if (!s.stall.empty()) out += fmt::format("  stalled             the run stopped: {}\n", s.stall);
   if (s.rx_lcores.size() > 1) {
     std::string each;
@@ -1410,8 +1465,16 @@ std::string format_measured_vs_modelled(const DpdkStats& s, const emu::RunResult
                        "start, a stall, senders behind), not the path's\n",
                        late, s.collectives.size());
   }
-  out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16} {:>16} {:>10} {:>14} {:>16}\n", "index", "type", "name",
-                     "messages", "modelled (ns)", "measured (ns)", "deviation", "stalled (ns)", "late start (ns)");
+  // CE-marked data frames per collective, when a device marked any: where its queues built.
+  bool ce = false;
+  for (const DpdkStats::Collective& c : s.collectives) ce = ce || c.ce_frames > 0;
+  if (ce) {
+    out += "  column CE: the collective's data frames that arrived marked CE (ECN: a switch's queue built up on "
+           "their way)\n";
+  }
+  out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16} {:>16} {:>10} {:>14} {:>16}{}\n", "index", "type", "name",
+                     "messages", "modelled (ns)", "measured (ns)", "deviation", "stalled (ns)", "late start (ns)",
+                     ce ? fmt::format(" {:>10}", "CE") : std::string());
   for (size_t i = 0; i < order.size() && i < top; ++i) {
     const DpdkStats::Collective& c = *order[i];
     std::string type = "?", name = "?";
@@ -1420,10 +1483,11 @@ std::string format_measured_vs_modelled(const DpdkStats& s, const emu::RunResult
       name = result.collectives[c.coll].name;
     }
     if (name.size() > 28) name = name.substr(0, 25) + "...";
-    out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16.3f} {:>16.3f} {:>+9.3f}% {:>14.3f} {:>16.3f}\n", c.coll, type,
-                       name, c.messages, static_cast<double>(c.modelled.ps()) / 1000.0,
+    out += fmt::format("  {:<6} {:<16} {:<28} {:>10} {:>16.3f} {:>16.3f} {:>+9.3f}% {:>14.3f} {:>16.3f}{}\n", c.coll,
+                       type, name, c.messages, static_cast<double>(c.modelled.ps()) / 1000.0,
                        static_cast<double>(c.measured.ps()) / 1000.0, 100 * c.deviation,
-                       static_cast<double>(c.stalled.ps()) / 1000.0, static_cast<double>(c.late_start.ps()) / 1000.0);
+                       static_cast<double>(c.stalled.ps()) / 1000.0, static_cast<double>(c.late_start.ps()) / 1000.0,
+                       ce ? fmt::format(" {:>10}", c.ce_frames) : std::string());
   }
   if (order.size() > top) out += fmt::format("  ... {} more (all in the JSON report)\n", order.size() - top);
   return out;
@@ -1441,12 +1505,13 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
     kv("settings",
        fmt::format("{{\"mode\": \"{}\", \"wire_mtu\": {}, \"window\": {}, \"rto_us\": {}, \"nack_delay_us\": {}, "
                    "\"stall_timeout_ms\": {}, \"drop_rate\": {}, \"reorder_rate\": {}, \"duplicate_rate\": {}, "
-                   "\"fault_seed\": {}, \"verify_checksums\": \"{}\", \"ring_delay_ns\": {}, "
-                   "\"ring_bytes_per_sec\": {}}}",
+                   "\"fault_seed\": {}, \"verify_checksums\": \"{}\", \"dscp\": {}, \"ecn\": \"{}\", "
+                   "\"ring_delay_ns\": {}, \"ring_bytes_per_sec\": {}, \"ring_ecn_bytes\": {}}}",
                    g.mode == WireMode::kRoceV2 ? "roce" : "fabemu", g.wire_mtu, g.window, g.rto.ps() / 1'000'000,
                    g.nack_delay.ps() / 1'000'000, g.stall_timeout.ps() / 1'000'000'000, num(g.faults.drop_rate),
                    num(g.faults.reorder_rate), num(g.faults.duplicate_rate), g.faults.seed,
-                   g.verify_checksums_on ? "on" : "auto", g.ring_device.delay_ns, g.ring_device.bytes_per_sec));
+                   g.verify_checksums_on ? "on" : "auto", g.dscp, to_string(g.ecn), g.ring_device.delay_ns,
+                   g.ring_device.bytes_per_sec, g.ring_device.ecn_bytes));
   }
   kv("wall_ps", fmt::format("{}", s.wall.ps()));
   kv("messages", fmt::format("{}", s.messages));
@@ -1472,6 +1537,10 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   }
   kv("rx_lcores", lcores + "]");
   kv("nic_arrivals", fmt::format("{}", s.nic_arrivals));
+  kv("data_by_ecn", fmt::format("{{\"not_ect\": {}, \"ect1\": {}, \"ect0\": {}, \"ce\": {}}}", s.data_by_ecn[0],
+                                s.data_by_ecn[1], s.data_by_ecn[2], s.data_by_ecn[3]));
+  kv("dscp_changed", fmt::format("{}", s.dscp_changed));
+  kv("ring_ce_marked", fmt::format("{}", s.ring_ce_marked));
   std::string clocks = "[";
   for (size_t i = 0; i < s.rx_clocks.size(); ++i) {
     const DpdkStats::PortClock& c = s.rx_clocks[i];
@@ -1554,9 +1623,10 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   for (size_t i = 0; i < s.collectives.size(); ++i) {
     const DpdkStats::Collective& c = s.collectives[i];
     colls += fmt::format("{}\n      {{\"index\": {}, \"messages\": {}, \"bytes\": {}, \"modelled_ps\": {}, "
-                         "\"measured_ps\": {}, \"deviation\": {}, \"stalled_ps\": {}, \"late_start_ps\": {}}}",
+                         "\"measured_ps\": {}, \"deviation\": {}, \"stalled_ps\": {}, \"late_start_ps\": {}, "
+                         "\"ce_frames\": {}}}",
                          i == 0 ? "" : ",", c.coll, c.messages, c.bytes, c.modelled.ps(), c.measured.ps(), num(c.deviation),
-                         c.stalled.ps(), c.late_start.ps());
+                         c.stalled.ps(), c.late_start.ps(), c.ce_frames);
   }
   kv("collectives", colls + (s.collectives.empty() ? "]" : "\n    ]"), true);
   o += "  }";

@@ -50,6 +50,11 @@ struct DpdkFabricOptions {
   uint32_t model_mtu = ~uint32_t{0};  // the PacketFabric's packet size (the software model's --mtu)
   WireMode mode = WireMode::kFabemu;
   uint32_t wire_mtu = 1500;           // IP MTU of the frames (message bytes per frame: max_payload_for_mtu)
+  // The IPv4 TOS byte of every frame (data, ACK, NACK): the traffic class a switch queues them in, and
+  // whether they are ECN-capable (ECT(0)/ECT(1): a switch that marks ECN marks them CE instead of dropping
+  // them). Data frames that arrive CE-marked or with another DSCP are counted (DpdkStats).
+  uint8_t dscp = 0;                   // 0..63
+  Ecn ecn = Ecn::kNotEct;             // kNotEct, kEct0 or kEct1 (kCe is refused)
   double dilation = 0;                // 0: as fast as possible; D > 0: D times slower than the target
   FaultConfig faults;                 // applied to data frames on the receive side
   emu::Duration nack_delay = emu::Duration::from_us(200);  // wall time
@@ -140,6 +145,8 @@ struct DpdkStats {
     emu::Duration rto, nack_delay, stall_timeout;
     FaultConfig faults;
     bool verify_checksums_on = false;  // --dpdk-verify-checksums on (else auto)
+    uint8_t dscp = 0;                  // --wire-dscp
+    Ecn ecn = Ecn::kNotEct;            // --wire-ecn
     RingDevice ring_device;            // --dpdk-ring-delay, --dpdk-ring-rate: the ring pair's device (none)
   };
   Settings settings;
@@ -202,6 +209,12 @@ struct DpdkStats {
   uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
   uint64_t not_ours = 0;
   uint64_t not_ours_by_verdict[kVerdictCount] = {};
+  // Data frames of ours received (every copy), by the ECN codepoint they arrived with (index: Ecn), and
+  // those whose DSCP was not the one they left with: what the device did to the TOS byte. Frames sent ECT
+  // that arrive CE were marked by a switch whose queue built up; Not-ECT ones, had their ECN cleared.
+  uint64_t data_by_ecn[4] = {};
+  uint64_t dscp_changed = 0;
+  uint64_t ring_ce_marked = 0;        // frames the ring pair's device marked CE (RingDevice::ecn_bytes)
   uint64_t late = 0;                  // messages complete on the wire after their modelled time (D > 0)
   // Gaps between the starts of two rounds of polling (wall): the longest, and the stalls (over 100 us).
   // Frames due in a stall leave late; OS preemption of the polling thread shows up here.
@@ -281,6 +294,8 @@ struct DpdkStats {
     // includes whatever the device did. (A message handed over late because the walker waited for the
     // wire is late by the wire's doing, not fabemu's: only what follows its hand-over counts.)
     emu::Duration late_start;
+    // Its messages' data frames that arrived marked CE (first copies): where the device's queues built.
+    uint64_t ce_frames = 0;
   };
   std::vector<Collective> collectives;  // by coll
 };
@@ -349,6 +364,9 @@ uint64_t covered_within(const std::vector<Span>& merged, uint64_t from, uint64_t
 
 // The stats as the "DPDK" section of the text summary.
 std::string format_dpdk_stats(const DpdkStats& stats);
+// Its "traffic class" line: the TOS the frames left with and how the data frames arrived (by ECN codepoint,
+// CE's share, DSCP rewritten). Empty for the default TOS (DSCP 0, Not-ECT) that came back unchanged.
+std::string format_traffic_class(const DpdkStats& stats);
 // "Measured vs modelled": the collectives' deviations (median, worst, and the `top` largest |deviation|
 // with their names from `result`). Empty without per-collective measurements (D = 0, no collectives).
 std::string format_measured_vs_modelled(const DpdkStats& stats, const emu::RunResult& result, size_t top = 10);
@@ -412,6 +430,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint32_t first_link = 0;
     bool submitted = false, arrived = false, local = false;
     bool retransmitted = false;  // a frame of it was sent again: no RTT sample (Karn's rule)
+    uint32_t ce = 0;             // its packets that arrived marked CE (RxCompletion::ce)
   };
 
   // Per first link: its frames and bytes and the busy periods of its first transmissions (LinkBusy: online,
@@ -427,6 +446,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     uint64_t first_start_ps = ~uint64_t{0};
     // The most a message's first frame left after its modelled departure or its hand-over, the later.
     uint64_t late_start_ps = 0;
+    uint64_t ce = 0;  // CE-marked data frames of its messages
   };
   // Closes lp's open busy period, its ratio (when undisturbed) into `ratios`.
   void close_period(LinkPace& lp, std::vector<double>& ratios) const;

@@ -121,6 +121,7 @@ RxEvent Receiver::on_packet(const RxPacket& p, Time now) {
     s.received = s.highest = s.cumulative = 0;
     s.length = p.message_length;
     s.bytes = 0;
+    s.ce = 0;
     s.last_activity = s.last_nack = now;
     s.nacked = false;
     s.bits.assign(words_for(p.count), 0);
@@ -147,11 +148,13 @@ RxEvent Receiver::on_packet(const RxPacket& p, Time now) {
   // A new first hole (none before, or the old one filled and another behind it) starts its age now.
   if (s.cumulative < s.highest && (!hole_before || s.cumulative != cumulative_before)) s.hole_since = now;
   s.bytes += p.bytes;
+  s.ce += p.ce ? 1 : 0;
   s.last_activity = now;
   if (++s.received < s.count) return RxEvent::kAccepted;
 
   // Complete: exactly once, since the done bit now turns every later copy into kStale.
   ++stats_.completed;
+  completed_ce_ = s.ce;
   stats_.bytes_completed += s.bytes;
   set_bit(src.done, ring);
   src.slot_of[ring] = kNone;

@@ -39,6 +39,7 @@ struct RxPacket {
   uint64_t message_length = 0;
   uint32_t bytes = 0;
   bool retransmit = false;  // the header's kFlagRetransmit: not counted as reordering
+  bool ce = false;          // it arrived marked CE (ECN: a switch on the way saw its queue build)
 };
 
 enum class RxEvent : uint8_t {
@@ -110,6 +111,9 @@ class Receiver {
   size_t missing(uint32_t src, uint64_t message_id, std::span<uint32_t> out) const noexcept;
   // Every message below this id from `src` is complete.
   uint64_t completed_below(uint32_t src) const noexcept;
+  // Of the packets of the message the last kCompleted of on_packet completed, how many arrived marked CE
+  // (their first copies: RxPacket::ce of the packets it accepted).
+  uint32_t completed_ce() const noexcept { return completed_ce_; }
   size_t active_messages() const noexcept { return active_.size(); }
   // Entries of `src`'s window ring (0 before its first packet): a power of two from 16 up to what its
   // messages in flight have needed, at most max(16, window).
@@ -127,6 +131,7 @@ class Receiver {
     uint32_t cumulative = 0;  // first seq not received
     uint64_t length = 0;
     uint64_t bytes = 0;
+    uint32_t ce = 0;          // accepted packets that arrived marked CE
     Time last_activity;
     Time last_nack;
     Time hole_since;          // when the first hole (at `cumulative`, below `highest`) was first seen
@@ -151,6 +156,7 @@ class Receiver {
   std::vector<uint32_t> free_slots_;
   std::vector<uint32_t> active_;
   ReceiverStats stats_;
+  uint32_t completed_ce_ = 0;
 };
 
 // --- sender ---

@@ -209,8 +209,10 @@ void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t t
     ++stats_.rx_invalid;
     return;
   }
+  ++stats_.data_by_ecn[static_cast<uint8_t>(f.ecn) & 3];
+  stats_.dscp_changed += f.dscp != cfg_.dscp ? 1 : 0;
   const RxPacket p{h.src_rank, h.message_id, h.seq, h.count, h.message_length, f.payload_bytes,
-                   (h.flags & kFlagRetransmit) != 0};
+                   (h.flags & kFlagRetransmit) != 0, f.ecn == Ecn::kCe};
   Receiver& rx = receiver(h.dst_rank);
   const RxEvent e = rx.on_packet(p, now_);
   active_of_[h.dst_rank] = static_cast<uint32_t>(rx.active_messages());
@@ -220,6 +222,7 @@ void RxPath::handle(const DecodedFrame& f, RxSink& sink, bool has_ts, uint64_t t
     c.dst = h.dst_rank;
     c.wire_id = h.message_id;
     c.rx_ticks = arrived;
+    c.ce = rx.completed_ce();
     if (nic_ && has_ts && fit_.ready()) {
       // The NIC's receive time of the frame that completed the message, on the TSC (never after its burst
       // came back: the fit's error must not make a frame arrive after fabemu had it).
@@ -250,6 +253,8 @@ void RxPath::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, 
   spec.dst = cfg_.plan->at(to);
   if (cfg_.mode == WireMode::kRoceV2) spec.src.port = flow_source_port(uint64_t{from} << 32 | to);
   spec.ip_id = static_cast<uint16_t>(ip_id_++);
+  spec.dscp = cfg_.dscp;
+  spec.ecn = cfg_.ecn;
   spec.hdr = FabemuHeader{kind, 0, from, to, id, cumulative, count, 0, covered, stamp_ps_};
   spec.bth.opcode = kRcSendOnly;
   spec.bth.dest_qp = to + 1;

@@ -37,7 +37,7 @@ struct RxCompletion {
   uint64_t wire_id = 0;   // the sender's message id of the (src, dst) pair
   uint64_t rx_ticks = 0;  // TSC when its last packet arrived (the NIC's timestamp mapped to the TSC, `nic`)
   uint32_t nic = 0;       // 1: rx_ticks comes from the NIC's RX timestamp
-  uint32_t reserved = 0;
+  uint32_t ce = 0;        // its packets that arrived marked CE (Receiver::completed_ce)
 };
 static_assert(sizeof(RxCompletion) == 32);
 
@@ -49,6 +49,10 @@ struct RxPathConfig {
   uint32_t window = 1024;
   emu::Duration nack_delay = emu::Duration::from_us(200);
   FaultConfig faults;
+  // The TOS the fabric's frames leave with: its ACK/NACK frames carry it, and its data frames arriving
+  // with another DSCP or ECN codepoint are counted (RxPathStats).
+  uint8_t dscp = 0;
+  Ecn ecn = Ecn::kNotEct;
 };
 
 // Counters of the receive side, summed into DpdkStats.
@@ -62,6 +66,10 @@ struct RxPathStats {
   uint64_t hw_timestamped = 0;  // frames that carried an RX timestamp of the device
   uint64_t nic_arrivals = 0;    // completions timed by the NIC's clock (the others by the TSC)
   uint64_t completions = 0;
+  // Data frames of ours (every copy, first or not) by the ECN codepoint they arrived with (Ecn: Not-ECT,
+  // ECT(1), ECT(0), CE), and those whose DSCP was not the one they left with (a device rewrote it).
+  uint64_t data_by_ecn[4] = {};
+  uint64_t dscp_changed = 0;
   uint64_t polls = 0;
   // Gaps between two polls of this path longer than kPollStallNs (the lcore preempted, a slow round):
   // frames that arrived meanwhile are timed late.

@@ -460,7 +460,7 @@ size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept {
   // IPv4: no options, DF, TTL 64
   uint8_t* ip = f + kEthHeaderBytes;
   put8(ip + 0, 0x45);
-  put8(ip + 1, static_cast<uint8_t>((spec.dscp & 0x3F) << 2));
+  put8(ip + 1, tos_byte(spec.dscp, spec.ecn));
   put16(ip + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udp_len));
   put16(ip + 4, spec.ip_id);
   put16(ip + 6, 0x4000);
@@ -523,7 +523,7 @@ FrameSpec run_frame(const FrameSpec& first, uint32_t i, uint32_t n, uint32_t las
 }
 
 FrameTemplate::FrameTemplate(const FrameSpec& flow) noexcept
-    : mode_(flow.mode), src_(flow.src), dst_(flow.dst), dscp_(static_cast<uint8_t>(flow.dscp & 0x3F)) {
+    : mode_(flow.mode), src_(flow.src), dst_(flow.dst), tos_(tos_byte(flow.dscp, flow.ecn)) {
   if (mode_ == WireMode::kRoceV2) dst_.port = kRoceV2Port;
   uint8_t* f = image_;
   std::memcpy(f, dst_.mac.data(), 6);
@@ -531,7 +531,7 @@ FrameTemplate::FrameTemplate(const FrameSpec& flow) noexcept
   put16(f + 12, kEtherTypeIpv4);
   uint8_t* ip = f + kEthHeaderBytes;
   put8(ip + 0, 0x45);
-  put8(ip + 1, static_cast<uint8_t>(dscp_ << 2));
+  put8(ip + 1, tos_);
   put16(ip + 6, 0x4000);
   put8(ip + 8, 64);
   put8(ip + 9, kIpProtoUdp);
@@ -547,7 +547,7 @@ FrameTemplate::FrameTemplate(const FrameSpec& flow) noexcept
 }
 
 bool FrameTemplate::matches(const FrameSpec& spec) const noexcept {
-  if (spec.mode != mode_ || spec.src != src_ || (spec.dscp & 0x3F) != dscp_) return false;
+  if (spec.mode != mode_ || spec.src != src_ || tos_byte(spec.dscp, spec.ecn) != tos_) return false;
   if (!mac_equal(spec.dst.mac, dst_.mac) || spec.dst.ip != dst_.ip) return false;
   return mode_ == WireMode::kRoceV2 || spec.dst.port == dst_.port;
 }
@@ -1739,6 +1739,7 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
   out.dst.port = dport;
   out.ip_id = get16(ip + 4);
   out.dscp = static_cast<uint8_t>(ip[1] >> 2);
+  out.ecn = static_cast<Ecn>(ip[1] & 3);
   // Field by field from opaque loads: parse_fabemu_header has just stored them one by one, and a copy of
   // the struct reads them back in wide loads that the CPU cannot forward from those stores (alone()).
   out.hdr.kind = alone(h.kind);
@@ -1756,6 +1757,32 @@ Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, Decoded
   out.payload_bytes = static_cast<uint32_t>(payload);
   out.payload = {l4 + kFabemuHeaderBytes, payload};
   return Verdict::kOurs;
+}
+
+std::string_view to_string(Ecn e) noexcept {
+  switch (e) {
+    case Ecn::kNotEct: return "not-ect";
+    case Ecn::kEct1: return "ect1";
+    case Ecn::kEct0: return "ect0";
+    case Ecn::kCe: return "ce";
+  }
+  return "?";
+}
+
+bool mark_ce(std::span<uint8_t> frame) noexcept {
+  if (frame.size() < kEthHeaderBytes + kIpv4HeaderBytes || get16(frame.data() + 12) != kEtherTypeIpv4) return false;
+  uint8_t* ip = frame.data() + kEthHeaderBytes;
+  const size_t ihl = size_t{ip[0] & 0x0Fu} * 4;
+  if ((ip[0] >> 4) != 4 || ihl < kIpv4HeaderBytes || frame.size() < kEthHeaderBytes + ihl) return false;
+  const auto ecn = static_cast<Ecn>(ip[1] & 3);
+  if (ecn != Ecn::kEct0 && ecn != Ecn::kEct1) return false;
+  // RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m'), m the 16-bit word holding the TOS byte.
+  const uint16_t m = get16(ip);
+  ip[1] = static_cast<uint8_t>(ip[1] | 3);
+  const uint16_t m2 = get16(ip);
+  const uint32_t sum = uint32_t{static_cast<uint16_t>(~get16(ip + 10))} + static_cast<uint16_t>(~m) + m2;
+  put16(ip + 10, static_cast<uint16_t>(~fold(sum)));
+  return true;
 }
 
 std::string_view to_string(Verdict v) noexcept {

@@ -61,6 +61,22 @@ struct Endpoint {
 
 enum class WireMode : uint8_t { kFabemu, kRoceV2 };
 
+// The ECN field of the IPv4 TOS byte (RFC 3168): the low two bits. A sender marks its frames ECN-capable
+// (ECT) so that a switch that runs ECN marks them CE when its queue builds instead of dropping them (RoCEv2
+// fabrics' DCQCN relies on it); a frame not ECT is never marked.
+enum class Ecn : uint8_t { kNotEct = 0, kEct1 = 1, kEct0 = 2, kCe = 3 };
+// "not-ect", "ect1", "ect0", "ce".
+std::string_view to_string(Ecn e) noexcept;
+// The TOS byte of `dscp` (6 bits) and `ecn`.
+constexpr uint8_t tos_byte(uint8_t dscp, Ecn ecn) noexcept {
+  return static_cast<uint8_t>(((dscp & 0x3F) << 2) | static_cast<uint8_t>(ecn));
+}
+// What a switch's ECN marking does to a frame: an ECT IPv4 frame gets the CE codepoint, its IPv4 header
+// checksum updated incrementally (RFC 1624), as a router rewrites it. Every other byte stays (the RoCEv2
+// ICRC masks the TOS byte; the UDP checksum does not cover it). Returns false, changing nothing, for a
+// frame that is not IPv4, is too short for its IPv4 header, or is not ECT (Not-ECT, or CE already).
+bool mark_ce(std::span<uint8_t> frame) noexcept;
+
 enum class PacketKind : uint8_t { kData = 1, kAck = 2, kNack = 3 };
 
 // Flags of the fabemu header.
@@ -127,6 +143,7 @@ struct FrameSpec {
   Endpoint dst;                 // dst.port is ignored in RoCEv2 mode (always 4791)
   uint16_t ip_id = 0;
   uint8_t dscp = 0;             // 6 bits
+  Ecn ecn = Ecn::kNotEct;       // the TOS byte is tos_byte(dscp, ecn)
   FabemuHeader hdr;
   Bth bth;                      // RoCEv2 mode only
   // kData: message bytes this packet carries, sent as zero padding after the header.
@@ -177,16 +194,16 @@ struct ClmulRun {
 };
 }  // namespace detail
 
-// Everything encode() writes that depends only on the flow (mode, MAC and IP addresses, UDP ports, DSCP),
+// Everything encode() writes that depends only on the flow (mode, MAC and IP addresses, UDP ports, TOS),
 // built once, and caches of what repeats from frame to frame: the fabemu header CRC of the fields shared
 // by the packets of messages of one size, and (RoCEv2) the CRC operator of the last payload length. The
 // caches are why encode() takes it by non-const reference: one template per flow and core, never shared.
 class FrameTemplate {
  public:
   FrameTemplate() = default;  // the flow of a default FrameSpec
-  // Takes mode, src, dst and dscp of `flow`; the per-frame fields of `flow` are ignored.
+  // Takes mode, src, dst, dscp and ecn of `flow`; the per-frame fields of `flow` are ignored.
   explicit FrameTemplate(const FrameSpec& flow) noexcept;
-  // True when `spec` belongs to this flow (same mode, endpoints and DSCP; dst.port only in fabemu mode).
+  // True when `spec` belongs to this flow (same mode, endpoints, DSCP and ECN; dst.port only in fabemu mode).
   bool matches(const FrameSpec& spec) const noexcept;
   WireMode mode() const noexcept { return mode_; }
   CrcEngine crc_engine() const noexcept { return engine_; }
@@ -210,7 +227,7 @@ class FrameTemplate {
   WireMode mode_ = WireMode::kFabemu;
   CrcEngine engine_ = best_crc_engine();
   Endpoint src_, dst_;
-  uint8_t dscp_ = 0;
+  uint8_t tos_ = 0;  // tos_byte(dscp, ecn)
   // The frame's bytes up to the end of the fabemu header, copied whole into every frame and then patched:
   // Ethernet, IPv4 and UDP of the flow (lengths, IP id and checksums zero), and for key_ (once valid) the
   // BTH's dest QP (RoCEv2) and the fabemu header's fields of key_, the packet's fields and the CRC zero.
@@ -294,6 +311,7 @@ struct DecodedFrame {
   Endpoint dst;
   uint16_t ip_id = 0;
   uint8_t dscp = 0;
+  Ecn ecn = Ecn::kNotEct;               // as it arrived: a switch on the way may have marked it CE
   FabemuHeader hdr;
   Bth bth;                              // RoCEv2 mode only
   uint8_t pad_count = 0;                // RoCEv2 mode only

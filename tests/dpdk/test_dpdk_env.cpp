@@ -331,6 +331,53 @@ TEST(RingPair, DeviceRateSerializesFramesBehindEachOther) {
   EXPECT_EQ(pair.delayed_frames(), kFrames);
 }
 
+// A device with an ECN threshold marks as a switch's egress queue does: 24 frames of 1,102 bytes given at
+// once to a 10 MB/s device (110 us each) that marks what finds 2.5 frames' bytes queued ahead. Frame i is
+// taken with i frames ahead of it (less the few bytes the device lets through meanwhile), so the ECT
+// frames 3..15 leave CE-marked, 0..2 and the Not-ECT frames 16..23 as they came; every one still ours
+// (its IPv4 checksum updated).
+TEST(RingPair, DeviceMarksEcnCapableFramesBehindItsThreshold) {
+  REQUIRE_EAL();
+  constexpr uint32_t kFrames = 24, kEct = 16, kFrameBytes = 1102;
+  fd::RingPair pair("tecn", 4096, SOCKET_ID_ANY, 1, fd::RingDevice{0, 10'000'000, kFrameBytes * 5 / 2});
+  fd::PortConfig cfg;
+  cfg.mbufs = cfg.mbufs_for(2 * 4096, 32);
+  fd::Port a(pair.a(), cfg);
+  fd::Port b(pair.b(), cfg);
+  rte_mbuf* tx[kFrames];
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    tx[i] = rte_pktmbuf_alloc(a.pool());
+    ASSERT_NE(tx[i], nullptr);
+    fd::FrameSpec s = spec_for(i, 1000);
+    s.dscp = 26;
+    s.ecn = i < kEct ? fd::Ecn::kEct0 : fd::Ecn::kNotEct;
+    ASSERT_EQ(fd::fill_mbuf(tx[i], s), kFrameBytes);
+  }
+  ASSERT_EQ(a.tx_all(tx, kFrames), kFrames);
+  std::vector<fd::Ecn> arrived;
+  rte_mbuf* rx[32];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (arrived.size() < kFrames && std::chrono::steady_clock::now() < deadline) {
+    const uint16_t got = b.rx_burst(rx, 32);
+    for (uint16_t i = 0; i < got; ++i) {
+      fd::DecodedFrame f;
+      ASSERT_EQ(fd::decode_mbuf(rx[i], rules(), f), fd::Verdict::kOurs);
+      EXPECT_EQ(f.hdr.seq, arrived.size()) << "in order";
+      EXPECT_EQ(f.dscp, 26);
+      arrived.push_back(f.ecn);
+      rte_pktmbuf_free(rx[i]);
+    }
+  }
+  ASSERT_EQ(arrived.size(), kFrames);
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    const fd::Ecn want = i >= kEct ? fd::Ecn::kNotEct : i >= 3 ? fd::Ecn::kCe : fd::Ecn::kEct0;
+    EXPECT_EQ(arrived[i], want) << "frame " << i;
+  }
+  EXPECT_EQ(pair.ce_marked(), kEct - 3);
+  // A threshold needs a queue to mark by: a rate.
+  EXPECT_THROW(fd::RingPair("tecn2", 4096, SOCKET_ID_ANY, 1, fd::RingDevice{1000, 0, 100}), std::invalid_argument);
+}
+
 // Frames still held by a line when its pair goes away go back to their pools.
 TEST(RingPair, DelayLineReturnsWhatItHoldsWhenThePairGoes) {
   REQUIRE_EAL();

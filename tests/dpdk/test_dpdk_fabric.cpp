@@ -638,8 +638,10 @@ TEST(DpdkStats, StalledTimeWithinASpan) {
 // deviation (+30 ms on a 80 us message) read as the path's.
 // Two ranks on one 1 Gb/s link at dilation 1, with one 10,000-byte message of collective 0 from rank 0 to
 // rank 1 handed to the fabric at time 0 (its clock starts then; nothing polls until its engine runs).
-static std::unique_ptr<fd::DpdkFabric> fabric_with_one_message(fd::DpdkPorts& ports) {
-  fd::DpdkFabricOptions opt;
+// `base`: the other options (its dilation is set to 1).
+static std::unique_ptr<fd::DpdkFabric> fabric_with_one_message(fd::DpdkPorts& ports,
+                                                               const fd::DpdkFabricOptions& base = {}) {
+  fd::DpdkFabricOptions opt = base;
   opt.dilation = 1;
   auto f = std::make_unique<fd::DpdkFabric>(Topology(network({dim_at(DimTopology::kFullyConnected, 2, 125'000'000)})),
                                             fd::AddressPlan::make_default(2), ports, opt);
@@ -650,8 +652,8 @@ static std::unique_ptr<fd::DpdkFabric> fabric_with_one_message(fd::DpdkPorts& po
 }
 
 // fabric_with_one_message run to its end on `ports` (drained), its stats printed.
-static fd::DpdkStats one_message_through(fd::DpdkPorts& ports) {
-  const auto fabric = fabric_with_one_message(ports);
+static fd::DpdkStats one_message_through(fd::DpdkPorts& ports, const fd::DpdkFabricOptions& base = {}) {
+  const auto fabric = fabric_with_one_message(ports, base);
   fabric->engine().run();
   EXPECT_TRUE(fabric->drain());
   fd::DpdkStats s = fabric->stats();
@@ -741,6 +743,100 @@ TEST(DpdkFabric, ADeviceSlowerThanTheLinkIsMeasured) {
   EXPECT_GE(s.collectives[0].measured.ps() + Duration::from_us(50).ps(), device_ns * 1000);
   EXPECT_GT(s.collectives[0].deviation, 10.0);  // 1.08 ms against 80-90 us
   EXPECT_EQ(s.late, 1u);
+}
+
+// A switch prototype that marks ECN: the one message's 8 frames (7 of 1,514 bytes, a last one of 218) sent
+// ECT(0) in DSCP 26 through a 1 MB/s device (1.5 ms a full frame) that marks a frame finding 2.5 full
+// frames' bytes queued ahead. The frames leave 12 us apart at the link's 1 Gb/s, so frame i finds i frames
+// ahead (less what the device let through meanwhile: a frame's worth only after 1.5 ms): frames 3..7 arrive
+// CE, 0..2 ECT(0). The DPDK section counts them by codepoint, the collective has its 5, the device says it
+// marked 5, and the summary's traffic class line says so. Sent Not-ECT, nothing is marked.
+TEST(DpdkFabric, FramesAnEcnSwitchMarksAreCountedPerCollective) {
+  REQUIRE_EAL();
+  constexpr uint64_t kFull = 1514;
+  auto ports = fd::DpdkPorts::ring("fabecn", port_config(), 1, fd::RingDevice{0, 1'000'000, kFull * 5 / 2});
+  EXPECT_NE(ports.describe().find("a -> b through a device of 0.008 Gb/s marking ECN-capable frames CE behind 3785 "
+                                  "bytes queued"),
+            std::string::npos)
+      << ports.describe();
+  fd::DpdkFabricOptions opt;
+  opt.dscp = 26;
+  opt.ecn = fd::Ecn::kEct0;
+  // The frames come through 1.5 ms apart: no NACK of a message idle that long, no RTO under the 11 ms the
+  // device takes for all of them (their copies would count too).
+  opt.nack_delay = Duration::from_ms(100);
+  opt.rto = Duration::from_ms(1000);
+  const fd::DpdkStats s = one_message_through(ports, opt);
+  ASSERT_EQ(s.data_frames, 8u);
+  ASSERT_EQ(s.retransmissions, 0u);
+  EXPECT_EQ(s.data_by_ecn[static_cast<int>(fd::Ecn::kEct0)], 3u);
+  EXPECT_EQ(s.data_by_ecn[static_cast<int>(fd::Ecn::kCe)], 5u);
+  EXPECT_EQ(s.data_by_ecn[static_cast<int>(fd::Ecn::kNotEct)] + s.data_by_ecn[static_cast<int>(fd::Ecn::kEct1)], 0u);
+  EXPECT_EQ(s.dscp_changed, 0u);
+  EXPECT_EQ(s.ring_ce_marked, 5u);
+  ASSERT_EQ(s.collectives.size(), 1u);
+  EXPECT_EQ(s.collectives[0].ce_frames, 5u);
+  const std::string text = fd::format_dpdk_stats(s);
+  EXPECT_NE(text.find("  traffic class       sent DSCP 26, ECT(0); data frames received: 3 ECT(0), 5 CE (62.50%: "
+                      "marked by a switch whose queue built up); DSCP rewritten on 0 (the ring pair's device marked 5 "
+                      "frames CE)\n"),
+            std::string::npos)
+      << text;
+  RunResult rr;
+  rr.collectives.resize(1);
+  const std::string table = fd::format_measured_vs_modelled(s, rr);
+  EXPECT_NE(table.find("late start (ns)         CE\n"), std::string::npos) << table;
+  EXPECT_NE(table.find("column CE: the collective's data frames that arrived marked CE"), std::string::npos) << table;
+  const nlohmann::json j = nlohmann::json::parse("{\"dpdk\": " + fd::dpdk_stats_to_json(s) + "}").at("dpdk");
+  EXPECT_EQ(j.at("settings").at("dscp"), 26);
+  EXPECT_EQ(j.at("settings").at("ecn"), "ect0");
+  EXPECT_EQ(j.at("settings").at("ring_ecn_bytes"), kFull * 5 / 2);
+  EXPECT_EQ(j.at("data_by_ecn").at("ce"), 5u);
+  EXPECT_EQ(j.at("data_by_ecn").at("ect0"), 3u);
+  EXPECT_EQ(j.at("ring_ce_marked"), 5u);
+  EXPECT_EQ(j.at("collectives").at(0).at("ce_frames"), 5u);
+
+  // Not ECN-capable: the same device marks nothing, and the line says what left and came back.
+  auto plain = fd::DpdkPorts::ring("fabecn2", port_config(), 1, fd::RingDevice{0, 1'000'000, kFull * 5 / 2});
+  opt.ecn = fd::Ecn::kNotEct;
+  const fd::DpdkStats n = one_message_through(plain, opt);
+  EXPECT_EQ(n.data_by_ecn[static_cast<int>(fd::Ecn::kNotEct)], 8u);
+  EXPECT_EQ(n.ring_ce_marked, 0u);
+  EXPECT_EQ(n.collectives.at(0).ce_frames, 0u);
+  EXPECT_NE(fd::format_dpdk_stats(n).find("  traffic class       sent DSCP 26, Not-ECT; data frames received: 8 Not-ECT; "
+                                          "DSCP rewritten on 0 (the ring pair's device marked 0 frames CE)\n"),
+            std::string::npos)
+      << fd::format_dpdk_stats(n);
+  EXPECT_EQ(fd::format_measured_vs_modelled(n, rr).find("CE"), std::string::npos);
+}
+
+// The TOS the fabric refuses: a DSCP beyond 6 bits, and CE (a switch's mark, not a sender's).
+TEST(DpdkFabric, ADscpOrEcnNoFrameCanCarryIsRefused) {
+  REQUIRE_EAL();
+  auto ports = fd::DpdkPorts::ring("fabtos", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dscp = 64;
+  EXPECT_THROW(fabric_with_one_message(ports, opt), std::invalid_argument);
+  opt.dscp = 63;
+  opt.ecn = fd::Ecn::kCe;
+  EXPECT_THROW(fabric_with_one_message(ports, opt), std::invalid_argument);
+  // The default TOS that came back as it left: no traffic class line.
+  fd::DpdkStats s;
+  s.data_by_ecn[0] = 10;
+  EXPECT_EQ(fd::format_traffic_class(s), "");
+  s.dscp_changed = 1;  // a device rewrote a DSCP of 0
+  EXPECT_NE(fd::format_traffic_class(s).find("DSCP rewritten on 1"), std::string::npos);
+  s.dscp_changed = 0;
+  s.data_by_ecn[0] = 8;
+  s.data_by_ecn[3] = 2;  // CE on frames sent Not-ECT: a device that marks what it must not
+  EXPECT_EQ(fd::format_traffic_class(s), "  traffic class       sent DSCP 0, Not-ECT; data frames received: 8 Not-ECT, 2 "
+                                         "CE (20.00%: marked by a switch whose queue built up); DSCP rewritten on 0\n");
+  s.settings.ecn = fd::Ecn::kEct1;
+  s.data_by_ecn[1] = 5;  // and the ECT(1) frames of a run sent ECT(1), three cleared on the way
+  s.data_by_ecn[0] = 3;
+  s.data_by_ecn[3] = 0;
+  EXPECT_EQ(fd::format_traffic_class(s), "  traffic class       sent DSCP 0, ECT(1); data frames received: 5 ECT(1), 3 "
+                                         "Not-ECT (their ECN cleared on the way); DSCP rewritten on 0\n");
 }
 
 // A collective that could only start once an earlier one's frames came through a slow device inherits

@@ -66,6 +66,32 @@ TEST(Receiver, CompletesOnceCountsDuplicatesAndReordering) {
 // A message that keeps receiving is NACKed once its first hole is nack_delay old (its NACK acknowledges
 // what arrived beyond the hole, which the sender's timeout would otherwise resend), not before; a hole
 // that is filled while another opens behind it starts a new age; without a hole it waits until idle.
+// The CE-marked packets of a message (ECN: a switch's queue built up on their way) are counted once each,
+// duplicates and stale copies not, and reported when it completes, message by message.
+TEST(Receiver, CountsTheCeMarkedPacketsOfEachMessage) {
+  Receiver rx(ReceiverConfig{.sources = 1, .window = 8});
+  const Time t = Time::from_us(1);
+  const auto ce = [](RxPacket p) {
+    p.ce = true;
+    return p;
+  };
+  EXPECT_EQ(rx.on_packet(ce(pkt(0, 1, 5)), t), RxEvent::kAccepted);
+  EXPECT_EQ(rx.on_packet(ce(pkt(0, 1, 5)), t), RxEvent::kDuplicate);  // not counted again
+  EXPECT_EQ(rx.on_packet(pkt(1, 0, 2), t), RxEvent::kAccepted);       // another message meanwhile
+  EXPECT_EQ(rx.on_packet(ce(pkt(1, 1, 2)), t), RxEvent::kCompleted);
+  EXPECT_EQ(rx.completed_ce(), 1u);
+  EXPECT_EQ(rx.on_packet(pkt(0, 0, 5), t), RxEvent::kAccepted);
+  EXPECT_EQ(rx.on_packet(ce(pkt(0, 3, 5)), t), RxEvent::kAccepted);
+  EXPECT_EQ(rx.on_packet(pkt(0, 2, 5), t), RxEvent::kAccepted);
+  EXPECT_EQ(rx.on_packet(ce(pkt(0, 4, 5)), t), RxEvent::kCompleted);
+  EXPECT_EQ(rx.completed_ce(), 3u);
+  EXPECT_EQ(rx.on_packet(ce(pkt(0, 4, 5)), t), RxEvent::kStale);
+  EXPECT_EQ(rx.completed_ce(), 3u);
+  // A slot reused by a message without CE marks starts from zero.
+  EXPECT_EQ(rx.on_packet(pkt(2, 0, 1), t), RxEvent::kCompleted);
+  EXPECT_EQ(rx.completed_ce(), 0u);
+}
+
 TEST(Receiver, NacksAnOldHoleWhileTheMessageStreams) {
   Receiver rx(ReceiverConfig{.sources = 1, .window = 4, .nack_delay = 10_us});
   NackBatch b;

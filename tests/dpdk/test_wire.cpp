@@ -337,7 +337,7 @@ TEST(Wire, RoceOpcodes) {
 
 TEST(Wire, RandomRoundTrip) {
   std::mt19937_64 rng(12345);
-  Bytes buf(9100);
+  Bytes buf(9200);  // the largest frame: a RoCEv2 one of 9000 payload bytes, 9118 bytes
   std::vector<uint32_t> missing;
   for (int i = 0; i < 4000; ++i) {
     FrameSpec s;
@@ -350,6 +350,7 @@ TEST(Wire, RandomRoundTrip) {
     s.dst.port = s.mode == WireMode::kRoceV2 ? kRoceV2Port : static_cast<uint16_t>(47000 + rng() % 8);
     s.ip_id = static_cast<uint16_t>(rng());
     s.dscp = static_cast<uint8_t>(rng() & 0x3F);
+    s.ecn = static_cast<Ecn>(rng() & 3);  // CE too: what decode reads of a frame a switch marked
     const int kind = static_cast<int>(rng() % 3);
     s.hdr.kind = kind == 0 ? PacketKind::kData : kind == 1 ? PacketKind::kAck : PacketKind::kNack;
     s.hdr.flags = static_cast<uint16_t>(rng());
@@ -391,6 +392,8 @@ TEST(Wire, RandomRoundTrip) {
     EXPECT_EQ(d.dst, s.dst);
     EXPECT_EQ(d.ip_id, s.ip_id);
     EXPECT_EQ(d.dscp, s.dscp);
+    EXPECT_EQ(d.ecn, s.ecn);
+    EXPECT_EQ(f[15], tos_byte(s.dscp, s.ecn));
     EXPECT_EQ(d.hdr, s.hdr);
     EXPECT_EQ(d.payload_bytes, payload);
     if (s.mode == WireMode::kRoceV2) {
@@ -407,8 +410,8 @@ TEST(Wire, RandomRoundTrip) {
     std::memcpy(static_cast<void*>(&j), junk.data(), sizeof j);
     ASSERT_EQ(decode(f, rules, j), Verdict::kOurs) << "iteration " << i;
     const auto fields = [](const DecodedFrame& x) {
-      return std::tuple(x.src, x.dst, x.ip_id, x.dscp, x.hdr, x.bth, x.pad_count, x.payload_bytes, x.payload.data(),
-                        x.payload.size());
+      return std::tuple(x.src, x.dst, x.ip_id, x.dscp, x.ecn, x.hdr, x.bth, x.pad_count, x.payload_bytes,
+                        x.payload.data(), x.payload.size());
     };
     EXPECT_TRUE(fields(j) == fields(d)) << "iteration " << i;
   }
@@ -516,6 +519,12 @@ TEST(FrameTemplate, MatchesOnlyItsFlow) {
   o.dscp = 5;
   EXPECT_FALSE(t.matches(o));
   o = s;
+  o.ecn = Ecn::kEct0;  // another TOS byte: another flow
+  EXPECT_FALSE(t.matches(o));
+  const FrameTemplate te(o);
+  EXPECT_TRUE(te.matches(o));
+  EXPECT_FALSE(te.matches(s));
+  o = s;
   o.mode = WireMode::kRoceV2;
   EXPECT_FALSE(t.matches(o));
   const FrameSpec r = golden_spec(WireMode::kRoceV2);
@@ -565,6 +574,7 @@ void random_specs_same_bytes_as_encode(CrcEngine engine) {
     s.src.port = static_cast<uint16_t>(rng());
     s.dst.port = static_cast<uint16_t>(rng());
     s.dscp = static_cast<uint8_t>(rng());  // bits above 6 are dropped by both
+    s.ecn = static_cast<Ecn>(rng() & 3);
     FrameTemplate t(s);
     ASSERT_TRUE(t.matches(s));
     ASSERT_TRUE(t.set_crc_engine(engine));
@@ -976,6 +986,67 @@ TEST(Wire, IpHeaderChecksumAgainstTheDefinition) {
 
 // Every reason a frame is not ours, each from one mutation of a valid frame (checksums that precede
 // the checked field repaired, so the verdict is the intended one).
+// What a switch whose queue built up does to an ECN-capable frame (the ring pair's device does it with
+// mark_ce): the TOS byte's ECN bits become CE and the IPv4 checksum follows, as recomputing it from scratch
+// gives; no other byte changes, so the frame is still ours in both modes (the RoCEv2 ICRC masks the TOS
+// byte, the UDP checksum does not cover it). A frame that is not ECT, not IPv4 or too short is left alone.
+TEST(Wire, MarkCeIsWhatARouterWrites) {
+  std::mt19937_64 rng(77);
+  for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {
+    for (int i = 0; i < 400; ++i) {
+      FrameSpec s = golden_spec(mode);
+      s.dscp = static_cast<uint8_t>(rng() & 0x3F);
+      s.ecn = (i & 1) ? Ecn::kEct0 : Ecn::kEct1;
+      s.ip_id = static_cast<uint16_t>(rng());
+      s.src.ip = 0xC6120000 | static_cast<uint32_t>(rng() & 0xFFFF);
+      s.hdr.message_id = rng();
+      s.payload_bytes = static_cast<uint32_t>(rng() % 1400);
+      s.hdr.message_length = s.hdr.offset + s.payload_bytes;
+      const Bytes sent = encode_bytes(s);
+      Bytes f = sent;
+      ASSERT_TRUE(mark_ce(f)) << i;
+      EXPECT_EQ(f[15], tos_byte(s.dscp, Ecn::kCe)) << i;
+      Bytes ref = f;
+      fix_ip(ref);
+      EXPECT_EQ(f, ref) << "the incremental checksum is the recomputed one, frame " << i;
+      for (size_t b = 0; b < f.size(); ++b) {
+        if (b != 15 && b != 24 && b != 25) {
+          ASSERT_EQ(f[b], sent[b]) << "byte " << b << " of frame " << i;
+        }
+      }
+      DecodedFrame d;
+      ASSERT_EQ(decode(f, mode == WireMode::kRoceV2 ? kRoceRules : kFabemuRules, d), Verdict::kOurs) << i;
+      EXPECT_EQ(d.ecn, Ecn::kCe);
+      EXPECT_EQ(d.dscp, s.dscp);
+      EXPECT_EQ(d.hdr, s.hdr);
+      EXPECT_FALSE(mark_ce(f)) << "CE already";
+    }
+  }
+  FrameSpec s = golden_spec(WireMode::kFabemu);
+  const Bytes not_ect = encode_bytes(s);
+  Bytes f = not_ect;
+  EXPECT_FALSE(mark_ce(f));
+  EXPECT_EQ(f, not_ect);
+  s.ecn = Ecn::kEct0;
+  const Bytes ect = encode_bytes(s);
+  f = ect;
+  f[12] = 0x86;  // IPv6's EtherType
+  EXPECT_FALSE(mark_ce(f));
+  f = ect;
+  f[14] = 0x65;  // IPv6's version
+  EXPECT_FALSE(mark_ce(f));
+  f = ect;
+  f[14] = 0x46;  // an option word the frame is too short for
+  EXPECT_FALSE(mark_ce(std::span<uint8_t>(f.data(), 14 + 23)));
+  EXPECT_FALSE(mark_ce(std::span<uint8_t>(f.data(), 33)));
+  f = ect;
+  EXPECT_TRUE(mark_ce(std::span<uint8_t>(f.data(), 34)));  // the IPv4 header is all it reads
+  EXPECT_EQ(to_string(Ecn::kNotEct), "not-ect");
+  EXPECT_EQ(to_string(Ecn::kEct1), "ect1");
+  EXPECT_EQ(to_string(Ecn::kEct0), "ect0");
+  EXPECT_EQ(to_string(Ecn::kCe), "ce");
+}
+
 TEST(Wire, NotOursReasons) {
   const Bytes good = encode_bytes(golden_spec(WireMode::kFabemu));
   const Bytes good_roce = encode_bytes(golden_spec(WireMode::kRoceV2));

@@ -172,6 +172,17 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--dpdk-ring-rate needs --fabric dpdk; this run is on --fabric socket"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-ring-delay -1
 expect_text "$tmp/err" "--dpdk-ring-delay"
+# the frames' TOS: a DSCP of 6 bits, an ECN codepoint a sender may send, a marking device needs a rate
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --wire-dscp 64
+expect_text "$tmp/err" "--wire-dscp: Value 64 not in range 0 to 63"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --wire-ecn ce
+expect_text "$tmp/err" "--wire-ecn: ce not in {not-ect,ect0,ect1}"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --wire-ecn ect0
+expect_text "$tmp/err" "--wire-ecn needs --fabric dpdk; this run is on --fabric software"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-ring-ecn 3000
+expect_text "$tmp/err" "--dpdk-ring-ecn marks frames by the queue that builds behind the device's rate: give --dpdk-ring-rate too"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-ring-rate 1 --dpdk-ring-ecn 3000
+expect_text "$tmp/err" "sets a device inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply to --dpdk-port memif"
 # --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's
 # "dpdk" section with the measured-vs-modelled deviation of the one collective (dilation 1000)
 if "$fabemu" run --help | grep -q -- '--dilation'; then
@@ -222,6 +233,36 @@ EOF2
     --dpdk-ring-rate 1 -r "$tmp/rate.json"
   expect_text "$tmp/out" ", a -> b through a device of 1.000 Gb/s, "
   check_device_report "$tmp/rate.json" 0 125000000 || fail "the --dpdk-ring-rate report is wrong"
+  # ECN-capable frames in DSCP 26 through a 1 Gb/s device that marks CE behind 30,000 bytes queued: the
+  # links offer it more than it takes, so its queue builds and it marks; the DPDK section counts the CE
+  # frames as the device marked them (every copy), the collective its first copies; every frame the
+  # capture holds (data and ACK, as they left) carries TOS 0x6a (DSCP 26, ECT(0))
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 1000 \
+    --wire-dscp 26 --wire-ecn ect0 --dpdk-ring-rate 1 --dpdk-ring-ecn 30000 --pcap "$tmp/ecn.pcap" -r "$tmp/ecn.json"
+  expect_text "$tmp/out" ", a -> b through a device of 1.000 Gb/s marking ECN-capable frames CE behind 30000 bytes queued, "
+  expect_text "$tmp/out" "  traffic class       sent DSCP 26, ECT(0); data frames received: "
+  python3 - "$tmp/ecn.json" "$tmp/ecn.pcap" <<'EOF2' || fail "the ECN report or capture is wrong"
+import json, struct, sys
+r = json.load(open(sys.argv[1]))
+assert r["total_time_ps"] == 43051456, r["total_time_ps"]
+d = r["dpdk"]
+g = d["settings"]
+assert (g["dscp"], g["ecn"], g["ring_ecn_bytes"]) == (26, "ect0", 30000), g
+e = d["data_by_ecn"]
+assert e["ce"] > 0 and e["ce"] == d["ring_ce_marked"], (e, d["ring_ce_marked"])
+assert e["not_ect"] == 0 and e["ect1"] == 0 and d["dscp_changed"] == 0, (e, d["dscp_changed"])
+assert e["ect0"] + e["ce"] >= d["data_frames"], (e, d["data_frames"])
+ce = sum(c["ce_frames"] for c in d["collectives"])
+assert 0 < ce <= e["ce"], (ce, e)
+data = open(sys.argv[2], "rb").read()
+at, frames = 24, 0
+while at < len(data):
+    incl = struct.unpack_from("<I", data, at + 8)[0]
+    assert data[at + 16 + 15] == 0x6A, (frames, hex(data[at + 16 + 15]))
+    at += 16 + incl
+    frames += 1
+assert frames == d["frames_tx"], (frames, d["frames_tx"])
+EOF2
   # with an lcore on every CPU (EAL -l 0-<last CPU>) the device's thread shares one: a warning says so
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
     --dpdk-ring-delay 100 -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-clid$$" --no-telemetry \
@@ -402,7 +443,7 @@ EOF2
     --no-pci --no-shconf --file-prefix "fabemu-cli-rel$$" --no-telemetry -l 0
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert d["rto_max_ps"] >= 20 * 10**9 and d["messages_completed"] == 96 and d["retransmissions"] >= d["injected_drops"] > 0, d' \
     "$tmp/rel.json" || fail "--dpdk-rto / --dpdk-nack-delay / --dpdk-window"
-  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto", "ring_delay_ns": 0, "ring_bytes_per_sec": 0}, g' \
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto", "dscp": 0, "ecn": "not-ect", "ring_delay_ns": 0, "ring_bytes_per_sec": 0, "ring_ecn_bytes": 0}, g' \
     "$tmp/rel.json" || fail "the report's dpdk.settings"
   # a wire that brings nothing of ours back (--drop-rate 1: every data frame dropped on receive): the run
   # stops after --dpdk-stall-timeout with exit 2, the reason last on stderr, and the report still written:

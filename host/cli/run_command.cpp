@@ -175,7 +175,37 @@ void check_options(const RunArgs& a) {
   };
   static const Rule fpga[] = {{"--device", {"fpga"}}, {"--xclbin", {"fpga"}}};
   check(fpga);
-  if (!a.agents.empty()) return;
+  if (!a.agents.empty()) {
+    // A lab run takes its wire from the lab file and paces with --dilation; the single-host wire's options
+    // have no effect there.
+    struct LabRule {
+      const char* option;
+      const char* instead;
+    };
+    static const LabRule lab_rules[] = {
+        {"--roce", "the lab file's \"wire: roce\" chooses RoCEv2 frames"},
+        {"--wire-dscp", "the lab file's \"dscp\" sets the frames' DSCP"},
+        {"--wire-ecn", "the lab file's \"ecn\" sets the frames' ECN codepoint"},
+        {"--socket-base-port", "the lab file's \"data\" addresses set the agents' ports"},
+        {"--dpdk-port", "each agent's --dpdk-device is its port"},
+        {"--dpdk-devargs", "each agent's --dpdk-device is its port"},
+    };
+    for (const LabRule& r : lab_rules) {
+      if (given(r.option)) throw std::invalid_argument(fmt::format("{} does not apply to a lab run (--agents): {}", r.option, r.instead));
+    }
+    for (const char* option :
+         {"--dpdk-rx-lcore", "--dpdk-ring-delay", "--dpdk-ring-rate", "--dpdk-ring-ecn", "--dpdk-verify-checksums",
+          "--dpdk-stall-timeout", "--dpdk-rto", "--dpdk-nack-delay", "--dpdk-window", "--wire-mtu", "--address-plan",
+          "--pcap", "--drop-rate", "--reorder-rate", "--duplicate-rate", "--fault-seed"}) {
+      if (given(option)) {
+        throw std::invalid_argument(fmt::format(
+            "{} does not apply to a lab run (--agents), whose agents' socket fabric does not take it; a lab run "
+            "takes --dilation, --as-fast-as-possible and --socket-stall-timeout",
+            option));
+      }
+    }
+    return;
+  }
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
       {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},       {"--dpdk-ring-ecn", {"dpdk"}},

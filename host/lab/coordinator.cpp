@@ -1,6 +1,7 @@
 #include "host/lab/coordinator.h"
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -82,6 +83,9 @@ class Coordinator {
     outcome_.began_ns = realtime_ns();
     outcome_.run_id = to_hex(random_nonce()).substr(0, 12);
     outcome_.fabric = request.lab.fabric;
+    outcome_.wire = request.lab.wire;
+    outcome_.dscp = request.lab.dscp;
+    outcome_.ecn = request.lab.ecn;
     for (const auto& a : request.lab.agents) {
       auto p = std::make_unique<Peer>(io_, a);
       p->report.name = a.name;
@@ -462,6 +466,8 @@ class Coordinator {
     }
     a->set_fabric_config(request_.lab.fabric);
     a->set_wire(request_.lab.wire);
+    a->set_dscp(request_.lab.dscp);
+    a->set_ecn(request_.lab.ecn);
     *a->mutable_spec() = request_.spec;
     for (const uint32_t r : p.config.ranks) a->add_local_ranks(r);
     a->set_shared_storage(request_.lab.shared_storage);
@@ -586,6 +592,22 @@ bool same_links(const emu::RunResult& a, const emu::RunResult& b) {
   return true;
 }
 
+// Fabric dpdk: what the agent's port received of the frames' traffic class (its socket section's
+// frames_by_ecn, frames_dscp_changed), for its line of the summary; "" when there is nothing to say.
+std::string traffic_class_note(const LabRunOutcome& o, const AgentReport& a) {
+  if (o.fabric != "dpdk" || a.socket_json.empty()) return {};
+  const nlohmann::json j = nlohmann::json::parse(a.socket_json, nullptr, false);
+  if (j.is_discarded() || !j.contains("frames_by_ecn")) return {};
+  const nlohmann::json& by = j["frames_by_ecn"];
+  const auto count = [&](const char* key) { return by.value(key, uint64_t{0}); };
+  const uint64_t ce = count("ce");
+  const uint64_t frames = count("not_ect") + count("ect0") + count("ect1") + ce;
+  const uint64_t changed = j.value("frames_dscp_changed", uint64_t{0});
+  if (o.ecn == "not-ect" && ce == 0 && changed == 0) return {};
+  return fmt::format(", CE on {} of {} frames received{}", ce, frames,
+                     changed == 0 ? std::string() : fmt::format(", DSCP rewritten on {}", changed));
+}
+
 std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (const char c : s) {
@@ -663,7 +685,9 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
   if (any_interrupted) r.warnings.push_back("lab: the run was stopped before the end: the report is partial");
 
   std::string agents_json;
-  m.text = fmt::format("Lab ({} agents, fabric {}, run {})\n", o.agents.size(), o.fabric, o.run_id);
+  const bool dpdk = o.fabric == "dpdk";
+  m.text = fmt::format("Lab ({} agents, fabric {}{}, run {})\n", o.agents.size(), o.fabric,
+                       dpdk ? fmt::format(", {} frames, DSCP {} ECN {}", o.wire, o.dscp, o.ecn) : std::string(), o.run_id);
   for (const AgentReport& a : o.agents) {
     const bool has_result = a.done && !a.lost;
     if (!has_result) {
@@ -684,12 +708,12 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
         a.clock.delay_ns / 2, drift, skew, a.wall_ns, json_string(a.mac),
         a.stall.empty() ? std::string("null") : json_string(a.stall),
         a.socket_json.empty() ? std::string() : ", \"socket\": " + a.socket_json);
-    m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}{}\n",
+    m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}{}{}\n",
                           a.name, a.control, format_ranks(a.ranks), status, a.clock.offset_ns, a.clock.delay_ns,
                           a.clock.delay_ns / 2,
                           a.after ? fmt::format(", drift {} ns", a.after->offset_ns - a.clock.offset_ns) : "",
                           has_result ? fmt::format(", started {} ns off", skew) : "",
-                          a.mac.empty() ? "" : ", port " + a.mac);
+                          a.mac.empty() ? "" : ", port " + a.mac, traffic_class_note(o, a));
   }
   const int64_t setup = o.start_sent_ns > 0 ? o.start_sent_ns - o.began_ns : 0;
   const int64_t ready = o.ready_ns > 0 ? o.ready_ns - o.began_ns : 0;
@@ -699,9 +723,11 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
   std::sort(m.lost_ranks.begin(), m.lost_ranks.end());
   if (!m.lost_ranks.empty()) m.text += fmt::format("  lost ranks          {}\n", format_ranks(m.lost_ranks));
   r.sections.emplace_back(
-      "lab", fmt::format("{{\n    \"run_id\": {}, \"fabric\": {}, \"setup_ns\": {}, \"ready_ns\": {}, "
-                         "\"start_margin_ns\": {}, \"trace_bytes\": {}, \"lost_ranks\": {},\n    \"agents\": [{}\n    ]\n  }}",
-                         json_string(o.run_id), json_string(o.fabric), setup, ready,
+      "lab", fmt::format("{{\n    \"run_id\": {}, \"fabric\": {}, \"wire\": {}, \"dscp\": {}, \"ecn\": {}, \"setup_ns\": {}, "
+                         "\"ready_ns\": {}, \"start_margin_ns\": {}, \"trace_bytes\": {}, \"lost_ranks\": {},\n    "
+                         "\"agents\": [{}\n    ]\n  }}",
+                         json_string(o.run_id), json_string(o.fabric), dpdk ? json_string(o.wire) : "null",
+                         dpdk ? fmt::format("{}", o.dscp) : "null", dpdk ? json_string(o.ecn) : "null", setup, ready,
                          o.start_at_ns > 0 ? o.start_at_ns - o.ready_ns : 0, o.trace_bytes,
                          json_string(format_ranks(m.lost_ranks)), agents_json));
   return m;

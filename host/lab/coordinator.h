@@ -66,6 +66,9 @@ struct AgentReport {
 struct LabRunOutcome {
   std::string run_id;
   std::string fabric;
+  std::string wire;           // fabric dpdk: fabemu | roce, and every frame's traffic class
+  uint32_t dscp = 0;
+  std::string ecn;
   std::vector<AgentReport> agents;
   std::map<uint32_t, std::string> rank_reports;  // rank -> RankResult.report_json
   std::vector<proto::TimelineSlice> slices;      // of agents that finished, in seq order

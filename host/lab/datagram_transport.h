@@ -41,6 +41,10 @@ class DatagramSink {
 struct TransportStats {
   uint64_t send_errors = 0;   // datagrams the transport gave up on (the reliability layer resends them)
   uint64_t frames_not_ours = 0;  // DPDK: frames on the port that carry no datagram for a local rank
+  // DPDK: the frames that carried a datagram for a local rank, by the ECN codepoint they arrived with
+  // (index: host::dpdk::Ecn; CE: marked by a switch on the way), and those whose DSCP was not the run's.
+  uint64_t frames_by_ecn[4] = {};
+  uint64_t frames_dscp_changed = 0;
   int rcvbuf_bytes = 0, sndbuf_bytes = 0;  // UDP: what the kernel granted
 };
 
@@ -59,6 +63,13 @@ class DatagramTransport {
   virtual TransportStats stats() const = 0;
 };
 
+// How a lab run's DPDK frames look (lab.yaml's `wire`, `dscp`, `ecn`; host/lab/README.md, "lab.yaml").
+struct LabWire {
+  host::dpdk::WireMode mode = host::dpdk::WireMode::kFabemu;
+  uint8_t dscp = 0;                                 // 0-63, every frame's IPv4 DSCP
+  host::dpdk::Ecn ecn = host::dpdk::Ecn::kNotEct;   // every frame's ECN codepoint (never CE)
+};
+
 // A host's DPDK port, opened once by the agent (`fabemu agent --dpdk-device`) and used by every lab run
 // with `fabric: dpdk` (implemented in dpdk_transport.cpp).
 class LabDataPort {
@@ -66,14 +77,14 @@ class LabDataPort {
   virtual ~LabDataPort() = default;
   virtual host::dpdk::MacAddr mac() const = 0;
   virtual std::string describe() const = 0;
-  // A transport over this port for one run, its frames in `mode` (fabemu: UDP to the rank's port; RoCEv2:
-  // UDP 4791, a BTH before the fabemu header, the ICRC after). endpoints[r]: where rank r receives
+  // A transport over this port for one run, its frames in `wire.mode` (fabemu: UDP to the rank's port;
+  // RoCEv2: UDP 4791, a BTH before the fabemu header, the ICRC after) with `wire`'s traffic class. endpoints[r]: where rank r receives
   // (lab_dpdk_endpoint()); local[r]: r is hosted here. Datagrams between two local ranks stay in the host (the port cannot send a
   // frame to itself). std::invalid_argument for sizes that do not match or a datagram that cannot fit a
   // frame of the port's MTU.
   virtual std::unique_ptr<DatagramTransport> open(std::vector<host::dpdk::Endpoint> endpoints,
                                                   std::vector<bool> local, uint32_t max_datagram,
-                                                  host::dpdk::WireMode mode) = 0;
+                                                  const LabWire& wire) = 0;
 };
 
 // Rank r's address in a DPDK lab run: the MAC of its host's port, IP 198.18.0.1 + r (the default address

@@ -37,11 +37,17 @@ hd::MacAddr to_mac(const rte_ether_addr& a) {
 class DpdkTransport final : public DatagramTransport {
  public:
   DpdkTransport(hd::Port& port, const hd::MacAddr& mac, std::vector<hd::Endpoint> endpoints, std::vector<bool> local,
-                uint32_t max_datagram, hd::WireMode mode)
-      : port_(port), mac_(mac), mode_(mode), endpoints_(std::move(endpoints)), local_(std::move(local)), slot_bytes_(max_datagram) {
+                uint32_t max_datagram, const LabWire& wire)
+      : port_(port), mac_(mac), mode_(wire.mode), dscp_(wire.dscp), ecn_(wire.ecn), endpoints_(std::move(endpoints)), local_(std::move(local)), slot_bytes_(max_datagram) {
     const auto ranks = static_cast<uint32_t>(endpoints_.size());
     if (local_.size() != ranks) {
       throw std::invalid_argument(fmt::format("DPDK transport: {} local flags for {} endpoints", local_.size(), ranks));
+    }
+    if (wire.dscp > 63) {
+      throw std::invalid_argument(fmt::format("DPDK transport: DSCP {} does not fit the 6 bits of the field", wire.dscp));
+    }
+    if (wire.ecn == hd::Ecn::kCe) {
+      throw std::invalid_argument("DPDK transport: a sender does not mark its own frames CE (RFC 3168)");
     }
     if (max_datagram < kDatagramHeaderBytes ||
         max_datagram - kDatagramHeaderBytes > hd::max_payload_for_mtu(mode_, port_.config().mtu)) {
@@ -73,8 +79,10 @@ class DpdkTransport final : public DatagramTransport {
   }
 
   std::string describe() const override {
-    return fmt::format("DPDK {} {}{}", port_.name(), hd::format_mac(mac_),
-                       mode_ == hd::WireMode::kRoceV2 ? " RoCEv2" : "");
+    return fmt::format("DPDK {} {}{}{}", port_.name(), hd::format_mac(mac_),
+                       mode_ == hd::WireMode::kRoceV2 ? " RoCEv2" : "",
+                       dscp_ == 0 && ecn_ == hd::Ecn::kNotEct ? std::string()
+                                                              : fmt::format(" DSCP {} ECN {}", dscp_, hd::to_string(ecn_)));
   }
 
   std::string address_of(uint32_t rank) const override {
@@ -144,6 +152,8 @@ class DpdkTransport final : public DatagramTransport {
         ++rx_.not_ours;
       } else {
         // The UDP payload is the datagram: the fabemu header right before the message bytes.
+        ++stats_.frames_by_ecn[static_cast<uint8_t>(f.ecn)];
+        stats_.frames_dscp_changed += f.dscp != dscp_;
         sink.datagram(it->second, {f.payload.data() - kDatagramHeaderBytes, kDatagramHeaderBytes + f.payload_bytes},
                       false);
       }
@@ -172,6 +182,8 @@ class DpdkTransport final : public DatagramTransport {
     }
     const uint32_t payload = d.len - static_cast<uint32_t>(kDatagramHeaderBytes);
     spec.mode = mode_;
+    spec.dscp = dscp_;
+    spec.ecn = ecn_;
     spec.src = endpoints_.at(from);
     spec.dst = endpoints_.at(d.to);
     if (mode_ == hd::WireMode::kRoceV2) {
@@ -201,6 +213,8 @@ class DpdkTransport final : public DatagramTransport {
   hd::Port& port_;
   hd::MacAddr mac_;
   hd::WireMode mode_;
+  uint8_t dscp_;
+  hd::Ecn ecn_;
   std::vector<hd::Endpoint> endpoints_;
   std::vector<bool> local_;
   size_t slot_bytes_;
@@ -241,8 +255,8 @@ class DpdkLabPort final : public LabDataPort {
                        port_.config().mtu, speed == 0 ? std::string("speed unknown") : fmt::format("{} Mb/s", speed));
   }
   std::unique_ptr<DatagramTransport> open(std::vector<hd::Endpoint> endpoints, std::vector<bool> local,
-                                          uint32_t max_datagram, hd::WireMode mode) override {
-    return std::make_unique<DpdkTransport>(port_, mac_, std::move(endpoints), std::move(local), max_datagram, mode);
+                                          uint32_t max_datagram, const LabWire& wire) override {
+    return std::make_unique<DpdkTransport>(port_, mac_, std::move(endpoints), std::move(local), max_datagram, wire);
   }
 
  private:

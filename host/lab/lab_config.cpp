@@ -18,8 +18,9 @@ namespace asio = boost::asio;
 
 namespace {
 
-const std::vector<std::string_view> kTopKeys = {"token_file", "fabric", "wire", "shared_storage", "agents"};
+const std::vector<std::string_view> kTopKeys = {"token_file", "fabric", "wire", "dscp", "ecn", "shared_storage", "agents"};
 const std::vector<std::string_view> kWires = {"fabemu", "roce"};
+const std::vector<std::string_view> kEcns = {"not-ect", "ect0", "ect1"};
 const std::vector<std::string_view> kAgentKeys = {"name", "control", "data", "ranks"};
 const std::vector<std::string_view> kFabrics = {"socket", "model", "dpdk"};
 
@@ -84,6 +85,31 @@ LabConfig load_lab_config(const std::string& path) {
     if (c.wire == "roce" && c.fabric != "dpdk") {
       cfg::fail(path, it->second.line,
                 fmt::format("key \"wire\": roce frames need fabric dpdk (the fabric is {})", c.fabric));
+    }
+  }
+  if (const auto it = top.find("dscp"); it != top.end()) {
+    const std::string v = scalar(path, it->second, "dscp");
+    const auto d = cfg::parse_int(v);
+    if (!d || *d < 0 || *d > 63) {
+      cfg::fail(path, it->second.line, fmt::format("key \"dscp\": \"{}\" is not a DSCP (0 to 63)", v));
+    }
+    if (c.fabric != "dpdk") {
+      cfg::fail(path, it->second.line,
+                fmt::format("key \"dscp\": the frames' traffic class needs fabric dpdk (the fabric is {})", c.fabric));
+    }
+    c.dscp = static_cast<uint32_t>(*d);
+  }
+  if (const auto it = top.find("ecn"); it != top.end()) {
+    c.ecn = scalar(path, it->second, "ecn");
+    if (std::find(kEcns.begin(), kEcns.end(), c.ecn) == kEcns.end()) {
+      cfg::fail(path, it->second.line,
+                fmt::format("key \"ecn\": \"{}\"{} is not an ECN codepoint a sender sets; expected not-ect, ect0 or "
+                            "ect1",
+                            c.ecn, cfg::did_you_mean(c.ecn, kEcns)));
+    }
+    if (c.fabric != "dpdk") {
+      cfg::fail(path, it->second.line,
+                fmt::format("key \"ecn\": the frames' traffic class needs fabric dpdk (the fabric is {})", c.fabric));
     }
   }
   if (const auto it = top.find("shared_storage"); it != top.end()) {

@@ -215,9 +215,20 @@ std::unique_ptr<SocketFabric> make_dpdk_fabric(const ReplayInput& in, const emu:
     o.payload = std::min<uint32_t>(o.payload, static_cast<uint32_t>(host::dpdk::max_payload_for_mtu(mode, 1500)));
   }
   const uint32_t max_datagram = SocketFabric::max_datagram(o);
+  LabWire wire;
+  wire.mode = mode;
+  if (assign.dscp() > 63) throw std::invalid_argument(fmt::format("AssignRanks: DSCP {} is not 0 to 63", assign.dscp()));
+  wire.dscp = static_cast<uint8_t>(assign.dscp());
+  if (assign.ecn() == "ect0") {
+    wire.ecn = host::dpdk::Ecn::kEct0;
+  } else if (assign.ecn() == "ect1") {
+    wire.ecn = host::dpdk::Ecn::kEct1;
+  } else if (!assign.ecn().empty() && assign.ecn() != "not-ect") {
+    throw std::invalid_argument(fmt::format("AssignRanks: \"{}\" is not an ECN codepoint (not-ect, ect0, ect1)", assign.ecn()));
+  }
   std::unique_ptr<DatagramTransport> transport;
   try {
-    transport = in.data_port->open(std::move(endpoints), local, max_datagram, mode);
+    transport = in.data_port->open(std::move(endpoints), local, max_datagram, wire);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("dpdk fabric: cannot open the data plane on {} ({}): {}",
                                          in.data_port->describe(), mine, e.what()));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -757,6 +758,8 @@ const SocketStats& SocketFabric::Impl::stats() {
   const TransportStats t = transport_->stats();
   s.send_errors = t.send_errors;
   s.frames_not_ours = t.frames_not_ours;
+  std::copy(std::begin(t.frames_by_ecn), std::end(t.frames_by_ecn), std::begin(s.frames_by_ecn));
+  s.frames_dscp_changed = t.frames_dscp_changed;
   s.rcvbuf_bytes = t.rcvbuf_bytes;
   s.sndbuf_bytes = t.sndbuf_bytes;
   s.injected_drops = faults_.dropped();
@@ -852,6 +855,12 @@ std::string format_socket_stats(const SocketStats& s) {
       out += fmt::format("    {:<34}{}\n", to_string(static_cast<DatagramVerdict>(v)), s.not_ours_by_verdict[v]);
     }
   }
+  const uint64_t* by = s.frames_by_ecn;
+  if (by[1] + by[2] + by[3] + s.frames_dscp_changed > 0) {
+    out += fmt::format("  frames by ECN       {} not-ECT, {} ECT(0), {} ECT(1), {} CE (marked on the way); DSCP rewritten on "
+                       "{}\n",
+                       by[0], by[2], by[1], by[3], s.frames_dscp_changed);
+  }
   out += fmt::format("  detected            {} duplicates, {} reordered, {} stale copies, {} invalid\n", s.rx_duplicates,
                      s.rx_reordered, s.rx_stale, s.rx_invalid);
   if (s.injected_drops + s.injected_duplicates + s.injected_reorders > 0) {
@@ -927,6 +936,9 @@ std::string socket_stats_to_json(const SocketStats& s) {
   kv("not_ours", n(s.not_ours));
   kv("not_ours_by_verdict", verdicts + "}");
   kv("frames_not_ours", n(s.frames_not_ours));
+  kv("frames_by_ecn", fmt::format("{{\"not_ect\": {}, \"ect1\": {}, \"ect0\": {}, \"ce\": {}}}", s.frames_by_ecn[0],
+                                  s.frames_by_ecn[1], s.frames_by_ecn[2], s.frames_by_ecn[3]));
+  kv("frames_dscp_changed", n(s.frames_dscp_changed));
   kv("send_errors", n(s.send_errors));
   kv("feedback_dropped", n(s.feedback_dropped));
   kv("late", n(s.late));

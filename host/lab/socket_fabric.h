@@ -79,6 +79,10 @@ struct SocketStats {
   uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
   uint64_t not_ours = 0;              // datagrams that are not valid fabemu datagrams for a local rank
   uint64_t frames_not_ours = 0;       // DPDK transport: frames on the port that carry no datagram for a local rank
+  // DPDK transport: the frames that carried a datagram for a local rank by the ECN codepoint they arrived
+  // with (index: host::dpdk::Ecn, so [3] is CE: marked on the way), and those whose DSCP was not the run's.
+  uint64_t frames_by_ecn[4] = {};
+  uint64_t frames_dscp_changed = 0;
   uint64_t send_errors = 0;           // sendto failures other than EAGAIN (retried by the reliability layer)
   uint64_t late = 0, on_time = 0;     // D > 0: local-destination messages reassembled after / by their modelled delivery
   // Per message with a local source: its first datagram sent to the ACK that completes it (wall ns, one

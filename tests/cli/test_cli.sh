@@ -179,6 +179,14 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--wire-ecn: ce not in {not-ect,ect0,ect1}"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --wire-ecn ect0
 expect_text "$tmp/err" "--wire-ecn needs --fabric dpdk; this run is on --fabric software"
+# a lab run takes its wire from the lab file: the single-host wire's options are refused (before the lab
+# file is read), naming the lab file's key where there is one
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --agents "$tmp/no-lab.yaml" --wire-ecn ect0
+expect_text "$tmp/err" "--wire-ecn does not apply to a lab run (--agents): the lab file's \"ecn\" sets the frames' ECN codepoint"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --agents "$tmp/no-lab.yaml" --roce
+expect_text "$tmp/err" "--roce does not apply to a lab run (--agents): the lab file's \"wire: roce\" chooses RoCEv2 frames"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --agents "$tmp/no-lab.yaml" --drop-rate 0.01
+expect_text "$tmp/err" "--drop-rate does not apply to a lab run (--agents), whose agents' socket fabric does not take it"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-ring-ecn 3000
 expect_text "$tmp/err" "--dpdk-ring-ecn marks frames by the queue that builds behind the device's rate: give --dpdk-ring-rate too"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif --dpdk-ring-rate 1 --dpdk-ring-ecn 3000

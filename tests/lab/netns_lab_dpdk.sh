@@ -9,9 +9,12 @@
 # Exit 77 (skip) when network namespaces cannot be created or the shared traces are absent.
 # Usage: netns_lab_dpdk.sh <fabemu binary> <shared folder (holds traces/ and configs/)>; FABEMU_SHARED_DIR, when
 # set, is the shared folder (as for the C++ tests). WIRE=roce: lab.yaml `wire: roce`, the frames RoCEv2 (UDP
-# 4791, a BTH with the rank's queue pair and a SEND opcode).
+# 4791, a BTH with the rank's queue pair and a SEND opcode). DSCP=n, ECN=not-ect|ect0|ect1: lab.yaml `dscp`
+# and `ecn`, every frame's TOS byte checked in the capture and the agents' counts by ECN codepoint.
 set -u
 wire=${WIRE:-fabemu}
+dscp=${DSCP:-0}
+ecn=${ECN:-not-ect}
 fabemu=${1:?usage: netns_lab_dpdk.sh <fabemu binary> <shared folder>}
 shared=${FABEMU_SHARED_DIR:-${2:?usage: netns_lab_dpdk.sh <fabemu binary> <shared folder>}}
 w=$shared/traces/astra-sim/examples/workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce
@@ -80,6 +83,8 @@ done
   echo "token_file: lab.token"
   echo "fabric: dpdk"
   echo "wire: $wire"
+  echo "dscp: $dscp"
+  echo "ecn: $ecn"
   echo "agents:"
   for i in 0 1 2; do
     # `data` is required by lab.yaml but unused with fabric dpdk (ranks are addressed by their host's port).
@@ -102,11 +107,13 @@ macs=()
 for i in 0 1 2; do
   macs+=("$(ip -n "$ns" -o link show "fe-lab$i" | sed -n 's/.*link\/ether \([0-9a-f:]*\) .*/\1/p')")
 done
-python3 - "$tmp/lab.json" "$tmp/model.json" "$wire" "${macs[@]}" <<'EOF2' || fail "the lab report is wrong"
+python3 - "$tmp/lab.json" "$tmp/model.json" "$wire" "${macs[@]}" "$dscp" "$ecn" <<'EOF2' || fail "the lab report is wrong"
 import json, sys
 lab, model = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 roce = sys.argv[3] == "roce"
 veth_macs = sys.argv[4:7]
+dscp, ecn = int(sys.argv[7]), sys.argv[8]
+ecn_key = {"not-ect": "not_ect", "ect0": "ect0", "ect1": "ect1"}[ecn]
 assert lab["total_time_ps"] == model["total_time_ps"], (lab["total_time_ps"], model["total_time_ps"])
 assert lab["total_time_ps"] > 0
 finish = lambda report: {r["rank"]: r["finish_time_ps"] for r in report["ranks"]}
@@ -114,6 +121,7 @@ assert finish(lab) == finish(model), (finish(lab), finish(model))
 assert len(finish(lab)) == 8
 section = lab["lab"]
 assert section["fabric"] == "dpdk", section["fabric"]
+assert (section["wire"], section["dscp"], section["ecn"]) == (sys.argv[3], dscp, ecn), section
 agents = section["agents"]
 assert [a["name"] for a in agents] == ["a", "b", "c"], agents
 assert [a["mac"] for a in agents] == veth_macs, ([a["mac"] for a in agents], veth_macs)
@@ -123,10 +131,16 @@ for a in agents:
   assert a["status"] == "done", (a["name"], a["status"])
   s = a["socket"]
   assert s["transport"].startswith("DPDK net_af_packet"), s["transport"]
-  assert s["transport"].endswith(" RoCEv2") == roce, s["transport"]
+  tos_suffix = "" if (dscp, ecn) == (0, "not-ect") else " DSCP %d ECN %s" % (dscp, ecn)
+  assert s["transport"].endswith((" RoCEv2" if roce else "") + tos_suffix), s["transport"]
+  assert (" RoCEv2" in s["transport"]) == roce, s["transport"]
   assert s["datagrams_tx"] > 0 and s["datagrams_rx"] > 0, (a["name"], s["datagrams_tx"], s["datagrams_rx"])
   sent += s["datagrams_tx"]; rx += s["datagrams_rx"]; not_ours += s["not_ours"]
   other_frames += s["frames_not_ours"]
+  # Every frame that reached the agent for one of its ranks has the run's traffic class: a bridge marks nothing.
+  by = s["frames_by_ecn"]
+  assert by[ecn_key] > 0 and by[ecn_key] == sum(by.values()), (a["name"], by)
+  assert s["frames_dscp_changed"] == 0, (a["name"], s["frames_dscp_changed"])
 # Every datagram that reached a port for one of its ranks is ours; the frames for other ports are those the
 # bridge flooded before it learnt a MAC (a few per agent), nothing else is on the bridge.
 assert not_ours == 0, not_ours
@@ -148,11 +162,12 @@ if [ -n "$tcpdump_pid" ]; then
   tcpdump -nn -vv -r "$tmp/lab.pcap" 2>/dev/null >"$tmp/lab.txt"
   bad=$(grep -c 'bad cksum\|bad udp cksum' "$tmp/lab.txt")
   [ "$bad" -eq 0 ] || { grep 'bad' "$tmp/lab.txt" | head -3; fail "$bad frames with bad IPv4/UDP checksums"; }
-  python3 - "$tmp/lab.pcap" "$tmp/lab.json" "$wire" "${macs[@]}" <<'EOF2' || fail "the capture is wrong"
+  python3 - "$tmp/lab.pcap" "$tmp/lab.json" "$wire" "${macs[@]}" "$dscp" "$ecn" <<'EOF2' || fail "the capture is wrong"
 import json, struct, sys
 cap, rep = sys.argv[1:3]
 roce = sys.argv[3] == "roce"
 macs = [bytes.fromhex(m.replace(":", "")) for m in sys.argv[4:7]]
+tos = int(sys.argv[7]) << 2 | {"not-ect": 0, "ect1": 1, "ect0": 2}[sys.argv[8]]
 owner = [0, 0, 0, 1, 1, 1, 2, 2]   # ranks 0-2 on a, 3-5 on b, 6-7 on c
 sent = sum(a["socket"]["datagrams_tx"] for a in json.load(open(rep))["lab"]["agents"])
 data = open(cap, "rb").read()
@@ -166,6 +181,7 @@ while off < len(data):
   dst_mac, src_mac = f[0:6], f[6:12]
   assert struct.unpack_from("!H", f, 12)[0] == 0x0800, "not IPv4"
   assert f[14] == 0x45 and f[23] == 17, "not IPv4/UDP"
+  assert f[15] == tos, "TOS %#x, not %#x" % (f[15], tos)
   src_ip, dst_ip = struct.unpack_from("!II", f, 26)
   src, dst = src_ip - 0xC6120001, dst_ip - 0xC6120001   # rank r at 198.18.0.1 + r
   assert 0 <= src < 8 and 0 <= dst < 8, "addresses %x -> %x outside the plan" % (src_ip, dst_ip)
@@ -185,8 +201,8 @@ assert frames > 0, "no frame crossed the bridge"
 assert frames <= sent, (frames, sent)
 # The ring crosses every agent boundary: 2 -> 3 (a -> b), 5 -> 6 (b -> c), 7 -> 0 (c -> a), ACKs back.
 assert {(0, 1), (1, 2), (2, 0), (1, 0), (2, 1), (0, 2)} <= pairs, pairs
-print("capture: %d %s frames on br0 between the agents' ports, valid IPv4/UDP checksums, addressed per rank"
-      % (frames, "RoCEv2" if roce else "UDP"))
+print("capture: %d %s frames on br0 between the agents' ports, valid IPv4/UDP checksums, addressed per rank, TOS %#x"
+      % (frames, "RoCEv2" if roce else "UDP", tos))
 EOF2
 fi
 # SIGTERM: each agent closes its port and exits 0, its run folder gone.

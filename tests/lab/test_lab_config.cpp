@@ -1,4 +1,5 @@
 // lab.yaml: the agents, their addresses and ranks; every mistake named with the file and the line.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -83,6 +84,43 @@ TEST(LabConfig, DpdkIsALabFabric) {
   EXPECT_NE(e2.find("line 3"), std::string::npos) << e2;
   EXPECT_NE(e2.find("\"rocev3\""), std::string::npos) << e2;
   EXPECT_NE(e2.find("is not a wire format; expected fabemu or roce"), std::string::npos) << e2;
+}
+
+// dscp and ecn: every frame's traffic class, over DPDK ports only; bad values named with their line.
+TEST(LabConfig, TrafficClassOfTheDpdkFrames) {
+  test::ScratchDir dir;
+  std::string text = kGood;
+  text.replace(text.find("fabric: model"), 13, "fabric: dpdk\ndscp: 26\necn: ect0");
+  LabConfig c = load_lab_config(write(dir, text));
+  EXPECT_EQ(c.dscp, 26u);
+  EXPECT_EQ(c.ecn, "ect0");
+  text.replace(text.find("ecn: ect0"), 9, "ecn: ect1");
+  EXPECT_EQ(load_lab_config(write(dir, text)).ecn, "ect1");
+  c = load_lab_config(write(dir, kGood));
+  EXPECT_EQ(c.dscp, 0u);
+  EXPECT_EQ(c.ecn, "not-ect");
+  const auto error_with = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return error_of(write(dir, t), 8);
+  };
+  for (const char* v : {"64", "-1", "af41", "2.5"}) {
+    const std::string e = error_with("dscp: 26", std::string("dscp: ") + v);
+    EXPECT_NE(e.find("line 3"), std::string::npos) << e;
+    EXPECT_NE(e.find(fmt::format("key \"dscp\": \"{}\" is not a DSCP (0 to 63)", v)), std::string::npos) << e;
+  }
+  const std::string ce = error_with("ecn: ect1", "ecn: ce");
+  EXPECT_NE(ce.find("line 4"), std::string::npos) << ce;
+  EXPECT_NE(ce.find("key \"ecn\": \"ce\" is not an ECN codepoint a sender sets; expected not-ect, ect0 or ect1"),
+            std::string::npos)
+      << ce;
+  const std::string typo = error_with("ecn: ect1", "ecn: etc1");
+  EXPECT_NE(typo.find("did you mean"), std::string::npos) << typo;
+  const std::string socket = error_with("fabric: dpdk", "fabric: socket");
+  EXPECT_NE(socket.find("line 3"), std::string::npos) << socket;
+  EXPECT_NE(socket.find("key \"dscp\": the frames' traffic class needs fabric dpdk (the fabric is socket)"),
+            std::string::npos)
+      << socket;
 }
 
 TEST(LabConfig, MistakesNameTheFileAndLine) {

@@ -8,10 +8,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -27,24 +30,47 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Ports of several agents that throw only once all of them have recorded (or after 10 s): the first
+// agent's failure stops the run, and an agent whose Stop came before its open() would record nothing.
+struct OpenBarrier {
+  explicit OpenBarrier(int n) : expected(n) {}
+  void arrive() {
+    std::unique_lock lock(m);
+    ++opened;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10), [this] { return opened >= expected; });
+  }
+  std::mutex m;
+  std::condition_variable cv;
+  int opened = 0;
+  const int expected;
+};
+
 class RecordingPort final : public LabDataPort {
  public:
-  explicit RecordingPort(uint8_t last = 0x0a) : mac_{0x02, 0, 0, 0, 0, last} {}
+  explicit RecordingPort(uint8_t last = 0x0a, OpenBarrier* barrier = nullptr)
+      : mac_{0x02, 0, 0, 0, 0, last}, barrier_(barrier) {}
   host::dpdk::MacAddr mac() const override { return mac_; }
   std::string describe() const override { return "recording port"; }
   std::unique_ptr<DatagramTransport> open(std::vector<host::dpdk::Endpoint> endpoints, std::vector<bool> local,
-                                          uint32_t max_datagram, host::dpdk::WireMode mode) override {
+                                          uint32_t max_datagram, const LabWire& wire) override {
     endpoints_ = std::move(endpoints);
     local_ = std::move(local);
     max_datagram_ = max_datagram;
-    mode_ = mode;
+    mode_ = wire.mode;
+    dscp_ = wire.dscp;
+    ecn_ = wire.ecn;
+    if (barrier_ != nullptr) barrier_->arrive();
     throw std::invalid_argument("recorded, not opened");
   }
   host::dpdk::MacAddr mac_;
+  OpenBarrier* barrier_;
   std::vector<host::dpdk::Endpoint> endpoints_;
   std::vector<bool> local_;
   uint32_t max_datagram_ = 0;
   host::dpdk::WireMode mode_ = host::dpdk::WireMode::kFabemu;
+  uint8_t dscp_ = 0xFF;
+  host::dpdk::Ecn ecn_ = host::dpdk::Ecn::kCe;
 };
 
 std::optional<fs::path> workload_prefix() {
@@ -117,6 +143,29 @@ TEST_F(LabReplay, DpdkRanksAreAddressedAtTheirAgentsPorts) {
   EXPECT_EQ(port_.local_, (std::vector<bool>{false, false, false, true, true, true, false, false}));
   EXPECT_EQ(port_.max_datagram_, 60u + 1400u);  // header + payload: 1488 bytes with IPv4/UDP, a 1500 MTU
   EXPECT_EQ(port_.mode_, host::dpdk::WireMode::kFabemu);
+  EXPECT_EQ(port_.dscp_, 0);
+  EXPECT_EQ(port_.ecn_, host::dpdk::Ecn::kNotEct);
+}
+
+// lab.yaml `dscp: 46`, `ecn: ect1`: the port opened for frames of that traffic class; a codepoint the
+// coordinator cannot have sent is refused before the port is opened.
+TEST_F(LabReplay, TrafficClassOpensThePortForIt) {
+  assign_.set_dscp(46);
+  assign_.set_ecn("ect1");
+  (void)error_of_replay();
+  EXPECT_EQ(port_.dscp_, 46);
+  EXPECT_EQ(port_.ecn_, host::dpdk::Ecn::kEct1);
+  assign_.set_ecn("ect0");
+  (void)error_of_replay();
+  EXPECT_EQ(port_.ecn_, host::dpdk::Ecn::kEct0);
+  port_.endpoints_.clear();
+  assign_.set_ecn("ce");
+  EXPECT_NE(error_of_replay().find("AssignRanks: \"ce\" is not an ECN codepoint (not-ect, ect0, ect1)"),
+            std::string::npos);
+  assign_.set_ecn("");
+  assign_.set_dscp(64);
+  EXPECT_NE(error_of_replay().find("AssignRanks: DSCP 64 is not 0 to 63"), std::string::npos);
+  EXPECT_TRUE(port_.endpoints_.empty());  // never asked to open
 }
 
 // lab.yaml `wire: roce`: the port opened for RoCEv2 frames, whose BTH and ICRC leave 1396 message bytes
@@ -153,7 +202,7 @@ class LabDpdkRun : public ::testing::Test {
 
   void start_agents(const std::array<uint8_t, 3>& macs) {
     for (int i = 0; i < 3; ++i) {
-      ports_[i] = std::make_unique<RecordingPort>(macs[i]);
+      ports_[i] = std::make_unique<RecordingPort>(macs[i], &barrier_);
       AgentOptions o;
       o.listen = {boost::asio::ip::make_address("127.0.0.1"), 0};
       o.token = kToken;
@@ -182,7 +231,7 @@ class LabDpdkRun : public ::testing::Test {
     const std::string lab = scratch_.file("lab.yaml");
     {
       std::ofstream out(lab);
-      out << "token_file: lab.token\nfabric: dpdk\nagents:\n";
+      out << "token_file: lab.token\nfabric: dpdk\ndscp: 10\necn: ect1\nagents:\n";
       const char* ranks[3] = {"0-2", "3-5", "6-7"};
       for (int i = 0; i < 3; ++i) {
         out << "  - name: " << static_cast<char>('a' + i) << "\n    control: 127.0.0.1:"
@@ -214,6 +263,7 @@ class LabDpdkRun : public ::testing::Test {
   std::optional<fs::path> prefix_;
   test::ScratchDir scratch_;
   std::array<boost::asio::io_context, 3> io_;
+  OpenBarrier barrier_{3};
   std::array<std::unique_ptr<RecordingPort>, 3> ports_;
   std::array<std::unique_ptr<Agent>, 3> agents_;
   std::array<std::thread, 3> threads_;
@@ -234,6 +284,9 @@ TEST_F(LabDpdkRun, EveryAgentLearnsEveryAgentsMac) {
       EXPECT_EQ(ports_[i]->endpoints_[r].ip, 0xC6120001u + r);
     }
     for (uint32_t r = 0; r < 8; ++r) EXPECT_EQ(ports_[i]->local_[r], owner_mac[r] == 0x0a + i) << i << " " << r;
+    // lab.yaml's traffic class, through AssignRanks to every agent's port.
+    EXPECT_EQ(ports_[i]->dscp_, 10) << "agent " << i;
+    EXPECT_EQ(ports_[i]->ecn_, host::dpdk::Ecn::kEct1) << "agent " << i;
   }
   ASSERT_EQ(outcome.agents.size(), 3u);
   EXPECT_EQ(outcome.agents[0].mac, "02:00:00:00:00:0a");

@@ -191,7 +191,9 @@ void check_options(const RunArgs& a) {
         {"--dpdk-devargs", "each agent's --dpdk-device is its port"},
     };
     for (const LabRule& r : lab_rules) {
-      if (given(r.option)) throw std::invalid_argument(fmt::format("{} does not apply to a lab run (--agents): {}", r.option, r.instead));
+      if (given(r.option)) {
+        throw std::invalid_argument(fmt::format("{} does not apply to a lab run (--agents): {}", r.option, r.instead));
+      }
     }
     for (const char* option :
          {"--dpdk-rx-lcore", "--dpdk-ring-delay", "--dpdk-ring-rate", "--dpdk-ring-ecn", "--dpdk-verify-checksums",

@@ -78,10 +78,11 @@ class LabDataPort {
   virtual host::dpdk::MacAddr mac() const = 0;
   virtual std::string describe() const = 0;
   // A transport over this port for one run, its frames in `wire.mode` (fabemu: UDP to the rank's port;
-  // RoCEv2: UDP 4791, a BTH before the fabemu header, the ICRC after) with `wire`'s traffic class. endpoints[r]: where rank r receives
-  // (lab_dpdk_endpoint()); local[r]: r is hosted here. Datagrams between two local ranks stay in the host (the port cannot send a
-  // frame to itself). std::invalid_argument for sizes that do not match or a datagram that cannot fit a
-  // frame of the port's MTU.
+  // RoCEv2: UDP 4791, a BTH before the fabemu header, the ICRC after) with `wire`'s traffic class.
+  // endpoints[r]: where rank r receives (lab_dpdk_endpoint()); local[r]: r is hosted here. Datagrams
+  // between two local ranks stay in the host (the port cannot send a frame to itself).
+  // std::invalid_argument for sizes that do not match, a datagram that cannot fit a frame of the port's
+  // MTU, a DSCP above 63 or the CE codepoint.
   virtual std::unique_ptr<DatagramTransport> open(std::vector<host::dpdk::Endpoint> endpoints,
                                                   std::vector<bool> local, uint32_t max_datagram,
                                                   const LabWire& wire) = 0;

@@ -211,7 +211,7 @@ void check_options(const RunArgs& a) {
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
       {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},       {"--dpdk-ring-ecn", {"dpdk"}},
-      {"--wire-dscp", {"dpdk"}},          {"--wire-ecn", {"dpdk"}},
+      {"--wire-dscp", {"dpdk", "socket"}}, {"--wire-ecn", {"dpdk", "socket"}},
       {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},
       {"--dpdk-nack-delay", {"dpdk"}},    {"--dpdk-window", {"dpdk"}},           {"--roce", {"dpdk"}},
       {"--wire-mtu", {"dpdk"}},           {"--address-plan", {"dpdk"}},          {"--pcap", {"dpdk"}},
@@ -629,6 +629,10 @@ int run(const RunArgs& a) {
     o.faults.duplicate_rate = a.duplicate_rate;
     o.faults.seed = a.fault_seed;
     o.stall_timeout = emu::Duration::from_ms(a.socket_stall_timeout_ms);
+    o.dscp = static_cast<uint8_t>(a.wire_dscp);
+    o.ecn = a.wire_ecn == "ect0" ? host::dpdk::Ecn::kEct0
+            : a.wire_ecn == "ect1" ? host::dpdk::Ecn::kEct1
+                                   : host::dpdk::Ecn::kNotEct;
     stop_signals.emplace();
     o.stop_requested = [] { return StopSignals::requested(); };
     auto f = std::make_unique<lab::SocketFabric>(topology, std::move(eps), std::vector<bool>(npus, true), o);
@@ -864,12 +868,12 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_option("--wire-mtu", args->wire_mtu, "DPDK: IP MTU of the frames (default 1500)")
       ->check(CLI::Range(256u, 9000u));
   run_cmd->add_option("--wire-dscp", args->wire_dscp,
-                      "DPDK: the DSCP of every frame (0..63, default 0): the traffic class a switch queues them in "
-                      "(e.g. 26, a common lossless class for RoCE)")
+                      "DPDK and socket: the DSCP of every frame (0..63, default 0): the traffic class a switch queues "
+                      "them in (e.g. 26, a common lossless class for RoCE)")
       ->check(CLI::Range(0u, 63u));
   run_cmd->add_option("--wire-ecn", args->wire_ecn,
-                      "DPDK: the ECN codepoint of every frame: not-ect (default), ect0 or ect1 (ECN-capable: a switch "
-                      "that marks ECN marks them CE when its queue builds, and the report counts them)")
+                      "DPDK and socket: the ECN codepoint of every frame: not-ect (default), ect0 or ect1 (ECN-capable: "
+                      "a switch that marks ECN marks them CE when its queue builds, and the report counts them)")
       ->check(CLI::IsMember({"not-ect", "ect0", "ect1"}));
   run_cmd->add_option("--address-plan", args->address_plan,
                       "DPDK: YAML rank -> MAC/IP/port plan (default: 198.18.0.1 + rank)");

@@ -592,10 +592,10 @@ bool same_links(const emu::RunResult& a, const emu::RunResult& b) {
   return true;
 }
 
-// Fabric dpdk: what the agent's port received of the frames' traffic class (its socket section's
+// Fabric socket or dpdk: what the agent received of the packets' traffic class (its socket section's
 // frames_by_ecn, frames_dscp_changed), for its line of the summary; "" when there is nothing to say.
 std::string traffic_class_note(const LabRunOutcome& o, const AgentReport& a) {
-  if (o.fabric != "dpdk" || a.socket_json.empty()) return {};
+  if (o.fabric == "model" || a.socket_json.empty()) return {};
   const nlohmann::json j = nlohmann::json::parse(a.socket_json, nullptr, false);
   if (j.is_discarded() || !j.contains("frames_by_ecn")) return {};
   const nlohmann::json& by = j["frames_by_ecn"];
@@ -604,7 +604,7 @@ std::string traffic_class_note(const LabRunOutcome& o, const AgentReport& a) {
   const uint64_t frames = count("not_ect") + count("ect0") + count("ect1") + ce;
   const uint64_t changed = j.value("frames_dscp_changed", uint64_t{0});
   if (o.ecn == "not-ect" && ce == 0 && changed == 0) return {};
-  return fmt::format(", CE on {} of {} frames received{}", ce, frames,
+  return fmt::format(", CE on {} of {} {} received{}", ce, frames, o.fabric == "dpdk" ? "frames" : "datagrams",
                      changed == 0 ? std::string() : fmt::format(", DSCP rewritten on {}", changed));
 }
 
@@ -685,9 +685,10 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
   if (any_interrupted) r.warnings.push_back("lab: the run was stopped before the end: the report is partial");
 
   std::string agents_json;
-  const bool dpdk = o.fabric == "dpdk";
-  m.text = fmt::format("Lab ({} agents, fabric {}{}, run {})\n", o.agents.size(), o.fabric,
-                       dpdk ? fmt::format(", {} frames, DSCP {} ECN {}", o.wire, o.dscp, o.ecn) : std::string(), o.run_id);
+  const bool dpdk = o.fabric == "dpdk", wire = o.fabric != "model";
+  m.text = fmt::format("Lab ({} agents, fabric {}{}{}, run {})\n", o.agents.size(), o.fabric,
+                       dpdk ? fmt::format(", {} frames", o.wire) : std::string(),
+                       wire ? fmt::format(", DSCP {} ECN {}", o.dscp, o.ecn) : std::string(), o.run_id);
   for (const AgentReport& a : o.agents) {
     const bool has_result = a.done && !a.lost;
     if (!has_result) {
@@ -727,7 +728,7 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
                          "\"ready_ns\": {}, \"start_margin_ns\": {}, \"trace_bytes\": {}, \"lost_ranks\": {},\n    "
                          "\"agents\": [{}\n    ]\n  }}",
                          json_string(o.run_id), json_string(o.fabric), dpdk ? json_string(o.wire) : "null",
-                         dpdk ? fmt::format("{}", o.dscp) : "null", dpdk ? json_string(o.ecn) : "null", setup, ready,
+                         wire ? fmt::format("{}", o.dscp) : "null", wire ? json_string(o.ecn) : "null", setup, ready,
                          o.start_at_ns > 0 ? o.start_at_ns - o.ready_ns : 0, o.trace_bytes,
                          json_string(format_ranks(m.lost_ranks)), agents_json));
   return m;

@@ -66,7 +66,7 @@ struct AgentReport {
 struct LabRunOutcome {
   std::string run_id;
   std::string fabric;
-  std::string wire;           // fabric dpdk: fabemu | roce, and every frame's traffic class
+  std::string wire;           // fabric dpdk: fabemu | roce; fabric socket/dpdk: every packet's traffic class
   uint32_t dscp = 0;
   std::string ecn;
   std::vector<AgentReport> agents;

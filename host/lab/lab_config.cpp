@@ -93,9 +93,8 @@ LabConfig load_lab_config(const std::string& path) {
     if (!d || *d < 0 || *d > 63) {
       cfg::fail(path, it->second.line, fmt::format("key \"dscp\": \"{}\" is not a DSCP (0 to 63)", v));
     }
-    if (c.fabric != "dpdk") {
-      cfg::fail(path, it->second.line,
-                fmt::format("key \"dscp\": the frames' traffic class needs fabric dpdk (the fabric is {})", c.fabric));
+    if (c.fabric == "model") {
+      cfg::fail(path, it->second.line, "key \"dscp\": the traffic class needs a wire, fabric socket or dpdk (the fabric is model)");
     }
     c.dscp = static_cast<uint32_t>(*d);
   }
@@ -107,9 +106,8 @@ LabConfig load_lab_config(const std::string& path) {
                             "ect1",
                             c.ecn, cfg::did_you_mean(c.ecn, kEcns)));
     }
-    if (c.fabric != "dpdk") {
-      cfg::fail(path, it->second.line,
-                fmt::format("key \"ecn\": the frames' traffic class needs fabric dpdk (the fabric is {})", c.fabric));
+    if (c.fabric == "model") {
+      cfg::fail(path, it->second.line, "key \"ecn\": the traffic class needs a wire, fabric socket or dpdk (the fabric is model)");
     }
   }
   if (const auto it = top.find("shared_storage"); it != top.end()) {

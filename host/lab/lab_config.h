@@ -25,8 +25,8 @@ struct LabConfig {
   std::string token_file;                      // resolved against the file's folder
   std::string fabric = "socket";               // socket | model | dpdk
   std::string wire = "fabemu";                 // fabric dpdk: the frames, fabemu (UDP) | roce (RoCEv2)
-  uint32_t dscp = 0;                           // fabric dpdk: every frame's IPv4 DSCP, 0-63
-  std::string ecn = "not-ect";                 // fabric dpdk: every frame's ECN codepoint, not-ect | ect0 | ect1
+  uint32_t dscp = 0;                           // fabric socket/dpdk: every packet's IPv4 DSCP, 0-63
+  std::string ecn = "not-ect";                 // fabric socket/dpdk: every packet's ECN codepoint, not-ect | ect0 | ect1
   bool shared_storage = false;
   std::vector<LabAgentConfig> agents;
   // rank -> index into agents, and rank -> data endpoint (after validate_ranks)

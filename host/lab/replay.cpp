@@ -143,7 +143,22 @@ const std::string* find_path(const std::map<std::string, std::string>& paths, co
   return it == paths.end() ? nullptr : &it->second;
 }
 
-// The local ranks' UDP sockets at the lab.yaml data addresses.
+// lab.yaml's dscp and ecn as the coordinator sent them; std::invalid_argument for values it cannot have sent.
+void traffic_class(const proto::AssignRanks& assign, uint8_t& dscp, host::dpdk::Ecn& ecn) {
+  if (assign.dscp() > 63) throw std::invalid_argument(fmt::format("AssignRanks: DSCP {} is not 0 to 63", assign.dscp()));
+  dscp = static_cast<uint8_t>(assign.dscp());
+  if (assign.ecn() == "ect0") {
+    ecn = host::dpdk::Ecn::kEct0;
+  } else if (assign.ecn() == "ect1") {
+    ecn = host::dpdk::Ecn::kEct1;
+  } else if (assign.ecn().empty() || assign.ecn() == "not-ect") {
+    ecn = host::dpdk::Ecn::kNotEct;
+  } else {
+    throw std::invalid_argument(fmt::format("AssignRanks: \"{}\" is not an ECN codepoint (not-ect, ect0, ect1)", assign.ecn()));
+  }
+}
+
+// The local ranks' UDP sockets at the lab.yaml data addresses, sending lab.yaml's traffic class.
 std::unique_ptr<UdpTransport> bind_udp(const proto::AssignRanks& assign) {
   const size_t world = assign.world_size();
   std::vector<boost::asio::ip::udp::endpoint> endpoints(world);
@@ -159,10 +174,11 @@ std::unique_ptr<UdpTransport> bind_udp(const proto::AssignRanks& assign) {
     mine += fmt::format("{}rank {} at {}:{}", mine.empty() ? "" : ", ", r, endpoints[r].address().to_string(),
                         endpoints[r].port());
   }
-  const SocketFabricOptions o;  // the replay's batch, buffers and datagram size are these defaults
+  SocketFabricOptions o;  // the replay's batch, buffers and datagram size are these defaults
+  traffic_class(assign, o.dscp, o.ecn);
   try {
     return std::make_unique<UdpTransport>(std::move(endpoints), local, o.batch, o.socket_buffer_bytes,
-                                          SocketFabric::max_datagram(o));
+                                          SocketFabric::max_datagram(o), o.dscp, o.ecn);
   } catch (const boost::system::system_error& e) {
     throw std::runtime_error(fmt::format("socket fabric: cannot bind the data plane ({}): {}", mine, e.what()));
   }
@@ -217,15 +233,7 @@ std::unique_ptr<SocketFabric> make_dpdk_fabric(const ReplayInput& in, const emu:
   const uint32_t max_datagram = SocketFabric::max_datagram(o);
   LabWire wire;
   wire.mode = mode;
-  if (assign.dscp() > 63) throw std::invalid_argument(fmt::format("AssignRanks: DSCP {} is not 0 to 63", assign.dscp()));
-  wire.dscp = static_cast<uint8_t>(assign.dscp());
-  if (assign.ecn() == "ect0") {
-    wire.ecn = host::dpdk::Ecn::kEct0;
-  } else if (assign.ecn() == "ect1") {
-    wire.ecn = host::dpdk::Ecn::kEct1;
-  } else if (!assign.ecn().empty() && assign.ecn() != "not-ect") {
-    throw std::invalid_argument(fmt::format("AssignRanks: \"{}\" is not an ECN codepoint (not-ect, ect0, ect1)", assign.ecn()));
-  }
+  traffic_class(assign, wire.dscp, wire.ecn);
   std::unique_ptr<DatagramTransport> transport;
   try {
     transport = in.data_port->open(std::move(endpoints), local, max_datagram, wire);

@@ -783,6 +783,8 @@ void check_options(const SocketFabricOptions& o) {
     throw std::invalid_argument(fmt::format("socket fabric: window {} must be a power of two", o.window));
   }
   if (o.stall_timeout.ps() == 0) throw std::invalid_argument("socket fabric: zero stall timeout");
+  if (o.dscp > 63) throw std::invalid_argument(fmt::format("socket fabric: DSCP {}: expected 0..63", o.dscp));
+  if (o.ecn == hd::Ecn::kCe) throw std::invalid_argument("socket fabric: a sender does not mark its own datagrams CE");
 }
 
 std::unique_ptr<UdpTransport> udp_transport(std::vector<udp::endpoint> endpoints, const std::vector<bool>& local,
@@ -793,7 +795,7 @@ std::unique_ptr<UdpTransport> udp_transport(std::vector<udp::endpoint> endpoints
         fmt::format("socket fabric: {} endpoints for {} NPUs", endpoints.size(), topology.npus()));
   }
   return std::make_unique<UdpTransport>(std::move(endpoints), local, o.batch, o.socket_buffer_bytes,
-                                        static_cast<uint32_t>(SocketFabric::Impl::slot_bytes(o)));
+                                        static_cast<uint32_t>(SocketFabric::Impl::slot_bytes(o)), o.dscp, o.ecn);
 }
 }  // namespace
 

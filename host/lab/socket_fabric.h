@@ -56,8 +56,12 @@ struct SocketFabricOptions {
   // Polled every round of I/O; true ends the run early: no more deliveries, interrupted() is true.
   std::function<bool()> stop_requested;
   LiveMetrics* live = nullptr;        // when set, kept current (link_bytes sized to the topology's links)
-  // Datagrams per sendmmsg/recvmmsg call (1..1024); 1: one Boost.Asio send_to/receive_from per datagram.
+  // Datagrams per sendmmsg/recvmmsg call (1..1024); 1: one Boost.Asio send_to / recvmsg per datagram.
   uint32_t batch = 32;
+  // The UDP transport's traffic class: every datagram's IPv4 DSCP (0-63) and ECN codepoint (not CE);
+  // a DPDK transport takes its own (LabWire).
+  uint8_t dscp = 0;
+  host::dpdk::Ecn ecn = host::dpdk::Ecn::kNotEct;
   int socket_buffer_bytes = 4 << 20;  // SO_RCVBUF/SO_SNDBUF asked (SO_*BUFFORCE first, then capped by rmem_max)
 };
 
@@ -79,8 +83,9 @@ struct SocketStats {
   uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
   uint64_t not_ours = 0;              // datagrams that are not valid fabemu datagrams for a local rank
   uint64_t frames_not_ours = 0;       // DPDK transport: frames on the port that carry no datagram for a local rank
-  // DPDK transport: the frames that carried a datagram for a local rank by the ECN codepoint they arrived
-  // with (index: host::dpdk::Ecn, so [3] is CE: marked on the way), and those whose DSCP was not the run's.
+  // The datagrams (UDP) or the frames that carried one (DPDK) for a local rank, by the ECN codepoint they
+  // arrived with (index: host::dpdk::Ecn, so [3] is CE: marked on the way), and those whose DSCP was not
+  // the run's.
   uint64_t frames_by_ecn[4] = {};
   uint64_t frames_dscp_changed = 0;
   uint64_t send_errors = 0;           // sendto failures other than EAGAIN (retried by the reliability layer)

@@ -2,7 +2,10 @@
 
 #include <fmt/core.h>
 
+#include <netinet/in.h>
+
 #include <boost/asio/socket_base.hpp>
+#include <boost/system/system_error.hpp>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -17,6 +20,14 @@ namespace {
 // Receive calls per socket per round, at most: enough to drain what every sender may have sent it in a
 // round (a socket left with a backlog delays the ACKs, and the senders time out spuriously).
 constexpr int kRxCalls = 64;
+// A received datagram's control data: one cmsg of an int at most (IPV6_TCLASS; IP_TOS is one byte).
+constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int));
+
+void set_int(int fd, int level, int opt, int v, const char* what) {
+  if (setsockopt(fd, level, opt, &v, sizeof v) != 0) {
+    throw boost::system::system_error(errno, boost::system::system_category(), what);
+  }
+}
 
 void set_buffer(int fd, int force_opt, int opt, int bytes) {
   // SO_*BUFFORCE passes rmem_max/wmem_max with CAP_NET_ADMIN; otherwise the plain option, capped.
@@ -34,13 +45,18 @@ int get_buffer(int fd, int opt) {
 }  // namespace
 
 UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vector<bool>& local, uint32_t batch,
-                           int socket_buffer_bytes, uint32_t max_datagram)
-    : endpoints_(std::move(endpoints)), batch_(batch), rx_slot_bytes_(size_t{max_datagram} + 64) {
+                           int socket_buffer_bytes, uint32_t max_datagram, uint8_t dscp, host::dpdk::Ecn ecn)
+    : endpoints_(std::move(endpoints)), batch_(batch), rx_slot_bytes_(size_t{max_datagram} + 64), dscp_(dscp), ecn_(ecn) {
   if (local.size() != endpoints_.size()) {
     throw std::invalid_argument(
         fmt::format("UDP transport: {} local flags for {} endpoints", local.size(), endpoints_.size()));
   }
   if (batch_ == 0) throw std::invalid_argument("UDP transport: batch 0");
+  if (dscp > 63) throw std::invalid_argument(fmt::format("UDP transport: DSCP {} does not fit the 6 bits of the field", dscp));
+  if (ecn == host::dpdk::Ecn::kCe) {
+    throw std::invalid_argument("UDP transport: a sender does not mark its own datagrams CE (RFC 3168)");
+  }
+  const int tos = host::dpdk::tos_byte(dscp, ecn);
   const auto ranks = static_cast<uint32_t>(endpoints_.size());
   sock_of_.assign(ranks, -1);
   for (uint32_t r = 0; r < ranks; ++r) {
@@ -51,6 +67,14 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
     so->fd = so->s.native_handle();
     set_buffer(so->fd, SO_RCVBUFFORCE, SO_RCVBUF, socket_buffer_bytes);
     set_buffer(so->fd, SO_SNDBUFFORCE, SO_SNDBUF, socket_buffer_bytes);
+    // The traffic class every datagram leaves with, and the one each arrives with (a cmsg per datagram).
+    if (endpoints_[r].protocol() == udp::v4()) {
+      if (tos != 0) set_int(so->fd, IPPROTO_IP, IP_TOS, tos, "IP_TOS");
+      set_int(so->fd, IPPROTO_IP, IP_RECVTOS, 1, "IP_RECVTOS");
+    } else {
+      if (tos != 0) set_int(so->fd, IPPROTO_IPV6, IPV6_TCLASS, tos, "IPV6_TCLASS");
+      set_int(so->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS");
+    }
     so->s.bind(endpoints_[r]);  // boost::system::system_error naming the cause
     so->s.non_blocking(true);
     endpoints_[r] = so->s.local_endpoint();
@@ -70,9 +94,30 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
   rx_msgs_.resize(batch_);
   rx_iov_.resize(batch_);
   rx_buf_.resize(size_t{batch_} * rx_slot_bytes_);
+  rx_control_.resize(size_t{batch_} * kControlBytes);
 }
 
 UdpTransport::~UdpTransport() = default;
+
+std::string UdpTransport::describe() const {
+  if (dscp_ == 0 && ecn_ == host::dpdk::Ecn::kNotEct) return "UDP";
+  return fmt::format("UDP DSCP {} ECN {}", dscp_, host::dpdk::to_string(ecn_));
+}
+
+void UdpTransport::count_class(const msghdr& h) {
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), const_cast<cmsghdr*>(c))) {
+    int tos = -1;
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
+      tos = *CMSG_DATA(c);
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      std::memcpy(&tos, CMSG_DATA(c), sizeof tos);
+    }
+    if (tos < 0 || tos > 255) continue;
+    ++stats_.frames_by_ecn[tos & 3];
+    stats_.frames_dscp_changed += (tos >> 2) != dscp_;
+    return;
+  }
+}
 
 std::string UdpTransport::address_of(uint32_t rank) const {
   const udp::endpoint& ep = endpoints_.at(rank);
@@ -137,21 +182,29 @@ void UdpTransport::receive(Sock& so, DatagramSink& sink) {
         h = msghdr{};
         h.msg_iov = &rx_iov_[i];
         h.msg_iovlen = 1;
+        h.msg_control = rx_control_.data() + size_t{i} * kControlBytes;
+        h.msg_controllen = kControlBytes;
       }
       const int r = ::recvmmsg(so.fd, rx_msgs_.data(), batch_, MSG_DONTWAIT, nullptr);
       if (r <= 0) return;  // EAGAIN: nothing more; errors (ICMP reports) are not ours to act on
       n = static_cast<uint32_t>(r);
       for (uint32_t i = 0; i < n; ++i) {
+        count_class(rx_msgs_[i].msg_hdr);
         sink.datagram(so.rank, {rx_buf_.data() + size_t{i} * rx_slot_bytes_, rx_msgs_[i].msg_len},
                       (rx_msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) != 0);
       }
     } else {
       for (; n < 64; ++n) {
-        udp::endpoint from;
-        boost::system::error_code ec;
-        const size_t len = so.s.receive_from(boost::asio::buffer(rx_buf_.data(), rx_slot_bytes_), from, 0, ec);
-        if (ec) return;
-        sink.datagram(so.rank, {rx_buf_.data(), len}, len == rx_slot_bytes_);
+        iovec iov{rx_buf_.data(), rx_slot_bytes_};
+        msghdr h{};
+        h.msg_iov = &iov;
+        h.msg_iovlen = 1;
+        h.msg_control = rx_control_.data();
+        h.msg_controllen = kControlBytes;
+        const ssize_t len = ::recvmsg(so.fd, &h, MSG_DONTWAIT);
+        if (len < 0) return;
+        count_class(h);
+        sink.datagram(so.rank, {rx_buf_.data(), static_cast<size_t>(len)}, (h.msg_flags & MSG_TRUNC) != 0);
       }
     }
     if (n < batch_) return;

@@ -1,6 +1,8 @@
 // The socket fabric's kernel transport (datagram_transport.h): one Boost.Asio UDP socket per local rank,
 // bound at the rank's endpoint, non-blocking, batched with sendmmsg/recvmmsg (or one send_to /
-// receive_from per datagram with batch 1). host/lab/README.md, "Socket fabric".
+// recvmsg per datagram with batch 1). Every datagram leaves with the transport's IPv4 TOS / IPv6 traffic
+// class, and the one each datagram arrived with is counted by ECN codepoint (TransportStats).
+// host/lab/README.md, "Socket fabric".
 #pragma once
 
 #include <sys/socket.h>
@@ -20,13 +22,15 @@ class UdpTransport final : public DatagramTransport {
  public:
   // endpoints[r]: where rank r receives; local[r]: bind a socket there (port 0: the kernel picks one, see
   // endpoints()). `batch`: datagrams per sendmmsg/recvmmsg (1: one call each); `max_datagram`: the
-  // receive slot (a longer datagram arrives truncated). boost::system::system_error when a socket cannot
-  // bind; std::invalid_argument for sizes that do not match.
+  // receive slot (a longer datagram arrives truncated); `dscp` (0-63) and `ecn` (not CE): every datagram's
+  // traffic class (IP_TOS / IPV6_TCLASS). boost::system::system_error when a socket cannot bind or take
+  // the traffic class; std::invalid_argument for sizes that do not match, a DSCP above 63 or CE.
   UdpTransport(std::vector<boost::asio::ip::udp::endpoint> endpoints, const std::vector<bool>& local, uint32_t batch,
-               int socket_buffer_bytes, uint32_t max_datagram);
+               int socket_buffer_bytes, uint32_t max_datagram, uint8_t dscp = 0,
+               host::dpdk::Ecn ecn = host::dpdk::Ecn::kNotEct);
   ~UdpTransport() override;
 
-  std::string describe() const override { return "UDP"; }
+  std::string describe() const override;
   std::string address_of(uint32_t rank) const override;
   uint32_t send(uint32_t from, std::span<const TxDatagram> batch) override;
   void receive(DatagramSink& sink) override;
@@ -43,6 +47,8 @@ class UdpTransport final : public DatagramTransport {
     uint32_t rank = 0;
   };
   void receive(Sock& so, DatagramSink& sink);
+  // Counts the traffic class `h`'s control data carries (IP_TOS or IPV6_TCLASS), if any.
+  void count_class(const msghdr& h);
 
   boost::asio::io_context io_;  // before the sockets
   std::vector<boost::asio::ip::udp::endpoint> endpoints_;
@@ -54,7 +60,10 @@ class UdpTransport final : public DatagramTransport {
   std::vector<mmsghdr> msgs_, rx_msgs_;     // batch entries, rebuilt per call (apart: the fabric sends
   std::vector<iovec> iov_, rx_iov_;         // feedback while received datagrams are being processed)
   std::vector<uint8_t> rx_buf_;             // batch receive slots
+  std::vector<uint8_t> rx_control_;         // batch control buffers of kControlBytes (the traffic class)
   size_t rx_slot_bytes_;
+  uint8_t dscp_;
+  host::dpdk::Ecn ecn_;
   TransportStats stats_;
 };
 

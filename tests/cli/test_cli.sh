@@ -178,7 +178,7 @@ expect_text "$tmp/err" "--wire-dscp: Value 64 not in range 0 to 63"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --wire-ecn ce
 expect_text "$tmp/err" "--wire-ecn: ce not in {not-ect,ect0,ect1}"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --wire-ecn ect0
-expect_text "$tmp/err" "--wire-ecn needs --fabric dpdk; this run is on --fabric software"
+expect_text "$tmp/err" "--wire-ecn needs --fabric dpdk or --fabric socket; this run is on --fabric software"
 # a lab run takes its wire from the lab file: the single-host wire's options are refused (before the lab
 # file is read), naming the lab file's key where there is one
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --agents "$tmp/no-lab.yaml" --wire-ecn ect0
@@ -487,8 +487,9 @@ fi
 # sent and reassembled once; SIGINT mid-run (paced to last about 40 s) ends it within seconds with exit 1,
 # the report written and the interruption named
 expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q --timeline "$tmp/tl_model.json"
+# (every datagram sent with DSCP 26 and ECT(0): each one received counted so, loopback marks nothing)
 expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --as-fast-as-possible -q \
-  -r "$tmp/sock.json" --timeline "$tmp/tl_sock.json"
+  -r "$tmp/sock.json" --timeline "$tmp/tl_sock.json" --wire-dscp 26 --wire-ecn ect0
 python3 - "$tmp/sock.json" "$tmp/tl_model.json" "$tmp/tl_sock.json" <<'EOF2' || fail "the --fabric socket report is wrong"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -496,6 +497,9 @@ assert r["total_time_ps"] == 43051456, r["total_time_ps"]
 s = r["socket"]
 assert s["messages_sent"] == s["messages_received"] == 96, s
 assert s["bytes_sent"] == s["bytes_received"] == 96 * 262144 // 4, s
+assert s["transport"] == "UDP DSCP 26 ECN ect0", s["transport"]
+assert s["datagrams_rx"] > 0 and s["frames_by_ecn"] == {"not_ect": 0, "ect1": 0, "ect0": s["datagrams_rx"], "ce": 0}, s
+assert s["frames_dscp_changed"] == 0, s
 a, b = (json.load(open(f))["traceEvents"] for f in sys.argv[2:4])
 assert a == b and len(a) > 100, len(a)
 EOF2

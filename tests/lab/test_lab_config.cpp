@@ -86,7 +86,7 @@ TEST(LabConfig, DpdkIsALabFabric) {
   EXPECT_NE(e2.find("is not a wire format; expected fabemu or roce"), std::string::npos) << e2;
 }
 
-// dscp and ecn: every frame's traffic class, over DPDK ports only; bad values named with their line.
+// dscp and ecn: every packet's traffic class, over sockets or DPDK ports; bad values named with their line.
 TEST(LabConfig, TrafficClassOfTheDpdkFrames) {
   test::ScratchDir dir;
   std::string text = kGood;
@@ -116,11 +116,17 @@ TEST(LabConfig, TrafficClassOfTheDpdkFrames) {
       << ce;
   const std::string typo = error_with("ecn: ect1", "ecn: etc1");
   EXPECT_NE(typo.find("did you mean"), std::string::npos) << typo;
-  const std::string socket = error_with("fabric: dpdk", "fabric: socket");
-  EXPECT_NE(socket.find("line 3"), std::string::npos) << socket;
-  EXPECT_NE(socket.find("key \"dscp\": the frames' traffic class needs fabric dpdk (the fabric is socket)"),
+  // Over kernel UDP sockets too (IP_TOS); the model alone has no wire.
+  std::string socket = text;
+  socket.replace(socket.find("fabric: dpdk"), 12, "fabric: socket");
+  c = load_lab_config(write(dir, socket));
+  EXPECT_EQ(c.dscp, 26u);
+  EXPECT_EQ(c.ecn, "ect1");
+  const std::string model = error_with("fabric: dpdk", "fabric: model");
+  EXPECT_NE(model.find("line 3"), std::string::npos) << model;
+  EXPECT_NE(model.find("key \"dscp\": the traffic class needs a wire, fabric socket or dpdk (the fabric is model)"),
             std::string::npos)
-      << socket;
+      << model;
 }
 
 TEST(LabConfig, MistakesNameTheFileAndLine) {

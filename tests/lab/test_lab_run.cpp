@@ -151,10 +151,12 @@ class LabRun : public ::testing::Test {
   static std::string fmt_name(const char* what, int i) { return std::string(what) + std::to_string(i); }
 
   // lab.yaml over the three agents: `split` gives the first rank of agents b and c.
-  std::string write_lab(int first_b, int first_c, int ranks, const std::string& fabric = "model") {
+  // `extra`: more top-level keys ("dscp: 34\n").
+  std::string write_lab(int first_b, int first_c, int ranks, const std::string& fabric = "model",
+                        const std::string& extra = "") {
     const std::string path = scratch_.file("lab.yaml");
     std::ofstream out(path);
-    out << "token_file: lab.token\nfabric: " << fabric << "\nshared_storage: false\nagents:\n";
+    out << "token_file: lab.token\nfabric: " << fabric << "\n" << extra << "shared_storage: false\nagents:\n";
     const int firsts[4] = {0, first_b, first_c, ranks};
     const char* names[3] = {"a", "b", "c"};
     for (int i = 0; i < 3; ++i) {
@@ -248,7 +250,8 @@ TEST_F(LabRun, SharedMicrobenchmarksMatchTheSingleHostRun) {
     for (const std::string coll : {"all_reduce", "all_to_all"}) {
       SCOPED_TRACE(fabric + " " + coll + " " + std::to_string(n));
       const int b = n == 8 ? 3 : 6, c = n == 8 ? 6 : 11;
-      const std::string lab = write_lab(b, c, n, fabric);
+      // Over sockets, lab.yaml's traffic class: every datagram an agent received carries it.
+      const std::string lab = write_lab(b, c, n, fabric, fabric == "socket" ? "dscp: 34\necn: ect0\n" : "");
       auto single_args = workload_args(coll, n);
       auto lab_args = single_args;
       single_args.insert(single_args.begin(), {"run", "-m", "packet", "-q", "-r", scratch_.file("single.json"), "-t",
@@ -287,6 +290,21 @@ TEST_F(LabRun, SharedMicrobenchmarksMatchTheSingleHostRun) {
         uint64_t sent = 0;
         for (const auto& a : section.at("agents")) sent += a.at("socket").at("messages_sent").get<uint64_t>();
         EXPECT_EQ(sent, merged.messages);
+        EXPECT_EQ(section.at("dscp"), 34);
+        EXPECT_EQ(section.at("ecn"), "ect0");
+        EXPECT_TRUE(section.at("wire").is_null());
+        for (const auto& a : section.at("agents")) {
+          const auto& so = a.at("socket");
+          EXPECT_EQ(so.at("transport"), "UDP DSCP 34 ECN ect0");
+          EXPECT_GT(so.at("datagrams_rx").get<uint64_t>(), 0u);
+          EXPECT_EQ(so.at("frames_by_ecn").at("ect0"), so.at("datagrams_rx"));
+          EXPECT_EQ(so.at("frames_dscp_changed"), 0);
+        }
+        const std::string text = slurp(scratch_.file("lab.out"));
+        EXPECT_NE(text.find("fabric socket, DSCP 34 ECN ect0, run "), std::string::npos) << text;
+        EXPECT_NE(text.find(", CE on 0 of "), std::string::npos) << text;
+      } else {
+        EXPECT_TRUE(section.at("dscp").is_null());
       }
       std::printf("lab %s %s %d ranks: setup %.3f ms (Start sent), residual bounds %lld/%lld/%lld ns, start skews "
                   "%lld/%lld/%lld ns\n",

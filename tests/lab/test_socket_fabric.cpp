@@ -42,11 +42,12 @@ std::vector<udp::endpoint> loopback(size_t n) {
 
 using SocketRun = fabemu::test::FabricRun<lab::SocketStats>;
 
-SocketRun run_socket(const Workload& w, lab::SocketFabricOptions opt) {
+SocketRun run_socket(const Workload& w, lab::SocketFabricOptions opt, const char* address = "127.0.0.1") {
   opt.model_mtu = kModelMtu;
   Topology topo(w.net);
   const size_t n = static_cast<size_t>(topo.npus());
-  lab::SocketFabric fabric(topo, loopback(n), std::vector<bool>(n, true), opt);
+  const std::vector<udp::endpoint> eps(n, udp::endpoint(boost::asio::ip::make_address(address), 0));
+  lab::SocketFabric fabric(topo, eps, std::vector<bool>(n, true), opt);
   return fabemu::test::run_through(fabric, w, lab::format_socket_stats);
 }
 
@@ -183,6 +184,55 @@ TEST(SocketFabric, OneDatagramPerCallGivesTheSameResult) {
   expect_all_local_exact(sw, s);
   // 8 ranks x 2 x 7 steps of 1/8 MiB in 4 chunks each: 14 MiB.
   EXPECT_EQ(s.stats.bytes_sent, uint64_t{14} << 20);
+}
+
+// --wire-dscp / --wire-ecn and lab.yaml's dscp / ecn over kernel sockets: every datagram leaves with that
+// traffic class (IP_TOS) and each one received is counted by the class it arrived with (IP_RECVTOS), in
+// both receive paths (recvmmsg, recvmsg one at a time); loopback marks nothing. The default too.
+TEST(SocketFabric, EveryDatagramCarriesTheTrafficClass) {
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const SoftwareRun sw = run_counting_software(w);
+  for (const uint32_t batch : {32u, 1u}) {
+    for (const auto& [dscp, ecn] : {std::pair{uint8_t{46}, hd::Ecn::kEct1}, std::pair{uint8_t{10}, hd::Ecn::kEct0},
+                                    std::pair{uint8_t{0}, hd::Ecn::kNotEct}}) {
+      SCOPED_TRACE(fmt::format("batch {}, DSCP {}, {}", batch, dscp, hd::to_string(ecn)));
+      lab::SocketFabricOptions opt;
+      opt.batch = batch;
+      opt.dscp = dscp;
+      opt.ecn = ecn;
+      const SocketRun s = run_socket(w, opt);
+      expect_all_local_exact(sw, s);
+      const lab::SocketStats& st = s.stats;
+      EXPECT_GT(st.datagrams_rx, 0u);
+      EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(ecn)], st.datagrams_rx);
+      EXPECT_EQ(st.frames_dscp_changed, 0u);
+      EXPECT_EQ(st.transport, dscp == 0 ? std::string("UDP") : fmt::format("UDP DSCP {} ECN {}", dscp, hd::to_string(ecn)));
+    }
+  }
+}
+
+// The same over IPv6 (IPV6_TCLASS, IPV6_RECVTCLASS), where the host has ::1.
+TEST(SocketFabric, TrafficClassOverIpv6) {
+  {
+    boost::asio::io_context io;
+    udp::socket probe(io);
+    boost::system::error_code ec;
+    probe.open(udp::v6(), ec);
+    if (!ec) probe.bind(udp::endpoint(boost::asio::ip::make_address("::1"), 0), ec);
+    if (ec) GTEST_SKIP() << "no IPv6 loopback here: " << ec.message();
+  }
+  fabemu::test::ScratchDir dir;
+  const Workload w = generated_all_reduce(dir);
+  const SoftwareRun sw = run_counting_software(w);
+  lab::SocketFabricOptions opt;
+  opt.dscp = 26;
+  opt.ecn = hd::Ecn::kEct0;
+  const SocketRun s = run_socket(w, opt, "::1");
+  expect_all_local_exact(sw, s);
+  EXPECT_GT(s.stats.datagrams_rx, 0u);
+  EXPECT_EQ(s.stats.frames_by_ecn[static_cast<uint8_t>(hd::Ecn::kEct0)], s.stats.datagrams_rx);
+  EXPECT_EQ(s.stats.frames_dscp_changed, 0u);
 }
 
 TEST(SocketFabric, LossAndReorderingStillGiveTheModelledTimes) {
@@ -397,6 +447,12 @@ TEST(SocketFabric, BadOptionsAreRejected) {
   EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(4, true), o), std::invalid_argument);
   o = {};
   o.dilation = -1;
+  EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(4, true), o), std::invalid_argument);
+  o = {};
+  o.dscp = 64;  // 6 bits
+  EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(4, true), o), std::invalid_argument);
+  o = {};
+  o.ecn = hd::Ecn::kCe;  // a switch's mark, never a sender's
   EXPECT_THROW(lab::SocketFabric(topo, loopback(4), std::vector<bool>(4, true), o), std::invalid_argument);
   // A port already taken.
   lab::SocketFabric first(topo, loopback(4), std::vector<bool>(4, true), {});

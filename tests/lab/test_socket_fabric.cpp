@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <netinet/in.h>
+
 #include <boost/asio/ip/udp.hpp>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +22,7 @@
 #include "host/config/astra_config.h"
 #include "host/lab/datagram.h"
 #include "host/lab/socket_fabric.h"
+#include "host/lab/udp_transport.h"
 #include "tests/dpdk/fabric_test_support.h"
 #include "tests/lab/split_run_support.h"
 #include "tests/emulator/walker_test_util.h"
@@ -210,6 +214,45 @@ TEST(SocketFabric, EveryDatagramCarriesTheTrafficClass) {
       EXPECT_EQ(st.transport, dscp == 0 ? std::string("UDP") : fmt::format("UDP DSCP {} ECN {}", dscp, hd::to_string(ecn)));
     }
   }
+}
+
+// What a switch on the way did, as the UDP transport sees it: datagrams sent to its socket from a plain
+// socket whose TOS is what a switch would have left (CE on an ECN-capable datagram, another DSCP), in both
+// receive paths. Loopback marks nothing itself, and this kernel has no marking qdisc (fq_codel, red, pie).
+TEST(UdpTransport, CountsEachDatagramByTheClassItArrivedWith) {
+  struct Sink final : lab::DatagramSink {
+    void datagram(uint32_t, std::span<const uint8_t>, bool) override { ++n; }
+    int n = 0;
+  };
+  for (const uint32_t batch : {32u, 1u}) {
+    SCOPED_TRACE(fmt::format("batch {}", batch));
+    lab::UdpTransport t(loopback(1), {true}, batch, 1 << 20, 1500, 26, hd::Ecn::kEct0);
+    EXPECT_EQ(t.describe(), "UDP DSCP 26 ECN ect0");
+    boost::asio::io_context io;
+    udp::socket tx(io, udp::v4());
+    const std::array<uint8_t, 16> payload{};
+    // (TOS, datagrams): 3 marked CE on the way (DSCP 26 kept), 2 as sent, 1 re-marked DSCP 0 and its ECN
+    // cleared, 4 CE with DSCP 10.
+    const std::pair<int, int> sends[] = {{0x6b, 3}, {0x6a, 2}, {0x00, 1}, {0x2b, 4}};
+    for (const auto& [tos, count] : sends) {
+      ASSERT_EQ(setsockopt(tx.native_handle(), IPPROTO_IP, IP_TOS, &tos, sizeof tos), 0);
+      for (int i = 0; i < count; ++i) tx.send_to(boost::asio::buffer(payload), t.endpoints()[0]);
+    }
+    Sink sink;
+    for (int round = 0; round < 1000 && sink.n < 10; ++round) {
+      t.receive(sink);
+      if (sink.n < 10) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(sink.n, 10);
+    const lab::TransportStats st = t.stats();
+    EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(hd::Ecn::kCe)], 7u);
+    EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(hd::Ecn::kEct0)], 2u);
+    EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(hd::Ecn::kNotEct)], 1u);
+    EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(hd::Ecn::kEct1)], 0u);
+    EXPECT_EQ(st.frames_dscp_changed, 5u);  // DSCP 0 once, DSCP 10 four times
+  }
+  EXPECT_THROW(lab::UdpTransport(loopback(1), {true}, 32, 1 << 20, 1500, 64), std::invalid_argument);
+  EXPECT_THROW(lab::UdpTransport(loopback(1), {true}, 32, 1 << 20, 1500, 0, hd::Ecn::kCe), std::invalid_argument);
 }
 
 // The same over IPv6 (IPV6_TCLASS, IPV6_RECVTCLASS), where the host has ::1.

@@ -3,7 +3,7 @@
 //   ninja -C build fabemu_bench_socket_fabric && build/bench/fabemu_bench_socket_fabric
 // BM_SocketFabric/B/K: 2 ranks on a 2-NPU ring (fast links, so the model is never the limit), messages of
 // B bytes both ways, 64 in flight (each delivery sends the next), K datagrams per sendmmsg/recvmmsg call
-// (K = 1: Boost.Asio send_to/receive_from per datagram). Counters: messages/s and datagrams/s of wall
+// (K = 1: Boost.Asio send_to and recvmsg per datagram). Counters: messages/s and datagrams/s of wall
 // time (all datagrams: data, ACK and NACK), bytes/s of message bytes.
 #include <benchmark/benchmark.h>
 

@@ -83,9 +83,9 @@ struct SocketStats {
   uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
   uint64_t not_ours = 0;              // datagrams that are not valid fabemu datagrams for a local rank
   uint64_t frames_not_ours = 0;       // DPDK transport: frames on the port that carry no datagram for a local rank
-  // The datagrams (UDP) or the frames that carried one (DPDK) for a local rank, by the ECN codepoint they
-  // arrived with (index: host::dpdk::Ecn, so [3] is CE: marked on the way), and those whose DSCP was not
-  // the run's.
+  // The datagrams (UDP, when the run's class is not the default) or the frames that carried one (DPDK)
+  // for a local rank, by the ECN codepoint they arrived with (index: host::dpdk::Ecn, so [3] is CE: marked
+  // on the way), and those whose DSCP was not the run's.
   uint64_t frames_by_ecn[4] = {};
   uint64_t frames_dscp_changed = 0;
   uint64_t send_errors = 0;           // sendto failures other than EAGAIN (retried by the reliability layer)

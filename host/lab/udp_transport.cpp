@@ -46,7 +46,12 @@ int get_buffer(int fd, int opt) {
 
 UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vector<bool>& local, uint32_t batch,
                            int socket_buffer_bytes, uint32_t max_datagram, uint8_t dscp, host::dpdk::Ecn ecn)
-    : endpoints_(std::move(endpoints)), batch_(batch), rx_slot_bytes_(size_t{max_datagram} + 64), dscp_(dscp), ecn_(ecn) {
+    : endpoints_(std::move(endpoints)),
+      batch_(batch),
+      rx_slot_bytes_(size_t{max_datagram} + 64),
+      dscp_(dscp),
+      ecn_(ecn),
+      tos_(host::dpdk::tos_byte(dscp, ecn)) {
   if (local.size() != endpoints_.size()) {
     throw std::invalid_argument(
         fmt::format("UDP transport: {} local flags for {} endpoints", local.size(), endpoints_.size()));
@@ -56,7 +61,7 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
   if (ecn == host::dpdk::Ecn::kCe) {
     throw std::invalid_argument("UDP transport: a sender does not mark its own datagrams CE (RFC 3168)");
   }
-  const int tos = host::dpdk::tos_byte(dscp, ecn);
+  const int tos = tos_;
   const auto ranks = static_cast<uint32_t>(endpoints_.size());
   sock_of_.assign(ranks, -1);
   for (uint32_t r = 0; r < ranks; ++r) {
@@ -67,12 +72,14 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
     so->fd = so->s.native_handle();
     set_buffer(so->fd, SO_RCVBUFFORCE, SO_RCVBUF, socket_buffer_bytes);
     set_buffer(so->fd, SO_SNDBUFFORCE, SO_SNDBUF, socket_buffer_bytes);
-    // The traffic class every datagram leaves with, and the one each arrives with (a cmsg per datagram).
-    if (endpoints_[r].protocol() == udp::v4()) {
-      if (tos != 0) set_int(so->fd, IPPROTO_IP, IP_TOS, tos, "IP_TOS");
+    // The traffic class every datagram leaves with, and the one each arrives with (a control message per
+    // datagram: asked for only when the class is not the default, whose runs pay nothing for it).
+    if (tos == 0) {
+    } else if (endpoints_[r].protocol() == udp::v4()) {
+      set_int(so->fd, IPPROTO_IP, IP_TOS, tos, "IP_TOS");
       set_int(so->fd, IPPROTO_IP, IP_RECVTOS, 1, "IP_RECVTOS");
     } else {
-      if (tos != 0) set_int(so->fd, IPPROTO_IPV6, IPV6_TCLASS, tos, "IPV6_TCLASS");
+      set_int(so->fd, IPPROTO_IPV6, IPV6_TCLASS, tos, "IPV6_TCLASS");
       set_int(so->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS");
     }
     so->s.bind(endpoints_[r]);  // boost::system::system_error naming the cause
@@ -182,14 +189,16 @@ void UdpTransport::receive(Sock& so, DatagramSink& sink) {
         h = msghdr{};
         h.msg_iov = &rx_iov_[i];
         h.msg_iovlen = 1;
-        h.msg_control = rx_control_.data() + size_t{i} * kControlBytes;
-        h.msg_controllen = kControlBytes;
+        if (tos_ != 0) {
+          h.msg_control = rx_control_.data() + size_t{i} * kControlBytes;
+          h.msg_controllen = kControlBytes;
+        }
       }
       const int r = ::recvmmsg(so.fd, rx_msgs_.data(), batch_, MSG_DONTWAIT, nullptr);
       if (r <= 0) return;  // EAGAIN: nothing more; errors (ICMP reports) are not ours to act on
       n = static_cast<uint32_t>(r);
       for (uint32_t i = 0; i < n; ++i) {
-        count_class(rx_msgs_[i].msg_hdr);
+        if (tos_ != 0) count_class(rx_msgs_[i].msg_hdr);
         sink.datagram(so.rank, {rx_buf_.data() + size_t{i} * rx_slot_bytes_, rx_msgs_[i].msg_len},
                       (rx_msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) != 0);
       }
@@ -199,11 +208,13 @@ void UdpTransport::receive(Sock& so, DatagramSink& sink) {
         msghdr h{};
         h.msg_iov = &iov;
         h.msg_iovlen = 1;
-        h.msg_control = rx_control_.data();
-        h.msg_controllen = kControlBytes;
+        if (tos_ != 0) {
+          h.msg_control = rx_control_.data();
+          h.msg_controllen = kControlBytes;
+        }
         const ssize_t len = ::recvmsg(so.fd, &h, MSG_DONTWAIT);
         if (len < 0) return;
-        count_class(h);
+        if (tos_ != 0) count_class(h);
         sink.datagram(so.rank, {rx_buf_.data(), static_cast<size_t>(len)}, (h.msg_flags & MSG_TRUNC) != 0);
       }
     }

@@ -1,7 +1,8 @@
 // The socket fabric's kernel transport (datagram_transport.h): one Boost.Asio UDP socket per local rank,
 // bound at the rank's endpoint, non-blocking, batched with sendmmsg/recvmmsg (or one send_to /
-// recvmsg per datagram with batch 1). Every datagram leaves with the transport's IPv4 TOS / IPv6 traffic
-// class, and the one each datagram arrived with is counted by ECN codepoint (TransportStats).
+// recvmsg per datagram with batch 1). With a traffic class other than the default, every datagram leaves
+// with it (IPv4 TOS / IPv6 traffic class) and the one each datagram arrived with is counted by ECN
+// codepoint (TransportStats); the default class is neither set nor counted.
 // host/lab/README.md, "Socket fabric".
 #pragma once
 
@@ -64,6 +65,7 @@ class UdpTransport final : public DatagramTransport {
   size_t rx_slot_bytes_;
   uint8_t dscp_;
   host::dpdk::Ecn ecn_;
+  uint8_t tos_;                             // tos_byte(dscp_, ecn_); 0: the class is neither set nor counted
   TransportStats stats_;
 };
 

@@ -192,7 +192,8 @@ TEST(SocketFabric, OneDatagramPerCallGivesTheSameResult) {
 
 // --wire-dscp / --wire-ecn and lab.yaml's dscp / ecn over kernel sockets: every datagram leaves with that
 // traffic class (IP_TOS) and each one received is counted by the class it arrived with (IP_RECVTOS), in
-// both receive paths (recvmmsg, recvmsg one at a time); loopback marks nothing. The default too.
+// both receive paths (recvmmsg, recvmsg one at a time); loopback marks nothing. The default class is
+// neither set nor counted.
 TEST(SocketFabric, EveryDatagramCarriesTheTrafficClass) {
   fabemu::test::ScratchDir dir;
   const Workload w = generated_all_reduce(dir);
@@ -209,7 +210,11 @@ TEST(SocketFabric, EveryDatagramCarriesTheTrafficClass) {
       expect_all_local_exact(sw, s);
       const lab::SocketStats& st = s.stats;
       EXPECT_GT(st.datagrams_rx, 0u);
-      EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(ecn)], st.datagrams_rx);
+      // The default class is not asked for on receive (no control message per datagram): nothing counted.
+      const bool counted = dscp != 0 || ecn != hd::Ecn::kNotEct;
+      EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(ecn)], counted ? st.datagrams_rx : 0u);
+      EXPECT_EQ(st.frames_by_ecn[0] + st.frames_by_ecn[1] + st.frames_by_ecn[2] + st.frames_by_ecn[3],
+                counted ? st.datagrams_rx : 0u);
       EXPECT_EQ(st.frames_dscp_changed, 0u);
       EXPECT_EQ(st.transport, dscp == 0 ? std::string("UDP") : fmt::format("UDP DSCP {} ECN {}", dscp, hd::to_string(ecn)));
     }
@@ -219,11 +224,13 @@ TEST(SocketFabric, EveryDatagramCarriesTheTrafficClass) {
 // What a switch on the way did, as the UDP transport sees it: datagrams sent to its socket from a plain
 // socket whose TOS is what a switch would have left (CE on an ECN-capable datagram, another DSCP), in both
 // receive paths. Loopback marks nothing itself, and this kernel has no marking qdisc (fq_codel, red, pie).
+struct CountingSink final : lab::DatagramSink {
+  void datagram(uint32_t, std::span<const uint8_t>, bool) override { ++n; }
+  int n = 0;
+};
+
 TEST(UdpTransport, CountsEachDatagramByTheClassItArrivedWith) {
-  struct Sink final : lab::DatagramSink {
-    void datagram(uint32_t, std::span<const uint8_t>, bool) override { ++n; }
-    int n = 0;
-  };
+  using Sink = CountingSink;
   for (const uint32_t batch : {32u, 1u}) {
     SCOPED_TRACE(fmt::format("batch {}", batch));
     lab::UdpTransport t(loopback(1), {true}, batch, 1 << 20, 1500, 26, hd::Ecn::kEct0);
@@ -251,6 +258,21 @@ TEST(UdpTransport, CountsEachDatagramByTheClassItArrivedWith) {
     EXPECT_EQ(st.frames_by_ecn[static_cast<uint8_t>(hd::Ecn::kEct1)], 0u);
     EXPECT_EQ(st.frames_dscp_changed, 5u);  // DSCP 0 once, DSCP 10 four times
   }
+  // A transport of the default class counts nothing, whatever arrives.
+  lab::UdpTransport plain(loopback(1), {true}, 32, 1 << 20, 1500);
+  EXPECT_EQ(plain.describe(), "UDP");
+  boost::asio::io_context io;
+  udp::socket tx(io, udp::v4());
+  const int ce = 0x03;
+  ASSERT_EQ(setsockopt(tx.native_handle(), IPPROTO_IP, IP_TOS, &ce, sizeof ce), 0);
+  tx.send_to(boost::asio::buffer(std::array<uint8_t, 16>{}), plain.endpoints()[0]);
+  Sink sink;
+  for (int round = 0; round < 1000 && sink.n < 1; ++round) {
+    plain.receive(sink);
+    if (sink.n < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(sink.n, 1);
+  EXPECT_EQ(plain.stats().frames_by_ecn[3], 0u);
   EXPECT_THROW(lab::UdpTransport(loopback(1), {true}, 32, 1 << 20, 1500, 64), std::invalid_argument);
   EXPECT_THROW(lab::UdpTransport(loopback(1), {true}, 32, 1 << 20, 1500, 0, hd::Ecn::kCe), std::invalid_argument);
 }

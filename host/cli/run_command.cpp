@@ -571,7 +571,7 @@ int run(const RunArgs& a) {
     o.mode = a.roce ? hd::WireMode::kRoceV2 : hd::WireMode::kFabemu;
     o.wire_mtu = a.wire_mtu;
     o.dscp = static_cast<uint8_t>(a.wire_dscp);
-    o.ecn = a.wire_ecn == "ect0" ? hd::Ecn::kEct0 : a.wire_ecn == "ect1" ? hd::Ecn::kEct1 : hd::Ecn::kNotEct;
+    o.ecn = hd::sender_ecn(a.wire_ecn).value_or(hd::Ecn::kNotEct);  // CLI::IsMember took only those three
     o.dilation = a.as_fast_as_possible ? 0.0 : a.dilation;
     o.faults.drop_rate = a.drop_rate;
     o.faults.reorder_rate = a.reorder_rate;
@@ -630,9 +630,7 @@ int run(const RunArgs& a) {
     o.faults.seed = a.fault_seed;
     o.stall_timeout = emu::Duration::from_ms(a.socket_stall_timeout_ms);
     o.dscp = static_cast<uint8_t>(a.wire_dscp);
-    o.ecn = a.wire_ecn == "ect0" ? host::dpdk::Ecn::kEct0
-            : a.wire_ecn == "ect1" ? host::dpdk::Ecn::kEct1
-                                   : host::dpdk::Ecn::kNotEct;
+    o.ecn = host::dpdk::sender_ecn(a.wire_ecn).value_or(host::dpdk::Ecn::kNotEct);
     stop_signals.emplace();
     o.stop_requested = [] { return StopSignals::requested(); };
     auto f = std::make_unique<lab::SocketFabric>(topology, std::move(eps), std::vector<bool>(npus, true), o);

@@ -128,10 +128,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
         fmt::format("the address plan has {} ranks, the topology {} NPUs", plan_.size(), npus_));
   }
   if (payload_ == 0) throw std::invalid_argument(fmt::format("--wire-mtu {}: too small for a frame", opt_.wire_mtu));
-  if (opt_.dscp > 63) throw std::invalid_argument(fmt::format("--wire-dscp {}: a DSCP is 0..63", opt_.dscp));
-  if (opt_.ecn == Ecn::kCe) {
-    throw std::invalid_argument("--wire-ecn ce: CE is what a congested switch sets; send not-ect, ect0 or ect1");
-  }
+  check_sender_class(opt_.dscp, opt_.ecn, "DPDK fabric (--wire-dscp, --wire-ecn)");
   if (opt_.checksums == DpdkFabricOptions::Checksums::kAuto && ports_.in_process()) {
     rules_.verify_udp_checksum = false;
     rules_.verify_icrc = false;

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -1767,6 +1769,25 @@ std::string_view to_string(Ecn e) noexcept {
     case Ecn::kCe: return "ce";
   }
   return "?";
+}
+
+std::optional<Ecn> sender_ecn(std::string_view name) noexcept {
+  if (name.empty() || name == "not-ect") return Ecn::kNotEct;
+  if (name == "ect0") return Ecn::kEct0;
+  if (name == "ect1") return Ecn::kEct1;
+  return std::nullopt;
+}
+
+void check_sender_class(uint32_t dscp, Ecn ecn, std::string_view who) {
+  if (dscp > 63) {
+    throw std::invalid_argument(std::string(who) + ": DSCP " + std::to_string(dscp) +
+                                " does not fit the field's 6 bits (0..63)");
+  }
+  if (ecn == Ecn::kCe) {
+    throw std::invalid_argument(std::string(who) +
+                                ": CE is a congested switch's mark, never a sender's (RFC 3168): send not-ect, ect0 "
+                                "or ect1");
+  }
 }
 
 bool mark_ce(std::span<uint8_t> frame) noexcept {

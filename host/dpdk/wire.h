@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -67,6 +68,12 @@ enum class WireMode : uint8_t { kFabemu, kRoceV2 };
 enum class Ecn : uint8_t { kNotEct = 0, kEct1 = 1, kEct0 = 2, kCe = 3 };
 // "not-ect", "ect1", "ect0", "ce".
 std::string_view to_string(Ecn e) noexcept;
+// The codepoint a sender may set by name: "not-ect" (and ""), "ect0", "ect1"; nullopt for anything else,
+// "ce" included (RFC 3168: a congested switch sets CE, a sender never does).
+std::optional<Ecn> sender_ecn(std::string_view name) noexcept;
+// A traffic class a sender may set: a DSCP of 0..63 and any codepoint but CE. std::invalid_argument whose
+// message starts with `who` otherwise.
+void check_sender_class(uint32_t dscp, Ecn ecn, std::string_view who);
 // The TOS byte of `dscp` (6 bits) and `ecn`.
 constexpr uint8_t tos_byte(uint8_t dscp, Ecn ecn) noexcept {
   return static_cast<uint8_t>(((dscp & 0x3F) << 2) | static_cast<uint8_t>(ecn));

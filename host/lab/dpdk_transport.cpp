@@ -38,17 +38,19 @@ class DpdkTransport final : public DatagramTransport {
  public:
   DpdkTransport(hd::Port& port, const hd::MacAddr& mac, std::vector<hd::Endpoint> endpoints, std::vector<bool> local,
                 uint32_t max_datagram, const LabWire& wire)
-      : port_(port), mac_(mac), mode_(wire.mode), dscp_(wire.dscp), ecn_(wire.ecn), endpoints_(std::move(endpoints)), local_(std::move(local)), slot_bytes_(max_datagram) {
+      : port_(port),
+        mac_(mac),
+        mode_(wire.mode),
+        dscp_(wire.dscp),
+        ecn_(wire.ecn),
+        endpoints_(std::move(endpoints)),
+        local_(std::move(local)),
+        slot_bytes_(max_datagram) {
     const auto ranks = static_cast<uint32_t>(endpoints_.size());
     if (local_.size() != ranks) {
       throw std::invalid_argument(fmt::format("DPDK transport: {} local flags for {} endpoints", local_.size(), ranks));
     }
-    if (wire.dscp > 63) {
-      throw std::invalid_argument(fmt::format("DPDK transport: DSCP {} does not fit the 6 bits of the field", wire.dscp));
-    }
-    if (wire.ecn == hd::Ecn::kCe) {
-      throw std::invalid_argument("DPDK transport: a sender does not mark its own frames CE (RFC 3168)");
-    }
+    hd::check_sender_class(wire.dscp, wire.ecn, "DPDK transport");
     if (max_datagram < kDatagramHeaderBytes ||
         max_datagram - kDatagramHeaderBytes > hd::max_payload_for_mtu(mode_, port_.config().mtu)) {
       throw std::invalid_argument(fmt::format("DPDK transport: datagrams of {} bytes do not fit {} frames of MTU {} on {}",

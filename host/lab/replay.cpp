@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -145,17 +146,15 @@ const std::string* find_path(const std::map<std::string, std::string>& paths, co
 
 // lab.yaml's dscp and ecn as the coordinator sent them; std::invalid_argument for values it cannot have sent.
 void traffic_class(const proto::AssignRanks& assign, uint8_t& dscp, host::dpdk::Ecn& ecn) {
-  if (assign.dscp() > 63) throw std::invalid_argument(fmt::format("AssignRanks: DSCP {} is not 0 to 63", assign.dscp()));
-  dscp = static_cast<uint8_t>(assign.dscp());
-  if (assign.ecn() == "ect0") {
-    ecn = host::dpdk::Ecn::kEct0;
-  } else if (assign.ecn() == "ect1") {
-    ecn = host::dpdk::Ecn::kEct1;
-  } else if (assign.ecn().empty() || assign.ecn() == "not-ect") {
-    ecn = host::dpdk::Ecn::kNotEct;
-  } else {
-    throw std::invalid_argument(fmt::format("AssignRanks: \"{}\" is not an ECN codepoint (not-ect, ect0, ect1)", assign.ecn()));
+  const std::optional<host::dpdk::Ecn> e = host::dpdk::sender_ecn(assign.ecn());
+  if (!e) {
+    throw std::invalid_argument(fmt::format("AssignRanks: \"{}\" is not an ECN codepoint a sender sets (not-ect, ect0, "
+                                            "ect1)",
+                                            assign.ecn()));
   }
+  host::dpdk::check_sender_class(assign.dscp(), *e, "AssignRanks");
+  dscp = static_cast<uint8_t>(assign.dscp());
+  ecn = *e;
 }
 
 // The local ranks' UDP sockets at the lab.yaml data addresses, sending lab.yaml's traffic class.

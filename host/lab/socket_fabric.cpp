@@ -783,8 +783,7 @@ void check_options(const SocketFabricOptions& o) {
     throw std::invalid_argument(fmt::format("socket fabric: window {} must be a power of two", o.window));
   }
   if (o.stall_timeout.ps() == 0) throw std::invalid_argument("socket fabric: zero stall timeout");
-  if (o.dscp > 63) throw std::invalid_argument(fmt::format("socket fabric: DSCP {}: expected 0..63", o.dscp));
-  if (o.ecn == hd::Ecn::kCe) throw std::invalid_argument("socket fabric: a sender does not mark its own datagrams CE");
+  hd::check_sender_class(o.dscp, o.ecn, "socket fabric");
 }
 
 std::unique_ptr<UdpTransport> udp_transport(std::vector<udp::endpoint> endpoints, const std::vector<bool>& local,

@@ -57,11 +57,7 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
         fmt::format("UDP transport: {} local flags for {} endpoints", local.size(), endpoints_.size()));
   }
   if (batch_ == 0) throw std::invalid_argument("UDP transport: batch 0");
-  if (dscp > 63) throw std::invalid_argument(fmt::format("UDP transport: DSCP {} does not fit the 6 bits of the field", dscp));
-  if (ecn == host::dpdk::Ecn::kCe) {
-    throw std::invalid_argument("UDP transport: a sender does not mark its own datagrams CE (RFC 3168)");
-  }
-  const int tos = tos_;
+  host::dpdk::check_sender_class(dscp, ecn, "UDP transport");
   const auto ranks = static_cast<uint32_t>(endpoints_.size());
   sock_of_.assign(ranks, -1);
   for (uint32_t r = 0; r < ranks; ++r) {
@@ -74,13 +70,11 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
     set_buffer(so->fd, SO_SNDBUFFORCE, SO_SNDBUF, socket_buffer_bytes);
     // The traffic class every datagram leaves with, and the one each arrives with (a control message per
     // datagram: asked for only when the class is not the default, whose runs pay nothing for it).
-    if (tos == 0) {
-    } else if (endpoints_[r].protocol() == udp::v4()) {
-      set_int(so->fd, IPPROTO_IP, IP_TOS, tos, "IP_TOS");
-      set_int(so->fd, IPPROTO_IP, IP_RECVTOS, 1, "IP_RECVTOS");
-    } else {
-      set_int(so->fd, IPPROTO_IPV6, IPV6_TCLASS, tos, "IPV6_TCLASS");
-      set_int(so->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS");
+    if (tos_ != 0) {
+      const bool v4 = endpoints_[r].protocol() == udp::v4();
+      set_int(so->fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_TOS : IPV6_TCLASS, tos_, v4 ? "IP_TOS" : "IPV6_TCLASS");
+      set_int(so->fd, v4 ? IPPROTO_IP : IPPROTO_IPV6, v4 ? IP_RECVTOS : IPV6_RECVTCLASS, 1,
+              v4 ? "IP_RECVTOS" : "IPV6_RECVTCLASS");
     }
     so->s.bind(endpoints_[r]);  // boost::system::system_error naming the cause
     so->s.non_blocking(true);

@@ -990,6 +990,32 @@ TEST(Wire, IpHeaderChecksumAgainstTheDefinition) {
 // mark_ce): the TOS byte's ECN bits become CE and the IPv4 checksum follows, as recomputing it from scratch
 // gives; no other byte changes, so the frame is still ours in both modes (the RoCEv2 ICRC masks the TOS
 // byte, the UDP checksum does not cover it). A frame that is not ECT, not IPv4 or too short is left alone.
+// What a sender may set: the DPDK fabric, both lab transports and the lab protocol check it here.
+TEST(Wire, SenderClassIsADscpOfSixBitsAndAnyCodepointButCe) {
+  EXPECT_EQ(sender_ecn(""), Ecn::kNotEct);
+  EXPECT_EQ(sender_ecn("not-ect"), Ecn::kNotEct);
+  EXPECT_EQ(sender_ecn("ect0"), Ecn::kEct0);
+  EXPECT_EQ(sender_ecn("ect1"), Ecn::kEct1);
+  for (const char* bad : {"ce", "CE", "ect2", "ect", " ect0"}) EXPECT_EQ(sender_ecn(bad), std::nullopt) << bad;
+  for (const Ecn e : {Ecn::kNotEct, Ecn::kEct0, Ecn::kEct1}) {
+    EXPECT_EQ(sender_ecn(to_string(e)), e);
+    EXPECT_NO_THROW(check_sender_class(0, e, "x"));
+    EXPECT_NO_THROW(check_sender_class(63, e, "x"));
+  }
+  try {
+    check_sender_class(64, Ecn::kEct0, "who");
+    ADD_FAILURE() << "DSCP 64 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "who: DSCP 64 does not fit the field's 6 bits (0..63)");
+  }
+  try {
+    check_sender_class(10, Ecn::kCe, "who");
+    ADD_FAILURE() << "CE accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "who: CE is a congested switch's mark, never a sender's (RFC 3168): send not-ect, ect0 or ect1");
+  }
+}
+
 TEST(Wire, MarkCeIsWhatARouterWrites) {
   std::mt19937_64 rng(77);
   for (const WireMode mode : {WireMode::kFabemu, WireMode::kRoceV2}) {

@@ -160,11 +160,11 @@ TEST_F(LabReplay, TrafficClassOpensThePortForIt) {
   EXPECT_EQ(port_.ecn_, host::dpdk::Ecn::kEct0);
   port_.endpoints_.clear();
   assign_.set_ecn("ce");
-  EXPECT_NE(error_of_replay().find("AssignRanks: \"ce\" is not an ECN codepoint (not-ect, ect0, ect1)"),
+  EXPECT_NE(error_of_replay().find("AssignRanks: \"ce\" is not an ECN codepoint a sender sets (not-ect, ect0, ect1)"),
             std::string::npos);
   assign_.set_ecn("");
   assign_.set_dscp(64);
-  EXPECT_NE(error_of_replay().find("AssignRanks: DSCP 64 is not 0 to 63"), std::string::npos);
+  EXPECT_NE(error_of_replay().find("AssignRanks: DSCP 64 does not fit the field's 6 bits (0..63)"), std::string::npos);
   EXPECT_TRUE(port_.endpoints_.empty());  // never asked to open
 }
 

@@ -41,8 +41,9 @@ class DatagramSink {
 struct TransportStats {
   uint64_t send_errors = 0;   // datagrams the transport gave up on (the reliability layer resends them)
   uint64_t frames_not_ours = 0;  // DPDK: frames on the port that carry no datagram for a local rank
-  // DPDK: the frames that carried a datagram for a local rank, by the ECN codepoint they arrived with
-  // (index: host::dpdk::Ecn; CE: marked by a switch on the way), and those whose DSCP was not the run's.
+  // The frames that carried a datagram for a local rank (DPDK) or the datagrams (UDP, when the run's class
+  // is not the default), by the ECN codepoint they arrived with (index: host::dpdk::Ecn; CE: marked by a
+  // switch on the way), and those whose DSCP was not the run's.
   uint64_t frames_by_ecn[4] = {};
   uint64_t frames_dscp_changed = 0;
   int rcvbuf_bytes = 0, sndbuf_bytes = 0;  // UDP: what the kernel granted

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -175,39 +177,6 @@ void check_options(const RunArgs& a) {
   };
   static const Rule fpga[] = {{"--device", {"fpga"}}, {"--xclbin", {"fpga"}}};
   check(fpga);
-  if (!a.agents.empty()) {
-    // A lab run takes its wire from the lab file and paces with --dilation; the single-host wire's options
-    // have no effect there.
-    struct LabRule {
-      const char* option;
-      const char* instead;
-    };
-    static const LabRule lab_rules[] = {
-        {"--roce", "the lab file's \"wire: roce\" chooses RoCEv2 frames"},
-        {"--wire-dscp", "the lab file's \"dscp\" sets the frames' DSCP"},
-        {"--wire-ecn", "the lab file's \"ecn\" sets the frames' ECN codepoint"},
-        {"--socket-base-port", "the lab file's \"data\" addresses set the agents' ports"},
-        {"--dpdk-port", "each agent's --dpdk-device is its port"},
-        {"--dpdk-devargs", "each agent's --dpdk-device is its port"},
-    };
-    for (const LabRule& r : lab_rules) {
-      if (given(r.option)) {
-        throw std::invalid_argument(fmt::format("{} does not apply to a lab run (--agents): {}", r.option, r.instead));
-      }
-    }
-    for (const char* option :
-         {"--dpdk-rx-lcore", "--dpdk-ring-delay", "--dpdk-ring-rate", "--dpdk-ring-ecn", "--dpdk-verify-checksums",
-          "--dpdk-stall-timeout", "--dpdk-rto", "--dpdk-nack-delay", "--dpdk-window", "--wire-mtu", "--address-plan",
-          "--pcap", "--drop-rate", "--reorder-rate", "--duplicate-rate", "--fault-seed"}) {
-      if (given(option)) {
-        throw std::invalid_argument(fmt::format(
-            "{} does not apply to a lab run (--agents), whose agents' socket fabric does not take it; a lab run "
-            "takes --dilation, --as-fast-as-possible and --socket-stall-timeout",
-            option));
-      }
-    }
-    return;
-  }
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
       {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},       {"--dpdk-ring-ecn", {"dpdk"}},
@@ -220,7 +189,35 @@ void check_options(const RunArgs& a) {
       {"--dilation", {"dpdk", "socket"}}, {"--as-fast-as-possible", {"dpdk", "socket"}},
       {"--socket-base-port", {"socket"}}, {"--socket-stall-timeout", {"socket"}},
   };
-  check(wire);
+  if (a.agents.empty()) {
+    check(wire);
+    return;
+  }
+  // A lab run takes its wire from the lab file and its pacing from these; every other option of the table
+  // above has no effect there (and so does any added to it later): an error, naming what does it instead.
+  static const std::string_view lab_takes[] = {"--dilation", "--as-fast-as-possible", "--socket-stall-timeout"};
+  static const std::pair<std::string_view, const char*> instead[] = {
+      {"--roce", "the lab file's \"wire: roce\" chooses RoCEv2 frames"},
+      {"--wire-dscp", "the lab file's \"dscp\" sets the frames' DSCP"},
+      {"--wire-ecn", "the lab file's \"ecn\" sets the frames' ECN codepoint"},
+      {"--socket-base-port", "the lab file's \"data\" addresses set the agents' ports"},
+      {"--dpdk-port", "each agent's --dpdk-device is its port"},
+      {"--dpdk-devargs", "each agent's --dpdk-device is its port"},
+  };
+  for (const Rule& r : wire) {
+    if (!given(r.option) || std::find(std::begin(lab_takes), std::end(lab_takes), r.option) != std::end(lab_takes)) {
+      continue;
+    }
+    for (const auto& [option, text] : instead) {
+      if (option == r.option) {
+        throw std::invalid_argument(fmt::format("{} does not apply to a lab run (--agents): {}", r.option, text));
+      }
+    }
+    throw std::invalid_argument(fmt::format(
+        "{} does not apply to a lab run (--agents), whose agents' socket fabric does not take it; a lab run "
+        "takes --dilation, --as-fast-as-possible and --socket-stall-timeout",
+        r.option));
+  }
 }
 
 #ifdef FABEMU_HAVE_DPDK

@@ -1790,6 +1790,11 @@ void check_sender_class(uint32_t dscp, Ecn ecn, std::string_view who) {
   }
 }
 
+std::string class_suffix(uint8_t dscp, Ecn ecn) {
+  if (dscp == 0 && ecn == Ecn::kNotEct) return {};
+  return " DSCP " + std::to_string(dscp) + " ECN " + std::string(to_string(ecn));
+}
+
 bool mark_ce(std::span<uint8_t> frame) noexcept {
   if (frame.size() < kEthHeaderBytes + kIpv4HeaderBytes || get16(frame.data() + 12) != kEtherTypeIpv4) return false;
   uint8_t* ip = frame.data() + kEthHeaderBytes;

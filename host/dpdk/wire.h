@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace fabemu::host::dpdk {
@@ -74,6 +75,8 @@ std::optional<Ecn> sender_ecn(std::string_view name) noexcept;
 // A traffic class a sender may set: a DSCP of 0..63 and any codepoint but CE. std::invalid_argument whose
 // message starts with `who` otherwise.
 void check_sender_class(uint32_t dscp, Ecn ecn, std::string_view who);
+// " DSCP 26 ECN ect0" for a transport's name; "" for the default class (DSCP 0, not-ECT).
+std::string class_suffix(uint8_t dscp, Ecn ecn);
 // The TOS byte of `dscp` (6 bits) and `ecn`.
 constexpr uint8_t tos_byte(uint8_t dscp, Ecn ecn) noexcept {
   return static_cast<uint8_t>(((dscp & 0x3F) << 2) | static_cast<uint8_t>(ecn));

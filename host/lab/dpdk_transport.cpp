@@ -82,9 +82,7 @@ class DpdkTransport final : public DatagramTransport {
 
   std::string describe() const override {
     return fmt::format("DPDK {} {}{}{}", port_.name(), hd::format_mac(mac_),
-                       mode_ == hd::WireMode::kRoceV2 ? " RoCEv2" : "",
-                       dscp_ == 0 && ecn_ == hd::Ecn::kNotEct ? std::string()
-                                                              : fmt::format(" DSCP {} ECN {}", dscp_, hd::to_string(ecn_)));
+                       mode_ == hd::WireMode::kRoceV2 ? " RoCEv2" : "", hd::class_suffix(dscp_, ecn_));
   }
 
   std::string address_of(uint32_t rank) const override {

@@ -93,9 +93,6 @@ LabConfig load_lab_config(const std::string& path) {
     if (!d || *d < 0 || *d > 63) {
       cfg::fail(path, it->second.line, fmt::format("key \"dscp\": \"{}\" is not a DSCP (0 to 63)", v));
     }
-    if (c.fabric == "model") {
-      cfg::fail(path, it->second.line, "key \"dscp\": the traffic class needs a wire, fabric socket or dpdk (the fabric is model)");
-    }
     c.dscp = static_cast<uint32_t>(*d);
   }
   if (const auto it = top.find("ecn"); it != top.end()) {
@@ -106,8 +103,11 @@ LabConfig load_lab_config(const std::string& path) {
                             "ect1",
                             c.ecn, cfg::did_you_mean(c.ecn, kEcns)));
     }
-    if (c.fabric == "model") {
-      cfg::fail(path, it->second.line, "key \"ecn\": the traffic class needs a wire, fabric socket or dpdk (the fabric is model)");
+  }
+  for (const char* key : {"dscp", "ecn"}) {
+    if (const auto it = top.find(key); it != top.end() && c.fabric == "model") {
+      cfg::fail(path, it->second.line,
+                fmt::format("key \"{}\": the traffic class needs a wire, fabric socket or dpdk (the fabric is model)", key));
     }
   }
   if (const auto it = top.find("shared_storage"); it != top.end()) {

@@ -95,15 +95,12 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
   rx_msgs_.resize(batch_);
   rx_iov_.resize(batch_);
   rx_buf_.resize(size_t{batch_} * rx_slot_bytes_);
-  rx_control_.resize(size_t{batch_} * kControlBytes);
+  if (tos_ != 0) rx_control_.resize(size_t{batch_} * kControlBytes);  // the class is asked for
 }
 
 UdpTransport::~UdpTransport() = default;
 
-std::string UdpTransport::describe() const {
-  if (dscp_ == 0 && ecn_ == host::dpdk::Ecn::kNotEct) return "UDP";
-  return fmt::format("UDP DSCP {} ECN {}", dscp_, host::dpdk::to_string(ecn_));
-}
+std::string UdpTransport::describe() const { return "UDP" + host::dpdk::class_suffix(dscp_, ecn_); }
 
 void UdpTransport::count_class(const msghdr& h) {
   for (const cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), const_cast<cmsghdr*>(c))) {

@@ -287,7 +287,8 @@ class RxPath {
   bool nic_ = false;          // arrivals timed by the NIC
   ClockFit fit_;
   uint64_t next_sample_ = 0;  // TSC of the next clock sample
-  uint64_t sample_every_ = 0;
+  uint64_t sample_every_ = 0;      // the interval to the next sample (doubling up to sample_every_max_)
+  uint64_t sample_every_max_ = 0;
   uint64_t last_poll_ticks_ = 0;  // 0: no poll yet
   uint64_t stall_ticks_ = 0;      // kPollStallNs in ticks
   std::vector<TickSpan> stalls_;

@@ -49,8 +49,6 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
     : endpoints_(std::move(endpoints)),
       batch_(batch),
       rx_slot_bytes_(size_t{max_datagram} + 64),
-      dscp_(dscp),
-      ecn_(ecn),
       tos_(host::dpdk::tos_byte(dscp, ecn)) {
   if (local.size() != endpoints_.size()) {
     throw std::invalid_argument(
@@ -100,7 +98,9 @@ UdpTransport::UdpTransport(std::vector<udp::endpoint> endpoints, const std::vect
 
 UdpTransport::~UdpTransport() = default;
 
-std::string UdpTransport::describe() const { return "UDP" + host::dpdk::class_suffix(dscp_, ecn_); }
+std::string UdpTransport::describe() const {
+  return "UDP" + host::dpdk::class_suffix(static_cast<uint8_t>(tos_ >> 2), static_cast<host::dpdk::Ecn>(tos_ & 3));
+}
 
 void UdpTransport::count_class(const msghdr& h) {
   for (const cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&h), const_cast<cmsghdr*>(c))) {
@@ -112,7 +112,7 @@ void UdpTransport::count_class(const msghdr& h) {
     }
     if (tos < 0 || tos > 255) continue;
     ++stats_.frames_by_ecn[tos & 3];
-    stats_.frames_dscp_changed += (tos >> 2) != dscp_;
+    stats_.frames_dscp_changed += (tos >> 2) != (tos_ >> 2);
     return;
   }
 }

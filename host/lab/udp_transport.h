@@ -63,9 +63,7 @@ class UdpTransport final : public DatagramTransport {
   std::vector<uint8_t> rx_buf_;             // batch receive slots
   std::vector<uint8_t> rx_control_;         // batch control buffers of kControlBytes (the traffic class)
   size_t rx_slot_bytes_;
-  uint8_t dscp_;
-  host::dpdk::Ecn ecn_;
-  uint8_t tos_;                             // tos_byte(dscp_, ecn_); 0: the class is neither set nor counted
+  uint8_t tos_;                             // tos_byte(dscp, ecn); 0: the class is neither set nor counted
   TransportStats stats_;
 };
 

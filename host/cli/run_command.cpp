@@ -111,6 +111,7 @@ struct RunArgs {
   std::string dpdk_rx_lcore = "auto";
   std::string dpdk_verify_checksums = "auto";
   uint32_t dpdk_stall_timeout_ms = 10'000;
+  uint32_t dpdk_ahead_us = 20;
   uint32_t dpdk_rto_us = 10'000;
   uint32_t dpdk_nack_delay_us = 200;
   uint32_t dpdk_window = 1024;
@@ -182,6 +183,7 @@ void check_options(const RunArgs& a) {
       {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},       {"--dpdk-ring-ecn", {"dpdk"}},
       {"--wire-dscp", {"dpdk", "socket"}}, {"--wire-ecn", {"dpdk", "socket"}},
       {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},
+      {"--dpdk-ahead", {"dpdk"}},
       {"--dpdk-nack-delay", {"dpdk"}},    {"--dpdk-window", {"dpdk"}},           {"--roce", {"dpdk"}},
       {"--wire-mtu", {"dpdk"}},           {"--address-plan", {"dpdk"}},          {"--pcap", {"dpdk"}},
       {"--drop-rate", {"dpdk", "socket"}}, {"--reorder-rate", {"dpdk", "socket"}},
@@ -584,6 +586,7 @@ int run(const RunArgs& a) {
     }
     if (a.dpdk_verify_checksums == "on") o.checksums = hd::DpdkFabricOptions::Checksums::kOn;
     o.stall_timeout = emu::Duration::from_ms(a.dpdk_stall_timeout_ms);
+    o.ahead = emu::Duration::from_us(a.dpdk_ahead_us);
     if (a.dpdk_rto_us <= a.dpdk_nack_delay_us) {
       throw std::invalid_argument(fmt::format(
           "--dpdk-rto {} us must exceed --dpdk-nack-delay {} us: a packet would time out before its NACK could come",
@@ -837,6 +840,11 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
                       "waits this many ms of wall time with no progress: no message completed and no ACK came back "
                       "(default 10000)")
       ->check(CLI::Range(1u, 86'400'000u));
+  run_cmd->add_option("--dpdk-ahead", args->dpdk_ahead_us,
+                      "DPDK, with --dilation: us of wall time the fabric works ahead of the dilated clock (default "
+                      "20): messages handed to their senders and frames built that long before they are due, held "
+                      "until then, so a transmit round hands the device frames already built; 0: at the time")
+      ->check(CLI::Range(0u, 1'000'000u));
   run_cmd->add_option("--dpdk-rto", args->dpdk_rto_us,
                       "DPDK: the senders' retransmission timeout in us of wall time, the floor of the adaptive RTO "
                       "(default 10000); raise it above the queueing of a device with deep buffers")

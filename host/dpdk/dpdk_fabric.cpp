@@ -154,6 +154,10 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   pacing_.size_for(model_.topology());
   stalls_.reserve(1024);  // a stall is a gap of 100 us or more: allocating only past 1,024 of them costs nothing
   pace_slot_.assign(model_.topology().links().size(), LinkSlot{});
+  if (!clock_.as_fast_as_possible()) {
+    ahead_wall_ps_ = opt_.ahead.ps();
+    ahead_emulated_ps_ = static_cast<uint64_t>(static_cast<double>(ahead_wall_ps_) / clock_.dilation());
+  }
   paced_.resize(kFramesPerSender);  // a next_runs call gives at most that many (its room)
   burst_ps_.reserve(model_.topology().links().size());
   for (const emu::Link& l : model_.topology().links()) {
@@ -222,7 +226,8 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
                                         opt_.rto,          opt_.nack_delay,    opt_.stall_timeout,
                                         opt_.faults,       opt_.checksums == DpdkFabricOptions::Checksums::kOn,
                                         opt_.dscp,         opt_.ecn,
-                                        ports_.ring_pair() != nullptr ? ports_.ring_pair()->device() : RingDevice{}};
+                                        ports_.ring_pair() != nullptr ? ports_.ring_pair()->device() : RingDevice{},
+                                        opt_.ahead};
   stats_.main_lcore = rte_get_main_lcore();
   RxPathConfig rc;
   rc.npus = npus_;
@@ -309,6 +314,9 @@ DpdkFabric::~DpdkFabric() {
   }
   for (const auto& q : tx_data_) {
     for (rte_mbuf* m : q) rte_pktmbuf_free(m);
+  }
+  for (const Held& h : held_) {
+    for (size_t i = h.mbuf_head; i < h.mbufs.size(); ++i) rte_pktmbuf_free(h.mbufs[i]);
   }
   if (stash_next_ < stash_n_) rte_pktmbuf_free_bulk(tx_stash_ + stash_next_, stash_n_ - stash_next_);
   if (short_n_ > 0) rte_pktmbuf_free_bulk(short_stash_, short_n_);
@@ -400,7 +408,10 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
   emu::Time last_progress = reading.wall;
   uint64_t progress = progress_;
   const uint64_t nacks_before = nacks_in_;
-  while (!r.arrived || reading.emulated < at) {  // emulated: Time::max() as fast as possible
+  // Build-ahead: the walker goes on once the wire has brought the message and the dilated clock is within
+  // opt_.ahead of the modelled delivery, so that what it hands over next is booked before it is due.
+  const emu::Time until = emu::Time::from_ps(at.ps() > ahead_emulated_ps_ ? at.ps() - ahead_emulated_ps_ : 0);
+  while (!r.arrived || reading.emulated < until) {  // emulated: Time::max() as fast as possible
     if (Eal::stop_requested()) {
       interrupted_ = true;
       engine_.stop();
@@ -539,7 +550,8 @@ bool DpdkFabric::poll(const TscClock::Reading& reading) {
     last_poll_ps_ = now;
   }
   if (pacing_.waiting()) {
-    const emu::Time emulated = reading.emulated;
+    // Handed to their senders up to opt_.ahead before their departure (build-ahead).
+    const emu::Time emulated = reading.emulated + emu::Duration::from_ps(ahead_emulated_ps_);
     // Due messages join the backlog behind those already waiting; the loop below submits them in order.
     for (uint64_t id; pacing_.pop_due(emulated, id);) backlog_.push_back(id);
   }
@@ -693,7 +705,7 @@ uint32_t DpdkFabric::pace_run(const TxRun& r) {
   const Record& rec = *reinterpret_cast<const Record*>(static_cast<uintptr_t>(r.cookie));
   const uint32_t link = rec.first_link;
   const Paced got = pace_frames(clock_, link, rec.depart, rec.rate, r, burst_ps_[link], pace_slot_[link],
-                                pace_now_ps_, false, paced_.data() + paced_n_);
+                                pace_now_ps_, false, paced_.data() + paced_n_, pace_ahead_ps_);
   paced_n_ += got.runs;
   return got.frames;
 }
@@ -714,6 +726,9 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
   spec.mode = opt_.mode;
   spec.dscp = opt_.dscp;
   spec.ecn = opt_.ecn;
+  // Frames built ahead that are due now leave first, before this round builds any (build-ahead).
+  if (!holding_.empty() && release_held(wall.ps())) flush_all(paced);
+  if (held_.size() < senders_.size()) held_.resize(senders_.size());
   size_t built = tx_built();
   for (uint32_t si = 0; si < senders_.size(); ++si) {
     // Nothing before its next work (Sender::next_work): most senders, most polls. Their own lines stay
@@ -728,6 +743,9 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
     spec.src = plan_.at(src);
     uint32_t spec_dst = ~0u;
     std::array<TxRun, kShortStash>& runs = tx_runs_;
+    Held& held = held_[si];
+    // Build-ahead while this sender and all hold fewer than their limits; else only frames due now.
+    pace_ahead_ps_ = held.frames() < kHeldMax && held_frames_ < kHeldTotalMax ? ahead_wall_ps_ : 0;
     uint32_t budget = kFramesPerSender;  // per poll, so that one sender cannot starve the others
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built. The sender is
     // asked for no more packets than the stash has mbufs for: every packet taken leaves in this poll.
@@ -757,15 +775,49 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
         // The run's full frames from the stash (the zero pool); a shorter last frame too, unless it must
         // not be written there (split_short_: from short_stash_, its payload written).
         const uint32_t full = split_short_ && last != payload_ ? k - 1 : k;
-        const size_t first_index = out.size();
+        // A first transmission waits in the sender's hold when it is not due yet, or when frames built
+        // before it wait there (its link's order); a retransmission leaves at once.
+        size_t run_paced = paced_next;  // this run's PacedRuns: paced_[paced_next, run_paced)
+        bool hold = false;
+        if (paced && rec != nullptr) {
+          for (uint32_t f = 0; f < k; ++run_paced) {
+            const PacedRun& pr = paced_[run_paced];
+            hold = hold || pr.paced_ps + uint64_t{pr.n - 1} * pr.frame_ps > pace_now_ps_;
+            f += pr.n;
+          }
+          hold = hold || held.frames() > 0;
+          if (hold) {
+            // Its header's transmit time is its departure, not the time it was built. (A capture records
+            // it when built, so that the file stays in time order: up to opt_.ahead early.)
+            spec.hdr.tx_time_ps = std::max(stamp.ps(), wall_to_emulated_ps(paced_[paced_next].paced_ps));
+          }
+        }
+        std::vector<rte_mbuf*>& dest = hold ? held.mbufs : out;
+        const size_t first_index = dest.size();
         rte_mbuf* const* ms = tx_stash_ + stash_next_;
         stash_next_ = static_cast<uint16_t>(stash_next_ + full);  // taken: build_run frees them if it throws
-        if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, true);
-        out.insert(out.end(), ms, ms + full);
+        uint64_t run_bytes = 0;
+        if (full > 0) run_bytes += build_run(ms, full, spec, full == k ? last : r.bytes, true);
+        dest.insert(dest.end(), ms, ms + full);
         if (full < k) {
           rte_mbuf* m = short_stash_[--short_n_];
-          build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
-          out.push_back(m);
+          run_bytes += build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
+          dest.push_back(m);
+        }
+        if (hold) {
+          if (held.frames() == k) holding_.push_back(si);  // it held none before
+          held_frames_ += k;
+          held_bytes_ += run_bytes;
+          stats_.frames_ahead += k;
+          if (r.seq == 0) held.firsts.emplace_back(first_index, rec);
+          held.runs.insert(held.runs.end(), paced_.begin() + static_cast<std::ptrdiff_t>(paced_next),
+                           paced_.begin() + static_cast<std::ptrdiff_t>(run_paced));
+          paced_next = run_paced;
+          stats_.data_frames += k;
+          ip_id_ += k;
+          budget -= k;
+          built += k;
+          continue;
         }
         ip_id_ += k;
         budget -= k;
@@ -794,9 +846,65 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
     }
     tx_next_work_[si] = s.next_work(wall).ps();
   }
+  // Frames held that came due while this round built (it may have built for a while).
+  if (!holding_.empty()) release_held(clock_.wall().ps());
+  flush_all(paced);
+}
+
+void DpdkFabric::flush_all(bool paced) {
   for (size_t q = 0; q < tx_data_.size(); ++q) {
     flush(ports_.a(), static_cast<uint16_t>(q), tx_data_[q], tx_firsts_[q], paced ? &tx_paced_[q] : nullptr);
   }
+}
+
+bool DpdkFabric::release_held(uint64_t now_ps) {
+  bool any = false;
+  size_t kept = 0;
+  for (const uint32_t si : holding_) {
+    Held& h = held_[si];
+    const size_t txq = tx_data_.size() == 1 ? 0 : senders_.src(si) % tx_data_.size();
+    std::vector<rte_mbuf*>& out = tx_data_[txq];
+    PacedQueue& out_paced = tx_paced_[txq];
+    FirstFrames<Record>& firsts = tx_firsts_[txq];
+    // The due frames: whole runs, then the due front of the next one.
+    size_t frames = 0;
+    while (h.run_head < h.runs.size()) {
+      PacedRun& pr = h.runs[h.run_head];
+      if (pr.paced_ps > now_ps) break;
+      const uint64_t due = (now_ps - pr.paced_ps) / std::max<uint64_t>(pr.frame_ps, 1) + 1;
+      if (due < pr.n) {
+        out_paced.push(pr.take_front(clock_, static_cast<uint32_t>(due)));
+        frames += due;
+        break;
+      }
+      out_paced.push(pr);
+      frames += pr.n;
+      ++h.run_head;
+    }
+    if (frames > 0) {
+      any = true;
+      const size_t base = out.size();
+      const auto from = h.mbufs.begin() + static_cast<std::ptrdiff_t>(h.mbuf_head);
+      out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(frames));
+      const size_t end = h.mbuf_head + frames;
+      for (size_t i = h.mbuf_head; i < end; ++i) held_bytes_ -= rte_pktmbuf_pkt_len(h.mbufs[i]);
+      for (; h.first_head < h.firsts.size() && h.firsts[h.first_head].first < end; ++h.first_head) {
+        firsts.add(base + (h.firsts[h.first_head].first - h.mbuf_head), h.firsts[h.first_head].second);
+      }
+      h.mbuf_head = end;
+      held_frames_ -= frames;
+    }
+    if (h.frames() == 0) {  // emptied: its room is reused from the start
+      h.mbufs.clear();
+      h.runs.clear();
+      h.firsts.clear();
+      h.mbuf_head = h.run_head = h.first_head = 0;
+    } else {
+      holding_[kept++] = si;
+    }
+  }
+  holding_.resize(kept);
+  return any;
 }
 
 void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
@@ -1055,6 +1163,11 @@ const DpdkStats& DpdkFabric::stats() {
   }
   // The main lcore's counters plus the receive side's.
   out_ = s;
+  // Frames built ahead and still held (a run that stopped early) have not been sent.
+  out_.frames_tx -= held_frames_;
+  out_.data_frames -= held_frames_;
+  out_.frames_ahead -= held_frames_;
+  out_.frame_bytes_tx -= held_bytes_;
   out_.rx_lcore = rx_lcore();
   out_.rx_lcores.clear();
   out_.rx_clocks.clear();
@@ -1336,8 +1449,13 @@ std::string format_dpdk_stats(const DpdkStats& s) {
                    : fmt::format("achieved {:.3f} Gb/s (emulated), ratio {:.5f}\n", l.target_gbps * l.ratio, l.ratio);
       }
       if (s.links.size() > kShown) out += fmt::format("    ... {} more links\n", s.links.size() - kShown);
-      out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} frames (wall, TSC after tx_burst)\n",
-                         histogram_text(s.jitter_ns), s.jitter_ns.count());
+      out += fmt::format("  departure jitter    |actual - scheduled| {} ns over {} frames (wall, TSC after tx_burst); {}\n",
+                         histogram_text(s.jitter_ns), s.jitter_ns.count(),
+                         s.settings.ahead.ps() == 0
+                             ? std::string("none built ahead (--dpdk-ahead 0)")
+                             : fmt::format("{} of them built ahead (up to {} us before they were due, held until "
+                                           "then: --dpdk-ahead)",
+                                           s.frames_ahead, s.settings.ahead.ps() / 1'000'000));
       if (s.tx_full > 0) {
         out += fmt::format("  device full         the transmit queue was full in {} of {} flushes of data frames "
                            "(frames waited for the device)\n",
@@ -1503,12 +1621,12 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
        fmt::format("{{\"mode\": \"{}\", \"wire_mtu\": {}, \"window\": {}, \"rto_us\": {}, \"nack_delay_us\": {}, "
                    "\"stall_timeout_ms\": {}, \"drop_rate\": {}, \"reorder_rate\": {}, \"duplicate_rate\": {}, "
                    "\"fault_seed\": {}, \"verify_checksums\": \"{}\", \"dscp\": {}, \"ecn\": \"{}\", "
-                   "\"ring_delay_ns\": {}, \"ring_bytes_per_sec\": {}, \"ring_ecn_bytes\": {}}}",
+                   "\"ring_delay_ns\": {}, \"ring_bytes_per_sec\": {}, \"ring_ecn_bytes\": {}, \"ahead_us\": {}}}",
                    g.mode == WireMode::kRoceV2 ? "roce" : "fabemu", g.wire_mtu, g.window, g.rto.ps() / 1'000'000,
                    g.nack_delay.ps() / 1'000'000, g.stall_timeout.ps() / 1'000'000'000, num(g.faults.drop_rate),
                    num(g.faults.reorder_rate), num(g.faults.duplicate_rate), g.faults.seed,
                    g.verify_checksums_on ? "on" : "auto", g.dscp, to_string(g.ecn), g.ring_device.delay_ns,
-                   g.ring_device.bytes_per_sec, g.ring_device.ecn_bytes));
+                   g.ring_device.bytes_per_sec, g.ring_device.ecn_bytes, g.ahead.ps() / 1'000'000));
   }
   kv("wall_ps", fmt::format("{}", s.wall.ps()));
   kv("messages", fmt::format("{}", s.messages));
@@ -1579,6 +1697,7 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   kv("lateness_ns", histogram_json(s.lateness_ns, true));
   kv("latency_ns", histogram_json(s.latency_ns, true));
   kv("jitter_ns", histogram_json(s.jitter_ns, true));
+  kv("frames_ahead", fmt::format("{}", s.frames_ahead));
   kv("poll_gap_max_ns", fmt::format("{}", s.poll_gap_max_ns));
   kv("poll_stalls", fmt::format("{}", s.poll_stalls));
   kv("tx_flushes", fmt::format("{}", s.tx_flushes));

@@ -56,6 +56,11 @@ struct DpdkFabricOptions {
   uint8_t dscp = 0;                   // 0..63
   Ecn ecn = Ecn::kNotEct;             // kNotEct, kEct0 or kEct1 (kCe is refused)
   double dilation = 0;                // 0: as fast as possible; D > 0: D times slower than the target
+  // D > 0: how far ahead of the dilated clock (wall time) the fabric works (README.md, "Build-ahead"): the
+  // walker takes a delivery whose frames have arrived this long before its modelled time, a message is
+  // handed to its sender this long before its departure, and frames due within it are built and held
+  // until they are due, so that a transmit round hands the device frames already built. 0: at the time.
+  emu::Duration ahead = emu::Duration::from_us(20);
   FaultConfig faults;                 // applied to data frames on the receive side
   emu::Duration nack_delay = emu::Duration::from_us(200);  // wall time
   // Above the queueing of the device rings: 1024 frames on memif take about a millisecond here.
@@ -148,6 +153,7 @@ struct DpdkStats {
     uint8_t dscp = 0;                  // --wire-dscp
     Ecn ecn = Ecn::kNotEct;            // --wire-ecn
     RingDevice ring_device;            // --dpdk-ring-delay, --dpdk-ring-rate: the ring pair's device (none)
+    emu::Duration ahead;               // --dpdk-ahead (DpdkFabricOptions::ahead)
   };
   Settings settings;
   emu::Duration wall;                 // wall time from the first send (the run's start) to the last poll
@@ -272,6 +278,9 @@ struct DpdkStats {
   uint64_t pacing_periods = 0, pacing_disturbed_periods = 0;
   // |actual - scheduled departure| per paced first transmission, wall ns, all links (D > 0).
   emu::LogHistogram jitter_ns;
+  // Of the paced first transmissions, those built before they were due and held until then (build-ahead,
+  // DpdkFabricOptions::ahead).
+  uint64_t frames_ahead = 0;
   // Measured vs modelled, per collective (D > 0), on the emulated clock: `modelled` from the earliest
   // modelled time one of its messages was handed to the fabric to the latest modelled delivery of one;
   // `measured` from the earliest real hand-over of one (the dilated wall clock when the walker handed it
@@ -485,10 +494,32 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
              PacedQueue* paced);
   // Frames built and not yet taken by the device, all queues.
   size_t tx_built() const noexcept {
-    size_t n = 0;
+    size_t n = held_frames_;
     for (const auto& q : tx_data_) n += q.size();
     return n;
   }
+  // Build-ahead (DpdkFabricOptions::ahead): a sender's first transmissions built before they are due wait
+  // in its Held queue, in order, and move to their transmit queue (with their PacedRuns and first-frame
+  // entries) once due: release_held(). While a sender holds frames, its new ones queue behind them, so a
+  // link's frames leave in their order.
+  struct Held {
+    std::vector<rte_mbuf*> mbufs;
+    std::vector<PacedRun> runs;
+    std::vector<std::pair<size_t, Record*>> firsts;  // index into mbufs of a message's first frame
+    size_t mbuf_head = 0, run_head = 0, first_head = 0;
+    size_t frames() const noexcept { return mbufs.size() - mbuf_head; }
+  };
+  // Moves every held frame due by `now_ps` (wall) to its transmit queue; true when it moved any.
+  bool release_held(uint64_t now_ps);
+  // flush() of every transmit queue.
+  void flush_all(bool paced);
+  // A wall time (ps since the clock's start) as the dilated clock's emulated time then.
+  uint64_t wall_to_emulated_ps(uint64_t wall_ps) const noexcept {
+    return static_cast<uint64_t>((emu::detail::u128{wall_ps} << 16) / clock_.dilation_q16());
+  }
+  // Frames a sender may hold, and all senders: beyond them a sender builds only frames due now (held frames
+  // count in the transmit queues' limit, whose room is for frames due now first).
+  static constexpr size_t kHeldMax = 32, kHeldTotalMax = 128;
   // Whether any receive lcore is still running (not joined).
   bool workers_running() const noexcept;
   // A frame from `port`'s pool (nullptr when it is empty), built by build().
@@ -573,6 +604,12 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<PacedRun> paced_;                       // pace_run's runs of one next_runs call: [0, paced_n_)
   uint32_t paced_n_ = 0;
   uint64_t pace_now_ps_ = 0;                          // pace_run's last reading of the wall clock
+  uint64_t pace_ahead_ps_ = 0;                        // pace_run's build-ahead for the sender at hand (wall)
+  uint64_t ahead_wall_ps_ = 0, ahead_emulated_ps_ = 0;  // opt_.ahead (0 unpaced), and divided by D
+  std::vector<Held> held_;                            // by sender
+  std::vector<uint32_t> holding_;                     // the senders with held frames
+  size_t held_frames_ = 0;
+  uint64_t held_bytes_ = 0;                           // their frame bytes
   std::unique_ptr<PcapWriter> pcap_;
   // With receive lcores: each one's frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s
   // file in time order by close_pcap().

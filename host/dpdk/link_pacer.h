@@ -127,7 +127,7 @@ namespace detail {
 // whole, without the loop (the loop gives the same: LinkPacer.WholeRunsEqualFrameByFrame).
 template <bool kReadEach, bool kWhole = !kReadEach>
 inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
-                         uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, PacedRun* out) {
+                         uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, PacedRun* out, uint64_t ahead_ps) {
   using u128 = emu::detail::u128;
   Paced got;
   if (r.n == 0) return got;
@@ -154,8 +154,8 @@ inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart,
   const auto pace = [&](uint64_t scheduled_ps, u128 at, uint32_t bytes, uint64_t wall_ps) {
     const uint64_t target_ps = std::max(scheduled_ps, next_ps);
     if constexpr (kReadEach) floor_ps = floor_of(now = clock.wall().ps());
-    if (target_ps > now) [[unlikely]] {
-      if (target_ps > (now = clock.wall().ps())) return false;
+    if (target_ps > now + ahead_ps) [[unlikely]] {
+      if (target_ps > (now = clock.wall().ps()) + ahead_ps) return false;
       floor_ps = floor_of(now);
     }
     const uint64_t anchor = std::max(target_ps, floor_ps);
@@ -187,7 +187,7 @@ inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart,
           due = 1;
           const uint64_t first_ps = cur->paced_ps;
           const u128 last_at = u128{first_ps} + u128{frame_ps} * (r.n - 1);
-          if (first_ps - cur->scheduled_ps >= r.n - 1 && last_at <= now) {
+          if (first_ps - cur->scheduled_ps >= r.n - 1 && last_at <= now + ahead_ps) {
             cur->n = r.n;
             cur->last_bytes = r.last_bytes;
             due = r.n;
@@ -227,10 +227,14 @@ inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart,
 // `burst_ps` plus that: a late frame never makes the link burst above its rate for longer than that.
 // `now_ps` is the last reading of the clock, read again only when a frame is not due by it (or before
 // every frame with `read_each`). The due frames as PacedRuns into out[0..runs) (room for r.n).
+// With `ahead_ps`, frames due within that much of now are let go too, at their due time (PacedRun::paced_ps
+// in the future: the caller holds them until then, DpdkFabric's build-ahead); the burst allowance still
+// counts from now.
 inline Paced pace_frames(const TscClock& clock, uint32_t link, emu::Time depart, emu::Rate rate, const TxRun& r,
-                         uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, PacedRun* out) {
-  return read_each ? detail::pace_frames<true>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out)
-                   : detail::pace_frames<false>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out);
+                         uint64_t burst_ps, LinkSlot& slot, uint64_t& now_ps, bool read_each, PacedRun* out,
+                         uint64_t ahead_ps = 0) {
+  return read_each ? detail::pace_frames<true>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out, ahead_ps)
+                   : detail::pace_frames<false>(clock, link, depart, rate, r, burst_ps, slot, now_ps, out, ahead_ps);
 }
 
 // A link's paced frames as they leave (depart, in the order the pacer let them go): its frames and bytes,

@@ -205,10 +205,26 @@ assert d["messages"] == 96 and d["messages_completed"] == 96, d["messages"]
 assert d["bytes_completed"] == d["message_bytes"] == 96 * 262144 // 4 * 1, (d["bytes_completed"], d["message_bytes"])
 assert d["latency_ns"]["count"] == 96
 assert d["jitter_ns"]["count"] == d["data_frames"]
+assert d["settings"]["ahead_us"] == 20, d["settings"]
+assert 0 <= d["frames_ahead"] <= d["data_frames"], d["frames_ahead"]
 c = d["collectives"]
 assert len(c) == 1 and c[0]["index"] == 0 and c[0]["messages"] == 96 and c[0]["modelled_ps"] > 0, c
 assert c[0]["measured_ps"] > 0
 EOF2
+  # --dpdk-ahead 0: nothing built ahead, the same modelled time
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 1000 --dpdk-ahead 0 \
+    -r "$tmp/dpdk0.json"
+  grep -q "none built ahead (--dpdk-ahead 0)" "$tmp/out" || fail "--dpdk-ahead 0: the departure jitter line does not say so"
+  python3 - "$tmp/dpdk0.json" <<'EOF2' || fail "the --dpdk-ahead 0 report is wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["total_time_ps"] == 43051456, r["total_time_ps"]
+d = r["dpdk"]
+assert d["settings"]["ahead_us"] == 0 and d["frames_ahead"] == 0, (d["settings"], d["frames_ahead"])
+assert d["messages_completed"] == 96
+EOF2
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric software --dpdk-ahead 5
+  expect_text "$tmp/err" "--dpdk-ahead needs --fabric dpdk"
   # check_device_report REPORT DELAY_NS BYTES_PER_SEC: a run through a device inside the ring pair has the
   # software model's time, names the device in dpdk.settings, and measured every message late (with a
   # latency, none faster than it on the wire) and the collective slower than modelled
@@ -451,7 +467,7 @@ EOF2
     --no-pci --no-shconf --file-prefix "fabemu-cli-rel$$" --no-telemetry -l 0
   python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["dpdk"]; assert d["rto_max_ps"] >= 20 * 10**9 and d["messages_completed"] == 96 and d["retransmissions"] >= d["injected_drops"] > 0, d' \
     "$tmp/rel.json" || fail "--dpdk-rto / --dpdk-nack-delay / --dpdk-window"
-  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto", "dscp": 0, "ecn": "not-ect", "ring_delay_ns": 0, "ring_bytes_per_sec": 0, "ring_ecn_bytes": 0}, g' \
+  python3 -c 'import json,sys; g=json.load(open(sys.argv[1]))["dpdk"]["settings"]; assert g == {"mode": "fabemu", "wire_mtu": 1500, "window": 64, "rto_us": 20000, "nack_delay_us": 50, "stall_timeout_ms": 10000, "drop_rate": 0.02, "reorder_rate": 0, "duplicate_rate": 0, "fault_seed": 1, "verify_checksums": "auto", "dscp": 0, "ecn": "not-ect", "ring_delay_ns": 0, "ring_bytes_per_sec": 0, "ring_ecn_bytes": 0, "ahead_us": 20}, g' \
     "$tmp/rel.json" || fail "the report's dpdk.settings"
   # a wire that brings nothing of ours back (--drop-rate 1: every data frame dropped on receive): the run
   # stops after --dpdk-stall-timeout with exit 2, the reason last on stderr, and the report still written:

@@ -577,7 +577,12 @@ bool DpdkFabric::poll(const TscClock::Reading& reading) {
     take_completions();
     receive(ports_.a());
   } else {
-    if (rx_paths_[0]->poll(*this, engine_.now().ps(), reading.ticks)) rx_any_ = true;
+    // The receive side inline: frames built ahead that came due while it worked (a wave of arrivals takes
+    // it microseconds: reassembly, the ACKs) leave when it is done with them, not a round later.
+    if (rx_paths_[0]->poll(*this, engine_.now().ps(), reading.ticks)) {
+      rx_any_ = true;
+      if (!holding_.empty() && release_held(clock_.wall().ps())) flush_all(true);
+    }
     if (&ports_.a() != &ports_.b()) receive(ports_.a());
   }
   return rx_any_;
@@ -611,6 +616,9 @@ void DpdkFabric::completed(const RxCompletion& c) {
   ++completed_messages_;
   completed_bytes_ += r.bytes;
   by_wire_.erase(w);
+  // A wave of arrivals keeps this lcore for microseconds (the receive side inline, or many completions
+  // taken at once): every 4 completions, frames built ahead that came due meanwhile leave.
+  if (!holding_.empty() && (completed_messages_ & 3) == 0 && release_held(clock_.wall().ps())) flush_all(true);
 }
 
 uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {

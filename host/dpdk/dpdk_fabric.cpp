@@ -372,8 +372,12 @@ void DpdkFabric::submit(uint64_t id) {
   ++stats_.messages;
   stats_.message_bytes += r.bytes;
   if (!clock_.as_fast_as_possible()) {
-    r.handed = clock_.emulated();
+    const TscClock::Reading now = clock_.read();
+    r.handed = now.emulated;
     pacing_.wait(r.depart, id);
+    // The walker hands over a collective's messages in a row, for microseconds: frames built ahead that
+    // came due meanwhile leave between two of them (the clock was read anyway).
+    if (!holding_.empty() && release_held(now.wall.ps())) flush_all(true);
     return;
   }
   if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);

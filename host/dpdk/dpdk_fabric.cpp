@@ -423,6 +423,11 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
     }
     poll(reading);
     reading = clock_.read();
+    // A held frame due within kSpinPs: wait for it here and send it then, rather than a poll round later.
+    if (!holding_.empty() && reading.wall.ps() + kSpinPs >= next_release_ps_) {
+      while (reading.wall.ps() < next_release_ps_) reading = clock_.read();
+      if (release_held(reading.wall.ps())) flush_all(true);
+    }
     const emu::Time now = reading.wall;
     if (progress_ != progress || r.arrived) {
       progress = progress_;
@@ -817,7 +822,10 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
           dest.push_back(m);
         }
         if (hold) {
-          if (held.frames() == k) holding_.push_back(si);  // it held none before
+          if (held.frames() == k) {  // it held none before
+            holding_.push_back(si);
+            next_release_ps_ = std::min(next_release_ps_, paced_[paced_next].paced_ps);
+          }
           held_frames_ += k;
           held_bytes_ += run_bytes;
           stats_.frames_ahead += k;
@@ -916,6 +924,11 @@ bool DpdkFabric::release_held(uint64_t now_ps) {
     }
   }
   holding_.resize(kept);
+  next_release_ps_ = ~uint64_t{0};
+  for (const uint32_t si : holding_) {
+    const Held& h = held_[si];
+    next_release_ps_ = std::min(next_release_ps_, h.runs[h.run_head].paced_ps);
+  }
   return any;
 }
 

@@ -762,7 +762,7 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
     std::array<TxRun, kShortStash>& runs = tx_runs_;
     Held& held = held_[si];
     // Build-ahead while this sender and all hold fewer than their limits; else only frames due now.
-    pace_ahead_ps_ = held.frames() < kHeldMax && held_frames_ < kHeldTotalMax ? ahead_wall_ps_ : 0;
+    pace_ahead_ps_ = !tx_behind_ && held.frames() < kHeldMax && held_frames_ < kHeldTotalMax ? ahead_wall_ps_ : 0;
     uint32_t budget = kFramesPerSender;  // per poll, so that one sender cannot starve the others
     // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built. The sender is
     // asked for no more packets than the stash has mbufs for: every packet taken leaves in this poll.
@@ -846,6 +846,14 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
           stats_.data_frames += k;
           if (r.seq == 0) tx_firsts_[txq].add(first_index, rec);  // stamped as it leaves (flush)
           if (paced) {  // the link's frames and bytes are counted as they leave (flush)
+            // Behind the schedule by more than the ahead time: no more building ahead (the lcore has no
+            // time to spare: the holds would only cost it) until a run leaves within a quarter of it.
+            const uint64_t sched = paced_[paced_next].scheduled_ps;
+            if (pace_now_ps_ > sched + ahead_wall_ps_) {
+              tx_behind_ = ahead_wall_ps_ > 0;
+            } else if (pace_now_ps_ < sched + ahead_wall_ps_ / 4) {
+              tx_behind_ = false;
+            }
             for (uint32_t f = 0; f < k; ++paced_next) {  // the run's PacedRuns: k frames
               f += paced_[paced_next].n;
               out_paced.push(paced_[paced_next]);

@@ -377,7 +377,7 @@ void DpdkFabric::submit(uint64_t id) {
     pacing_.wait(r.depart, id);
     // The walker hands over a collective's messages in a row, for microseconds: frames built ahead that
     // came due meanwhile leave between two of them (the clock was read anyway).
-    if (!holding_.empty() && release_held(now.wall.ps())) flush_all(true);
+    if (!holding_.empty()) send_due_held(now.wall.ps());
     return;
   }
   if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);
@@ -426,7 +426,7 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
     // A held frame due within kSpinPs: wait for it here and send it then, rather than a poll round later.
     if (!holding_.empty() && reading.wall.ps() + kSpinPs >= next_release_ps_) {
       while (reading.wall.ps() < next_release_ps_) reading = clock_.read();
-      if (release_held(reading.wall.ps())) flush_all(true);
+      send_due_held(reading.wall.ps());
     }
     const emu::Time now = reading.wall;
     if (progress_ != progress || r.arrived) {
@@ -590,7 +590,7 @@ bool DpdkFabric::poll(const TscClock::Reading& reading) {
     // it microseconds: reassembly, the ACKs) leave when it is done with them, not a round later.
     if (rx_paths_[0]->poll(*this, engine_.now().ps(), reading.ticks)) {
       rx_any_ = true;
-      if (!holding_.empty() && release_held(clock_.wall().ps())) flush_all(true);
+      if (!holding_.empty()) send_due_held(clock_.wall().ps());
     }
     if (&ports_.a() != &ports_.b()) receive(ports_.a());
   }
@@ -627,7 +627,7 @@ void DpdkFabric::completed(const RxCompletion& c) {
   by_wire_.erase(w);
   // A wave of arrivals keeps this lcore for microseconds (the receive side inline, or many completions
   // taken at once): every 4 completions, frames built ahead that came due meanwhile leave.
-  if (!holding_.empty() && (completed_messages_ & 3) == 0 && release_held(clock_.wall().ps())) flush_all(true);
+  if (!holding_.empty() && (completed_messages_ & 3) == 0) send_due_held(clock_.wall().ps());
 }
 
 uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
@@ -744,7 +744,7 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
   spec.dscp = opt_.dscp;
   spec.ecn = opt_.ecn;
   // Frames built ahead that are due now leave first, before this round builds any (build-ahead).
-  if (!holding_.empty() && release_held(wall.ps())) flush_all(paced);
+  if (!holding_.empty()) send_due_held(wall.ps());
   if (held_.size() < senders_.size()) held_.resize(senders_.size());
   size_t built = tx_built();
   for (uint32_t si = 0; si < senders_.size(); ++si) {
@@ -821,6 +821,9 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
           run_bytes += build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
           dest.push_back(m);
         }
+        ip_id_ += k;
+        budget -= k;
+        built += k;
         if (hold) {
           if (held.frames() == k) {  // it held none before
             holding_.push_back(si);
@@ -834,14 +837,8 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
                            paced_.begin() + static_cast<std::ptrdiff_t>(run_paced));
           paced_next = run_paced;
           stats_.data_frames += k;
-          ip_id_ += k;
-          budget -= k;
-          built += k;
           continue;
         }
-        ip_id_ += k;
-        budget -= k;
-        built += k;
         if (rec != nullptr) {
           stats_.data_frames += k;
           if (r.seq == 0) tx_firsts_[txq].add(first_index, rec);  // stamped as it leaves (flush)
@@ -875,7 +872,7 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
     tx_next_work_[si] = s.next_work(wall).ps();
   }
   // Frames held that came due while this round built (it may have built for a while).
-  if (!holding_.empty()) release_held(clock_.wall().ps());
+  if (!holding_.empty()) send_due_held(clock_.wall().ps());
   flush_all(paced);
 }
 
@@ -885,7 +882,7 @@ void DpdkFabric::flush_all(bool paced) {
   }
 }
 
-bool DpdkFabric::release_held(uint64_t now_ps) {
+void DpdkFabric::send_due_held(uint64_t now_ps) {
   bool any = false;
   size_t kept = 0;
   for (const uint32_t si : holding_) {
@@ -937,7 +934,7 @@ bool DpdkFabric::release_held(uint64_t now_ps) {
     const Held& h = held_[si];
     next_release_ps_ = std::min(next_release_ps_, h.runs[h.run_head].paced_ps);
   }
-  return any;
+  if (any) flush_all(true);
 }
 
 void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,

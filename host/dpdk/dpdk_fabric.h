@@ -500,7 +500,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   }
   // Build-ahead (DpdkFabricOptions::ahead): a sender's first transmissions built before they are due wait
   // in its Held queue, in order, and move to their transmit queue (with their PacedRuns and first-frame
-  // entries) once due: release_held(). While a sender holds frames, its new ones queue behind them, so a
+  // entries) once due: send_due_held(). While a sender holds frames, its new ones queue behind them, so a
   // link's frames leave in their order.
   struct Held {
     std::vector<rte_mbuf*> mbufs;
@@ -509,8 +509,9 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
     size_t mbuf_head = 0, run_head = 0, first_head = 0;
     size_t frames() const noexcept { return mbufs.size() - mbuf_head; }
   };
-  // Moves every held frame due by `now_ps` (wall) to its transmit queue; true when it moved any.
-  bool release_held(uint64_t now_ps);
+  // Moves every held frame due by `now_ps` (wall) to its transmit queue and, when it moved any, flushes
+  // the queues (flush_all).
+  void send_due_held(uint64_t now_ps);
   // flush() of every transmit queue.
   void flush_all(bool paced);
   // A wall time (ps since the clock's start) as the dilated clock's emulated time then.
@@ -609,10 +610,10 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<Held> held_;                            // by sender
   std::vector<uint32_t> holding_;                     // the senders with held frames
   size_t held_frames_ = 0;
+  uint64_t held_bytes_ = 0;                           // their frame bytes
   bool tx_behind_ = false;                            // a run left later than opt_.ahead: build nothing ahead
   uint64_t next_release_ps_ = ~uint64_t{0};          // the earliest due time of a held frame (wall)
   static constexpr uint64_t kSpinPs = 500'000;        // on_delivered waits this long at most for it
-  uint64_t held_bytes_ = 0;                           // their frame bytes
   std::unique_ptr<PcapWriter> pcap_;
   // With receive lcores: each one's frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s
   // file in time order by close_pcap().

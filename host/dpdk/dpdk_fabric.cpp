@@ -753,8 +753,7 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
     if (tx_next_work_[si] > wall.ps()) continue;
     Sender& s = senders_[si];
     const uint32_t src = senders_.src(si);
-    // The sender's queue (several receive paths): all its frames on one, so its link's leave in order.
-    const size_t txq = tx_data_.size() == 1 ? 0 : src % tx_data_.size();
+    const size_t txq = txq_of(si);
     std::vector<rte_mbuf*>& out = tx_data_[txq];
     PacedQueue& out_paced = tx_paced_[txq];
     spec.src = plan_.at(src);
@@ -813,12 +812,11 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
         const size_t first_index = dest.size();
         rte_mbuf* const* ms = tx_stash_ + stash_next_;
         stash_next_ = static_cast<uint16_t>(stash_next_ + full);  // taken: build_run frees them if it throws
-        uint64_t run_bytes = 0;
-        if (full > 0) run_bytes += build_run(ms, full, spec, full == k ? last : r.bytes, true);
+        if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, true);
         dest.insert(dest.end(), ms, ms + full);
         if (full < k) {
           rte_mbuf* m = short_stash_[--short_n_];
-          run_bytes += build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
+          build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
           dest.push_back(m);
         }
         ip_id_ += k;
@@ -830,7 +828,6 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
             next_release_ps_ = std::min(next_release_ps_, paced_[paced_next].paced_ps);
           }
           held_frames_ += k;
-          held_bytes_ += run_bytes;
           stats_.frames_ahead += k;
           if (r.seq == 0) held.firsts.emplace_back(first_index, rec);
           held.runs.insert(held.runs.end(), paced_.begin() + static_cast<std::ptrdiff_t>(paced_next),
@@ -887,7 +884,7 @@ void DpdkFabric::send_due_held(uint64_t now_ps) {
   size_t kept = 0;
   for (const uint32_t si : holding_) {
     Held& h = held_[si];
-    const size_t txq = tx_data_.size() == 1 ? 0 : senders_.src(si) % tx_data_.size();
+    const size_t txq = txq_of(si);
     std::vector<rte_mbuf*>& out = tx_data_[txq];
     PacedQueue& out_paced = tx_paced_[txq];
     FirstFrames<Record>& firsts = tx_firsts_[txq];
@@ -912,7 +909,6 @@ void DpdkFabric::send_due_held(uint64_t now_ps) {
       const auto from = h.mbufs.begin() + static_cast<std::ptrdiff_t>(h.mbuf_head);
       out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(frames));
       const size_t end = h.mbuf_head + frames;
-      for (size_t i = h.mbuf_head; i < end; ++i) held_bytes_ -= rte_pktmbuf_pkt_len(h.mbufs[i]);
       for (; h.first_head < h.firsts.size() && h.firsts[h.first_head].first < end; ++h.first_head) {
         firsts.add(base + (h.firsts[h.first_head].first - h.mbuf_head), h.firsts[h.first_head].second);
       }
@@ -1197,7 +1193,10 @@ const DpdkStats& DpdkFabric::stats() {
   out_.frames_tx -= held_frames_;
   out_.data_frames -= held_frames_;
   out_.frames_ahead -= held_frames_;
-  out_.frame_bytes_tx -= held_bytes_;
+  for (const uint32_t si : holding_) {
+    const Held& h = held_[si];
+    for (size_t i = h.mbuf_head; i < h.mbufs.size(); ++i) out_.frame_bytes_tx -= rte_pktmbuf_pkt_len(h.mbufs[i]);
+  }
   out_.rx_lcore = rx_lcore();
   out_.rx_lcores.clear();
   out_.rx_clocks.clear();

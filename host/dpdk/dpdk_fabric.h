@@ -514,6 +514,11 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   void send_due_held(uint64_t now_ps);
   // flush() of every transmit queue.
   void flush_all(bool paced);
+  // Sender si's transmit queue (several receive paths: its source rank mod the queues): all its frames on
+  // one, so its link's leave in order.
+  size_t txq_of(uint32_t si) const noexcept {
+    return tx_data_.size() == 1 ? 0 : senders_.src(si) % tx_data_.size();
+  }
   // A wall time (ps since the clock's start) as the dilated clock's emulated time then.
   uint64_t wall_to_emulated_ps(uint64_t wall_ps) const noexcept {
     return static_cast<uint64_t>((emu::detail::u128{wall_ps} << 16) / clock_.dilation_q16());
@@ -610,7 +615,6 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<Held> held_;                            // by sender
   std::vector<uint32_t> holding_;                     // the senders with held frames
   size_t held_frames_ = 0;
-  uint64_t held_bytes_ = 0;                           // their frame bytes
   bool tx_behind_ = false;                            // a run left later than opt_.ahead: build nothing ahead
   uint64_t next_release_ps_ = ~uint64_t{0};          // the earliest due time of a held frame (wall)
   static constexpr uint64_t kSpinPs = 500'000;        // on_delivered waits this long at most for it

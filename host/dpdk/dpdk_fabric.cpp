@@ -882,6 +882,7 @@ void DpdkFabric::flush_all(bool paced) {
 void DpdkFabric::send_due_held(uint64_t now_ps) {
   bool any = false;
   size_t kept = 0;
+  next_release_ps_ = ~uint64_t{0};
   for (const uint32_t si : holding_) {
     Held& h = held_[si];
     const size_t txq = txq_of(si);
@@ -922,14 +923,10 @@ void DpdkFabric::send_due_held(uint64_t now_ps) {
       h.mbuf_head = h.run_head = h.first_head = 0;
     } else {
       holding_[kept++] = si;
+      next_release_ps_ = std::min(next_release_ps_, h.runs[h.run_head].paced_ps);
     }
   }
   holding_.resize(kept);
-  next_release_ps_ = ~uint64_t{0};
-  for (const uint32_t si : holding_) {
-    const Held& h = held_[si];
-    next_release_ps_ = std::min(next_release_ps_, h.runs[h.run_head].paced_ps);
-  }
   if (any) flush_all(true);
 }
 

@@ -615,7 +615,7 @@ class DpdkFabric final : public emu::Fabric, private emu::EventTarget, private e
   std::vector<Held> held_;                            // by sender
   std::vector<uint32_t> holding_;                     // the senders with held frames
   size_t held_frames_ = 0;
-  bool tx_behind_ = false;                            // a run left later than opt_.ahead: build nothing ahead
+  bool tx_behind_ = false;                            // a run built over `ahead` late: build nothing ahead
   uint64_t next_release_ps_ = ~uint64_t{0};          // the earliest due time of a held frame (wall)
   static constexpr uint64_t kSpinPs = 500'000;        // on_delivered waits this long at most for it
   std::unique_ptr<PcapWriter> pcap_;

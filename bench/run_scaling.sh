@@ -10,6 +10,11 @@
 #   Environment: WALK_LIMIT_S (default 120): skip the message-by-message run at 1024 ranks when the
 #   one at 256 ranks took longer than WALK_LIMIT_S / 4 (it grows ~4x per 4x ranks), and stop any
 #   message-by-message run after WALK_LIMIT_S * 2; SKIP_16K=1 skips the 16,384-rank run.
+#   ASTRA_SIM_BIN: ASTRA-sim 2.x's congestion-unaware analytical binary (AstraSim_Analytical_Congestion_
+#   Unaware). Given, it runs on the same inputs in this run, right before fabemu's closed-form run, and the
+#   speed-up is against that wall time (ASTRA_SIM_LIMIT_S, default 900, stops it). Without it the ASTRA-sim
+#   columns are REFERENCE.md's published figures, from another machine and day: the table says so, and
+#   its ratio is not a measured speed-up (it overstated ~2.5x against a side-by-side run on 2026-12-05).
 #
 # Wall time and peak RSS come from /usr/bin/time -f; emulated and exposed time from --report JSON.
 # Everything goes to a temp dir that is removed on exit, so the script is safe to run twice.
@@ -59,7 +64,7 @@ measure() {
   read -r total_ns exposed_ns < <(python3 - "$report" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
-print(r["total_time_ps"] // 1000, r["ranks"][0]["exposed_comm_ps"] // 1000)
+print(r["total_time_ps"] // 1000, r["ranks"][0]["finish_minus_compute_ps"] // 1000)
 EOF
 )
 }
@@ -69,6 +74,22 @@ declare -A astra_total=([64]=1082708088 [256]=1083490440 [1024]=)
 declare -A astra_exposed=([64]=258088 [256]=1040440 [1024]=)
 declare -A astra_wall=([64]=3.39 [256]=70.52 [1024]=2400)
 declare -A astra_wall_text=([64]="3.39 s" [256]="70.52 s" [1024]="> 40 min (killed)")
+astra_bin=${ASTRA_SIM_BIN:-}
+astra_limit=${ASTRA_SIM_LIMIT_S:-900}
+[[ -z $astra_bin || -x $astra_bin ]] || { echo "run_scaling.sh: ASTRA_SIM_BIN=$astra_bin is not executable" >&2; exit 2; }
+
+# astra_side_by_side N WORKLOAD NET -> sets astra_wall[N], astra_wall_text[N] from a run of ASTRA-sim here, now.
+astra_side_by_side() {
+  local n=$1 workload=$2 net=$3 tf=$tmp/astra_$1.time mem=$tmp/astra_mem.json
+  printf '{"memory-type": "NO_MEMORY_EXPANSION"}\n' >"$mem"
+  if /usr/bin/time -f '%e' -o "$tf" timeout "$astra_limit" "$astra_bin" --workload-configuration="$workload" \
+       --system-configuration="$system" --network-configuration="$net" --remote-memory-configuration="$mem" \
+       >"$tmp/astra_$n.out" 2>&1; then
+    astra_wall[$n]=$(cat "$tf"); astra_wall_text[$n]="$(cat "$tf") s (this run)"
+  else
+    astra_wall[$n]=$astra_limit; astra_wall_text[$n]="> $astra_limit s (this run, stopped)"
+  fi
+}
 
 speedup() {  # speedup ASTRA_S OURS_S [lower_bound] -> "x123" / "> x123" / "-"
   [[ $2 =~ ^[0-9.]+$ ]] || { echo -; return; }
@@ -82,13 +103,19 @@ deviation() {  # deviation ASTRA_NS OURS_NS
 echo "fabemu: $fabemu"
 echo "host: $(nproc) cores, $(uname -srm), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
-echo "| ranks | mode | emulated (ns) | ASTRA-sim emulated (ns) | deviation | exposed comm rank 0 (ns) | ASTRA-sim exposed (ns) | wall (s) | CPU (s) | ASTRA-sim wall | speedup (wall) | peak RSS (MiB) |"
+if [[ -n $astra_bin ]]; then
+  wall_head="ASTRA-sim wall (this run)"; speed_head="speed-up (wall, side by side)"
+else
+  wall_head="ASTRA-sim wall (published: another machine and day)"; speed_head="ratio to the published wall (not a measured speed-up)"
+fi
+echo "| ranks | mode | emulated (ns) | ASTRA-sim emulated (ns) | deviation | finish - compute, rank 0 (ns) | ASTRA-sim exposed (ns) | wall (s) | CPU (s) | $wall_head | $speed_head | peak RSS (MiB) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 walk256=
 for n in 64 256 1024; do
   workload=$traces/resnet50_dp_N$n/resnet50
   if [[ ! -e $workload.0.et ]]; then echo "| $n | (no workload at $workload) |||||||||" ; continue; fi
   net=$(ring_yml "$n")
+  [[ -n $astra_bin ]] && astra_side_by_side "$n" "$workload" "$net"
   modes=(closed-form walk)
   [[ $n -le 256 ]] && modes+=(packet)
   for mode in "${modes[@]}"; do
@@ -127,7 +154,7 @@ if [[ ${SKIP_16K:-0} != 1 ]]; then
     size=$(du -sm "$tmp/r50_16k" | cut -f1)
     net=$(ring_yml 16384)
     measure N16384_closed-form 3600 --workload "$prefix" --network "$net" --system "$system"
-    echo "| ranks | mode | emulated (ns) | exposed comm rank 0 (ns) | wall (s) | CPU (s) | peak RSS (MiB) | trace convert |"
+    echo "| ranks | mode | emulated (ns) | finish - compute, rank 0 (ns) | wall (s) | CPU (s) | peak RSS (MiB) | trace convert |"
     echo "|---|---|---|---|---|---|---|---|"
     echo "| 16384 | analytical, closed form | $total_ns | $exposed_ns | $wall_s | $cpu_s | $rss_mib | ${conv_s} s, ${size} MB |"
   else

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,15 +20,23 @@ struct RankResult {
   uint64_t nodes = 0;         // nodes walked (every type, METADATA included)
   uint64_t comp_nodes = 0;
   uint64_t comm_nodes = 0;    // COMM_COLL + SEND + RECV
-  Duration compute_busy;      // time the compute stream was busy
+  Duration compute_busy;      // time a compute stream (device or host) was busy
+  Duration device_compute;    // sum of the device stream's COMP node durations (ASTRA-sim's tics_gpu_ops)
   Duration comm_busy;         // time at least one communication node was in flight
-  // Time at least one communication node was in flight while the compute stream was idle: what
-  // communication adds to the run (ASTRA-sim's "exposed communication").
+  // Time at least one communication node was in flight while no compute stream was busy: what
+  // communication alone keeps the rank busy for ("comm, no compute" in the summary).
   Duration exposed_comm;
   // Time neither computing nor communicating (waiting for peers or dependencies): finish - compute_busy
   // - exposed_comm.
   Duration idle;
+  // What ASTRA-sim prints as "exposed communication": finish time minus device compute time. It also
+  // counts the time a rank waits for its peers (idle here), so it is >= exposed_comm when the host
+  // stream is unused.
+  Duration finish_minus_compute() const {
+    return finish.since_start() > device_compute ? finish.since_start() - device_compute : Duration::zero();
+  }
   double compute_scale = 1.0;  // the --compute-scale factor applied to its COMP nodes
+  bool finished = true;        // every node of the rank's trace finished (false: deadlocked or stopped)
 };
 
 // One collective instance: the matched nodes of all members of its group.
@@ -70,6 +80,18 @@ struct LinkResult {
   double utilization = 0;      // busy / total time
 };
 
+// How a run ended. Anything but kComplete is a partial report: its times are how far the run got, and a
+// regression gate (fabemu compare --max-regression) fails on it.
+enum class RunStatus : uint8_t {
+  kComplete,     // every rank finished
+  kDeadlocked,   // the workload cannot finish (`stuck` says why)
+  kInterrupted,  // SIGINT/SIGTERM stopped the run
+  kStalled,      // a real-time fabric's wire stalled
+  kIncomplete,   // ranks were lost (a lab agent died)
+};
+const char* run_status_name(RunStatus status);                       // "complete", "deadlocked", ...
+std::optional<RunStatus> run_status_from_name(std::string_view name);
+
 struct RunResult {
   std::string workload;        // the trace prefix
   std::string fabric;          // "software"
@@ -77,6 +99,8 @@ struct RunResult {
   std::string topology;        // human summary, e.g. "Ring(8) 50 GB/s 500 ns"
   int32_t npus = 0;
   Time total;                  // the latest rank finish
+  RunStatus status = RunStatus::kComplete;
+  Time reached;                // emulated time when the run ended (= total when complete; later when stuck)
   std::vector<RankResult> ranks;
   std::vector<CollectiveResult> collectives;
   P2pResult p2p;

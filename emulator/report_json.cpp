@@ -1,4 +1,4 @@
-// JSON report writer and reader (schema "fabemu.report/1"). The writer formats every value itself so
+// JSON report writer and reader (schema "fabemu.report/2", reads /1 too). The writer formats every value itself so
 // that the text is byte-stable: integers as integers, derived doubles with 6 fixed decimals.
 #include "emulator/report_json.h"
 
@@ -36,6 +36,28 @@ void compute_bandwidths(CollectiveResult& c) {
   if (c.type == "ALL_GATHER" && c.members > 0) size *= c.members;
   c.algbw_bytes_per_s = size * 1e12 / static_cast<double>(dur_ps);
   c.busbw_bytes_per_s = c.algbw_bytes_per_s * busbw_factor(c.type, c.members);
+}
+
+namespace {
+constexpr std::pair<RunStatus, const char*> kStatusNames[] = {{RunStatus::kComplete, "complete"},
+                                                             {RunStatus::kDeadlocked, "deadlocked"},
+                                                             {RunStatus::kInterrupted, "interrupted"},
+                                                             {RunStatus::kStalled, "stalled"},
+                                                             {RunStatus::kIncomplete, "incomplete"}};
+}  // namespace
+
+const char* run_status_name(RunStatus status) {
+  for (const auto& [s, name] : kStatusNames) {
+    if (s == status) return name;
+  }
+  return "unknown";
+}
+
+std::optional<RunStatus> run_status_from_name(std::string_view name) {
+  for (const auto& [s, n] : kStatusNames) {
+    if (name == n) return s;
+  }
+  return std::nullopt;
 }
 
 namespace {
@@ -122,16 +144,19 @@ std::string report_to_json(const RunResult& r) {
                  jstr(r.fabric), jstr(r.model), jstr(r.topology));
   fmt::format_to(it, "  \"npus\": {},\n  \"total_time_ps\": {},\n  \"total_time\": {},\n", r.npus, r.total.ps(),
                  jstr(format_ps(r.total.ps())));
+  fmt::format_to(it, "  \"status\": {},\n  \"time_reached_ps\": {},\n", jstr(run_status_name(r.status)),
+                 r.reached.ps());
 
   out += "  \"ranks\": [";
   for (size_t i = 0; i < r.ranks.size(); ++i) {
     const RankResult& k = r.ranks[i];
     fmt::format_to(it,
                    "{}\n    {{\"rank\": {}, \"finish_time_ps\": {}, \"compute_ps\": {}, \"comm_busy_ps\": {}, "
-                   "\"exposed_comm_ps\": {}, \"idle_ps\": {}, \"nodes\": {}, \"comp_nodes\": {}, \"comm_nodes\": {}, "
-                   "\"compute_scale\": {}}}",
+                   "\"exposed_comm_ps\": {}, \"idle_ps\": {}, \"device_compute_ps\": {}, \"finish_minus_compute_ps\": {}, "
+                   "\"nodes\": {}, \"comp_nodes\": {}, \"comm_nodes\": {}, \"compute_scale\": {}, \"finished\": {}}}",
                    i == 0 ? "" : ",", k.rank, k.finish.ps(), k.compute_busy.ps(), k.comm_busy.ps(),
-                   k.exposed_comm.ps(), k.idle.ps(), k.nodes, k.comp_nodes, k.comm_nodes, shortest(k.compute_scale));
+                   k.exposed_comm.ps(), k.idle.ps(), k.device_compute.ps(), k.finish_minus_compute().ps(), k.nodes,
+                   k.comp_nodes, k.comm_nodes, shortest(k.compute_scale), k.finished ? "true" : "false");
   }
   out += r.ranks.empty() ? "],\n" : "\n  ],\n";
 
@@ -143,7 +168,7 @@ std::string report_to_json(const RunResult& r) {
                    "{}\n    {{\"index\": {}, \"type\": {}, \"group\": {}, \"name\": {}, \"node_id\": {}, \"bytes\": {}, "
                    "\"members\": {}, \"algorithm\": {}, \"chunks\": {}, \"messages\": {}, \"message_bytes\": {}, "
                    "\"issued_first_ps\": {}, \"issued_last_ps\": {}, \"finished_ps\": {}, \"duration_ps\": {}, "
-                   "\"algbw_gbps\": {}, \"busbw_gbps\": {}}}",
+                   "\"algbw_GBps\": {}, \"busbw_GBps\": {}}}",
                    i == 0 ? "" : ",", c.index, jstr(c.type), jstr(c.group), jstr(c.name), c.node_id, c.bytes,
                    c.members, jstr(c.algorithm), c.chunks, c.messages, c.message_bytes, c.issued_first.ps(),
                    c.issued_last.ps(), c.finished.ps(), dur, fixed6(gbps(c.algbw_bytes_per_s)),
@@ -198,8 +223,9 @@ RunResult report_from_json(const std::string& text, const std::string& source_na
   const Reader rd(source_name);
   if (!doc.is_object()) rd.fail("", "expected a JSON object (a fabemu report)");
   const std::string schema = rd.str(doc, "", "schema");
-  if (schema != kReportSchema) {
-    rd.fail("/schema", fmt::format("unsupported report schema \"{}\" (expected \"{}\")", schema, kReportSchema));
+  if (schema != kReportSchema && schema != kReportSchemaV1) {
+    rd.fail("/schema", fmt::format("unsupported report schema \"{}\" (expected \"{}\" or \"{}\")", schema, kReportSchema,
+                                   kReportSchemaV1));
   }
   RunResult r;
   r.workload = rd.str(doc, "", "workload");
@@ -208,6 +234,14 @@ RunResult report_from_json(const std::string& text, const std::string& source_na
   r.topology = rd.str(doc, "", "topology");
   r.npus = rd.i32(doc, "", "npus");
   r.total = Time::from_ps(rd.u64(doc, "", "total_time_ps"));
+  // status and time_reached_ps are newer than the schema: a report without them is read as a complete run
+  // (or a deadlocked one, when it has `stuck` lines) that ended at its total time.
+  r.reached = doc.contains("time_reached_ps") ? Time::from_ps(rd.u64(doc, "", "time_reached_ps")) : r.total;
+  if (doc.contains("status")) {
+    const auto status = run_status_from_name(rd.str(doc, "", "status"));
+    if (!status) rd.fail("/status", "expected complete, deadlocked, interrupted, stalled or incomplete");
+    r.status = *status;
+  }
 
   const json& ranks = rd.array(doc, "", "ranks");
   r.ranks.reserve(ranks.size());
@@ -221,10 +255,16 @@ RunResult report_from_json(const std::string& text, const std::string& source_na
     k.comm_busy = Duration::from_ps(rd.u64(o, p, "comm_busy_ps"));
     k.exposed_comm = Duration::from_ps(rd.u64(o, p, "exposed_comm_ps"));
     k.idle = Duration::from_ps(rd.u64(o, p, "idle_ps"));
+    // Reports written before device_compute_ps existed read back with 0 (finish_minus_compute_ps is derived).
+    if (o.contains("device_compute_ps")) k.device_compute = Duration::from_ps(rd.u64(o, p, "device_compute_ps"));
     k.nodes = rd.u64(o, p, "nodes");
     k.comp_nodes = rd.u64(o, p, "comp_nodes");
     k.comm_nodes = rd.u64(o, p, "comm_nodes");
     k.compute_scale = rd.number(o, p, "compute_scale");
+    if (o.contains("finished")) {
+      if (!o["finished"].is_boolean()) rd.fail(p + "/finished", "expected true or false");
+      k.finished = o["finished"].get<bool>();
+    }
     r.ranks.push_back(k);
   }
 
@@ -292,6 +332,7 @@ RunResult report_from_json(const std::string& text, const std::string& source_na
       if (!stuck[i].is_string()) rd.fail(fmt::format("/stuck/{}", i), "expected a string");
       r.stuck.push_back(stuck[i].get<std::string>());
     }
+    if (!doc.contains("status") && !r.stuck.empty()) r.status = RunStatus::kDeadlocked;
   }
   return r;
 }

@@ -1,4 +1,4 @@
-// The JSON report of a run (schema "fabemu.report/1", docs/report.md) and the bandwidth figures of a
+// The JSON report of a run (schema "fabemu.report/2", docs/report.md) and the bandwidth figures of a
 // collective. The text is deterministic: an identical RunResult gives byte-identical JSON.
 #pragma once
 
@@ -8,7 +8,9 @@
 
 namespace fabemu::emu {
 
-inline constexpr const char* kReportSchema = "fabemu.report/1";
+inline constexpr const char* kReportSchema = "fabemu.report/2";
+// Read too: /1 differs in names only (algbw_gbps, busbw_gbps: not read back) and lacks keys /2 added.
+inline constexpr const char* kReportSchemaV1 = "fabemu.report/1";
 
 // Fills algbw_bytes_per_s / busbw_bytes_per_s of `c` from its type, bytes, members, issued_last and
 // finished, with the nccl-tests conventions documented on CollectiveResult (0 when the duration is 0).

@@ -2,6 +2,7 @@
 #include "emulator/summary.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -54,6 +55,14 @@ std::string pct(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : std::string("-");
 }
 
+// The straggler among the ranks: the latest finish; among ranks that finish together (a final collective
+// ends them all at once), the one that computed longest, which the others waited for.
+bool slower(const RankResult& a, const RankResult& b) {
+  if (a.finish != b.finish) return a.finish > b.finish;
+  if (a.compute_busy != b.compute_busy) return a.compute_busy > b.compute_busy;
+  return a.rank < b.rank;
+}
+
 std::string time_and_ps(uint64_t ps) { return fmt::format("{} ({} ps)", format_ps(ps), ps); }
 
 int64_t signed_delta(uint64_t a, uint64_t b) {
@@ -80,14 +89,22 @@ std::string format_summary(const RunResult& r, size_t top_collectives) {
   fmt::format_to(it, "Workload      {}\n", r.workload);
   fmt::format_to(it, "Emulation     {} NPUs, {} model, {} fabric\n", r.npus, r.model, r.fabric);
   fmt::format_to(it, "Topology      {}\n", r.topology);
-  fmt::format_to(it, "Total time    {}\n", time_and_ps(total));
+  if (r.status == RunStatus::kComplete) {
+    fmt::format_to(it, "Total time    {}\n", time_and_ps(total));
+  } else {
+    // A partial report: the latest finish is not the run's time; say how far it got and why it stopped.
+    const auto unfinished = std::count_if(r.ranks.begin(), r.ranks.end(), [](const RankResult& k) { return !k.finished; });
+    fmt::format_to(it, "Total time    none: the run is {} ({} of {} ranks did not finish); it reached {}\n",
+                   run_status_name(r.status), unfinished, r.ranks.size(), time_and_ps(r.reached.ps()));
+  }
 
   // Per-rank finish times.
   if (!r.ranks.empty()) {
     out += "\nRank finish\n";
     if (r.ranks.size() <= 16) {
       for (const RankResult& k : r.ranks) {
-        fmt::format_to(it, "  rank {:<4} {:>12}  ({} ps)\n", k.rank, format_ps(k.finish.ps()), k.finish.ps());
+        fmt::format_to(it, "  rank {:<4} {:>12}  ({} ps){}\n", k.rank, format_ps(k.finish.ps()), k.finish.ps(),
+                       k.finished ? "" : "  did not finish (its last node ended then)");
       }
     } else {
       std::vector<const RankResult*> sorted;
@@ -103,31 +120,47 @@ std::string format_summary(const RunResult& r, size_t top_collectives) {
       row("min", sorted.front());
       row("median", sorted[(sorted.size() - 1) / 2]);
       row("max", sorted.back());
+      std::vector<int32_t> unfinished;
+      for (const RankResult& k : r.ranks) {
+        if (!k.finished) unfinished.push_back(k.rank);
+      }
+      if (!unfinished.empty()) {
+        fmt::format_to(it, "  {} ranks did not finish: {}{}\n", unfinished.size(),
+                       fmt::join(unfinished.begin(), unfinished.begin() + std::min<ptrdiff_t>(16, std::ssize(unfinished)),
+                                 ", "),
+                       unfinished.size() > 16 ? ", ..." : "");
+      }
     }
 
-    // Compute / exposed communication / idle.
-    double compute = 0, exposed = 0, idle = 0;
+    // Compute / communication alone / idle, and ASTRA-sim's "exposed communication" (finish - compute).
+    double compute = 0, exposed = 0, idle = 0, astra = 0;
     const RankResult* slowest = &r.ranks.front();
     for (const RankResult& k : r.ranks) {
       compute += static_cast<double>(k.compute_busy.ps());
       exposed += static_cast<double>(k.exposed_comm.ps());
       idle += static_cast<double>(k.idle.ps());
-      if (k.finish > slowest->finish || (k.finish == slowest->finish && k.rank < slowest->rank)) slowest = &k;
+      astra += static_cast<double>(k.finish_minus_compute().ps());
+      if (slower(k, *slowest)) slowest = &k;
     }
     const auto n = static_cast<double>(r.ranks.size());
     compute /= n;
     exposed /= n;
     idle /= n;
+    astra /= n;
     const auto tot = static_cast<double>(total);
     const auto cell = [&](double ps) {
       return fmt::format("{:>12} {:>6}", format_ps(static_cast<uint64_t>(std::llround(ps))), pct(ps, tot));
     };
-    fmt::format_to(it, "\n{:<34} {:>19} {:>19} {:>19}\n", "Time breakdown (% of total time)", "compute",
-                   "exposed comm", "idle");
-    fmt::format_to(it, "  {:<32} {} {} {}\n", "average over ranks", cell(compute), cell(exposed), cell(idle));
-    fmt::format_to(it, "  {:<32} {} {} {}\n", fmt::format("slowest rank (rank {})", slowest->rank),
+    fmt::format_to(it, "\n{:<34} {:>19} {:>19} {:>19} {:>19}\n", "Time breakdown (% of total time)", "compute",
+                   "comm, no compute", "idle", "finish - compute");
+    fmt::format_to(it, "  {:<32} {} {} {} {}\n", "average over ranks", cell(compute), cell(exposed), cell(idle),
+                   cell(astra));
+    fmt::format_to(it, "  {:<32} {} {} {} {}\n", fmt::format("slowest rank (rank {})", slowest->rank),
                    cell(static_cast<double>(slowest->compute_busy.ps())),
-                   cell(static_cast<double>(slowest->exposed_comm.ps())), cell(static_cast<double>(slowest->idle.ps())));
+                   cell(static_cast<double>(slowest->exposed_comm.ps())), cell(static_cast<double>(slowest->idle.ps())),
+                   cell(static_cast<double>(slowest->finish_minus_compute().ps())));
+    fmt::format_to(it, "  (comm, no compute: communication in flight while no compute ran; finish - compute: "
+                       "ASTRA-sim's \"exposed communication\", which also counts waiting for peers)\n");
   }
 
   // Slowest collectives.
@@ -170,7 +203,7 @@ std::string format_summary(const RunResult& r, size_t top_collectives) {
     }
   }
 
-  fmt::format_to(it, "\nCollectives   {} (closed-form fast path: {})\n", r.collectives.size(),
+  fmt::format_to(it, "\nCollectives   {} ({} chunk phases evaluated in closed form)\n", r.collectives.size(),
                  r.collectives_closed_form);
   if (r.p2p.sends != 0) fmt::format_to(it, "Send/recv     {} ({})\n", r.p2p.sends, format_size(r.p2p.bytes));
   fmt::format_to(it, "Messages      {} ({})\n", r.messages, format_size(r.message_bytes));
@@ -202,6 +235,45 @@ bool is_regression(const RunResult& a, const RunResult& b, double max_regression
   if (tb <= ta) return false;
   if (ta == 0) return true;
   return static_cast<double>(tb - ta) * 100.0 > max_regression_pct * static_cast<double>(ta);
+}
+
+namespace {
+
+std::optional<std::string> partial_report(const RunResult& r, const char* which) {
+  const auto unfinished = std::count_if(r.ranks.begin(), r.ranks.end(), [](const RankResult& k) { return !k.finished; });
+  if (r.status == RunStatus::kComplete && unfinished == 0 && !r.ranks.empty()) return std::nullopt;
+  if (r.ranks.empty()) return fmt::format("{} has no ranks", which);
+  return fmt::format("{} is a partial report: the run is {} ({} of {} ranks did not finish; it reached {})", which,
+                     run_status_name(r.status == RunStatus::kComplete ? RunStatus::kIncomplete : r.status), unfinished,
+                     r.ranks.size(), format_ps(r.reached.ps()));
+}
+
+}  // namespace
+
+std::optional<std::string> gate_refusal(const RunResult& a, const RunResult& b) {
+  if (auto why = partial_report(b, "B (the candidate)")) return why;
+  if (auto why = partial_report(a, "A (the baseline)")) return why;
+  if (b.ranks.size() < a.ranks.size()) {
+    return fmt::format("B (the candidate) has {} ranks, A {}: ranks are missing", b.ranks.size(), a.ranks.size());
+  }
+  return std::nullopt;
+}
+
+bool fails_gate(const RunResult& a, const RunResult& b, double max_regression_pct) {
+  return gate_refusal(a, b).has_value() || is_regression(a, b, max_regression_pct);
+}
+
+std::vector<std::string> comparison_warnings(const RunResult& a, const RunResult& b) {
+  std::vector<std::string> out;
+  auto differ = [&](const char* what, const auto& x, const auto& y) {
+    if (x != y) out.push_back(fmt::format("A and B have different {}: {} / {}", what, x, y));
+  };
+  differ("workloads", a.workload, b.workload);
+  differ("rank counts", a.ranks.size(), b.ranks.size());
+  differ("NPU counts", a.npus, b.npus);
+  differ("models", a.model, b.model);
+  differ("fabrics", a.fabric, b.fabric);
+  return out;
 }
 
 namespace {
@@ -269,9 +341,13 @@ std::string format_comparison(const RunResult& a, const RunResult& b, const std:
       }
     }
   }
+  const auto warnings = comparison_warnings(a, b);
+  for (const auto& w : warnings) fmt::format_to(it, "{}warning: {}\n", &w == &warnings.front() ? "\n" : "", w);
   if (options.max_regression_pct) {
     const double limit = *options.max_regression_pct;
-    if (is_regression(a, b, limit)) {
+    if (const auto why = gate_refusal(a, b)) {
+      fmt::format_to(it, "\nFAIL: {}: no gate passes on it\n", *why);
+    } else if (is_regression(a, b, limit)) {
       fmt::format_to(it, "\nREGRESSION: B is {} slower than A (limit {:.2f}%)\n", pct_text(delta_pct(ta, tb)), limit);
     } else {
       fmt::format_to(it, "\nOK: B is within {:.2f}% of A\n", limit);
@@ -287,8 +363,11 @@ std::string comparison_to_json(const RunResult& a, const RunResult& b, const std
   const uint64_t ta = a.total.ps(), tb = b.total.ps();
   oj j;
   j["schema"] = "fabemu.compare/1";
-  j["a"] = {{"file", name_a}, {"total_time_ps", ta}, {"npus", a.npus}, {"model", a.model}};
-  j["b"] = {{"file", name_b}, {"total_time_ps", tb}, {"npus", b.npus}, {"model", b.model}};
+  j["a"] = {{"file", name_a}, {"total_time_ps", ta}, {"npus", a.npus}, {"model", a.model},
+            {"status", run_status_name(a.status)}};
+  j["b"] = {{"file", name_b}, {"total_time_ps", tb}, {"npus", b.npus}, {"model", b.model},
+            {"status", run_status_name(b.status)}};
+  j["warnings"] = comparison_warnings(a, b);
   j["delta_ps"] = signed_delta(ta, tb);
   j["delta_pct"] = opt(delta_pct(ta, tb));
   oj types = oj::array();
@@ -315,7 +394,9 @@ std::string comparison_to_json(const RunResult& a, const RunResult& b, const std
     j["ranks"] = ranks;
   }
   j["max_regression_pct"] = options.max_regression_pct ? oj(*options.max_regression_pct) : oj(nullptr);
-  j["regression"] = options.max_regression_pct ? is_regression(a, b, *options.max_regression_pct) : false;
+  j["regression"] = options.max_regression_pct ? fails_gate(a, b, *options.max_regression_pct) : false;
+  const auto refusal = gate_refusal(a, b);
+  j["gate_refused"] = refusal ? oj(*refusal) : oj(nullptr);
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "emulator/report.h"
 
@@ -29,6 +30,13 @@ struct CompareOptions {
 
 // True when B's total time exceeds A's by more than max_regression_pct percent (A = 0: when B > 0).
 bool is_regression(const RunResult& a, const RunResult& b, double max_regression_pct);
+// Why no gate can pass on these reports whatever their times (either is a partial run: deadlocked,
+// interrupted, stalled, ranks lost or unfinished; or B has fewer ranks than A), or nullopt.
+std::optional<std::string> gate_refusal(const RunResult& a, const RunResult& b);
+// The regression gate: B fails it when the gate is refused or B regressed.
+bool fails_gate(const RunResult& a, const RunResult& b, double max_regression_pct);
+// What makes the two reports doubtful to compare: different workloads, rank counts, NPUs, models or fabrics.
+std::vector<std::string> comparison_warnings(const RunResult& a, const RunResult& b);
 
 // The comparison as text (name_a / name_b label the inputs, usually their paths) ...
 std::string format_comparison(const RunResult& a, const RunResult& b, const std::string& name_a,

@@ -191,6 +191,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       stride *= d.npus;
     }
     if (strides_.empty()) strides_.push_back(1);
+    plan_default_group_span(static_cast<int64_t>(files.size()));
     streams_ = options_.comm_streams > 0 ? options_.comm_streams : std::max<int64_t>(1, options_.system.active_chunks_per_dimension);
     const double tflops = options_.peak_tflops > 0 ? options_.peak_tflops : options_.system.peak_perf_tflops;
     const double mem = options_.mem_bw_gbps > 0 ? options_.mem_bw_gbps : options_.system.local_mem_bw_gbps;
@@ -228,6 +229,31 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     }
   }
 
+  // Where the default group's ranks 0..ranks-1 sit on a network of several dimensions: span_[d] ranks
+  // along dimension d. They fill whole dimensions from the first, and at most one more in part (4 ranks on
+  // 4x2 span [4, 1], 2 ranks [2, 1], 8 ranks [4, 2]); hierarchical collectives of all ranks run over the
+  // dimensions they span. Any other placement (6 ranks on 4x2) runs them flat over the ranks (span_ empty).
+  void plan_default_group_span(int64_t ranks) {
+    if (network_.dims.size() <= 1) return;
+    int64_t left = ranks;
+    for (const auto& d : network_.dims) {
+      if (left >= d.npus && left % d.npus == 0) {
+        span_.push_back(static_cast<int32_t>(d.npus));
+        left /= d.npus;
+      } else if (left < d.npus) {
+        span_.push_back(static_cast<int32_t>(left));
+        left = 1;
+      } else {
+        span_.clear();
+        algo_warnings_.insert(fmt::format(
+            "the workload's {} ranks do not fill whole dimensions of the network: collectives of all ranks run "
+            "flat over the ranks instead of dimension by dimension",
+            ranks));
+        return;
+      }
+    }
+  }
+
   RunResult run() {
     fabric_.set_listener(this);
     traces::ResolverOptions ropt;
@@ -238,6 +264,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     for (size_t r = 0; r < ranks_.size(); ++r) {
       auto& R = ranks_[r];
       R.reader = std::make_unique<traces::TraceReader>(R.path, static_cast<int64_t>(r));
+      ropt.on_load = [this, r](const Node& node) { loaded(static_cast<int32_t>(r), node); };
       R.resolver = std::make_unique<traces::DependencyResolver>(*R.reader, ropt);
     }
     for (size_t r = 0; r < ranks_.size(); ++r) pump(static_cast<int32_t>(r));
@@ -250,6 +277,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       auto& R = ranks_[r];
       RankResult rr = R.res;
       rr.rank = static_cast<int32_t>(r);
+      rr.finished = R.resolver->done();
       const Duration used = rr.compute_busy + rr.exposed_comm;
       rr.idle = rr.finish.since_start() > used ? rr.finish.since_start() - used : Duration::zero();
       out.ranks.push_back(rr);
@@ -272,6 +300,12 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
           "{} COMP nodes had no duration_micros and no roofline estimate (no device spec, or no num_ops/tensor_size): "
           "they took no time",
           missing_compute_));
+    }
+    if (roofline_by_duration_ > 0) {
+      out.warnings.push_back(fmt::format(
+          "the roofline compute model is asked for, but {} COMP nodes have no num_ops and no tensor_size: they ran "
+          "for their duration_micros (an error under --strict)",
+          roofline_by_duration_));
     }
     for (const auto& w : algo_warnings_) out.warnings.push_back(w);
     if (message_slices_dropped_ > 0) {
@@ -312,6 +346,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       }
     }
     out.events = engine_.events_run();
+    out.reached = std::max(out.total, engine_.now());
+    if (!out.stuck.empty()) out.status = RunStatus::kDeadlocked;
     return out;
   }
 
@@ -330,7 +366,9 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     uint32_t comm_active = 0;
     Time last;
     RankResult res;  // what the report says of the rank, kept as the walk goes
-    std::vector<uint64_t> group_seq;
+    std::vector<uint64_t> group_seq;  // per group_index: collectives read so far (file order)
+    // Collectives read and not yet issued: their group_index and place in the group's file order.
+    std::unordered_map<const Node*, std::pair<uint32_t, uint64_t>> coll_seq;
     std::vector<int32_t> free_slots;
     std::vector<size_t> cursor;  // per dimension: entries of DimQueue::started before it are done with
     std::vector<uint8_t> comm_tracks;  // timeline: busy communication tracks
@@ -381,6 +419,26 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   }
 
   // ---- walking --------------------------------------------------------------------------------------
+  // Every node as its rank's resolver reads it, in file order. Process groups are defined in file order,
+  // and the members of a group match their collectives in file order (the order the program launched
+  // them, NCCL's matching rule), not in the order their dependencies let them issue: the k-th collective
+  // of a group in each member's file is the group's k-th collective. `fabemu trace validate` checks the
+  // same rule.
+  void loaded(int32_t r, const Node& node) {
+    if (node.type() == ChakraProtoMsg::METADATA_NODE) {
+      groups_.add_from_metadata_node(node, where(r, node));
+      return;
+    }
+    if (node.type() != ChakraProtoMsg::COMM_COLL_NODE) return;
+    const auto info = traces::comm_info(node);
+    const traces::ProcessGroup* pg = info.collective ? groups_.find(info.pg) : nullptr;
+    if (pg == nullptr) return;  // issue_collective says why
+    RankState& R = ranks_[static_cast<size_t>(r)];
+    const uint32_t g = group_index(pg->name);
+    if (R.group_seq.size() <= g) R.group_seq.resize(g + 1, 0);
+    R.coll_seq.emplace(&node, std::pair{g, R.group_seq[g]++});
+  }
+
   void pump(int32_t r) {
     RankState& R = ranks_[static_cast<size_t>(r)];
     if (R.pumping) return;
@@ -414,10 +472,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
         ++R.res.comm_nodes;
         issue_recv(r, node);
         return;
-      case ChakraProtoMsg::METADATA_NODE:
-        groups_.add_from_metadata_node(node, where(r, node));
-        [[fallthrough]];
-      default:
+      default:  // METADATA_NODEs were read when loaded
         finish_node(r, node, engine_.now(), "other", -1, 0);
         return;
     }
@@ -436,6 +491,13 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
         d = std::max(t_ops, t_mem);
       } else if (node.duration_micros() == 0) {
         ++missing_compute_;
+      } else if (options_.compute_model == ComputeModel::kRoofline) {
+        if (options_.strict) {
+          throw traces::TraceError(where(static_cast<int32_t>(&R - ranks_.data()), node),
+                                   "the roofline compute model is asked for, but this COMP node has no num_ops and no "
+                                   "tensor_size (--strict; without it the node runs for its duration_micros)");
+        }
+        ++roofline_by_duration_;
       }
     } else if (node.duration_micros() == 0 && options_.compute_model != ComputeModel::kDuration &&
                (traces::find_attr(node, "num_ops") != nullptr || traces::find_attr(node, "tensor_size") != nullptr)) {
@@ -455,6 +517,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     S.queue.pop_front();
     S.started = engine_.now();
     S.duration = compute_time(R, *S.running);
+    if (s == 0) R.res.device_compute += S.duration;
     schedule(engine_.now() + S.duration, Action{ActionKind::kCompDone, r, 0, 0, s, kNone});
   }
 
@@ -607,28 +670,31 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     const bool hier_op = op == PhaseOp::kAllReduce || op == PhaseOp::kReduceScatter || op == PhaseOp::kAllGather ||
                          op == PhaseOp::kAllToAll;
     std::vector<int32_t> dims;
-    if (I.pg == nullptr && hier_op && network_.dims.size() > 1 && !first.all_dims) {
-      for (size_t d = 0; d < network_.dims.size(); ++d) {
+    if (I.pg == nullptr && hier_op && !span_.empty() && !first.all_dims) {
+      for (size_t d = 0; d < span_.size(); ++d) {
         const bool involved = !info.involved_dim || (d < info.involved_dim->size() && (*info.involved_dim)[d]);
         const bool configured = list.empty() || d < list.size();
-        if (involved && configured && network_.dims[d].npus > 1) dims.push_back(static_cast<int32_t>(d));
+        if (involved && configured && span_[d] > 1) dims.push_back(static_cast<int32_t>(d));
       }
     }
+    auto algo_of = [&](int32_t d) {
+      return d < static_cast<int32_t>(list.size()) ? list[static_cast<size_t>(d)].algo : first.algo;
+    };
+    // Members per subgroup along dimension d: the ranks the workload puts there (fewer than the
+    // dimension's NPUs when the network has idle NPUs).
+    auto npus = [&](int32_t d) { return span_[static_cast<size_t>(d)]; };
     if (dims.size() <= 1 || I.type == ChakraProtoMsg::BARRIER) {
       // Flat: one phase over the whole group (or the single involved dimension).
       if (dims.size() == 1) {
-        const int32_t d = dims[0];
-        const auto algo = d < static_cast<int32_t>(list.size()) ? list[static_cast<size_t>(d)].algo : first.algo;
-        add_phase(I, op, algo, d, static_cast<int32_t>(network_.dims[static_cast<size_t>(d)].npus), true, 1, 1);
+        add_phase(I, op, algo_of(dims[0]), dims[0], npus(dims[0]), true, 1, 1);
       } else {
         add_phase(I, op, first.algo, 0, I.n, false, 1, 1);
       }
       return;
     }
-    auto algo_of = [&](int32_t d) {
-      return d < static_cast<int32_t>(list.size()) ? list[static_cast<size_t>(d)].algo : first.algo;
-    };
-    auto npus = [&](int32_t d) { return static_cast<int32_t>(network_.dims[static_cast<size_t>(d)].npus); };
+    // All-gather runs from the last dimension to the first, the mirror of reduce-scatter (ASTRA-sim's
+    // order: the least data crosses the outer, slower dimensions); every other collective first to last.
+    if (op == PhaseOp::kAllGather) std::reverse(dims.begin(), dims.end());
     const bool local_bw = options_.system.collective_optimization == "localBWAware";
     uint64_t div = 1, mul = 1;
     switch (op) {
@@ -725,10 +791,17 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
                                                            info.pg));
     }
     const bool all = pg->ranks.empty() || pg->ranks.size() == ranks_.size();
-    // Issue order is counted per process group (name), also for a named group of all ranks.
+    // File order is counted per process group (name), also for a named group of all ranks (loaded()).
     const uint32_t g = group_index(pg->name);
-    if (R.group_seq.size() <= g) R.group_seq.resize(g + 1, 0);
-    const uint64_t seq = R.group_seq[g]++;
+    const auto seq_it = R.coll_seq.find(&node);
+    if (seq_it == R.coll_seq.end() || seq_it->second.first != g) {
+      throw traces::TraceError(where(r, node), fmt::format("pg_name \"{}\" names a group that a METADATA_NODE later "
+                                                           "in the file defines or redefines: define process groups "
+                                                           "before the collectives that use them",
+                                                           info.pg));
+    }
+    const uint64_t seq = seq_it->second.second;
+    R.coll_seq.erase(seq_it);
     const uint64_t key = (static_cast<uint64_t>(g) << 40) | seq;
     const CollectiveType type = *info.collective;
     const uint64_t bytes = info.size.value_or(0);
@@ -962,11 +1035,12 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     ++message_slices_dropped_;
     return false;
   }
+  // Whether a ring phase evaluated in closed form should write its messages (message by message, each
+  // through take_message_slice, up to the limit) or skip them all (the tight loop) once the limit is reached.
   bool message_slices_wanted(const Phase& P, const PhaseSchedule& S) {
     if (options_.timeline == nullptr) return false;
-    const uint64_t want = static_cast<uint64_t>(P.n) * S.steps();
-    if (message_slices_ + want <= options_.timeline_message_limit) return true;
-    message_slices_dropped_ += want;
+    if (message_slices_ < options_.timeline_message_limit) return true;
+    message_slices_dropped_ += static_cast<uint64_t>(P.n) * S.steps();
     return false;
   }
 
@@ -1309,6 +1383,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   WalkerOptions options_;
   AnalyticalFabric* analytical_;
   std::vector<int32_t> strides_;
+  std::vector<int32_t> span_;  // plan_default_group_span
   int64_t streams_ = 1;
   Rate ops_rate_ = Rate::from_ps_per_byte_q32(0);
   Rate mem_rate_ = Rate::from_ps_per_byte_q32(0);
@@ -1333,6 +1408,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   std::set<std::string> algo_warnings_;
   uint64_t cpu_colls_ = 0;
   uint64_t missing_compute_ = 0;
+  uint64_t roofline_by_duration_ = 0;  // roofline asked for, duration_micros used (no num_ops/tensor_size)
   uint64_t message_slices_ = 0, message_slices_dropped_ = 0;
   // closed-form scratch
   std::vector<Time> begin_, arrive_;

@@ -104,8 +104,13 @@ std::optional<std::vector<bool>> attr_bool_list(const Node& node, std::string_vi
 }
 
 std::string normalize_pg_name(std::string_view raw) {
-  if (const auto v = parse_decimal(raw)) return *v == 0 ? std::string() : std::to_string(*v);
+  if (const auto v = parse_decimal(raw)) return std::to_string(*v);
   return std::string(raw);
+}
+
+bool is_default_pg_name(std::string_view raw) {
+  const std::string name = normalize_pg_name(raw);
+  return name.empty() || name == "0";
 }
 
 bool is_comm(NodeType type) {

@@ -28,9 +28,12 @@ std::optional<std::string> attr_string(const Node& node, std::string_view name);
 // A list of flags from bool_list or any integer list (non-zero = true); nullopt if absent.
 std::optional<std::vector<bool>> attr_bool_list(const Node& node, std::string_view name);
 
-// Canonical process-group name: "" and "0" are the default group (returned as ""); numeric names
-// lose a zero fraction ("1.0" -> "1"); other names are kept as they are.
+// Canonical process-group name: numeric names lose a zero fraction ("1.0" -> "1", "0.0" -> "0"); other
+// names are kept as they are. "" is the default group of all ranks; "0" is too (PyTorch's WORLD, and
+// ASTRA-sim's rule) unless a comm-group file or METADATA_NODE defines a group "0" of fewer ranks.
 std::string normalize_pg_name(std::string_view raw);
+// True for the names that mean the default group when no group "0" is defined: "" and "0" (any form).
+bool is_default_pg_name(std::string_view raw);
 
 bool is_comm(NodeType type);
 const char* node_type_name(NodeType type);           // "COMP_NODE", ...

@@ -50,7 +50,7 @@ void validate(const CollectiveSpec& spec) {
     if (spec.pg_ranks->empty()) {
       throw std::invalid_argument("pg_ranks is empty: a process group needs at least one rank");
     }
-    if (normalize_pg_name(spec.pg_name).empty()) {
+    if (is_default_pg_name(spec.pg_name)) {
       throw std::invalid_argument(fmt::format(
           "pg_name \"{}\" names the default group of all ranks; choose another name (e.g. \"1\") for "
           "pg_ranks",

@@ -85,6 +85,12 @@ void ProcessGroups::add(const std::string& raw_name, std::vector<int64_t> ranks,
                                           raw_name, r, world_size_ - 1));
     }
   }
+  if (name.empty()) {
+    if (ranks == default_group_.ranks) return;
+    throw TraceError(where, fmt::format("the process group named \"\" is the default group of all ranks (0..{}); "
+                                        "give ranks [{}] a name of their own",
+                                        world_size_ - 1, fmt::join(ranks, ", ")));
+  }
   auto [it, inserted] = groups_.try_emplace(name, ProcessGroup{name, ranks, where});
   if (!inserted && it->second.ranks != ranks) {
     throw TraceError(where, fmt::format("process group \"{}\" is defined as ranks [{}] here but as [{}] at {}",
@@ -147,8 +153,12 @@ size_t ProcessGroups::add_from_metadata_node(const Node& node, const Location& w
 
 const ProcessGroup* ProcessGroups::find(const std::string& raw_name) const {
   const std::string name = normalize_pg_name(raw_name);
-  if (auto it = groups_.find(name); it != groups_.end()) return &it->second;
-  return name.empty() ? &default_group_ : nullptr;
+  const auto it = groups_.find(name);
+  // "0" is the default group (PyTorch's WORLD, one issue order with pg_name "") unless defined as fewer ranks.
+  if (is_default_pg_name(name) && (it == groups_.end() || it->second.ranks == default_group_.ranks)) {
+    return &default_group_;
+  }
+  return it != groups_.end() ? &it->second : nullptr;
 }
 
 }  // namespace fabemu::traces

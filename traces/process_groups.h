@@ -1,6 +1,7 @@
 // Process groups: which ranks take part in a collective with a given pg_name. Found in METADATA_NODEs
 // of the traces (PyTorch-collected ones) or in a comm-group file `{"<pg_name>": [ranks...]}`
-// (ASTRA-sim's --comm-group-configuration). The default group ("" or "0") is all ranks.
+// (ASTRA-sim's --comm-group-configuration). The default group ("") is all ranks; so is "0" unless a group
+// "0" of fewer ranks is defined (real comm-group files number their groups from 0).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +35,7 @@ class ProcessGroups {
   size_t add_from_metadata_node(const Node& node, const Location& where);
 
   // Members of the group named `raw_name` (normalized first); nullptr if unknown. The default group
-  // always exists.
+  // always exists; "0" resolves to it unless a group "0" of fewer ranks is defined.
   const ProcessGroup* find(const std::string& raw_name) const;
   const std::map<std::string, ProcessGroup>& groups() const { return groups_; }
   int64_t world_size() const { return world_size_; }

@@ -101,6 +101,7 @@ bool DependencyResolver::load_one() {
   s.issued = false;
   ++stats_.nodes_loaded;
   stats_.peak_window = std::max<uint64_t>(stats_.peak_window, live_);
+  if (options_.on_load) options_.on_load(s.node);
 
   const uint64_t id = s.node.id();
   if (live_ids_.find(id) != IdSlotMap::kNone || finished_.contains(id)) {

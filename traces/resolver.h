@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <queue>
 #include <string>
@@ -26,6 +27,9 @@ struct ResolverOptions {
   bool strict = false;              // a dependency on an absent id, or on the node itself, is an error
   bool prescan = true;              // index the file's ids (once, when a dependency is neither held nor
                                     // finished) so absent ids are told from later ones; strict implies it
+  // Called with every node as it is read, in file order, before it can be handed out by next(): what
+  // depends on file order rather than issue order (the order of a group's collectives) is counted here.
+  std::function<void(const Node&)> on_load;
 };
 
 // A dependency naming an id that is not in the file (e.g. a parent the converter filtered out).

@@ -129,7 +129,7 @@ ValidationReport validate_workload(const std::vector<RankFile>& files, const Val
                                      file.rank, c.pg));
             continue;
           }
-          colls[c.pg][file.rank].push_back({*c.collective, *c.size, at});
+          colls[pg->name][file.rank].push_back({*c.collective, *c.size, at});
         } else {
           const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
           const auto peer = send ? c.dst : c.src;

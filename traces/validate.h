@@ -1,6 +1,7 @@
 // Trace validation behind `fabemu trace validate`: per rank (duplicate ids, dangling dependencies,
 // cycles, communication nodes lacking what they need) and across ranks (every SEND has its RECV;
-// members of a process group issue the same collectives in the same order with the same sizes).
+// members of a process group issue the same collectives in the same order with the same sizes). The
+// order is file order, the rule `fabemu run` matches collectives by (emulator/walker.cpp, loaded()).
 #pragma once
 
 #include <cstdint>

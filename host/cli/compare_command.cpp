@@ -1,7 +1,9 @@
 // `fabemu compare A.json B.json`: two run reports side by side, and a regression gate for CI.
 #include <fmt/core.h>
 
+#include <cmath>
 #include <iostream>
+#include <string>
 #include <memory>
 #include <optional>
 
@@ -24,7 +26,20 @@ void add_compare_command(CLI::App& app, int& status) {
   auto* gate = cmd->add_option("--max-regression", *max_regression,
                                "Exit 1 when B's total time is more than PCT percent above A's")
                    ->type_name("PCT")
-                   ->check(CLI::NonNegativeNumber);
+                   ->check(CLI::Validator(
+                       [](std::string& v) -> std::string {
+                         double x = -1;
+                         try {
+                           size_t used = 0;
+                           x = std::stod(v, &used);
+                           if (used != v.size()) x = -1;
+                         } catch (const std::exception&) {
+                           x = -1;
+                         }
+                         return std::isfinite(x) && x >= 0 ? std::string()
+                                                            : "expected a percentage of 0 or more, got " + v;
+                       },
+                       "PCT >= 0"));
   cmd->add_flag("--per-rank", *per_rank, "Also compare every rank's finish time");
   cmd->add_flag("--json", *json, "Print the comparison as JSON");
   cmd->callback([=, &status] {
@@ -40,8 +55,8 @@ void add_compare_command(CLI::App& app, int& status) {
       std::cout << emu::format_comparison(ra, rb, *a, *b, options);
     }
     std::cout.flush();
-    status = options.max_regression_pct && emu::is_regression(ra, rb, *options.max_regression_pct) ? kExitFindings
-                                                                                                  : kExitOk;
+    status = options.max_regression_pct && emu::fails_gate(ra, rb, *options.max_regression_pct) ? kExitFindings
+                                                                                                 : kExitOk;
   });
 }
 

@@ -30,6 +30,7 @@
 #include "emulator/topology.h"
 #include "emulator/walker.h"
 #include "host/cli/commands.h"
+#include "host/cli/output_file.h"
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
 #include "host/fpga/fpga_fabric.h"
@@ -268,8 +269,11 @@ std::optional<std::vector<unsigned>> lcore_list(const std::string& v) {
 }
 
 // A run that stopped early (a signal, a stalled wire) did not deadlock: `headline`, then what was still
-// running, become warnings (each prefixed with `prefix`), and nothing is left stuck.
-void stopped_early(emu::RunResult& result, std::string headline, std::string_view prefix) {
+// running, become warnings (each prefixed "interrupted" or "stopped"), and nothing is left stuck; the
+// report's status says which.
+void stopped_early(emu::RunResult& result, std::string headline, emu::RunStatus status) {
+  result.status = status;
+  const std::string_view prefix = status == emu::RunStatus::kInterrupted ? "interrupted" : "stopped";
   result.warnings.push_back(std::move(headline));
   for (auto& s : result.stuck) result.warnings.push_back(fmt::format("{}: {}", prefix, s));
   result.stuck.clear();
@@ -287,7 +291,8 @@ std::string describe_network(const emu::NetworkConfig& net) {
   for (const auto& d : net.dims) {
     if (!out.empty()) out += " x ";
     const bool gbit = d.bandwidth_unit == emu::NetworkDim::BandwidthUnit::kGbps;
-    out += fmt::format("{}({}) {:g} {} {}", dim_name(d.topology), d.npus, d.bandwidth_gbps, gbit ? "Gb/s" : "GB/s",
+    // ASTRA-sim's "GB/s" is 2^30 bytes/s: GiB/s in fabemu's units (README, Units).
+    out += fmt::format("{}({}) {:g} {} {}", dim_name(d.topology), d.npus, d.bandwidth_gbps, gbit ? "Gb/s" : "GiB/s",
                        describe_latency(d.latency));
   }
   return out;
@@ -344,7 +349,7 @@ void default_algorithms(emu::SystemConfig& s, size_t dims) {
 // `--agents lab.yaml`: the agents replay the workload (each the whole model, its own ranks on the wire);
 // this process coordinates and writes the same report and timeline a single-host run writes.
 int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std::vector<std::string>& paths,
-                  const emu::WalkerOptions& opt, uint32_t mtu, emu::ChromeTimeline* timeline) {
+                  const emu::WalkerOptions& opt, uint32_t mtu, emu::ChromeTimeline* timeline, OutputFile* report) {
   // Logs go to stderr: stdout carries the summary.
   spdlog::set_default_logger(spdlog::stderr_color_mt("fabemu-lab"));
   lab::LabRunRequest request;
@@ -396,18 +401,17 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
     timeline->finish();
   }
   if (outcome.interrupted) {
-    stopped_early(result, "lab run interrupted (SIGINT/SIGTERM): the agents were stopped", "interrupted");
+    stopped_early(result, "lab run interrupted (SIGINT/SIGTERM): the agents were stopped", emu::RunStatus::kInterrupted);
+  } else if (!merged.lost_ranks.empty()) {
+    result.status = emu::RunStatus::kIncomplete;
+  } else if (!merged.stalled.empty()) {
+    result.status = emu::RunStatus::kStalled;
   }
   result.workload = a.workload;
   result.fabric = "lab:" + request.lab.fabric;
   result.model = fmt::format("packet (mtu {})", mtu == 0 ? std::string("whole messages") : std::to_string(mtu));
   result.topology = describe_network(network);
-  if (!a.report.empty()) {
-    std::ofstream out(a.report, std::ios::binary);
-    out << emu::report_to_json(result);
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write the report {}", a.report));
-  }
+  if (report != nullptr) report->commit(emu::report_to_json(result));
   if (!a.quiet) std::cout << emu::format_summary(result, a.top) << "\n" << merged.text;
   if (!merged.lost_ranks.empty()) {
     fmt::print(stderr, "fabemu: lab run incomplete: rank(s) {} lost; the report holds the rest\n",
@@ -437,6 +441,9 @@ int run_on_agents(const RunArgs& a, const emu::NetworkConfig& network, const std
 
 int run(const RunArgs& a) {
   check_options(a);
+  // Output paths are checked before the run: a long run is not lost to a report that cannot be written.
+  std::unique_ptr<OutputFile> report;
+  if (!a.report.empty()) report = std::make_unique<OutputFile>(a.report, "--report");
   emu::NetworkConfig network;
   emu::SystemConfig system;
   std::string model = a.model;
@@ -477,6 +484,21 @@ int run(const RunArgs& a) {
   if (model != "analytical" && model != "packet") {
     throw std::invalid_argument(fmt::format("--model {}: expected analytical or packet", model));
   }
+  const bool mtu_given = std::find(a.given.begin(), a.given.end(), "--mtu") != a.given.end();
+  std::vector<std::string> option_warnings;
+  if (model == "analytical" && mtu_given) {
+    throw std::invalid_argument("--mtu sets the packet model's packet size; the analytical model sends whole messages: "
+                                "add --model packet, or leave --mtu out");
+  }
+  if (model == "analytical" && mtu != 0 && !a.fabric_config.empty()) {
+    option_warnings.push_back(fmt::format("{}: mtu {} is not used: the analytical model sends whole messages "
+                                          "(--model packet uses it)",
+                                          a.fabric_config, mtu));
+  }
+  if (model == "packet" && a.no_closed_form) {
+    throw std::invalid_argument("--no-closed-form turns off the analytical model's closed form; the packet model has "
+                                "none: leave it out, or add --model analytical");
+  }
 
   const auto files = traces::find_rank_files(a.workload);
   std::vector<std::string> paths;
@@ -506,7 +528,7 @@ int run(const RunArgs& a) {
     opt.timeline_message_limit = a.timeline_messages;
   }
 
-  if (!a.agents.empty()) return run_on_agents(a, network, paths, opt, mtu, timeline.get());
+  if (!a.agents.empty()) return run_on_agents(a, network, paths, opt, mtu, timeline.get(), report.get());
 
   emu::Engine engine(1 << 16);
   emu::Topology topology(network);
@@ -648,6 +670,7 @@ int run(const RunArgs& a) {
   }
   emu::Walker walker(*fabric, network, paths, groups, opt, analytical);
   emu::RunResult result = walker.run();
+  result.warnings.insert(result.warnings.begin(), option_warnings.begin(), option_warnings.end());
   if (timeline) timeline->finish();
 #ifdef FABEMU_HAVE_DPDK
   std::string dpdk_section;
@@ -657,11 +680,11 @@ int run(const RunArgs& a) {
     if (interrupted) {
       stopped_early(result,
                     fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", dpdk->engine().now().ps()),
-                    "interrupted");
+                    emu::RunStatus::kInterrupted);
     } else if (dpdk->stalled()) {  // a dead device: the report shows how far the run got
       stopped_early(result,
                     fmt::format("run stopped at {} ps of emulated time: the wire stalled", dpdk->engine().now().ps()),
-                    "stopped");
+                    emu::RunStatus::kStalled);
     }
     // After a stall the reason above says why messages were not acknowledged: no second warning.
     if (!dpdk->drain() && !dpdk->stalled()) {
@@ -693,11 +716,11 @@ int run(const RunArgs& a) {
     if (socket_interrupted) {
       stopped_early(result,
                     fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", socket->engine().now().ps()),
-                    "interrupted");
+                    emu::RunStatus::kInterrupted);
     } else if (socket->stalled()) {  // a dead peer: the report shows how far the run got
       stopped_early(result,
                     fmt::format("run stopped at {} ps of emulated time: the wire stalled", socket->engine().now().ps()),
-                    "stopped");
+                    emu::RunStatus::kStalled);
     }
     if (!socket->drain() && !socket->stalled()) {
       result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
@@ -726,12 +749,7 @@ int run(const RunArgs& a) {
                             fpga->device().describe(), fpga->device_runs(), fpga->device_hops(),
                             fpga->device_cycles()));
   }
-  if (!a.report.empty()) {
-    std::ofstream out(a.report, std::ios::binary);
-    out << emu::report_to_json(result);
-    out.close();
-    if (!out) throw std::runtime_error(fmt::format("cannot write the report {}", a.report));
-  }
+  if (report != nullptr) report->commit(emu::report_to_json(result));
   if (!a.quiet) std::cout << emu::format_summary(result, a.top);
   if (!a.quiet && !fpga_section.empty()) std::cout << "\n" << fpga_section;
   if (!a.quiet && !socket_section.empty()) std::cout << "\n" << socket_section;
@@ -861,12 +879,13 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
         return (n & (n - 1)) == 0 ? std::string() : std::string("not a power of two");
       });
   run_cmd->add_option("--dilation", args->dilation,
-                      "DPDK: run D times slower than the target fabric (default 1); 0 = as fast as possible; "
-                      "otherwise at least 0.0077")
+                      "DPDK, socket and lab runs: run D times slower than the target fabric (default 1); 0 = as fast "
+                      "as possible; otherwise at least 0.0077")
+      ->type_name("D")
       ->check(CLI::Number)
       ->check(CLI::Range(0.0, 1e6));
   run_cmd->add_flag("--as-fast-as-possible", args->as_fast_as_possible,
-                    "DPDK: do not follow the wall clock (the same as --dilation 0)");
+                    "DPDK, socket and lab runs: do not follow the wall clock (the same as --dilation 0)");
   run_cmd->add_flag("--roce", args->roce, "DPDK: RoCEv2 frames (UDP 4791, BTH) instead of fabemu UDP frames");
   run_cmd->add_option("--wire-mtu", args->wire_mtu, "DPDK: IP MTU of the frames (default 1500)")
       ->check(CLI::Range(256u, 9000u));
@@ -880,13 +899,13 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
       ->check(CLI::IsMember({"not-ect", "ect0", "ect1"}));
   run_cmd->add_option("--address-plan", args->address_plan,
                       "DPDK: YAML rank -> MAC/IP/port plan (default: 198.18.0.1 + rank)");
-  run_cmd->add_option("--drop-rate", args->drop_rate, "DPDK: drop this fraction of data frames on receive")
+  run_cmd->add_option("--drop-rate", args->drop_rate, "DPDK and socket: drop this fraction of data frames on receive")
       ->check(CLI::Range(0.0, 1.0));
-  run_cmd->add_option("--reorder-rate", args->reorder_rate, "DPDK: hold back this fraction of data frames on receive")
+  run_cmd->add_option("--reorder-rate", args->reorder_rate, "DPDK and socket: hold back this fraction of data frames on receive")
       ->check(CLI::Range(0.0, 1.0));
-  run_cmd->add_option("--duplicate-rate", args->duplicate_rate, "DPDK: duplicate this fraction of data frames on receive")
+  run_cmd->add_option("--duplicate-rate", args->duplicate_rate, "DPDK and socket: duplicate this fraction of data frames on receive")
       ->check(CLI::Range(0.0, 1.0));
-  run_cmd->add_option("--fault-seed", args->fault_seed, "DPDK: seed of the fault injection (default 1)")
+  run_cmd->add_option("--fault-seed", args->fault_seed, "DPDK and socket: seed of the fault injection (default 1)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             uint64_t seed = 0;
@@ -918,8 +937,9 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
       ->check(CLI::IsMember({"auto", "duration", "roofline"}));
   run_cmd->add_option("--peak-tflops", args->peak_tflops, "Roofline: device peak, 10^12 ops/s (default: peak-perf)")
       ->check(CLI::PositiveNumber);
-  run_cmd->add_option("--mem-bw-gbps", args->mem_bw_gbps,
-                      "Roofline and reductions: memory bandwidth, 10^9 bytes/s (default: local-mem-bw)")
+  run_cmd->add_option("--mem-bw-GBps,--mem-bw-gbps", args->mem_bw_gbps,
+                      "Roofline and reductions: memory bandwidth in GB/s, 10^9 bytes/s (default: local-mem-bw; "
+                      "--mem-bw-gbps is the older spelling)")
       ->check(CLI::PositiveNumber);
   run_cmd->add_option("--compute-scale", args->compute_scale,
                       "RANK=FACTOR or all=FACTOR: multiply that rank's compute times (stragglers); repeatable")
@@ -931,7 +951,7 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_option("--timeline,-t", args->timeline, "Write a Chrome/Perfetto trace timeline to this file");
   run_cmd->add_option("--timeline-messages", args->timeline_messages,
                       "Timeline: message slices written at most (default 1000000; collectives are always there)");
-  run_cmd->add_option("--top", args->top, "Slowest collectives listed in the summary")->check(CLI::Range(0, 1000));
+  run_cmd->add_option("--top", args->top, "Slowest collectives listed in the summary (default 5)")->check(CLI::Range(0, 1000));
   run_cmd->add_flag("--quiet,-q", args->quiet, "Print nothing but errors (use with --report)");
   run_cmd->add_option("--agents", args->agents,
                       "Lab file (YAML): run on `fabemu agent`s on several hosts, this process coordinating "

@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/cli/commands.h"
+#include "host/cli/output_file.h"
 #include "host/cli/trace_tools.h"
 #include "traces/attrs.h"
 #include "traces/info.h"
@@ -219,21 +222,82 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 }
 bool is_json_path(const std::string& p) { return has_suffix(p, ".json") || has_suffix(p, ".jsonl"); }
 
-int run_convert(const std::string& input, const std::string& output) {
-  if (is_json_path(input)) {
-    const uint64_t n = write_et_from_json(input, output);
-    fmt::print("{} -> {}: {} nodes\n", input, output, n);
-    return kExitOk;
+// Every output of a conversion goes through a temporary renamed into place, and a failure removes what this
+// conversion wrote before it: a failed conversion leaves nothing behind.
+class ConversionOutputs {
+ public:
+  ConversionOutputs() = default;
+  ~ConversionOutputs() {
+    if (!done_) remove_files(written_);
   }
+  void write(const std::string& from, const std::string& out, const std::function<uint64_t(const std::string&)>& fn) {
+    uint64_t nodes = 0;
+    write_via_temporary(out, [&](const std::string& temp) { nodes = fn(temp); });
+    written_.push_back(out);
+    fmt::print(log_, "{} -> {}: {} nodes\n", from, out, nodes);
+  }
+  void done() { done_ = true; }
+
+ private:
+  std::FILE* log_ = stdout;
+  std::vector<std::string> written_;
+  bool done_ = false;
+};
+
+uint64_t json_to_file(const std::string& et_path, const std::string& out) {
+  std::ofstream os(out, std::ios::binary);
+  if (!os) throw TraceError({.file = out}, "cannot create the output file");
+  const uint64_t n = write_json(et_path, os);
+  os.close();
+  if (!os) throw TraceError({.file = out}, "cannot write the output file");
+  return n;
+}
+
+// JSON -> .et: one .json/.jsonl file, or a prefix of rank files PREFIX.<rank>.json(l) (--from json).
+int run_convert_from_json(const std::string& input, const std::string& output) {
+  if (output == "-") throw std::invalid_argument("output \"-\" (stdout) is for JSON output; .et files are binary");
+  ConversionOutputs outs;
+  if (fs::is_regular_file(input)) {
+    outs.write(input, output, [&](const std::string& temp) { return write_et_from_json(input, temp); });
+  } else {
+    // An output prefix ending in .gz writes PREFIX.<rank>.et.gz.
+    const bool gzip = has_suffix(output, ".gz");
+    const std::string prefix = gzip ? output.substr(0, output.size() - 3) : output;
+    int64_t rank = 0;
+    for (;; ++rank) {
+      std::string in = fmt::format("{}.{}.json", input, rank);
+      if (!fs::is_regular_file(in)) in += "l";
+      if (!fs::is_regular_file(in)) break;
+      const std::string out = rank_file_path(prefix, rank, gzip);
+      outs.write(in, out, [&](const std::string& temp) { return write_et_from_json(in, temp); });
+    }
+    if (rank == 0) {
+      throw TraceError({.file = input}, fmt::format("neither a JSON file nor a prefix of JSON rank files (looked for "
+                                                    "{0}.0.json and {0}.0.jsonl)",
+                                                    input));
+    }
+  }
+  outs.done();
+  return kExitOk;
+}
+
+int run_convert(const std::string& input, const std::string& output) {
+  if (is_json_path(input)) return run_convert_from_json(input, output);
   const auto files = find_rank_files(input);
   const bool one_file = files.size() == 1 && fs::is_regular_file(input);
+  if (output == "-") {
+    if (!one_file) throw std::invalid_argument("output \"-\" (stdout) takes one .et file, not a prefix of several");
+    const uint64_t n = write_json(files.front().path, std::cout);
+    std::cout.flush();
+    fmt::print(stderr, "{} -> stdout: {} nodes\n", files.front().path, n);
+    return kExitOk;
+  }
+  ConversionOutputs outs;
   for (const auto& f : files) {
     const std::string out = one_file ? output : fmt::format("{}.{}.json", output, f.rank);
-    std::ofstream os(out);
-    if (!os) throw TraceError({.file = out}, "cannot create the output file");
-    const uint64_t n = write_json(f.path, os);
-    fmt::print("{} -> {}: {} nodes\n", f.path, out, n);
+    outs.write(f.path, out, [&](const std::string& temp) { return json_to_file(f.path, temp); });
   }
+  outs.done();
   return kExitOk;
 }
 
@@ -423,10 +487,8 @@ void add_trace_commands(CLI::App& app, int& status) {
     cmd->callback([=, &status] {
       if (*from == "astra-text") {
         status = run_convert_astra_text(*input, *output, *astra);
-      } else if (*from == "json" && !is_json_path(*input)) {
-        const uint64_t n = write_et_from_json(*input, *output);
-        fmt::print("{} -> {}: {} nodes\n", *input, *output, n);
-        status = kExitOk;
+      } else if (*from == "json") {
+        status = run_convert_from_json(*input, *output);
       } else {
         status = run_convert(*input, *output);
       }

@@ -133,13 +133,18 @@ void add_trace_tool_commands(CLI::App& trace, int& status) {
     auto input = std::make_shared<std::string>();
     auto output = std::make_shared<std::string>();
     cmd->add_option("input", *input, "A .et file or a trace prefix")->required();
-    cmd->add_option("output", *output, "Output .et file (for one file) or output prefix")->required();
+    cmd->add_option("output", *output,
+                    "Output .et or .et.gz file (for one file), or output prefix (ending in .gz: gzip rank files)")
+        ->required();
     cmd->callback([input, output, &status] {
       const auto files = find_rank_files(*input);
       const bool one_file = files.size() == 1 && fs::is_regular_file(*input);
+      // An output prefix ending in .gz writes PREFIX.<rank>.et.gz (gzip), as a single output file's .gz does.
+      const bool gzip = !one_file && output->size() > 3 && output->ends_with(".gz");
+      const std::string prefix = gzip ? output->substr(0, output->size() - 3) : *output;
       AnonymizeStats total;
       for (const auto& f : files) {
-        const std::string out = one_file ? *output : rank_file_path(*output, f.rank);
+        const std::string out = one_file ? *output : rank_file_path(prefix, f.rank, gzip);
         const AnonymizeStats s = anonymize_file(f.path, out);
         total.nodes += s.nodes;
         total.names_replaced += s.names_replaced;

@@ -4,17 +4,7 @@
 set -euo pipefail
 fabemu=$1
 shared=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_status() {  # expect_status N command...
-  local want=$1; shift
-  set +e; "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?; set -e
-  [ "$got" -eq "$want" ] || { cat "$tmp/out" "$tmp/err" >&2; fail "'$*' exited $got, expected $want"; }
-}
-expect_text() {  # expect_text FILE TEXT
-  grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "missing '$2' in $1"; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # generate -> info -> validate
 expect_status 0 "$fabemu" trace generate collective --type all_to_all --ranks 4 --size 64KiB --out-dir "$tmp/gen"
@@ -96,7 +86,7 @@ expect_text "$tmp/out" "Topology      Ring(4) 800 Gb/s 250 ns x Switch(2) 200 Gb
 python3 - "$tmp/mlp.json" "$tmp/mlp_timeline.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["schema"] == "fabemu.report/1" and r["total_time_ps"] == 11287188640, r["total_time_ps"]
+assert r["schema"] == "fabemu.report/2" and r["total_time_ps"] == 11287188640, r["total_time_ps"]
 assert len(r["ranks"]) == 8 and all(x["finish_time_ps"] == 11287188640 for x in r["ranks"])
 assert all(x["compute_ps"] == 11000000000 and x["exposed_comm_ps"] == 287188640 for x in r["ranks"])
 assert all(x["compute_ps"] + x["exposed_comm_ps"] + x["idle_ps"] == x["finish_time_ps"] for x in r["ranks"])

@@ -2,6 +2,8 @@
 // comparison of two reports and the Chrome / Perfetto timeline.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <filesystem>
 #include <map>
 #include <fstream>
@@ -23,9 +25,10 @@ RunResult sample() {
   r.workload = "gen/all_reduce/2npus_1MB/all_reduce";
   r.fabric = "software";
   r.model = "analytical";
-  r.topology = "Ring(2) 50 GB/s 500 ns";
+  r.topology = "Ring(2) 50 GiB/s 500 ns";
   r.npus = 2;
   r.total = Time::from_ps(1'500'000'000);
+  r.reached = r.total;
   RankResult r0;
   r0.rank = 0;
   r0.finish = Time::from_ps(1'500'000'000);
@@ -36,6 +39,7 @@ RunResult sample() {
   r0.comm_busy = Duration::from_ps(700'000'000);
   r0.exposed_comm = Duration::from_ps(400'000'000);
   r0.idle = Duration::from_ps(200'000'000);
+  r0.device_compute = Duration::from_ps(800'000'000);
   RankResult r1 = r0;
   r1.rank = 1;
   r1.finish = Time::from_ps(1'499'999'999);
@@ -43,6 +47,7 @@ RunResult sample() {
   r1.comm_busy = Duration::from_ps(600'000'000);
   r1.exposed_comm = Duration::from_ps(300'000'000);
   r1.idle = Duration::from_ps(199'999'999);
+  r1.device_compute = Duration::from_ps(1'000'000'000);
   r1.compute_scale = 0.3;
   r.ranks = {r0, r1};
 
@@ -117,6 +122,7 @@ void expect_equal(const RunResult& a, const RunResult& b) {
     EXPECT_EQ(x.comm_busy, y.comm_busy);
     EXPECT_EQ(x.exposed_comm, y.exposed_comm);
     EXPECT_EQ(x.idle, y.idle);
+    EXPECT_EQ(x.device_compute, y.device_compute);
     EXPECT_EQ(x.compute_scale, y.compute_scale);
   }
   ASSERT_EQ(a.collectives.size(), b.collectives.size());
@@ -163,21 +169,23 @@ void expect_equal(const RunResult& a, const RunResult& b) {
 }
 
 constexpr const char* kGolden = R"json({
-  "schema": "fabemu.report/1",
+  "schema": "fabemu.report/2",
   "workload": "gen/all_reduce/2npus_1MB/all_reduce",
   "fabric": "software",
   "model": "analytical",
-  "topology": "Ring(2) 50 GB/s 500 ns",
+  "topology": "Ring(2) 50 GiB/s 500 ns",
   "npus": 2,
   "total_time_ps": 1500000000,
   "total_time": "1.500 ms",
+  "status": "complete",
+  "time_reached_ps": 1500000000,
   "ranks": [
-    {"rank": 0, "finish_time_ps": 1500000000, "compute_ps": 900000000, "comm_busy_ps": 700000000, "exposed_comm_ps": 400000000, "idle_ps": 200000000, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "compute_scale": 1},
-    {"rank": 1, "finish_time_ps": 1499999999, "compute_ps": 1000000000, "comm_busy_ps": 600000000, "exposed_comm_ps": 300000000, "idle_ps": 199999999, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "compute_scale": 0.3}
+    {"rank": 0, "finish_time_ps": 1500000000, "compute_ps": 900000000, "comm_busy_ps": 700000000, "exposed_comm_ps": 400000000, "idle_ps": 200000000, "device_compute_ps": 800000000, "finish_minus_compute_ps": 700000000, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "compute_scale": 1, "finished": true},
+    {"rank": 1, "finish_time_ps": 1499999999, "compute_ps": 1000000000, "comm_busy_ps": 600000000, "exposed_comm_ps": 300000000, "idle_ps": 199999999, "device_compute_ps": 1000000000, "finish_minus_compute_ps": 499999999, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "compute_scale": 0.3, "finished": true}
   ],
   "collectives": [
-    {"index": 0, "type": "ALL_REDUCE", "group": "", "name": "allreduce \"grad\"", "node_id": 7, "bytes": 1048576, "members": 2, "algorithm": "ring", "chunks": 2, "messages": 4, "message_bytes": 1048576, "issued_first_ps": 100000000, "issued_last_ps": 100000500, "finished_ps": 300000500, "duration_ps": 200000000, "algbw_gbps": 5.242880, "busbw_gbps": 5.242880},
-    {"index": 1, "type": "ALL_GATHER", "group": "tp", "name": "ag", "node_id": 12, "bytes": 4096, "members": 2, "algorithm": "direct", "chunks": 1, "messages": 2, "message_bytes": 4096, "issued_first_ps": 500000000, "issued_last_ps": 500000000, "finished_ps": 500001000, "duration_ps": 1000, "algbw_gbps": 8192.000000, "busbw_gbps": 4096.000000}
+    {"index": 0, "type": "ALL_REDUCE", "group": "", "name": "allreduce \"grad\"", "node_id": 7, "bytes": 1048576, "members": 2, "algorithm": "ring", "chunks": 2, "messages": 4, "message_bytes": 1048576, "issued_first_ps": 100000000, "issued_last_ps": 100000500, "finished_ps": 300000500, "duration_ps": 200000000, "algbw_GBps": 5.242880, "busbw_GBps": 5.242880},
+    {"index": 1, "type": "ALL_GATHER", "group": "tp", "name": "ag", "node_id": 12, "bytes": 4096, "members": 2, "algorithm": "direct", "chunks": 1, "messages": 2, "message_bytes": 4096, "issued_first_ps": 500000000, "issued_last_ps": 500000000, "finished_ps": 500001000, "duration_ps": 1000, "algbw_GBps": 8192.000000, "busbw_GBps": 4096.000000}
   ],
   "p2p": {"sends": 1, "bytes": 100},
   "links": [
@@ -202,7 +210,7 @@ TEST(ReportJson, GoldenText) {
 TEST(ReportJson, EmptyResultIsValidJson) {
   const std::string text = report_to_json(RunResult{});
   const auto j = nlohmann::json::parse(text);
-  EXPECT_EQ(j["schema"], "fabemu.report/1");
+  EXPECT_EQ(j["schema"], "fabemu.report/2");
   EXPECT_TRUE(j["ranks"].empty());
   EXPECT_TRUE(j["warnings"].empty());
   expect_equal(report_from_json(text, "empty.json"), RunResult{});
@@ -256,7 +264,8 @@ TEST(ReportJson, ErrorsNameFileAndPointer) {
   auto schema = j;
   schema["schema"] = "fabemu.report/9";
   EXPECT_EQ(error_of(schema.dump()),
-            "r.json: /schema: unsupported report schema \"fabemu.report/9\" (expected \"fabemu.report/1\")");
+            "r.json: /schema: unsupported report schema \"fabemu.report/9\" (expected \"fabemu.report/2\" or "
+            "\"fabemu.report/1\")");
   auto warn = j;
   warn["warnings"][0] = 5;
   EXPECT_EQ(error_of(warn.dump()), "r.json: /warnings/0: expected a string");
@@ -402,6 +411,74 @@ TEST(Compare, RegressionGate) {
   EXPECT_EQ(j["collective_types"].size(), 2u);
   EXPECT_EQ(j["collective_types"][0]["type"], "ALL_GATHER");
   EXPECT_FALSE(j.contains("ranks"));
+}
+
+// Issue 44 item 16: a gate fails on partial reports whatever their times, and warns when the two reports
+// are of different workloads.
+TEST(Compare, GateFailsOnPartialReportsAndWarnsOnDifferentWorkloads) {
+  const RunResult a = sample();
+  struct Case {
+    const char* what;
+    std::function<void(RunResult&)> make;
+    const char* why;
+  };
+  const std::vector<Case> cases = {
+      {"deadlocked", [](RunResult& r) { r.status = RunStatus::kDeadlocked; r.stuck = {"rank 1 waits"}; },
+       "B (the candidate) is a partial report: the run is deadlocked"},
+      {"interrupted", [](RunResult& r) { r.status = RunStatus::kInterrupted; }, "the run is interrupted"},
+      {"stalled", [](RunResult& r) { r.status = RunStatus::kStalled; }, "the run is stalled"},
+      {"lost ranks", [](RunResult& r) { r.status = RunStatus::kIncomplete; r.ranks.pop_back(); }, "is incomplete"},
+      {"unfinished rank", [](RunResult& r) { r.ranks[1].finished = false; }, "(1 of 2 ranks did not finish"},
+      {"ranks missing", [](RunResult& r) { r.ranks.pop_back(); }, "B (the candidate) has 1 ranks, A 2"},
+      {"no ranks, total 0", [](RunResult& r) { r.ranks.clear(); r.total = Time::zero(); }, "B (the candidate) has no ranks"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    RunResult b = sample();
+    c.make(b);
+    b.total = Time::from_ps(a.total.ps() / 2);  // faster: only the refusal can fail it
+    EXPECT_TRUE(fails_gate(a, b, 1000.0));
+    EXPECT_FALSE(is_regression(a, b, 1000.0));
+    const std::string text = format_comparison(a, b, "a.json", "b.json", {.max_regression_pct = 1.0});
+    expect_contains(text, "FAIL: ");
+    expect_contains(text, c.why);
+    const auto j = nlohmann::json::parse(comparison_to_json(a, b, "a.json", "b.json", {.max_regression_pct = 1.0}));
+    EXPECT_EQ(j["regression"], true);
+    EXPECT_NE(j["gate_refused"].get<std::string>().find(c.why), std::string::npos);
+  }
+  // A partial baseline fails too; two complete reports of different workloads pass with a warning.
+  RunResult partial = sample();
+  partial.status = RunStatus::kDeadlocked;
+  EXPECT_TRUE(fails_gate(partial, a, 1000.0));
+  RunResult other = sample();
+  other.workload = "gen/all_gather/2npus_1MB/all_gather";
+  EXPECT_FALSE(fails_gate(a, other, 1.0));
+  const std::string text = format_comparison(a, other, "a.json", "b.json", {.max_regression_pct = 1.0});
+  expect_contains(text, "warning: A and B have different workloads: gen/all_reduce/2npus_1MB/all_reduce / "
+                        "gen/all_gather/2npus_1MB/all_gather");
+  expect_contains(text, "OK: B is within 1.00% of A");
+}
+
+// Issue 44 item 17: a partial run's summary says how far it got instead of "Total time 0 ps".
+TEST(Summary, PartialRunShowsTheTimeReachedAndUnfinishedRanks) {
+  RunResult r = sample();
+  r.status = RunStatus::kDeadlocked;
+  r.ranks[1].finished = false;
+  r.reached = Time::from_ps(2'000'000'000);
+  const std::string s = format_summary(r);
+  expect_contains(s, "Total time    none: the run is deadlocked (1 of 2 ranks did not finish); it reached 2.000 ms "
+                     "(2000000000 ps)");
+  expect_contains(s, "rank 1        1.500 ms  (1499999999 ps)  did not finish");
+  EXPECT_EQ(s.find("(1500000000 ps)  did not"), std::string::npos);
+  // Round trip of the new keys, and a report without them reads as complete.
+  const RunResult back = report_from_json(report_to_json(r), "r.json");
+  EXPECT_EQ(back.status, RunStatus::kDeadlocked);
+  EXPECT_EQ(back.reached, r.reached);
+  EXPECT_FALSE(back.ranks[1].finished);
+  std::string old = report_to_json(sample());
+  old.erase(old.find("  \"status\""), old.find("  \"ranks\"") - old.find("  \"status\""));
+  EXPECT_EQ(report_from_json(old, "old.json").status, RunStatus::kComplete);
+  EXPECT_EQ(report_from_json(old, "old.json").reached, sample().total);
 }
 
 // ---- timeline -----------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "tests/emulator/walker_test_util.h"
 #include "traces/error.h"
 #include "traces/generate.h"
+#include "traces/validate.h"
 
 namespace fabemu::emu {
 namespace {
@@ -365,12 +366,6 @@ bool any_contains(const std::vector<std::string> &v, std::initializer_list<std::
   });
 }
 
-std::string joined(const std::vector<std::string> &v) {
-  std::string s;
-  for (const auto &x : v) s += x + "\n";
-  return s;
-}
-
 TEST(WalkerDeadlock, RecvWithoutSendIsReported) {
   test::ScratchDir dir;
   const auto files = write_ranks(dir, "dl", {{comp(0, 1), recv(1, 1, 5, 100, {0})}, {comp(0, 2)}});
@@ -584,6 +579,76 @@ TEST(WalkerGroups, TwoGroupsFromMetadataNodes) {
                                 opts(system_config(CollectiveAlgo::kRing, k, 1), cf), files);
     expect_two_groups(run.result, S, k);
   }
+}
+
+// Issue 44 item 8: `validate` and `run` match a group's collectives by one rule, file order. Two ranks,
+// an all-reduce A and an all-gather B each. Case "dependency": rank 1 holds A, B in file order but issues
+// B first (A waits for a compute); validate says valid, and run used to fail matching B with A. Case
+// "swapped": rank 1 holds B, A in file order but issues A first (B waits for A); validate reports the
+// mismatch, and run used to succeed.
+TEST(WalkerOrder, CollectivesMatchInFileOrderAsValidateChecks) {
+  const auto net = network({dim(DimTopology::kRing, 2)});
+  auto validate = [](const std::vector<std::string> &files) {
+    return traces::validate_workload({{0, files[0]}, {1, files[1]}});
+  };
+  {
+    test::ScratchDir dir;
+    const auto files = write_ranks(dir, "dep", {{coll(0, ChakraProtoMsg::ALL_REDUCE, kMiB),
+                                                 coll(1, ChakraProtoMsg::ALL_GATHER, 4096, {0})},
+                                                {comp(0, 100), coll(1, ChakraProtoMsg::ALL_REDUCE, kMiB, {0}),
+                                                 coll(2, ChakraProtoMsg::ALL_GATHER, 4096)}});
+    EXPECT_TRUE(validate(files).ok());
+    const auto run = run_walker(net, opts(system_config(CollectiveAlgo::kRing, 1, 1)), files);
+    ASSERT_TRUE(run.result.stuck.empty()) << joined(run.result.stuck);
+    ASSERT_EQ(run.result.collectives.size(), 2u);  // before: rank 1's B was matched with rank 0's A (an error)
+    EXPECT_EQ(run.result.collectives[0].type, "ALL_REDUCE");
+    EXPECT_EQ(run.result.collectives[1].type, "ALL_GATHER");
+    // Rank 1's B ran at once, rank 0's only after A: the all-gather finished after the all-reduce.
+    EXPECT_GT(run.result.collectives[1].finished, run.result.collectives[0].finished);
+  }
+  {
+    test::ScratchDir dir;
+    const auto files = write_ranks(dir, "swap", {{coll(0, ChakraProtoMsg::ALL_REDUCE, kMiB),
+                                                  coll(1, ChakraProtoMsg::ALL_GATHER, 4096, {0})},
+                                                 {coll(1, ChakraProtoMsg::ALL_GATHER, 4096, {2}),
+                                                  coll(2, ChakraProtoMsg::ALL_REDUCE, kMiB)}});
+    const auto report = validate(files);
+    EXPECT_FALSE(report.ok());
+    // Rank 1's all-reduce is its group's collective #1, rank 0's #0: neither completes (as NCCL would hang).
+    const auto run = within(seconds(30), [&] {
+      return run_walker(net, opts(system_config(CollectiveAlgo::kRing, 1, 1)), files);
+    });
+    EXPECT_TRUE(any_contains(run.result.stuck, {"collective #0 ALL_REDUCE", "1 of 2 members", "never issued by ranks 1"}))
+        << joined(run.result.stuck);
+    EXPECT_TRUE(any_contains(run.result.stuck, {"collective #1 ALL_REDUCE", "1 of 2 members", "never issued by ranks 0"}))
+        << joined(run.result.stuck);
+  }
+}
+
+// Issue 44 item 4: a comm-group file that numbers its groups from 0 does not replace the default group.
+// A 4-rank all-reduce without pg_name runs on all four ranks beside a group "0" of two; one with pg_name
+// "0" runs on the file's group.
+TEST(WalkerGroups, GroupZeroOfAFileLeavesTheDefaultGroupAlone) {
+  test::ScratchDir dir;
+  const uint64_t S = kMiB;
+  std::vector<std::vector<Node>> ranks;
+  for (int r = 0; r < 4; ++r) {
+    ranks.push_back({coll(0, ChakraProtoMsg::ALL_REDUCE, S)});
+    if (r < 2) ranks.back().push_back(coll(1, ChakraProtoMsg::ALL_GATHER, S, {0}, "0"));
+  }
+  const auto files = write_ranks(dir, "pg0", ranks);
+  traces::ProcessGroups groups(4);
+  test::write_bytes(dir.file("groups.json"), R"({"0": [0, 1], "1": [2, 3]})");
+  groups.load_file(dir.file("groups.json"));
+  const auto run = run_walker(network({dim(DimTopology::kFullyConnected, 4)}),
+                              opts(system_config(CollectiveAlgo::kRing, 1, 1)), files, Model::kAnalytical,
+                              ~uint32_t{0}, &groups);
+  ASSERT_TRUE(run.result.stuck.empty()) << joined(run.result.stuck);
+  ASSERT_EQ(run.result.collectives.size(), 2u);
+  EXPECT_EQ(run.result.collectives[0].group, "");
+  EXPECT_EQ(run.result.collectives[0].members, 4);
+  EXPECT_EQ(run.result.collectives[1].group, "0");
+  EXPECT_EQ(run.result.collectives[1].members, 2);
 }
 
 }  // namespace

@@ -146,6 +146,13 @@ inline Run run_walker(const NetworkConfig &net, WalkerOptions opt, const std::ve
   return out;
 }
 
+// Report lines (stuck, warnings) one per line, for failure messages and searches.
+inline std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (const auto &x : v) s += x + "\n";
+  return s;
+}
+
 // Runs f on another thread; a run that does not return within `limit` ends the
 // test binary (a hang must never pass silently).
 template <class F>

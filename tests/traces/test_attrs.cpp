@@ -37,8 +37,11 @@ TEST(Attrs, ReadsEveryIntegerSlot) {
 
 TEST(Attrs, PgNameQuirks) {
   EXPECT_EQ(normalize_pg_name(""), "");
-  EXPECT_EQ(normalize_pg_name("0"), "");
-  EXPECT_EQ(normalize_pg_name("0.0"), "");
+  EXPECT_EQ(normalize_pg_name("0"), "0");
+  EXPECT_EQ(normalize_pg_name("0.0"), "0");
+  EXPECT_TRUE(is_default_pg_name(""));
+  EXPECT_TRUE(is_default_pg_name("0.0"));
+  EXPECT_FALSE(is_default_pg_name("1"));
   EXPECT_EQ(normalize_pg_name("1.0"), "1");
   EXPECT_EQ(normalize_pg_name("12"), "12");
   EXPECT_EQ(normalize_pg_name("1.5"), "1.5");
@@ -98,6 +101,33 @@ TEST(ProcessGroups, PythonLiteralToJson) {
   // Words inside names or strings stay as they are.
   EXPECT_EQ(python_literal_to_json("{'t': 'NoneType', 'u': NoneType, 'v': 'True'}"),
             R"({"t": "NoneType", "u": NoneType, "v": "True"})");
+}
+
+// Issue 44 item 4: a comm-group file numbering its groups from 0 defines a group "0"; collectives
+// without pg_name still run on all ranks, and "0" means the file's group.
+TEST(ProcessGroups, GroupZeroOfAFileIsNotTheDefaultGroup) {
+  ProcessGroups groups(4);
+  test::ScratchDir dir;
+  test::write_bytes(dir.file("groups.json"), R"({"0": [0, 1], "1": [2, 3]})");
+  groups.load_file(dir.file("groups.json"));
+  EXPECT_EQ(groups.find("")->ranks, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(groups.find("")->name, "");
+  EXPECT_EQ(groups.find("0")->ranks, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(groups.find("0.0")->name, "0");
+  // Without a definition, or defined as all ranks (PyTorch's WORLD), "0" is the default group.
+  ProcessGroups plain(4);
+  EXPECT_EQ(plain.find("0"), plain.find(""));
+  plain.add("0", {}, {.file = "meta"});
+  EXPECT_EQ(plain.find("0"), plain.find(""));
+  // "" cannot be redefined as fewer ranks.
+  test::write_bytes(dir.file("empty_name.json"), R"({"": [0, 1]})");
+  try {
+    plain.load_file(dir.file("empty_name.json"));
+    FAIL() << "a group \"\" of two ranks was accepted";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("empty_name.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("default group of all ranks"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ProcessGroups, FromMetadataNodeAndFile) {

@@ -27,7 +27,11 @@ OutputFile::OutputFile(std::string path, std::string_view option) : path_(std::m
     throw std::invalid_argument(fmt::format("{} {}: cannot create a file in {}: {}", option_, path_,
                                             parent.empty() ? std::string(".") : parent.string(), std::strerror(err)));
   }
-  ::fchmod(fd_, 0644);
+  // mkstemp makes the file 0600; give it what a plain create would (0666 less the umask). Read at start-up,
+  // before any thread exists: umask() sets while it reads.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);
 }
 
 OutputFile::~OutputFile() {

@@ -377,12 +377,13 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
                                           socket->engine().now().ps(), stall));
     unfinished_as_warnings("stopped: ");
   }
-  std::string socket_json;
+  std::string socket_json, socket_text;
   if (socket) {
     if (!interrupted && !socket->drain() && stall.empty()) {
       result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
     }
     socket_json = socket_stats_to_json(socket->stats());
+    socket_text = format_socket_stats(socket->stats());
   }
   result.links = emu::link_results(*packet, result.total);
 
@@ -413,6 +414,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   out.done.set_interrupted(interrupted);
   out.done.set_stall(stall);
   out.done.set_socket_json(socket_json);
+  out.done.set_socket_text(socket_text);
   out.done.set_started_ns(started);
   out.done.set_wall_ns(ended - started);
   deliver(std::move(out));

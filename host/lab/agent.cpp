@@ -65,6 +65,7 @@ struct AgentRun {
   proto::AssignRanks assign;
   std::filesystem::path dir;
   std::vector<std::string> trace_paths;  // per rank; "" until its shard came
+  std::vector<std::string> trace_names;  // per rank: the user's file (TraceShard.name), for messages
   std::size_t shards = 0;
   std::uint64_t trace_bytes = 0;
   std::map<std::string, std::string> config_paths;
@@ -419,6 +420,7 @@ class Session : public std::enable_shared_from_this<Session> {
     run->run_id = assign.run_id();
     run->assign = assign;
     run->trace_paths.assign(world, "");
+    run->trace_names.assign(world, "");
     const std::filesystem::path base =
         state_->options.work_dir.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(state_->options.work_dir);
     run->dir = base / fmt::format("fabemu-run-{}-{}", safe_name(run->run_id), ::getpid());
@@ -451,6 +453,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                                       shard.rank(), run.run_id));
     }
     const std::string what = fmt::format("rank {} ({})", shard.rank(), shard.name());
+    run.trace_names[shard.rank()] = shard.name();
     if (!shard.path().empty()) {
       // A file on shared storage may be large: hashed on the hasher thread, the result back on the io
       // thread. The rank's path is taken now, so that a second shard for it is refused meanwhile.
@@ -561,6 +564,7 @@ class Session : public std::enable_shared_from_this<Session> {
       ReplayInput input;
       input.assign = &run->assign;
       input.trace_paths = run->trace_paths;
+      input.trace_names = run->trace_names;
       input.config_paths = run->config_paths;
       input.start_realtime_ns = at;
       input.stop = &run->stop;
@@ -581,7 +585,9 @@ class Session : public std::enable_shared_from_this<Session> {
         if (delivered) {
           spdlog::warn("lab agent: run {}: after the results: {}", run->run_id, e.what());
         } else {
-          asio::post(io, [run, weak, error = std::string(e.what())] { send_error(run, weak, error); });
+          asio::post(io, [run, weak, error = name_user_files(e.what(), run->trace_paths, run->trace_names)] {
+            send_error(run, weak, error);
+          });
         }
       }
       asio::post(io, [run, state] { on_run_finished(run, state); });

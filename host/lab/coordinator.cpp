@@ -143,7 +143,7 @@ class Coordinator {
       proto::Envelope e;
       proto::TraceShard* s = e.mutable_trace_shard();
       s->set_rank(r);
-      s->set_name(std::filesystem::path(path).filename().string());
+      s->set_name(path);  // the user's file, as given: the agents name it in warnings and errors
       if (shared) {
         s->set_path(std::filesystem::absolute(path).string());
         s->set_sha256(sha256_file(path));

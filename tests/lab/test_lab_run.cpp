@@ -588,6 +588,9 @@ TEST_F(LabRun, ABadTraceStopsTheRunNamingTheFile) {
   EXPECT_EQ(run_fabemu(args, "badtrace", 20s), 2);
   const std::string err = slurp(scratch_.file("badtrace.err"));
   EXPECT_NE(err.find("all_reduce.5.et"), std::string::npos) << err;
+  // Issue 44 item 17: the user's file, not the agent's copy in its run folder.
+  EXPECT_NE(err.find(cut.string()), std::string::npos) << err;
+  EXPECT_EQ(err.find("fabemu-run-"), std::string::npos) << err;
   EXPECT_NE(err.find("ERROR_RUN_FAILED"), std::string::npos) << err;
   // The agents are fine and clean.
   for (int i = 0; i < 3; ++i) {

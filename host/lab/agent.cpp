@@ -25,11 +25,13 @@
 
 #include <unistd.h>
 
+#include "host/lab/accept_guard.h"
 #include "host/lab/auth.h"
 #include "host/lab/clock.h"
 #include "host/lab/datagram_transport.h"
 #include "host/lab/digest.h"
 #include "host/lab/error.h"
+#include "host/lab/metrics.h"
 #include "host/lab/replay.h"
 
 namespace fabemu::lab {
@@ -49,6 +51,12 @@ std::string endpoint_text(const tcp::socket& socket) {
   return fmt::format("{}:{}", remote.address().to_string(), remote.port());
 }
 
+std::string address_text(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  return ec ? std::string("unknown peer") : remote.address().to_string();
+}
+
 class Session;
 
 // One assigned run: its folder (configs and shards, removed at the end), the run thread and its stop flag.
@@ -57,6 +65,7 @@ struct AgentRun {
   proto::AssignRanks assign;
   std::filesystem::path dir;
   std::vector<std::string> trace_paths;  // per rank; "" until its shard came
+  std::vector<std::string> trace_names;  // per rank: the user's file (TraceShard.name), for messages
   std::size_t shards = 0;
   std::uint64_t trace_bytes = 0;
   std::map<std::string, std::string> config_paths;
@@ -101,11 +110,22 @@ std::string safe_name(std::string_view name) {
 
 struct Agent::State {
   State(asio::io_context& io_context, AgentOptions agent_options)
-      : io(io_context), options(std::move(agent_options)), acceptor(io_context, options.listen) {}
+      : io(io_context),
+        options(std::move(agent_options)),
+        accept(std::make_shared<AcceptLoop>(tcp::acceptor(io_context, options.listen), "lab agent")),
+        auth_failures(options.auth_failure_delay) {
+    own_live.link_count.store(0);  // room for any topology; none used yet
+  }
   asio::io_context& io;
   AgentOptions options;
-  tcp::acceptor acceptor;
+  std::shared_ptr<AcceptLoop> accept;  // the listener (accept_guard.h)
   std::set<std::shared_ptr<Session>> sessions;
+  std::uint64_t accepted = 0;      // connections so far: each session's serial number
+  RateLimitedLog evict_log;        // connections closed at the unauthenticated cap
+  RateLimitedLog refuse_log;       // connections refused at the total cap
+  AuthFailureDelay auth_failures;  // per peer address
+  LiveMetrics own_live{kLiveMetricsLinks};  // the run's counters when the caller gave none (options.live)
+  LiveMetrics& live() { return options.live != nullptr ? *options.live : own_live; }
   std::shared_ptr<AgentRun> run;  // at most one at a time
   bool stopped = false;
   // Checks trace files on shared storage (SHA-256 of files of any size) off the io thread, so that
@@ -122,11 +142,13 @@ class Session : public std::enable_shared_from_this<Session> {
       : state_(std::move(state)),
         socket_(std::move(socket)),
         peer_(endpoint_text(socket_)),
+        address_(address_text(socket_)),
+        serial_(++state_->accepted),
         idle_timer_(state_->io),
         heartbeat_timer_(state_->io) {}
 
   void start() {
-    spdlog::info("lab agent: {}: connected", peer_);
+    spdlog::debug("lab agent: {}: connected", peer_);
     arm_idle();
     read_header();
   }
@@ -144,6 +166,10 @@ class Session : public std::enable_shared_from_this<Session> {
     state_->sessions.erase(shared_from_this());
   }
 
+  bool authenticated() const { return phase_ == Phase::kReady; }
+  std::uint64_t serial() const { return serial_; }
+  const std::string& peer() const { return peer_; }
+
   // The connection is gone: the run stops; its folder goes now, or when its thread ends.
   void abandon_run(const char* why) {
     if (!run_) return;
@@ -153,6 +179,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (!run->stop.exchange(true)) spdlog::warn("lab agent: run {}: {}: stopping the run", run->run_id, why);
       return;  // on_run_finished cleans up
     }
+    run->stop = true;  // a shared-storage file still being hashed: give up
     spdlog::info("lab agent: run {}: {} before the start", run->run_id, why);
     if (state_->run == run) state_->run.reset();
   }
@@ -216,7 +243,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     arm_idle();
     on_frame(envelope, received_ns);
-    if (!closing_ && !closed_) read_header();
+    if (!closing_ && !closed_ && !delaying_) read_header();
   }
 
   void on_read_error(boost::system::error_code ec, std::size_t got, std::size_t wanted, const char* what) {
@@ -299,9 +326,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     const std::string expected =
         auth_mac(state_->options.token, coordinator_nonce_, agent_nonce_, proto::ROLE_COORDINATOR);
-    if (!macs_equal(envelope.auth_response().mac(), expected)) {
-      return fail(proto::ERROR_AUTH_FAILED, "authentication failed: the peer does not know the shared token");
-    }
+    if (!macs_equal(envelope.auth_response().mac(), expected)) return reject_authentication();
+    state_->auth_failures.succeed(address_);
     proto::Envelope reply;
     auto* result = reply.mutable_auth_result();
     result->set_ok(true);
@@ -311,6 +337,20 @@ class Session : public std::enable_shared_from_this<Session> {
     phase_ = Phase::kReady;
     spdlog::info("lab agent: {}: coordinator authenticated", peer_);
     arm_heartbeat();
+  }
+
+  // The Error goes out after a delay that grows with this address's failures (AuthFailureDelay), so a
+  // peer guessing the token gets few answers; meanwhile nothing more of it is read.
+  void reject_authentication() {
+    const auto delay = state_->auth_failures.fail(address_);
+    delaying_ = true;
+    heartbeat_timer_.expires_after(delay);
+    heartbeat_timer_.async_wait([self = shared_from_this(), delay](boost::system::error_code ec) {
+      if (ec || self->closed_ || self->closing_) return;
+      self->fail(proto::ERROR_AUTH_FAILED,
+                 fmt::format("authentication failed: the peer does not know the shared token (answered after {} ms)",
+                             delay.count()));
+    });
   }
 
   void on_ready(const proto::Envelope& envelope, std::int64_t received_ns) {
@@ -380,6 +420,7 @@ class Session : public std::enable_shared_from_this<Session> {
     run->run_id = assign.run_id();
     run->assign = assign;
     run->trace_paths.assign(world, "");
+    run->trace_names.assign(world, "");
     const std::filesystem::path base =
         state_->options.work_dir.empty() ? std::filesystem::temp_directory_path() : std::filesystem::path(state_->options.work_dir);
     run->dir = base / fmt::format("fabemu-run-{}-{}", safe_name(run->run_id), ::getpid());
@@ -412,6 +453,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                                       shard.rank(), run.run_id));
     }
     const std::string what = fmt::format("rank {} ({})", shard.rank(), shard.name());
+    run.trace_names[shard.rank()] = shard.name();
     if (!shard.path().empty()) {
       // A file on shared storage may be large: hashed on the hasher thread, the result back on the io
       // thread. The rank's path is taken now, so that a second shard for it is refused meanwhile.
@@ -422,14 +464,16 @@ class Session : public std::enable_shared_from_this<Session> {
         std::string digest, error;
         uint64_t size = 0;
         try {
-          digest = sha256_file(path);
-          size = std::filesystem::file_size(path);
+          digest = sha256_file(path, &run->stop, &size);  // stop: the run was abandoned, or the agent stops
         } catch (const std::exception& e) {
           error = e.what();
         }
         asio::post(io, [weak, run, path, want, what, digest, size, error] {
           const auto self = weak.lock();
-          if (!self || self->closed_ || self->run_ != run) return;  // the run is gone meanwhile
+          if (!self || self->closed_ || self->run_ != run) {  // the run is gone meanwhile
+            if (!error.empty()) spdlog::info("lab agent: run {}: {}: {}", run->run_id, what, error);
+            return;
+          }
           if (!error.empty()) return self->fail(proto::ERROR_RUN_FAILED, fmt::format("{}: {}", what, error));
           if (digest != want) {
             return self->fail(proto::ERROR_RUN_FAILED,
@@ -487,6 +531,7 @@ class Session : public std::enable_shared_from_this<Session> {
     proto::Envelope reply;
     reply.mutable_prepared()->set_run_id(run.run_id);
     reply.mutable_prepared()->set_trace_bytes(run.trace_bytes);
+    *reply.mutable_prepared()->mutable_progress() = progress_of(state_->live());  // the coordinator's baseline
     if (run.assign.fabric_config() == "dpdk") {
       // The coordinator hands every agent's MAC to all of them in Start: a rank's frames go to its host's port.
       const host::dpdk::MacAddr mac = state_->options.data_port->mac();
@@ -511,7 +556,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::weak_ptr<Session> weak = shared_from_this();
     std::weak_ptr<Agent::State> state = state_;
     asio::io_context& io = state_->io;
-    LiveMetrics* live = state_->options.live;
+    LiveMetrics* live = &state_->live();
     LabDataPort* data_port = state_->options.data_port;
     const std::int64_t at = start.at();
     std::map<std::string, std::string> macs(start.agent_macs().begin(), start.agent_macs().end());
@@ -519,6 +564,7 @@ class Session : public std::enable_shared_from_this<Session> {
       ReplayInput input;
       input.assign = &run->assign;
       input.trace_paths = run->trace_paths;
+      input.trace_names = run->trace_names;
       input.config_paths = run->config_paths;
       input.start_realtime_ns = at;
       input.stop = &run->stop;
@@ -539,7 +585,9 @@ class Session : public std::enable_shared_from_this<Session> {
         if (delivered) {
           spdlog::warn("lab agent: run {}: after the results: {}", run->run_id, e.what());
         } else {
-          asio::post(io, [run, weak, error = std::string(e.what())] { send_error(run, weak, error); });
+          asio::post(io, [run, weak, error = name_user_files(e.what(), run->trace_paths, run->trace_names)] {
+            send_error(run, weak, error);
+          });
         }
       }
       asio::post(io, [run, state] { on_run_finished(run, state); });
@@ -567,6 +615,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     proto::Envelope done;
     *done.mutable_run_done() = std::move(output.done);
+    *done.mutable_run_done()->mutable_progress() = progress_of(session->state_->live());
     session->send(done);
     spdlog::info("lab agent: {}: run {}: {}; results sent", session->peer_, run->run_id,
                  done.run_done().interrupted() ? "stopped" : "finished");
@@ -648,6 +697,10 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec || self->closed_ || self->closing_) return;
       proto::Envelope beat;
       beat.mutable_heartbeat()->set_seq(++self->heartbeat_seq_);
+      // During a run the coordinator's metrics follow ours (README "Metrics").
+      if (self->run_ && self->run_->started) {
+        *beat.mutable_heartbeat()->mutable_progress() = progress_of(self->state_->live());
+      }
       self->send(beat);
       self->arm_heartbeat();
     });
@@ -658,6 +711,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Agent::State> state_;
   tcp::socket socket_;
   std::string peer_;
+  std::string address_;  // the peer's address without its port (AuthFailureDelay's key)
+  std::uint64_t serial_;
   asio::steady_timer idle_timer_;
   asio::steady_timer heartbeat_timer_;
   std::array<std::uint8_t, kHeaderBytes> header_{};
@@ -668,6 +723,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Phase phase_ = Phase::kHello;
   bool reading_ = false;
   bool closing_ = false;  // an Error is queued: no more frames are served
+  bool delaying_ = false;  // a failed authentication waits for its answer: nothing more is read
   bool closed_ = false;
   std::string coordinator_nonce_;
   std::string agent_nonce_;
@@ -675,19 +731,41 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<AgentRun> run_;  // the run this coordinator assigned
 };
 
-void accept_next(const std::shared_ptr<Agent::State>& state) {
-  state->acceptor.async_accept([state](boost::system::error_code ec, tcp::socket socket) {
-    if (state->stopped) return;
-    if (ec) {
-      if (ec == asio::error::operation_aborted) return;
-      spdlog::warn("lab agent: accept failed: {}", ec.message());
-    } else {
-      auto session = std::make_shared<Session>(state, std::move(socket));
-      state->sessions.insert(session);
-      session->start();
-    }
-    accept_next(state);
-  });
+// Makes room for a new connection under the caps (AgentOptions): the oldest unauthenticated connection
+// goes when the unauthenticated cap, or the total one, is reached; with every slot authenticated the new
+// connection is refused. False: refused.
+bool make_room(Agent::State& state, const std::string& peer) {
+  const AgentOptions& o = state.options;
+  std::size_t unauthenticated = 0;
+  std::shared_ptr<Session> oldest;
+  for (const auto& s : state.sessions) {
+    if (s->authenticated()) continue;
+    ++unauthenticated;
+    if (!oldest || s->serial() < oldest->serial()) oldest = s;
+  }
+  if (unauthenticated < o.max_unauthenticated && state.sessions.size() < o.max_connections) return true;
+  if (!oldest) {
+    state.refuse_log.warn(
+        fmt::format("lab agent: {} connections open (the limit): refusing {}", o.max_connections, peer));
+    return false;
+  }
+  state.evict_log.warn(fmt::format("lab agent: {} unauthenticated and {} connections open (limits {} and {}): "
+                                   "closing the oldest unauthenticated one, {}, for {}", unauthenticated,
+                                   state.sessions.size(), o.max_unauthenticated, o.max_connections, oldest->peer(),
+                                   peer));
+  oldest->close_now();
+  return true;
+}
+
+void admit(const std::shared_ptr<Agent::State>& state, tcp::socket socket) {
+  if (!make_room(*state, endpoint_text(socket))) {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  auto session = std::make_shared<Session>(state, std::move(socket));
+  state->sessions.insert(session);
+  session->start();
 }
 
 }  // namespace
@@ -695,15 +773,27 @@ void accept_next(const std::shared_ptr<Agent::State>& state) {
 Agent::Agent(asio::io_context& io, AgentOptions options) {
   if (options.token.empty()) throw LabError(proto::ERROR_AUTH_FAILED, "the agent needs a non-empty token");
   if (options.agent_id.empty()) options.agent_id = asio::ip::host_name();
+  if (options.max_connections == 0) options.max_connections = fd_connection_budget(256, 2);
+  if (options.max_unauthenticated == 0) {
+    options.max_unauthenticated = std::max<std::size_t>(1, options.max_connections / 4);
+  }
+  options.max_unauthenticated = std::min(options.max_unauthenticated, options.max_connections);
   state_ = std::make_shared<State>(io, std::move(options));
+  std::weak_ptr<State> weak = state_;
+  state_->accept->stopped = [weak] {
+    const auto state = weak.lock();
+    return !state || state->stopped;
+  };
+  state_->accept->on_socket = [weak](tcp::socket socket) {
+    if (const auto state = weak.lock()) admit(state, std::move(socket));
+  };
 }
 
 // Destroy the agent on its io_context's thread or after that thread stopped: closing the sessions here
 // breaks their references to the shared state, so nothing leaks.
 Agent::~Agent() {
   state_->stopped = true;
-  boost::system::error_code ignored;
-  state_->acceptor.close(ignored);
+  state_->accept->close();
   const auto sessions = state_->sessions;
   for (const auto& session : sessions) session->close_now();
   if (auto run = state_->run) {
@@ -715,13 +805,13 @@ Agent::~Agent() {
   }
 }
 
-void Agent::start() { accept_next(state_); }
+void Agent::start() { accept_loop(state_->accept); }
 
 void Agent::stop() {
-  if (state_->stopped && !state_->acceptor.is_open()) return;
+  if (state_->stopped && !state_->accept->acceptor.is_open()) return;
   state_->stopped = true;
-  boost::system::error_code ignored;
-  state_->acceptor.close(ignored);
+  state_->accept->close();
+  if (state_->run && !state_->run->started) state_->run->stop = true;  // ends a hash in progress
   // Each peer is told why (it may be a coordinator mid-run); a session closes once its Error is read or
   // after the linger deadline, so io_context::run returns within about a second.
   const auto sessions = state_->sessions;  // fail/close_now may erase from the set
@@ -729,9 +819,13 @@ void Agent::stop() {
   spdlog::info("lab agent: stopped accepting; closing {} connection(s)", sessions.size());
 }
 
-tcp::endpoint Agent::local_endpoint() const { return state_->acceptor.local_endpoint(); }
+tcp::endpoint Agent::local_endpoint() const { return state_->accept->acceptor.local_endpoint(); }
 
 std::size_t Agent::connection_count() const { return state_->sessions.size(); }
+
+std::size_t Agent::max_connections() const { return state_->options.max_connections; }
+
+std::size_t Agent::max_unauthenticated() const { return state_->options.max_unauthenticated; }
 
 bool Agent::busy() const { return state_->run != nullptr; }
 

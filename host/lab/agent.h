@@ -30,6 +30,15 @@ struct AgentOptions {
   // The host's DPDK port (`--dpdk-device`, opened before the agent and outliving it): lab runs with
   // `fabric: dpdk` put their datagrams on it. Without one such runs are refused at AssignRanks.
   LabDataPort* data_port = nullptr;
+  // Connection caps (host/lab/README.md, "Connection limits"); 0 derives them from RLIMIT_NOFILE:
+  // max_connections = min(256, (soft limit - 32) / 2), max_unauthenticated = max_connections / 4 (at least 1).
+  // At the unauthenticated cap a new connection closes the oldest unauthenticated one; at the total cap
+  // with every connection authenticated, the new one is closed.
+  std::size_t max_connections = 0;
+  std::size_t max_unauthenticated = 0;
+  // A failed authentication is answered after this delay, doubled per failure of the same peer address
+  // (at most 32x; forgotten after 60 s without one, or on a success from that address).
+  std::chrono::milliseconds auth_failure_delay{100};
 };
 
 class Agent {
@@ -49,6 +58,9 @@ class Agent {
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   // Connections currently open (for tests and metrics).
   std::size_t connection_count() const;
+  // The caps in force (AgentOptions, resolved).
+  std::size_t max_connections() const;
+  std::size_t max_unauthenticated() const;
   // A run is assigned (preparing, running, or sending its results).
   bool busy() const;
 

@@ -91,17 +91,20 @@ int run_agent(const AgentCommandOptions& o) {
 
   boost::asio::io_context io;
   // The run thread keeps `live` current; the endpoint renders it on the io_context's thread.
-  lab::LiveMetrics live;
+  lab::LiveMetrics live(lab::kLiveMetricsLinks);
+  live.link_count.store(0);
+  if (!o.metrics.empty()) options.live = &live;
+  const std::string id = options.agent_id.empty() ? boost::asio::ip::host_name() : options.agent_id;
+  lab::Agent agent(io, std::move(options));
   std::unique_ptr<lab::MetricsServer> metrics;
   if (!o.metrics.empty()) {
-    options.live = &live;
-    const std::string id = options.agent_id.empty() ? boost::asio::ip::host_name() : options.agent_id;
-    metrics = std::make_unique<lab::MetricsServer>(io, lab::parse_endpoint(o.metrics), [&live, id] {
-      return lab::render_metrics(live, {{"role", "agent"}, {"agent", id}});
+    // `listen` tells apart the agents of one host (same host name).
+    const std::string listen = lab::to_string(agent.local_endpoint());
+    metrics = std::make_unique<lab::MetricsServer>(io, lab::parse_endpoint(o.metrics), [&live, id, listen] {
+      return lab::render_metrics(live, {{"role", "agent"}, {"agent", id}, {"listen", listen}});
     });
     spdlog::info("lab agent: metrics on http://{}/metrics", lab::to_string(metrics->local_endpoint()));
   }
-  lab::Agent agent(io, std::move(options));
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&agent, &metrics](const boost::system::error_code& ec, int signal) {
     if (ec) return;

@@ -7,6 +7,7 @@
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -14,15 +15,32 @@
 
 namespace fabemu::lab {
 
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+}  // namespace
+
 std::string read_token_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     throw LabError(proto::ERROR_AUTH_FAILED, fmt::format("token file {} does not exist or cannot be read", path));
   }
-  if ((st.st_mode & S_IRWXO) != 0) {
+  if (!S_ISREG(st.st_mode)) {
     throw LabError(proto::ERROR_AUTH_FAILED,
-                   fmt::format("token file {} is accessible by other users (mode {:o}): chmod 600 it", path,
-                               st.st_mode & 0777));
+                   fmt::format("token file {} is {}, not a regular file", path, file_kind(st.st_mode)));
+  }
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    throw LabError(proto::ERROR_AUTH_FAILED,
+                   fmt::format("token file {} is accessible by its group or other users (mode {:o}): chmod 600 it",
+                               path, st.st_mode & 0777));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw LabError(proto::ERROR_AUTH_FAILED, fmt::format("cannot open token file {}", path));
@@ -69,6 +87,24 @@ std::string auth_mac(std::string_view token, std::string_view coordinator_nonce,
 
 bool macs_equal(std::string_view a, std::string_view b) {
   return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::chrono::milliseconds AuthFailureDelay::fail(const std::string& peer, Clock::time_point now) {
+  constexpr auto kForget = std::chrono::seconds(60);
+  constexpr std::size_t kMaxPeers = 4096;
+  if (peers_.size() >= kMaxPeers && !peers_.contains(peer)) {
+    std::erase_if(peers_, [&](const auto& p) { return now - p.second.last > kForget; });
+    if (peers_.size() >= kMaxPeers) {
+      const auto stalest = std::min_element(peers_.begin(), peers_.end(),
+                                            [](const auto& a, const auto& b) { return a.second.last < b.second.last; });
+      peers_.erase(stalest);
+    }
+  }
+  Failures& f = peers_[peer];
+  if (f.count > 0 && now - f.last > kForget) f.count = 0;
+  f.count = std::min(f.count + 1, 64u);
+  f.last = now;
+  return base_ * (1u << std::min(f.count - 1, 5u));
 }
 
 }  // namespace fabemu::lab

@@ -74,6 +74,9 @@ struct Peer {
   AgentReport report;
   std::map<uint32_t, std::string> rank_reports;
   std::vector<proto::TimelineSlice> slices;
+  // The agent's counters before the run (Prepared) and lately (its heartbeats, RunDone): the metrics.
+  std::optional<proto::RunProgress> baseline;
+  proto::RunProgress progress;
 };
 
 class Coordinator {
@@ -140,7 +143,7 @@ class Coordinator {
       proto::Envelope e;
       proto::TraceShard* s = e.mutable_trace_shard();
       s->set_rank(r);
-      s->set_name(std::filesystem::path(path).filename().string());
+      s->set_name(path);  // the user's file, as given: the agents name it in warnings and errors
       if (shared) {
         s->set_path(std::filesystem::absolute(path).string());
         s->set_sha256(sha256_file(path));
@@ -254,6 +257,11 @@ class Coordinator {
     live_.running.store(started_ && std::any_of(peers_.begin(), peers_.end(), [](const auto& q) {
       return q->phase == Phase::kRunning;
     }));
+    // The traffic is the agents': what each counted since it was prepared, summed (links: the model's).
+    reset_metrics(live_);
+    for (const auto& q : peers_) {
+      if (q->baseline) add_progress(live_, *q->baseline, q->progress);
+    }
     std::string out = render_metrics(live_, {{"role", "coordinator"}});
     out += "# HELP fabemu_lab_agents Agents of the run by state.\n# TYPE fabemu_lab_agents gauge\n";
     const std::pair<const char*, std::function<bool(const Peer&)>> states[] = {
@@ -377,6 +385,7 @@ class Coordinator {
       return fail_agent(p, text);
     }
     if (e.has_heartbeat()) {
+      if (e.heartbeat().has_progress()) p.progress = e.heartbeat().progress();
       if (e.heartbeat().reply()) return;
       proto::Envelope echo;
       echo.mutable_heartbeat()->set_seq(e.heartbeat().seq());
@@ -392,6 +401,8 @@ class Coordinator {
         if (!e.has_prepared() || e.prepared().run_id() != outcome_.run_id) break;
         if (request_.lab.fabric == "dpdk" && !take_mac(p, e.prepared().mac())) return;
         p.phase = Phase::kReady;
+        p.baseline = e.prepared().progress();
+        p.progress = *p.baseline;
         spdlog::info("lab: {}: prepared ({} trace bytes{})", who(p), e.prepared().trace_bytes(),
                      p.report.mac.empty() ? "" : ", DPDK port " + p.report.mac);
         return maybe_start();
@@ -536,6 +547,8 @@ class Coordinator {
       p.report.wall_ns = d.wall_ns();
       p.report.report_json = d.report_json();
       p.report.socket_json = d.socket_json();
+      p.report.socket_text = d.socket_text();
+      if (d.has_progress()) p.progress = d.progress();
       for (const uint32_t r : p.config.ranks) {
         if (!p.rank_reports.contains(r)) return fail_agent(p, fmt::format("no result for its rank {}", r));
       }
@@ -562,188 +575,17 @@ class Coordinator {
   std::vector<std::string> shards_;
   std::map<std::string, std::string> macs_;  // fabric dpdk: agent name -> its port's MAC (6 bytes)
   LabRunOutcome outcome_;
-  mutable LiveMetrics live_;
+  mutable LiveMetrics live_{kLiveMetricsLinks};
   std::unique_ptr<MetricsServer> metrics_;
   bool started_ = false;
   bool aborting_ = false;
 };
-
-bool same_collectives(const emu::RunResult& a, const emu::RunResult& b) {
-  if (a.collectives.size() != b.collectives.size()) return false;
-  for (size_t i = 0; i < a.collectives.size(); ++i) {
-    const auto& x = a.collectives[i];
-    const auto& y = b.collectives[i];
-    if (x.index != y.index || x.type != y.type || x.issued_first != y.issued_first || x.issued_last != y.issued_last ||
-        x.finished != y.finished || x.messages != y.messages || x.message_bytes != y.message_bytes) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool same_links(const emu::RunResult& a, const emu::RunResult& b) {
-  if (a.links.size() != b.links.size()) return false;
-  for (size_t i = 0; i < a.links.size(); ++i) {
-    if (a.links[i].id != b.links[i].id || a.links[i].bytes != b.links[i].bytes ||
-        a.links[i].packets != b.links[i].packets) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Fabric socket or dpdk: what the agent received of the packets' traffic class (its socket section's
-// frames_by_ecn, frames_dscp_changed), for its line of the summary; "" when there is nothing to say.
-std::string traffic_class_note(const LabRunOutcome& o, const AgentReport& a) {
-  if (o.fabric == "model" || a.socket_json.empty()) return {};
-  const nlohmann::json j = nlohmann::json::parse(a.socket_json, nullptr, false);
-  if (j.is_discarded() || !j.contains("frames_by_ecn")) return {};
-  const nlohmann::json& by = j["frames_by_ecn"];
-  const auto count = [&](const char* key) { return by.value(key, uint64_t{0}); };
-  const uint64_t ce = count("ce");
-  const uint64_t frames = count("not_ect") + count("ect0") + count("ect1") + ce;
-  const uint64_t changed = j.value("frames_dscp_changed", uint64_t{0});
-  if (o.ecn == "not-ect" && ce == 0 && changed == 0) return {};
-  return fmt::format(", CE on {} of {} {} received{}", ce, frames, o.fabric == "dpdk" ? "frames" : "datagrams",
-                     changed == 0 ? std::string() : fmt::format(", DSCP rewritten on {}", changed));
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 }  // namespace
 
 LabRunOutcome run_lab(const LabRunRequest& request, const CoordinatorOptions& options) {
   Coordinator coordinator(request, options);
   return coordinator.run();
-}
-
-MergedLabRun merge_lab_run(const LabRunOutcome& o) {
-  MergedLabRun m;
-  emu::RunResult& r = m.result;
-  const AgentReport* base = nullptr;
-  emu::RunResult base_run;
-  bool any_interrupted = false;
-  std::vector<std::string> stall_warnings;  // after the model's warnings (the base agent's replace r.warnings)
-  for (const AgentReport& a : o.agents) {
-    if (!a.done || a.lost) continue;
-    any_interrupted = any_interrupted || a.interrupted || !a.stall.empty();
-    if (!a.stall.empty()) {
-      m.stalled.push_back(fmt::format("agent {} ({}): {}", a.name, a.control, a.stall));
-      stall_warnings.push_back(fmt::format("lab: agent {}'s wire stalled: {}", a.name, a.stall));
-    }
-    emu::RunResult run = emu::report_from_json(a.report_json, fmt::format("agent {}'s report", a.name));
-    if (base == nullptr) {
-      base = &a;
-      base_run = std::move(run);
-      r.npus = base_run.npus;
-      r.collectives = base_run.collectives;
-      r.p2p = base_run.p2p;
-      r.links = base_run.links;
-      r.messages = base_run.messages;
-      r.message_bytes = base_run.message_bytes;
-      r.events = base_run.events;
-      r.collectives_closed_form = base_run.collectives_closed_form;
-      r.warnings = base_run.warnings;
-      r.stuck = base_run.stuck;
-      continue;
-    }
-    for (const auto& w : run.warnings) {
-      if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
-    }
-    if (!a.interrupted && !base->interrupted && a.stall.empty() && base->stall.empty()) {
-      if (!same_collectives(base_run, run)) {
-        r.warnings.push_back(fmt::format("lab: agent {}'s collectives differ from agent {}'s (the replicated model "
-                                         "should be identical)", a.name, base->name));
-      }
-      if (!same_links(base_run, run)) {
-        r.warnings.push_back(fmt::format("lab: agent {}'s link statistics differ from agent {}'s", a.name, base->name));
-      }
-    }
-  }
-  for (const auto& [rank, json] : o.rank_reports) {
-    emu::RunResult one = emu::report_from_json(json, fmt::format("rank {}'s result", rank));
-    for (const auto& k : one.ranks) {
-      r.ranks.push_back(k);
-      if (k.finish > r.total) r.total = k.finish;
-    }
-  }
-  std::sort(r.ranks.begin(), r.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-  r.warnings.insert(r.warnings.end(), stall_warnings.begin(), stall_warnings.end());
-  if (any_interrupted) r.warnings.push_back("lab: the run was stopped before the end: the report is partial");
-
-  std::string agents_json;
-  const bool dpdk = o.fabric == "dpdk", wire = o.fabric != "model";
-  m.text = fmt::format("Lab ({} agents, fabric {}{}{}, run {})\n", o.agents.size(), o.fabric,
-                       dpdk ? fmt::format(", {} frames", o.wire) : std::string(),
-                       wire ? fmt::format(", DSCP {} ECN {}", o.dscp, o.ecn) : std::string(), o.run_id);
-  for (const AgentReport& a : o.agents) {
-    const bool has_result = a.done && !a.lost;
-    if (!has_result) {
-      m.lost_ranks.insert(m.lost_ranks.end(), a.ranks.begin(), a.ranks.end());
-      r.warnings.push_back(fmt::format("lab: agent {} ({}) lost: {}; ranks {} have no result", a.name, a.control,
-                                       a.lost_reason.empty() ? "no results" : a.lost_reason, format_ranks(a.ranks)));
-    }
-    const char* status = !has_result ? "lost" : a.interrupted ? "interrupted" : !a.stall.empty() ? "stalled" : "done";
-    // The walk's actual start on the agent, in the coordinator's clock, minus the agreed start.
-    const int64_t skew = has_result ? a.started_ns - a.clock.offset_ns - o.start_at_ns : 0;
-    const std::string drift = a.after ? fmt::format("{}", a.after->offset_ns - a.clock.offset_ns) : "null";
-    agents_json += fmt::format(
-        "{}\n      {{\"name\": {}, \"host\": {}, \"control\": {}, \"ranks\": {}, \"status\": \"{}\", \"lost_reason\": {}, "
-        "\"clock_offset_ns\": {}, \"clock_rtt_ns\": {}, \"clock_residual_bound_ns\": {}, \"clock_drift_ns\": {}, "
-        "\"start_skew_ns\": {}, \"wall_ns\": {}, \"mac\": {}, \"stall\": {}{}}}",
-        agents_json.empty() ? "" : ",", json_string(a.name), json_string(a.agent_id), json_string(a.control),
-        json_string(format_ranks(a.ranks)), status, json_string(a.lost_reason), a.clock.offset_ns, a.clock.delay_ns,
-        a.clock.delay_ns / 2, drift, skew, a.wall_ns, json_string(a.mac),
-        a.stall.empty() ? std::string("null") : json_string(a.stall),
-        a.socket_json.empty() ? std::string() : ", \"socket\": " + a.socket_json);
-    m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}{}{}\n",
-                          a.name, a.control, format_ranks(a.ranks), status, a.clock.offset_ns, a.clock.delay_ns,
-                          a.clock.delay_ns / 2,
-                          a.after ? fmt::format(", drift {} ns", a.after->offset_ns - a.clock.offset_ns) : "",
-                          has_result ? fmt::format(", started {} ns off", skew) : "",
-                          a.mac.empty() ? "" : ", port " + a.mac, traffic_class_note(o, a));
-  }
-  const int64_t setup = o.start_sent_ns > 0 ? o.start_sent_ns - o.began_ns : 0;
-  const int64_t ready = o.ready_ns > 0 ? o.ready_ns - o.began_ns : 0;
-  m.text += fmt::format("  control plane       {:.3f} ms to prepare every agent, Start sent after {:.3f} ms "
-                        "({} trace bytes per agent)\n",
-                        static_cast<double>(ready) / 1e6, static_cast<double>(setup) / 1e6, o.trace_bytes);
-  std::sort(m.lost_ranks.begin(), m.lost_ranks.end());
-  if (!m.lost_ranks.empty()) m.text += fmt::format("  lost ranks          {}\n", format_ranks(m.lost_ranks));
-  r.sections.emplace_back(
-      "lab", fmt::format("{{\n    \"run_id\": {}, \"fabric\": {}, \"wire\": {}, \"dscp\": {}, \"ecn\": {}, \"setup_ns\": {}, "
-                         "\"ready_ns\": {}, \"start_margin_ns\": {}, \"trace_bytes\": {}, \"lost_ranks\": {},\n    "
-                         "\"agents\": [{}\n    ]\n  }}",
-                         json_string(o.run_id), json_string(o.fabric), dpdk ? json_string(o.wire) : "null",
-                         wire ? fmt::format("{}", o.dscp) : "null", wire ? json_string(o.ecn) : "null", setup, ready,
-                         o.start_at_ns > 0 ? o.start_at_ns - o.ready_ns : 0, o.trace_bytes,
-                         json_string(format_ranks(m.lost_ranks)), agents_json));
-  return m;
-}
-
-void replay_timeline(const LabRunOutcome& o, emu::TimelineSink& sink) {
-  for (const proto::TimelineSlice& s : o.slices) {
-    if (s.message()) {
-      sink.message_slice(s.rank(), s.track(), s.bytes(), emu::Time::from_ps(s.start_ps()),
-                         emu::Time::from_ps(s.end_ps()), s.node_id());
-    } else {
-      sink.node_slice(s.rank(), s.track(), s.name(), s.kind().c_str(), s.node_id(), emu::Time::from_ps(s.start_ps()),
-                      emu::Time::from_ps(s.end_ps()), s.bytes());
-    }
-  }
 }
 
 }  // namespace fabemu::lab

@@ -60,6 +60,7 @@ struct AgentReport {
   std::string lost_reason;
   std::string report_json;             // RunDone.report_json
   std::string socket_json;
+  std::string socket_text;             // RunDone.socket_text: the socket fabric's summary, as a single-host run prints it
   std::string mac;                     // fabric dpdk: its port's MAC (Prepared.mac), "02:00:00:00:00:01"; else ""
 };
 

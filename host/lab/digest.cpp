@@ -3,10 +3,14 @@
 #include <fmt/core.h>
 #include <openssl/evp.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <memory>
 
 #include "host/lab/error.h"
@@ -43,19 +47,60 @@ std::string sha256(std::string_view bytes) {
   return finish_digest(ctx.get());
 }
 
-std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LabError(proto::ERROR_RUN_FAILED, fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+namespace {
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+std::string sha256_file(const std::string& path, const std::atomic<bool>* cancel, std::uint64_t* bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; a regular file ignores it.
+  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (file.fd < 0) {
+    throw LabError(proto::ERROR_RUN_FAILED, fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0) {
+    throw LabError(proto::ERROR_RUN_FAILED, fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw LabError(proto::ERROR_RUN_FAILED,
+                   fmt::format("{}: is {}, not a regular file: a trace must be a regular file", path,
+                               kind_of(st.st_mode)));
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
   MdCtx ctx = new_ctx();
   std::array<char, 1 << 16> buffer{};
-  while (in) {
-    in.read(buffer.data(), buffer.size());
-    const auto got = in.gcount();
-    if (got > 0 && EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(got)) != 1) {
+  std::uint64_t done = 0;
+  while (done < size) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      throw LabError(proto::ERROR_RUN_FAILED,
+                     fmt::format("{}: hashing cancelled after {} of {} bytes", path, done, size));
+    }
+    const ssize_t got = ::read(file.fd, buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size - done)));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw LabError(proto::ERROR_RUN_FAILED, fmt::format("{}: read error: {}", path, std::strerror(errno)));
+    if (got == 0) break;  // shrank meanwhile: the digest will not match
+    if (EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<std::size_t>(got)) != 1) {
       throw LabError(proto::ERROR_INTERNAL, "SHA-256 failed");
     }
+    done += static_cast<std::uint64_t>(got);
   }
-  if (in.bad()) throw LabError(proto::ERROR_RUN_FAILED, fmt::format("{}: read error", path));
+  if (bytes != nullptr) *bytes = done;
   return finish_digest(ctx.get());
 }
 

@@ -11,8 +11,11 @@
 
 namespace fabemu::lab {
 
+// Links a process-wide LiveMetrics has room for (the agent's and the coordinator's: runs' topologies differ).
+inline constexpr std::size_t kLiveMetricsLinks = 16384;
+
 struct LiveMetrics {
-  explicit LiveMetrics(std::size_t links = 0) : link_bytes(links) {}
+  explicit LiveMetrics(std::size_t links = 0) : link_bytes(links), link_count(links) {}
   LiveMetrics(const LiveMetrics&) = delete;
   LiveMetrics& operator=(const LiveMetrics&) = delete;
 
@@ -29,6 +32,8 @@ struct LiveMetrics {
   // Per link of the topology: message bytes the model carried on it (counters; Prometheus' rate() gives
   // the per-link rate). Sized at construction.
   std::vector<std::atomic<uint64_t>> link_bytes;
+  // How many of them the current (or last) run uses: the samples rendered (none: no link family at all).
+  std::atomic<std::size_t> link_count;
 
   static void add(std::atomic<uint64_t>& c, uint64_t v) noexcept { c.fetch_add(v, std::memory_order_relaxed); }
 };

@@ -1,10 +1,14 @@
 #include "host/lab/metrics.h"
 
+#include "host/lab/accept_guard.h"
+
 #include <fmt/core.h>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <list>
@@ -90,13 +94,63 @@ std::string render_metrics(const LiveMetrics& m, const MetricLabels& labels) {
   counter("fabemu_frames_received_total", "Datagrams or frames received.", m.frames_received);
   counter("fabemu_retransmissions_total", "Data packets sent again.", m.retransmissions);
   counter("fabemu_not_ours_total", "Frames received and dropped as not ours.", m.not_ours);
+  // A family without samples is left out (a run that has no links yet, or the model fabric).
+  const size_t links = std::min(m.link_bytes.size(), m.link_count.load(std::memory_order_relaxed));
+  if (links == 0) return out;
   out += "# HELP fabemu_link_bytes_total Message bytes the model carried on each link of the topology.\n"
          "# TYPE fabemu_link_bytes_total counter\n";
-  for (size_t l = 0; l < m.link_bytes.size(); ++l) {
+  for (size_t l = 0; l < links; ++l) {
     out += fmt::format("fabemu_link_bytes_total{{{}{}link=\"{}\"}} {}\n", base, base.empty() ? "" : ",", l,
                        m.link_bytes[l].load(std::memory_order_relaxed));
   }
   return out;
+}
+
+proto::RunProgress progress_of(const LiveMetrics& m) {
+  constexpr auto r = std::memory_order_relaxed;
+  proto::RunProgress p;
+  p.set_messages_sent(m.messages_sent.load(r));
+  p.set_bytes_sent(m.bytes_sent.load(r));
+  p.set_messages_received(m.messages_received.load(r));
+  p.set_bytes_received(m.bytes_received.load(r));
+  p.set_frames_sent(m.frames_sent.load(r));
+  p.set_frames_received(m.frames_received.load(r));
+  p.set_retransmissions(m.retransmissions.load(r));
+  p.set_not_ours(m.not_ours.load(r));
+  p.set_emulated_ps(m.emulated_ps.load(r));
+  const size_t links = std::min(m.link_bytes.size(), m.link_count.load(r));
+  for (size_t l = 0; l < links; ++l) p.add_link_bytes(m.link_bytes[l].load(r));
+  return p;
+}
+
+void add_progress(LiveMetrics& sum, const proto::RunProgress& before, const proto::RunProgress& now) {
+  const auto since = [](uint64_t b, uint64_t n) { return n > b ? n - b : uint64_t{0}; };
+  LiveMetrics::add(sum.messages_sent, since(before.messages_sent(), now.messages_sent()));
+  LiveMetrics::add(sum.bytes_sent, since(before.bytes_sent(), now.bytes_sent()));
+  LiveMetrics::add(sum.messages_received, since(before.messages_received(), now.messages_received()));
+  LiveMetrics::add(sum.bytes_received, since(before.bytes_received(), now.bytes_received()));
+  LiveMetrics::add(sum.frames_sent, since(before.frames_sent(), now.frames_sent()));
+  LiveMetrics::add(sum.frames_received, since(before.frames_received(), now.frames_received()));
+  LiveMetrics::add(sum.retransmissions, since(before.retransmissions(), now.retransmissions()));
+  LiveMetrics::add(sum.not_ours, since(before.not_ours(), now.not_ours()));
+  if (now.emulated_ps() > sum.emulated_ps.load(std::memory_order_relaxed)) sum.emulated_ps.store(now.emulated_ps());
+  const size_t links = std::min(sum.link_bytes.size(), static_cast<size_t>(now.link_bytes_size()));
+  for (size_t l = 0; l < links; ++l) {
+    const int i = static_cast<int>(l);
+    const uint64_t bytes = since(i < before.link_bytes_size() ? before.link_bytes(i) : 0, now.link_bytes(i));
+    if (bytes > sum.link_bytes[l].load(std::memory_order_relaxed)) sum.link_bytes[l].store(bytes);
+  }
+  if (links > sum.link_count.load(std::memory_order_relaxed)) sum.link_count.store(links);
+}
+
+void reset_metrics(LiveMetrics& m) {
+  for (auto* c : {&m.messages_sent, &m.bytes_sent, &m.messages_received, &m.bytes_received, &m.frames_sent,
+                  &m.frames_received, &m.retransmissions, &m.not_ours}) {
+    c->store(0);
+  }
+  m.emulated_ps.store(0);
+  for (auto& l : m.link_bytes) l.store(0);
+  m.link_count.store(0);
 }
 
 // --- the server ----------------------------------------------------------------------------------------
@@ -106,10 +160,13 @@ class Session;
 }
 
 struct MetricsServer::State {
-  State(boost::asio::io_context& io, std::function<std::string()> r) : acceptor(io), render(std::move(r)) {}
-  tcp::acceptor acceptor;
+  State(boost::asio::io_context& io, std::function<std::string()> r)
+      : accept(std::make_shared<AcceptLoop>(tcp::acceptor(io), "metrics")), render(std::move(r)) {}
+  std::shared_ptr<AcceptLoop> accept;
   std::function<std::string()> render;
-  std::list<std::weak_ptr<Session>> sessions;
+  std::list<std::weak_ptr<Session>> sessions;  // oldest first
+  std::size_t max_connections = 0;
+  RateLimitedLog limit_log;
   bool closed = false;
   std::atomic<uint64_t> requests{0};
 };
@@ -185,31 +242,41 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> res_;
 };
 
-void accept(const std::shared_ptr<MetricsServer::State>& st) {
-  st->acceptor.async_accept([st](boost::system::error_code ec, tcp::socket socket) {
-    if (st->closed) return;
-    if (!ec) {
-      auto s = std::make_shared<Session>(std::move(socket), st);
-      // Forget sessions that ended, then remember this one (for close()).
-      st->sessions.remove_if([](const std::weak_ptr<Session>& w) { return w.expired(); });
-      st->sessions.push_back(s);
-      s->start();
-    }
-    accept(st);
-  });
+// A new connection at the cap closes the oldest one (scrapers reconnect; a flood of idle connections
+// cannot lock them out).
+void admit(const std::shared_ptr<MetricsServer::State>& state, tcp::socket socket) {
+  MetricsServer::State& st = *state;
+  st.sessions.remove_if([](const std::weak_ptr<Session>& w) { return w.expired(); });
+  if (st.sessions.size() >= st.max_connections) {
+    st.limit_log.warn(fmt::format("metrics: {} connections open (the limit): closing the oldest", st.sessions.size()));
+    if (auto oldest = st.sessions.front().lock()) oldest->close();
+    st.sessions.pop_front();
+  }
+  auto s = std::make_shared<Session>(std::move(socket), state);
+  st.sessions.push_back(s);
+  s->start();
 }
 
 }  // namespace
 
 MetricsServer::MetricsServer(boost::asio::io_context& io, const tcp::endpoint& endpoint,
-                             std::function<std::string()> render)
+                             std::function<std::string()> render, std::size_t max_connections)
     : state_(std::make_shared<State>(io, std::move(render))) {
-  tcp::acceptor& a = state_->acceptor;
+  state_->max_connections = max_connections > 0 ? max_connections : fd_connection_budget(64, 8);
+  tcp::acceptor& a = state_->accept->acceptor;
   a.open(endpoint.protocol());
   a.set_option(tcp::acceptor::reuse_address(true));
   a.bind(endpoint);
   a.listen();
-  accept(state_);
+  std::weak_ptr<State> weak = state_;
+  state_->accept->stopped = [weak] {
+    const auto st = weak.lock();
+    return !st || st->closed;
+  };
+  state_->accept->on_socket = [weak](tcp::socket socket) {
+    if (const auto st = weak.lock()) admit(st, std::move(socket));
+  };
+  accept_loop(state_->accept);
 }
 
 MetricsServer::~MetricsServer() { close(); }
@@ -217,15 +284,21 @@ MetricsServer::~MetricsServer() { close(); }
 void MetricsServer::close() {
   if (state_->closed) return;
   state_->closed = true;
-  boost::system::error_code ec;
-  state_->acceptor.close(ec);
+  state_->accept->close();
   for (auto& w : state_->sessions) {
     if (auto s = w.lock()) s->close();
   }
   state_->sessions.clear();
 }
 
-tcp::endpoint MetricsServer::local_endpoint() const { return state_->acceptor.local_endpoint(); }
+tcp::endpoint MetricsServer::local_endpoint() const { return state_->accept->acceptor.local_endpoint(); }
+
+std::size_t MetricsServer::connection_count() const {
+  return static_cast<std::size_t>(std::count_if(state_->sessions.begin(), state_->sessions.end(),
+                                                [](const std::weak_ptr<Session>& w) { return !w.expired(); }));
+}
+
+std::size_t MetricsServer::max_connections() const { return state_->max_connections; }
 
 uint64_t MetricsServer::requests() const noexcept { return state_->requests.load(std::memory_order_relaxed); }
 

@@ -267,6 +267,17 @@ ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::
 
 std::unique_ptr<DatagramTransport> bind_udp_data_plane(const proto::AssignRanks& assign) { return bind_udp(assign); }
 
+std::string name_user_files(std::string text, const std::vector<std::string>& paths,
+                            const std::vector<std::string>& names) {
+  for (size_t r = 0; r < paths.size() && r < names.size(); ++r) {
+    if (paths[r].empty() || names[r].empty() || paths[r] == names[r]) continue;
+    for (size_t at = text.find(paths[r]); at != std::string::npos; at = text.find(paths[r], at + names[r].size())) {
+      text.replace(at, paths[r].size(), names[r]);
+    }
+  }
+  return text;
+}
+
 void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& deliver) {
   const proto::AssignRanks& assign = *in.assign;
   const proto::RunSpec& spec = assign.spec();
@@ -377,14 +388,16 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
                                           socket->engine().now().ps(), stall));
     unfinished_as_warnings("stopped: ");
   }
-  std::string socket_json;
+  std::string socket_json, socket_text;
   if (socket) {
     if (!interrupted && !socket->drain() && stall.empty()) {
       result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
     }
     socket_json = socket_stats_to_json(socket->stats());
+    socket_text = format_socket_stats(socket->stats());
   }
   result.links = emu::link_results(*packet, result.total);
+  for (std::string& w : result.warnings) w = name_user_files(std::move(w), in.trace_paths, in.trace_names);
 
   ReplayOutput out;
   std::vector<emu::RankResult> own;
@@ -413,6 +426,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   out.done.set_interrupted(interrupted);
   out.done.set_stall(stall);
   out.done.set_socket_json(socket_json);
+  out.done.set_socket_text(socket_text);
   out.done.set_started_ns(started);
   out.done.set_wall_ns(ended - started);
   deliver(std::move(out));

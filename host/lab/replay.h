@@ -32,6 +32,7 @@ ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::
 struct ReplayInput {
   const proto::AssignRanks* assign = nullptr;   // the run: spec, ranks, fabric
   std::vector<std::string> trace_paths;         // per rank, on this host
+  std::vector<std::string> trace_names;         // per rank, the user's file (TraceShard.name): named instead
   std::map<std::string, std::string> config_paths;
   int64_t start_realtime_ns = 0;                // emulated time 0, this host's CLOCK_REALTIME
   const std::atomic<bool>* stop = nullptr;      // polled; true ends the run early (interrupted)
@@ -49,6 +50,11 @@ struct ReplayInput {
 // an address already in use fails the preparation, before any agent starts. std::runtime_error naming the
 // ranks and addresses.
 std::unique_ptr<DatagramTransport> bind_udp_data_plane(const proto::AssignRanks& assign);
+
+// `text` with each of `paths` (an agent's copies of the traces) replaced by the user's file of the same
+// rank in `names` (empty names are left alone), so warnings and errors name what the user gave.
+std::string name_user_files(std::string text, const std::vector<std::string>& paths,
+                            const std::vector<std::string>& names);
 
 struct ReplayOutput {
   std::vector<proto::RankResult> ranks;  // per local rank, several when its timeline is long (`more`)

@@ -734,6 +734,7 @@ void SocketFabric::Impl::publish() {
   for (size_t l = 0; l < links; ++l) {
     bump(m.link_bytes[l], p.link_bytes[l], model_.link_stats(static_cast<emu::LinkId>(l)).bytes);
   }
+  m.link_count.store(links, std::memory_order_relaxed);
   m.emulated_ps.store(static_cast<int64_t>(engine_.now().ps()), std::memory_order_relaxed);
 }
 

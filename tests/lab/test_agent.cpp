@@ -1,9 +1,12 @@
 // The agent and LabClient on loopback, in one process: the agent runs on its own io_context thread.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
 #include <thread>
@@ -260,6 +263,131 @@ TEST_F(LabAgentTest, AgentHeartbeatsKeepAnAnsweringPeerAlive) {
   const ClockEstimate clock = client->probe_clock(4);
   EXPECT_EQ(clock.samples, 4u);
   client->close();
+}
+
+// Issue 44 item 13: every idle connection was accepted and kept (2,000 of them). At the unauthenticated
+// cap the oldest unauthenticated connection goes, so a flood of 50 idle ones holds 3 slots and a
+// coordinator still gets in; the refusals are logged at most once a second.
+TEST_F(LabAgentTest, CapsUnauthenticatedConnectionsAndStillAdmitsACoordinator) {
+  AgentOptions options;
+  options.max_connections = 6;
+  options.max_unauthenticated = 3;
+  start(options);
+  asio::io_context client_io;  // outlives its sockets
+  std::vector<asio::ip::tcp::socket> flood;
+  for (int i = 0; i < 50; ++i) {
+    flood.emplace_back(client_io);
+    flood.back().connect(endpoint_);
+  }
+  // The agent has seen all 50 once a 51st connection (a coordinator) is served after them.
+  expect_good_client();
+  EXPECT_LE(connections(), 3u);
+  EXPECT_TRUE(logged({"closing the oldest unauthenticated one", "limits 3 and 6"}));
+  std::size_t limit_lines = 0;
+  for (const std::string& line : log_->last_formatted()) {
+    limit_lines += line.find("closing the oldest unauthenticated one") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_GE(limit_lines, 1u);
+  EXPECT_LE(limit_lines, 10u);  // 48 evictions, one line a second
+  // Authenticated coordinators fill the other slots; beyond the total cap a new one is refused.
+  std::vector<std::unique_ptr<LabClient>> coordinators;
+  for (int i = 0; i < 6; ++i) {
+    coordinators.push_back(connected());
+    coordinators.back()->authenticate(kToken);
+  }
+  auto refused = connected();
+  EXPECT_THROW(refused->authenticate(kToken), LabError);
+  EXPECT_EQ(connections(), 6u);
+  EXPECT_TRUE(logged({"6 connections open (the limit): refusing 127.0.0.1:"}));
+  for (auto& c : coordinators) c->heartbeat();  // all still served
+}
+
+// Issue 44 item 14: a wrong token is answered after a delay that doubles per failure of the address
+// (200, 400, 800 ms here); a success resets it.
+TEST_F(LabAgentTest, FailedAuthenticationsWaitLongerPerPeer) {
+  AgentOptions options;
+  options.auth_failure_delay = 200ms;
+  start(options);
+  std::vector<std::chrono::steady_clock::duration> took;
+  for (int i = 0; i < 3; ++i) {
+    auto client = connected();
+    const auto before = std::chrono::steady_clock::now();
+    try {
+      client->authenticate("not-the-token");
+      ADD_FAILURE() << "authenticated with a wrong token";
+    } catch (const LabError& e) {
+      EXPECT_EQ(e.code(), proto::ERROR_AUTH_FAILED) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fmt::format("answered after {} ms", 200 << i)), std::string::npos)
+          << e.what();
+    }
+    took.push_back(std::chrono::steady_clock::now() - before);
+  }
+  EXPECT_GE(took[0], 200ms);
+  EXPECT_GE(took[1], 400ms);
+  EXPECT_GE(took[2], 800ms);
+  expect_good_client();  // resets the address's count
+  auto again = connected();
+  try {
+    again->authenticate("not-the-token");
+  } catch (const LabError& e) {
+    EXPECT_NE(std::string(e.what()).find("answered after 200 ms"), std::string::npos) << e.what();
+  }
+}
+
+// An authenticated client that assigns a one-rank model run whose trace is `path` on shared storage.
+std::unique_ptr<LabClient> assign_shared_trace(std::unique_ptr<LabClient> client, const std::string& path) {
+  client->authenticate(kToken);
+  proto::Envelope assign;
+  auto* a = assign.mutable_assign_ranks();
+  a->set_run_id("shared");
+  a->set_world_size(1);
+  auto* rank = a->add_ranks();
+  rank->set_rank(0);
+  rank->set_fabric("model");
+  rank->set_agent("a");
+  a->set_fabric_config("model");
+  a->add_local_ranks(0);
+  a->set_shared_storage(true);
+  client->send(assign);
+  proto::Envelope shard;
+  shard.mutable_trace_shard()->set_rank(0);
+  shard.mutable_trace_shard()->set_name("trace.0.et");
+  shard.mutable_trace_shard()->set_path(path);
+  shard.mutable_trace_shard()->set_sha256(std::string(32, 'x'));
+  client->send(shard);
+  return client;
+}
+
+// Issue 44 item 15: a shared-storage path to /dev/zero was hashed for ever (and the agent then ignored
+// SIGTERM, joining its hasher). Only regular files are hashed: the coordinator is told at once.
+TEST_F(LabAgentTest, SharedTraceThatIsADeviceIsRefused) {
+  start();
+  auto client = assign_shared_trace(connected(), "/dev/zero");
+  try {
+    client->receive();
+    ADD_FAILURE() << "no error";
+  } catch (const LabError& e) {
+    EXPECT_EQ(e.code(), proto::ERROR_RUN_FAILED);
+    EXPECT_NE(std::string(e.what()).find("rank 0 (trace.0.et): /dev/zero: is a character device, not a regular file"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(all_closed());
+}
+
+// A large file is still being hashed when its coordinator leaves: the hash stops (at the next 64 KiB), so the
+// agent's stop does not wait for it.
+TEST_F(LabAgentTest, HashOfASharedTraceStopsWithItsCoordinator) {
+  const auto path = std::filesystem::temp_directory_path() / ("fabemu_lab_sparse_" + std::to_string(::getpid()));
+  {
+    std::ofstream(path.string()) << "";
+    std::filesystem::resize_file(path, std::uint64_t{64} << 30);  // 64 GiB, sparse: minutes of SHA-256
+  }
+  start();
+  auto client = assign_shared_trace(connected(), path.string());
+  std::this_thread::sleep_for(200ms);
+  client->close();
+  EXPECT_TRUE(logged({"run shared: rank 0 (trace.0.et):", "hashing cancelled after"}));
+  std::filesystem::remove(path);
 }
 
 TEST_F(LabAgentTest, StopTellsConnectedPeers) {

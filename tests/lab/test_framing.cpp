@@ -1,14 +1,22 @@
 // Framing, HMAC, token files, addresses and the clock estimate of the lab control plane.
+#include <fcntl.h>
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "host/lab/address.h"
 #include "host/lab/auth.h"
 #include "host/lab/clock.h"
+#include "host/lab/digest.h"
 #include "host/lab/error.h"
 #include "host/lab/framing.h"
 
@@ -147,6 +155,105 @@ TEST_F(TokenFile, RejectsMissingEmptyAndWorldReadable) {
   EXPECT_NE(message((dir_ / "missing").string()).find("does not exist"), std::string::npos);
   EXPECT_NE(message(write("empty", " \n", 0600)).find("is empty"), std::string::npos);
   EXPECT_NE(message(write("open", "tok", 0644)).find("chmod 600"), std::string::npos);
+}
+
+// Issue 44 item 14: group bits (640, 660) were accepted, a FIFO blocked start-up for ever, a directory was
+// reported as "is empty". Each is refused with the file's name and what it is, without opening it.
+TEST_F(TokenFile, RejectsGroupAccessFifoAndDirectoryNamingTheFile) {
+  const auto message = [](const std::string& path) {
+    try {
+      read_token_file(path);
+    } catch (const LabError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const mode_t mode : {0640, 0660, 0620, 0604}) {
+    const std::string path = write(fmt::format("group{:o}", mode), "tok", mode);
+    EXPECT_EQ(message(path), fmt::format("token file {} is accessible by its group or other users (mode {:o}): "
+                                         "chmod 600 it", path, mode));
+  }
+  EXPECT_EQ(read_token_file(write("owner-only", "tok", 0400)), "tok");
+  const std::string directory = (dir_ / "a-directory").string();
+  std::filesystem::create_directory(directory);
+  ::chmod(directory.c_str(), 0700);
+  EXPECT_EQ(message(directory), fmt::format("token file {} is a directory, not a regular file", directory));
+  const std::string fifo = (dir_ / "a-fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto result = std::async(std::launch::async, [&] { return message(fifo); });
+  if (result.wait_for(std::chrono::seconds(5)) == std::future_status::timeout) {
+    ADD_FAILURE() << "reading the FIFO token file blocks";
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the blocked reader see end of file
+    if (fd >= 0) ::close(fd);
+  }
+  EXPECT_EQ(result.get(), fmt::format("token file {} is a FIFO, not a regular file", fifo));
+}
+
+// Failed authentications of one peer address wait 100, 200, 400 ... ms, at most 32 x 100 ms; another
+// address starts at 100 ms; a success or 60 s without a failure forgets the count.
+TEST(AuthFailureDelay, GrowsPerPeerAndIsForgotten) {
+  using std::chrono::milliseconds;
+  AuthFailureDelay delay(milliseconds(100));
+  const auto t0 = AuthFailureDelay::Clock::now();
+  std::vector<long> got;
+  for (int i = 0; i < 8; ++i) got.push_back(delay.fail("10.0.0.1", t0).count());
+  EXPECT_EQ(got, (std::vector<long>{100, 200, 400, 800, 1600, 3200, 3200, 3200}));
+  EXPECT_EQ(delay.fail("10.0.0.2", t0).count(), 100);
+  EXPECT_EQ(delay.fail("10.0.0.1", t0 + std::chrono::seconds(61)).count(), 100);
+  delay.succeed("10.0.0.1");
+  EXPECT_EQ(delay.fail("10.0.0.1", t0 + std::chrono::seconds(62)).count(), 100);
+  EXPECT_EQ(delay.peers(), 2u);
+}
+
+// Issue 44 item 15: sha256_file hashed /dev/zero for ever. A device, a FIFO or a directory is refused
+// before a byte is read (run on a detached thread, so that the old behaviour fails instead of hanging).
+TEST(Sha256File, RefusesWhatIsNotARegularFileNamingIt) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fabemu_lab_digest_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "/dev/zero: is a character device, not a regular file: a trace must be a regular file"},
+      {fifo, fifo + ": is a FIFO, not a regular file: a trace must be a regular file"},
+      {dir.string(), dir.string() + ": is a directory, not a regular file: a trace must be a regular file"}};
+  for (const auto& [path, expected] : cases) {
+    auto message = std::make_shared<std::promise<std::string>>();
+    std::thread([message, path = path] {
+      try {
+        sha256_file(path);
+        message->set_value("no error");
+      } catch (const LabError& e) {
+        message->set_value(e.what());
+      }
+    }).detach();
+    auto result = message->get_future();
+    if (result.wait_for(std::chrono::seconds(5)) == std::future_status::timeout) {
+      ADD_FAILURE() << path << ": still hashing after 5 s";
+      continue;
+    }
+    EXPECT_EQ(result.get(), expected);
+  }
+  // A regular file: its digest and size.
+  const std::string file = (dir / "trace").string();
+  std::ofstream(file) << "abc";
+  std::uint64_t bytes = 0;
+  EXPECT_EQ(to_hex(sha256_file(file, nullptr, &bytes)), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(bytes, 3u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sha256File, StopsWhenCancelled) {
+  const auto path = std::filesystem::temp_directory_path() / ("fabemu_lab_cancel_" + std::to_string(::getpid()));
+  std::ofstream(path.string()) << "";
+  std::filesystem::resize_file(path, std::uint64_t{1} << 30);
+  std::atomic<bool> cancel{true};
+  try {
+    sha256_file(path.string(), &cancel);
+    ADD_FAILURE() << "not cancelled";
+  } catch (const LabError& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": hashing cancelled after 0 of 1073741824 bytes");
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(LabAddress, ParsesAndRejects) {

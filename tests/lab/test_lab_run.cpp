@@ -2,6 +2,7 @@
 // The shared 8- and 16-rank microbenchmarks give the single-host packet model's report and timeline; an agent
 // killed mid-run makes the coordinator name its ranks and exit 1 within 10 s with a partial report; a
 // coordinator killed mid-run makes the agents stop, clean up and serve the next coordinator.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
@@ -16,7 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -494,6 +498,25 @@ TEST_F(LabRun, MetricsEndpointsServeDuringTheRun) {
   const std::string agent = http_get_metrics(agent_port);
   EXPECT_NE(agent.find("fabemu_running{role=\"agent\","), std::string::npos) << agent;
   EXPECT_NE(agent.find("} 1\n"), std::string::npos) << agent;
+  // Issue 44 item 19: the coordinator's traffic counters stayed 0 while the agents counted; two agents of
+  // one host had the same labels; a family (links, over the model fabric) had HELP/TYPE and no sample.
+  // The agents' heartbeats (every 200 ms here) carry their counters: the coordinator's sum is theirs.
+  std::this_thread::sleep_for(500ms);
+  const std::string summed = http_get_metrics(coordinator_port);
+  const std::regex sent_re(R"(fabemu_messages_sent_total\{role="coordinator"\} (\d+))");
+  std::smatch sent;
+  ASSERT_TRUE(std::regex_search(summed, sent, sent_re)) << summed;
+  EXPECT_GT(std::stoull(sent[1].str()), 0u) << summed;
+  EXPECT_NE(agent.find(fmt::format("listen=\"127.0.0.1:{}\"", ports_[0])), std::string::npos) << agent;
+  for (const std::string* text : {&summed, &agent}) {
+    // Every TYPE line is followed by a sample of its family.
+    for (size_t at = text->find("# TYPE "); at != std::string::npos; at = text->find("# TYPE ", at + 1)) {
+      const size_t name_end = text->find(' ', at + 7);
+      const std::string family = text->substr(at + 7, name_end - at - 7);
+      const size_t next_line = text->find('\n', at) + 1;
+      EXPECT_EQ(text->compare(next_line, family.size(), family), 0) << family << " has no sample:\n" << *text;
+    }
+  }
   ::kill(c.pid, SIGKILL);
   wait_exit(c.pid, 5s);
   coordinator_ = -1;
@@ -501,6 +524,38 @@ TEST_F(LabRun, MetricsEndpointsServeDuringTheRun) {
   EXPECT_TRUE(wait_for_text(scratch_.file("agent0.log"), "results dropped", 6s));
   const std::string idle = http_get_metrics(agent_port);
   EXPECT_NE(idle.find("fabemu_running{role=\"agent\","), std::string::npos) << idle;
+}
+
+// Issue 44 item 18: the summary said "done" for agents whose every delivery was late and that resent on
+// timeout; it now prints each agent's socket section as a single-host socket run does, and how far apart the
+// agents' walks began (`lab.start_spread_ns`).
+TEST_F(LabRun, SummaryShowsEachAgentsWireAndTheStartSpread) {
+  const std::string lab = write_lab(3, 6, 8, "socket");
+  auto args = workload_args("all_reduce", 8);
+  args.insert(args.begin(), {"run", "--agents", lab, "--dilation", "1000", "-r", scratch_.file("lab.json")});
+  ASSERT_EQ(run_fabemu(args, "lab"), 0) << slurp(scratch_.file("lab.err"));
+  const std::string text = slurp(scratch_.file("lab.out"));
+  const auto section = nlohmann::json::parse(slurp(scratch_.file("lab.json"))).at("lab");
+  int64_t earliest = INT64_MAX, latest = INT64_MIN;
+  for (const auto& a : section.at("agents")) {
+    const auto& so = a.at("socket");
+    const std::string name = a.at("name");
+    EXPECT_NE(text.find("  agent " + name + ": Socket fabric (UDP)\n"), std::string::npos) << text;
+    const uint64_t late = so.at("late"), on_time = so.at("on_time");
+    EXPECT_NE(text.find(fmt::format("    late deliveries     {} of {} (wire slower than the target)", late, late + on_time)),
+              std::string::npos) << text;
+    EXPECT_NE(text.find(fmt::format("{} retransmitted ({} on NACK, {} on timeout)", so.at("retransmissions").get<uint64_t>(),
+                                    so.at("nack_retransmissions").get<uint64_t>(),
+                                    so.at("timeout_retransmissions").get<uint64_t>())),
+              std::string::npos) << text;
+    earliest = std::min(earliest, a.at("start_skew_ns").get<int64_t>());
+    latest = std::max(latest, a.at("start_skew_ns").get<int64_t>());
+  }
+  EXPECT_EQ(section.at("start_spread_ns").get<int64_t>(), latest - earliest);
+  EXPECT_NE(text.find(fmt::format("  start               the agents' walks began {:.3f} ms apart ({:.3f} to {:.3f} ms "
+                                  "after the agreed instant)\n", static_cast<double>(latest - earliest) / 1e6,
+                                  static_cast<double>(earliest) / 1e6, static_cast<double>(latest) / 1e6)),
+            std::string::npos) << text;
 }
 
 TEST_F(LabRun, SharedStorageShipsPathsCheckedBySha256) {
@@ -533,6 +588,9 @@ TEST_F(LabRun, ABadTraceStopsTheRunNamingTheFile) {
   EXPECT_EQ(run_fabemu(args, "badtrace", 20s), 2);
   const std::string err = slurp(scratch_.file("badtrace.err"));
   EXPECT_NE(err.find("all_reduce.5.et"), std::string::npos) << err;
+  // Issue 44 item 17: the user's file, not the agent's copy in its run folder.
+  EXPECT_NE(err.find(cut.string()), std::string::npos) << err;
+  EXPECT_EQ(err.find("fabemu-run-"), std::string::npos) << err;
   EXPECT_NE(err.find("ERROR_RUN_FAILED"), std::string::npos) << err;
   // The agents are fine and clean.
   for (int i = 0; i < 3; ++i) {

@@ -168,14 +168,17 @@ void check_network_size(const std::string& file, uint64_t line, std::string_view
                         const emu::NetworkConfig& network) {
   const emu::TopologySize size = emu::topology_size(network);
   if (size.links <= emu::kMaxTopologyLinks) return;
-  const double gib = static_cast<double>(size.links) * static_cast<double>(emu::kTopologyBytesPerLink) /
-                     static_cast<double>(uint64_t{1} << 30);
+  const auto gib = [](int64_t links, int64_t bytes_per_link) {
+    return static_cast<double>(links) * static_cast<double>(bytes_per_link) / static_cast<double>(uint64_t{1} << 30);
+  };
   fail(file, line,
-       fmt::format("{}: the network has {} NPUs and {} links, which would need about {:.1f} GiB of memory "
-                   "({} bytes per link); fabemu models at most {} links (about {} MiB), whatever the workload "
-                   "uses",
-                   keys, size.npus, size.links, gib, emu::kTopologyBytesPerLink, emu::kMaxTopologyLinks,
-                   emu::kMaxTopologyLinks * emu::kTopologyBytesPerLink >> 20));
+       fmt::format("{}: the network has {} NPUs and {} links, which would need about {:.1f} GiB of memory with the "
+                   "analytical model and {:.1f} GiB with the packet model ({} and {} bytes per link, measured); "
+                   "fabemu models at most {} links ({:.1f} to {:.1f} GiB), whatever the workload uses",
+                   keys, size.npus, size.links, gib(size.links, emu::kTopologyBytesPerLink),
+                   gib(size.links, kPacketModelBytesPerLink), emu::kTopologyBytesPerLink, kPacketModelBytesPerLink,
+                   emu::kMaxTopologyLinks, gib(emu::kMaxTopologyLinks, emu::kTopologyBytesPerLink),
+                   gib(emu::kMaxTopologyLinks, kPacketModelBytesPerLink)));
 }
 
 Duration ns_to_duration(const std::string& file, uint64_t line, std::string_view what, std::string_view text,

@@ -420,11 +420,13 @@ TEST(NetworkYmlErrors, NetworkTooLargeNamesTheKeyAndTheMemory) {
   EXPECT_EQ(ten_million.where().line, 2u);
   EXPECT_NE(std::string(ten_million.what())
                 .find("key \"npus_count\": the network has 10000000 NPUs and 20000000 links, which would need about "
-                      "1.2 GiB of memory (64 bytes per link); fabemu models at most 16777216 links (about 1024 MiB)"),
+                      "1.2 GiB of memory with the analytical model and 1.9 GiB with the packet model (64 and 100 bytes "
+                      "per link, measured); fabemu models at most 16777216 links (1.0 to 1.6 GiB)"),
             std::string::npos)
       << ten_million.what();
   const auto billion = yml_error(dir, "topology: [ Ring ]\nnpus_count: [ 1000000000 ]\nbandwidth: [ 50 ]\nlatency: [ 5 ]\n");
-  EXPECT_NE(std::string(billion.what()).find("2000000000 links, which would need about 119.2 GiB"), std::string::npos)
+  EXPECT_NE(std::string(billion.what()).find("2000000000 links, which would need about 119.2 GiB of memory with the "
+                                                 "analytical model and 186.3 GiB with the packet model"), std::string::npos)
       << billion.what();
   const auto too_many = yml_error(dir, "topology: [ Ring ]\nnpus_count: [ 2147483648 ]\nbandwidth: [ 50 ]\nlatency: [ 5 ]\n");
   EXPECT_NE(std::string(too_many.what()).find("key \"npus_count\", dimension 0: \"2147483648\" is not an integer from 2 to "

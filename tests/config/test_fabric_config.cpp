@@ -298,11 +298,11 @@ TEST(FabricFileErrors, NetworkTooLargeNamesTheKeysAndTheMemory) {
   ScratchDir dir;
   expect_error(dir, "topology:\n  - {type: Ring, npus: 10000000, bandwidth_gbps: 400, latency_ns: 1}\n", 2,
                {"key \"npus\" of the dimensions of \"topology\": the network has 10000000 NPUs and 20000000 links, "
-                "which would need about 1.2 GiB of memory"});
+                "which would need about 1.2 GiB of memory with the analytical model and 1.9 GiB with the packet model"});
   expect_error(dir, "topology: {type: FatTree, hosts_per_leaf: 1, leaves: 16384, spines: 4096, host_bandwidth_gbps: 400, "
                     "host_latency_ns: 1}\n",
                1, {"keys \"hosts_per_leaf\", \"leaves\" and \"spines\" of \"topology\": the network has 16384 NPUs and "
-                   "134250496 links, which would need about 8.0 GiB"});
+                   "134250496 links, which would need about 8.0 GiB of memory with the analytical model and 12.5 GiB"});
 }
 
 TEST(FabricFileErrors, IntegerKeysAreRangeChecked) {

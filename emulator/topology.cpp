@@ -1,5 +1,6 @@
 #include "emulator/topology.h"
 
+#include <algorithm>
 #include <cassert>
 #include <limits>
 #include <stdexcept>
@@ -12,6 +13,14 @@ namespace {
 [[noreturn]] void bad_network(const NetworkConfig& config, const std::string& why) {
   throw std::invalid_argument("network " + (config.source.empty() ? std::string("(in memory)") : config.source) +
                               ": " + why);
+}
+
+// The memory bound (kMaxTopologyLinks), for configs built in memory; the readers check it first.
+void check_links(const NetworkConfig& config, int64_t links) {
+  if (links > kMaxTopologyLinks) {
+    bad_network(config, "has " + std::to_string(links) + " links, more than the " + std::to_string(kMaxTopologyLinks) +
+                            " fabemu models (" + std::to_string(kTopologyBytesPerLink) + " bytes each)");
+  }
 }
 
 int32_t coord(int32_t npu, int32_t stride, int32_t n) noexcept { return (npu / stride) % n; }
@@ -34,7 +43,50 @@ constexpr uint64_t mix64(uint64_t z) noexcept {
   return z ^ (z >> 31);
 }
 
+// a * b and a + b, saturating at INT64_MAX (operands >= 0).
+int64_t mul_sat(int64_t a, int64_t b) noexcept {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+int64_t add_sat(int64_t a, int64_t b) noexcept {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+
 }  // namespace
+
+TopologySize topology_size(const NetworkConfig& config) noexcept {
+  TopologySize size;
+  if (config.dims.empty()) return size;
+  if (config.fat_tree) {
+    const FatTreeConfig& ft = *config.fat_tree;
+    size.npus = mul_sat(std::max(0, ft.hosts_per_leaf), std::max(0, ft.leaves));
+    size.switches = add_sat(std::max(0, ft.leaves), std::max(0, ft.spines));
+    size.links = add_sat(mul_sat(2, size.npus), mul_sat(2, mul_sat(std::max(0, ft.leaves), std::max(0, ft.spines))));
+    return size;
+  }
+  size.npus = 1;
+  for (const NetworkDim& d : config.dims) size.npus = mul_sat(size.npus, std::max<int64_t>(0, d.npus));
+  for (const NetworkDim& d : config.dims) {
+    const int64_t n = d.npus;
+    if (n < 2) continue;
+    switch (d.topology) {
+      case DimTopology::kRing:
+        size.links = add_sat(size.links, mul_sat(size.npus, n == 2 ? 1 : 2));
+        break;
+      case DimTopology::kFullyConnected:
+        size.links = add_sat(size.links, mul_sat(size.npus, n - 1));
+        break;
+      case DimTopology::kSwitch:
+        size.links = add_sat(size.links, mul_sat(size.npus, 2));
+        size.switches = add_sat(size.switches, size.npus / n);
+        break;
+      case DimTopology::kFatTree:
+        break;
+    }
+  }
+  return size;
+}
 
 void Topology::build_fat_tree(const NetworkConfig& config) {
   const std::string only =
@@ -60,6 +112,8 @@ void Topology::build_fat_tree(const NetworkConfig& config) {
   if (n + ft.leaves + ft.spines > kMaxIds || links > std::numeric_limits<LinkId>::max()) {
     bad_network(config, "fat-tree has too many NPUs, switches or links for 32-bit ids");
   }
+  assert(topology_size(config).links == links);
+  check_links(config, links);
   npus_ = static_cast<int32_t>(n);
   nodes_ = static_cast<int32_t>(n + ft.leaves + ft.spines);
   fat_tree_ = FatTree{ft.hosts_per_leaf, ft.leaves, ft.spines, static_cast<LinkId>(2 * n)};
@@ -138,6 +192,8 @@ Topology::Topology(const NetworkConfig& config) {
     dims_.push_back(d);
     stride *= n;
   }
+  assert(topology_size(config).links == links);
+  check_links(config, links);
   nodes_ = static_cast<int32_t>(total + switches);
 
   links_.reserve(static_cast<std::size_t>(links));

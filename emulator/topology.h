@@ -24,6 +24,23 @@ struct Link {
   int32_t dim;  // the network dimension the link belongs to (network.yml order)
 };
 
+// What a network's Topology holds, computed from the config alone (nothing is built). Saturates at
+// INT64_MAX, so any config can be measured before it is built.
+struct TopologySize {
+  int64_t npus = 0;
+  int64_t switches = 0;
+  int64_t links = 0;
+};
+TopologySize topology_size(const NetworkConfig& config) noexcept;
+
+// The most links a Topology is built with. A link costs kTopologyBytesPerLink bytes whether or not the
+// workload uses it (its Link here, and a LinkState and LinkStats in the packet fabric: 32 + 16 + 16; a
+// 10^7-NPU ring, 2 * 10^7 links, was measured at 1.3 GB), so 2^24 links is 1 GiB: a ring of 8 million
+// NPUs, a 3D torus of 2.7 million, a fat-tree of 8 million hosts; 500 times the largest published
+// ASTRA-sim run (16,384 NPUs). The config readers check it with the key's name; the constructor too.
+inline constexpr int64_t kMaxTopologyLinks = int64_t{1} << 24;
+inline constexpr int64_t kTopologyBytesPerLink = 64;
+
 // Products of Ring / FullyConnected / Switch dimensions, as ASTRA-sim's network.yml describes them.
 //
 // NPU ids follow ASTRA-sim: id = sum_d coord_d * prod_{e<d} npus_e (dimension 0 varies fastest).
@@ -45,7 +62,7 @@ struct Link {
 class Topology {
  public:
   // Throws std::invalid_argument for an empty network, a dimension with fewer than 1 NPU, a network
-  // too large for 32-bit node and link ids, or a fat-tree that is not the network's only dimension
+  // too large for 32-bit node and link ids or with more than kMaxTopologyLinks links, or a fat-tree that is not the network's only dimension
   // (or whose dimension and FatTreeConfig disagree).
   explicit Topology(const NetworkConfig& config);
 

@@ -191,6 +191,11 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       stride *= d.npus;
     }
     if (strides_.empty()) strides_.push_back(1);
+    // The readers bound these (host/config/README.md, Bounds); a config built in memory is checked here.
+    if (options_.system.preferred_dataset_splits > (int64_t{1} << 16)) {
+      throw std::invalid_argument(fmt::format("preferred-dataset-splits {}: expected 1 to 65536 chunks per collective",
+                                              options_.system.preferred_dataset_splits));
+    }
     plan_default_group_span(static_cast<int64_t>(files.size()));
     streams_ = options_.comm_streams > 0 ? options_.comm_streams : std::max<int64_t>(1, options_.system.active_chunks_per_dimension);
     const double tflops = options_.peak_tflops > 0 ? options_.peak_tflops : options_.system.peak_perf_tflops;

@@ -181,8 +181,7 @@ class Parser {
                             w.parallelism, w.parallelism));
       }
       w.last_bottom_layer = number(first[1], 1, "the last bottom-MLP layer index");
-    } else if (w.parallelism != "MICRO" && w.parallelism != "DATA" && w.parallelism != "MODEL" &&
-               w.parallelism != "HYBRID_DATA_MODEL" && w.parallelism != "HYBRID_MODEL_DATA") {
+    } else if (!is_astra_text_parallelism(w.parallelism)) {
       fail(1, fmt::format("unsupported parallelism type \"{}\" (Chakra's text converter supports MICRO, "
                           "DATA, MODEL, HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_DLRM, "
                           "HYBRID_DLRM_ENHANCED)",
@@ -577,6 +576,11 @@ class Converter {
 };
 
 }  // namespace
+
+bool is_astra_text_parallelism(std::string_view w) {
+  return w == "MICRO" || w == "DATA" || w == "MODEL" || w == "HYBRID_DATA_MODEL" || w == "HYBRID_MODEL_DATA" ||
+         w == "HYBRID_DLRM" || w == "HYBRID_DLRM_ENHANCED";
+}
 
 std::vector<std::string> convert_astra_text(const std::string& input_path, const std::string& output_prefix,
                                             const AstraTextOptions& options) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fabemu::traces {
@@ -27,6 +28,9 @@ struct AstraTextOptions {
 // Throws TraceError naming the file and line for unreadable input (missing file, unknown parallelism
 // type, non-numeric or negative field, too few columns, a layer count that does not match the layers)
 // and std::invalid_argument for options out of range. Output directories are created as needed.
+// Whether `word` is a parallelism type above: what line 1 of a text workload starts with.
+bool is_astra_text_parallelism(std::string_view word);
+
 std::vector<std::string> convert_astra_text(const std::string& input_path, const std::string& output_prefix,
                                             const AstraTextOptions& options);
 

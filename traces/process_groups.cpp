@@ -107,6 +107,8 @@ void ProcessGroups::load_file(const std::string& path) {
     doc = nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
     throw TraceError({.file = path, .offset = e.byte}, fmt::format("not valid JSON: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {  // a number past a double ("1e400") has no position
+    throw TraceError({.file = path}, fmt::format("not valid JSON: {}", e.what()));
   }
   if (!doc.is_object()) {
     throw TraceError({.file = path}, "a comm-group file is a JSON object {\"<pg_name>\": [ranks...]}");

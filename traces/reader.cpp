@@ -3,6 +3,11 @@
 #include <fmt/format.h>
 #include <google/protobuf/unknown_field_set.h>
 
+#include <algorithm>
+#include <new>
+
+#include "traces/file_kind.h"
+
 namespace fabemu::traces {
 namespace {
 
@@ -37,10 +42,137 @@ constexpr const char* kOldSchemaHint =
     "written before October 2023 with the old proto2 numbering. Re-collect or re-convert it with a "
     "current Chakra release";
 
+// --- the bounds of reader.h, checked on the wire before a node is parsed -------------------------------
+
+// A protobuf message's fields, read without allocating. Malformed input just stops the walk: the parser
+// that runs next says what is wrong with it.
+class WireFields {
+ public:
+  WireFields(const uint8_t* p, uint64_t n) : p_(p), end_(p + n) {}
+  // The next field; for length-delimited ones `data`/`size` are the payload. False at the end or on
+  // malformed input.
+  bool next(uint32_t& number, uint32_t& wire_type, const uint8_t*& data, uint64_t& size) {
+    uint64_t tag = 0;
+    if (p_ >= end_ || !varint(tag)) return false;
+    number = static_cast<uint32_t>(tag >> 3);
+    wire_type = static_cast<uint32_t>(tag & 7u);
+    data = p_;
+    uint64_t skip = 0;
+    switch (wire_type) {
+      case 0: return varint(size);
+      case 1: skip = 8; break;
+      case 5: skip = 4; break;
+      case 2:
+        if (!varint(skip)) return false;
+        data = p_;
+        break;
+      default: return false;
+    }
+    if (skip > static_cast<uint64_t>(end_ - p_)) return false;
+    size = skip;
+    p_ += skip;
+    return true;
+  }
+
+ private:
+  bool varint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; p_ < end_ && shift < 64; shift += 7) {
+      const uint8_t b = *p_++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80u) == 0) return true;
+    }
+    return false;
+  }
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// Values in a packed payload of `size` bytes: varints end in a byte below 0x80.
+uint64_t packed_varints(const uint8_t* data, uint64_t size) {
+  return static_cast<uint64_t>(std::count_if(data, data + size, [](uint8_t b) { return b < 0x80u; }));
+}
+
+// Values in one list attribute's payload (DoubleList, Int64List, StringList, ...: field 1, repeated).
+uint64_t list_values(uint32_t list_field, const uint8_t* data, uint64_t size) {
+  WireFields f(data, size);
+  uint32_t number = 0, wire_type = 0;
+  const uint8_t* payload = nullptr;
+  uint64_t n = 0, values = 0;
+  const bool strings = list_field == 30 || list_field == 32;               // StringList, BytesList
+  const bool fixed64 = list_field == 4 || list_field == 22 || list_field == 26;  // double, (s)fixed64
+  const bool fixed32 = list_field == 6 || list_field == 20 || list_field == 24;  // float, (s)fixed32
+  while (f.next(number, wire_type, payload, n)) {
+    if (wire_type != 2 || strings) {
+      ++values;  // one unpacked value, or one string
+    } else {
+      values += fixed64 ? n / 8 : fixed32 ? n / 4 : packed_varints(payload, n);
+    }
+  }
+  return values;
+}
+
+// What is wrong with the Node in `body`, or "" when it is within the bounds. `id` gets the node's id.
+std::string node_over_limits(const uint8_t* body, uint64_t length, uint64_t& id) {
+  uint64_t deps[2] = {0, 0};  // ctrl_deps (field 4), data_deps (field 5)
+  uint64_t attrs = 0, values = 0;
+  WireFields f(body, length);
+  uint32_t number = 0, wire_type = 0;
+  const uint8_t* data = nullptr;
+  uint64_t n = 0;
+  while (f.next(number, wire_type, data, n)) {
+    if (number == 1 && wire_type == 0) id = n;
+    if (number == 2 && wire_type == 2 && n > kMaxNameBytes) {
+      return fmt::format("a name of {} bytes: a node name may have at most {} bytes", n, kMaxNameBytes);
+    }
+    if (number == 4 || number == 5) deps[number - 4] += wire_type == 2 ? packed_varints(data, n) : 1;
+    if (number != 10 || wire_type != 2) continue;
+    ++attrs;
+    WireFields a(data, n);
+    uint32_t an = 0, awt = 0;
+    const uint8_t* ad = nullptr;
+    uint64_t as = 0;
+    while (a.next(an, awt, ad, as)) {
+      if (an == 1 && awt == 2 && as > kMaxNameBytes) {
+        return fmt::format("an attribute name of {} bytes: a name may have at most {} bytes", as, kMaxNameBytes);
+      }
+      if (awt == 2 && an >= 4 && an <= 32 && an % 2 == 0) values += list_values(an, ad, as);
+    }
+  }
+  for (const int i : {1, 0}) {
+    if (deps[i] > kMaxDepsPerNode) {
+      return fmt::format("{} {}: a node may have at most {} (real traces have a few hundred at most)", deps[i],
+                         i == 0 ? "ctrl_deps" : "data_deps", kMaxDepsPerNode);
+    }
+  }
+  if (attrs > kMaxAttrsPerNode) {
+    return fmt::format("{} attributes: a node may have at most {}", attrs, kMaxAttrsPerNode);
+  }
+  if (values > kMaxAttrValuesPerNode) {
+    return fmt::format("{} values in list attributes: a node may have at most {} in all", values,
+                       kMaxAttrValuesPerNode);
+  }
+  return "";
+}
+
 }  // namespace
 
 TraceReader::TraceReader(const std::string& path, std::optional<int64_t> rank)
     : source_(path, rank), rank_(rank) {
+  try {
+    read_metadata();
+  } catch (const TraceError& e) {
+    throw as_non_trace(e);
+  }
+}
+
+TraceError TraceReader::as_non_trace(const TraceError& e) const {
+  const std::string what = describe_non_trace(source_.path());
+  if (what.empty()) return e;
+  return TraceError(location_at(0), what);
+}
+
+void TraceReader::read_metadata() {
   uint32_t length = 0;
   uint64_t offset = 0;
   const uint8_t* body = read_frame(length, offset, "GlobalMetadata", std::nullopt);
@@ -97,8 +229,9 @@ const uint8_t* TraceReader::read_frame(uint32_t& length, uint64_t& frame_offset,
   }
   if (value > kMaxMessageBytes) {
     throw TraceError(location_at(frame_offset, node_index),
-                     fmt::format("corrupt length prefix of a {}: {} bytes is more than the {} MiB "
-                                 "limit for one message",
+                     fmt::format("a {} of {} bytes is declared: more than the {} MiB limit for one message (a "
+                                 "corrupt length prefix, or a message thousands of times larger than real traces "
+                                 "hold; traces/README.md, \"Limits\")",
                                  what, value, kMaxMessageBytes >> 20));
   }
   length = static_cast<uint32_t>(value);
@@ -123,8 +256,15 @@ bool TraceReader::next(Node& node) {
   try {
     return next_impl(node);
   } catch (const TraceError& e) {
-    fail(e);
+    fail(nodes_read_ == 0 ? as_non_trace(e) : e);  // a text file can frame a GlobalMetadata by chance
+  } catch (const std::bad_alloc&) {
+    fail(TraceError(location_at(source_.offset(), nodes_read_), out_of_memory_text()));
   }
+}
+
+std::string TraceReader::out_of_memory_text() const {
+  return fmt::format("out of memory reading this node ({} bytes of the file read so far, {} nodes)",
+                     source_.offset(), nodes_read_);
 }
 
 void TraceReader::fail(const TraceError& error) {
@@ -137,6 +277,13 @@ bool TraceReader::next_impl(Node& node) {
   uint64_t offset = 0;
   const uint8_t* body = read_frame(length, offset, "Node", nodes_read_);
   if (body == nullptr) return false;
+  uint64_t id = 0;
+  if (const std::string why = node_over_limits(body, length, id); !why.empty()) {
+    throw TraceError(location_at(offset, nodes_read_, id),
+                     fmt::format("the Node has {} (a bound far above real traces, against hostile input; "
+                                 "traces/README.md, \"Limits\")",
+                                 why));
+  }
   // A zero-length frame is an all-default Node (id 0, INVALID_NODE), not the end of the file.
   if (!node.ParseFromArray(body, static_cast<int>(length))) {
     throw TraceError(location_at(offset, nodes_read_),

@@ -16,13 +16,26 @@ namespace fabemu::traces {
 using Node = ChakraProtoMsg::Node;
 using GlobalMetadata = ChakraProtoMsg::GlobalMetadata;
 
-// Largest single message accepted (a guard against corrupt length prefixes, not a format limit).
-inline constexpr uint32_t kMaxMessageBytes = 256u << 20;
+// Bounds on one message and one node's content, so that a small (gzip) file cannot make the reader
+// allocate without limit: each is thousands of times what real traces hold (the largest in
+// ../shared/traces, PyTorch-collected chakra.0.et, in brackets), and traces/README.md, "Limits", lists
+// them. A node beyond one is an error naming the file, rank and node; nothing is allocated for it first.
+// Largest single message [20,074 bytes]: a guard against corrupt length prefixes and hostile files.
+inline constexpr uint32_t kMaxMessageBytes = 64u << 20;
+// data_deps, and ctrl_deps, of one node [270 data_deps, 1 ctrl_dep]: 8 MiB each once read.
+inline constexpr uint64_t kMaxDepsPerNode = uint64_t{1} << 20;
+// A node's name and each attribute's name, in bytes [567].
+inline constexpr uint64_t kMaxNameBytes = uint64_t{1} << 16;
+// Attributes of one node [8].
+inline constexpr uint64_t kMaxAttrsPerNode = uint64_t{1} << 12;
+// Values in all the list attributes of one node together [2]: 32 MiB once read.
+inline constexpr uint64_t kMaxAttrValuesPerNode = uint64_t{1} << 22;
 
 class TraceReader {
  public:
   // Opens the file and reads its GlobalMetadata. `rank` (when known) goes into every error message.
-  // Throws TraceError: missing/empty file, bad framing, old (pre-Oct-2023) schema, ...
+  // Throws TraceError: missing/empty file, bad framing, old (pre-Oct-2023) schema, a text file (JSON, an
+  // ASTRA-sim text workload: the message says how to convert it), ...
   explicit TraceReader(const std::string& path, std::optional<int64_t> rank = std::nullopt);
   // Reads the next node into `node`; false at the end of the file. After a TraceError every call
   // throws it again: a damaged file is never read on from the middle of a frame.
@@ -51,7 +64,12 @@ class TraceReader {
   // Reads one length-prefixed message body; returns nullptr at a clean end of file.
   const uint8_t* read_frame(uint32_t& length, uint64_t& frame_offset, const char* what,
                             std::optional<uint64_t> node_index);
+  void read_metadata();
+  // `e`, or when the file is no Chakra trace at all (JSON, an ASTRA-sim text workload, any text), an
+  // error that says what it is and what to do.
+  TraceError as_non_trace(const TraceError& e) const;
   [[noreturn]] void fail(const TraceError& error);
+  std::string out_of_memory_text() const;
   bool next_impl(Node& node);
   bool next_id_impl(uint64_t& id);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <new>
 #include <stdexcept>
 
 namespace fabemu::traces {
@@ -29,6 +30,16 @@ Location DependencyResolver::where(uint32_t slot) const {
 }
 
 const Node* DependencyResolver::next() {
+  try {
+    return next_impl();
+  } catch (const std::bad_alloc&) {
+    throw TraceError(reader_.location_at(reader_.bytes_read(), reader_.nodes_read()),
+                     fmt::format("out of memory holding this rank's dependency graph ({} nodes held, {} read)", live_,
+                                 reader_.nodes_read()));
+  }
+}
+
+const Node* DependencyResolver::next_impl() {
   top_up(options_.window);
   if (ready_.empty() && in_flight_ == 0 && live_ > 0) {
     // Everything held is blocked on nodes further on: read past the window rather than deadlock.
@@ -126,10 +137,11 @@ bool DependencyResolver::load_one() {
 
 void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
   const Slot& c = slots_[child];
+  using Kind = DependencyProblem::Kind;
   if (dep == c.node.id()) {
     // Real PyTorch-collected traces carry these (383 ctrl_deps in Chakra's own feeder test trace): a
     // node cannot wait on itself, so the edge is dropped and counted.
-    if (options_.strict) throw TraceError(where(child), fmt::format("node {} depends on itself", dep));
+    set_aside(child, {Kind::kSelf, {}, dep, ctrl});
     ++stats_.self_deps;
     return;
   }
@@ -145,9 +157,7 @@ void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
     // PyTorch converter also writes ctrl_deps from a CPU op to the GPU kernel it launches (later in
     // the file, the reverse of the real order); honouring them closes cycles (417 in Chakra's own
     // test trace), so they are dropped and counted.
-    if (options_.strict) {
-      throw TraceError(where(child), fmt::format("ctrl_dep {} names a node later in the file", dep));
-    }
+    set_aside(child, {Kind::kForwardCtrl, {}, dep, true});
     ++stats_.forward_ctrl_deps;
     return;
   }
@@ -158,11 +168,28 @@ void DependencyResolver::add_dep(uint32_t child, uint64_t dep, bool ctrl) {
     ++stats_.forward_deps;
     return;
   }
-  if (options_.strict) {
-    throw TraceError(where(child), fmt::format("{} {} names no node in this file", ctrl ? "ctrl_dep" : "data_dep", dep));
-  }
+  set_aside(child, {Kind::kDangling, {}, dep, ctrl});
   ++stats_.dangling_deps;
   if (dangling_examples_.size() < 16) dangling_examples_.push_back({c.node.id(), dep, ctrl});
+}
+
+std::string describe(const DependencyProblem& problem) {
+  switch (problem.kind) {
+    case DependencyProblem::Kind::kSelf:
+      return fmt::format("node {} depends on itself", problem.dep);
+    case DependencyProblem::Kind::kForwardCtrl:
+      return fmt::format("ctrl_dep {} names a node later in the file", problem.dep);
+    case DependencyProblem::Kind::kDangling:
+      break;
+  }
+  return fmt::format("{} {} names no node in this file", problem.ctrl ? "ctrl_dep" : "data_dep", problem.dep);
+}
+
+void DependencyResolver::set_aside(uint32_t child, DependencyProblem problem) {
+  if (!options_.strict && !options_.on_problem) return;
+  problem.where = where(child);
+  if (options_.strict) throw TraceError(problem.where, describe(problem));
+  options_.on_problem(problem);
 }
 
 void DependencyResolver::resolve_remaining_as_dangling() {
@@ -170,9 +197,7 @@ void DependencyResolver::resolve_remaining_as_dangling() {
   for (auto& [dep, waiters] : waiting_on_unread_) {
     for (const uint32_t child : waiters) {
       const Slot& c = slots_[child];
-      if (options_.strict) {
-        throw TraceError(where(child), fmt::format("dependency {} names no node in this file", dep));
-      }
+      set_aside(child, {DependencyProblem::Kind::kDangling, {}, dep, false});
       --stats_.forward_deps;
       ++stats_.dangling_deps;
       // Only data_deps wait here: unread ctrl_deps are dropped when they are met.

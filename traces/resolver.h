@@ -21,6 +21,18 @@
 
 namespace fabemu::traces {
 
+// One dependency the lenient rules set aside (see above): what `strict` would refuse.
+struct DependencyProblem {
+  enum class Kind { kDangling, kSelf, kForwardCtrl };
+  Kind kind;
+  Location where;  // the node that has the dependency
+  uint64_t dep;    // the id it names
+  bool ctrl;       // a ctrl_dep (true) or a data_dep
+};
+// "data_dep 99 names no node in this file", "node 7 depends on itself", "ctrl_dep 12 names a node
+// later in the file": the text strict mode's error gives.
+std::string describe(const DependencyProblem& problem);
+
 struct ResolverOptions {
   size_t window = size_t{1} << 14;  // nodes held (read, not yet finished) before reading pauses
   bool ctrl_deps = true;            // wait on ctrl_deps too, as ASTRA-sim's current reader does
@@ -30,6 +42,9 @@ struct ResolverOptions {
   // Called with every node as it is read, in file order, before it can be handed out by next(): what
   // depends on file order rather than issue order (the order of a group's collectives) is counted here.
   std::function<void(const Node&)> on_load;
+  // Not strict: called with every dependency set aside, so a caller can list them all (validate
+  // --strict). Strict mode throws at the first one instead.
+  std::function<void(const DependencyProblem&)> on_problem;
 };
 
 // A dependency naming an id that is not in the file (e.g. a parent the converter filtered out).
@@ -60,7 +75,8 @@ class DependencyResolver {
   explicit DependencyResolver(TraceReader& reader, ResolverOptions options = {});
 
   // The next issuable node (lowest file position among the ready ones), or nullptr if none is ready
-  // until something finishes. The pointer stays valid until finish() of that node.
+  // until something finishes. The pointer stays valid until finish() of that node. Running out of
+  // memory is a TraceError naming the file, rank and node reached.
   const Node* next();
   // Marks an issued node finished: releases its dependents and recycles its storage.
   void finish(const Node& node);
@@ -91,10 +107,13 @@ class DependencyResolver {
     bool operator>(const ReadyEntry& o) const { return seq > o.seq; }
   };
 
+  const Node* next_impl();
   void top_up(size_t limit);
   bool load_one();
   void add_dep(uint32_t child, uint64_t dep, bool ctrl);
   void release(uint32_t slot);
+  // A dependency the lenient rules drop or satisfy: strict mode's error, or on_problem's call.
+  void set_aside(uint32_t child, DependencyProblem problem);
   void resolve_remaining_as_dangling();
   [[noreturn]] void throw_stuck();
   Location where(uint32_t slot) const;

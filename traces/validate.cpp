@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <map>
+#include <new>
 #include <tuple>
 
 #include "traces/attrs.h"
@@ -53,6 +54,41 @@ class Findings {
   std::map<std::pair<std::string, std::string>, size_t> counts_;
   std::map<std::pair<std::string, std::string>, std::tuple<Severity, std::string, std::optional<int64_t>>> overflow_;
 };
+
+const char* problem_kind(DependencyProblem::Kind kind) {
+  switch (kind) {
+    case DependencyProblem::Kind::kSelf: return "self dependency";
+    case DependencyProblem::Kind::kForwardCtrl: return "forward ctrl_dep";
+    case DependencyProblem::Kind::kDangling: break;
+  }
+  return "dangling dependency";
+}
+
+// The lenient walk's dependency problems, one warning per kind with its count.
+void add_dependency_warnings(Findings& findings, const RankFile& file, const DependencyResolver& resolver) {
+  if (const uint64_t fwd = resolver.stats().forward_ctrl_deps; fwd > 0) {
+    findings.add(Severity::kWarning, "forward ctrl_deps", {.file = file.path, .rank = file.rank},
+                 fmt::format("{} ctrl_deps name a node later in the file (ignored: a ctrl_dep orders a node after "
+                             "an earlier one, and these close cycles; --strict makes them errors)",
+                             fwd));
+  }
+  if (const uint64_t self = resolver.stats().self_deps; self > 0) {
+    findings.add(Severity::kWarning, "self dependencies", {.file = file.path, .rank = file.rank},
+                 fmt::format("{} dependencies name the node itself (ignored; --strict makes them errors)", self));
+  }
+  if (resolver.stats().dangling_deps > 0) {
+    std::string examples;
+    for (const auto& d : resolver.dangling_examples()) {
+      if (!examples.empty()) examples += ", ";
+      examples += fmt::format("node {} {} {}", d.node_id, d.ctrl ? "ctrl_dep" : "data_dep", d.missing_id);
+      if (examples.size() > 120) break;
+    }
+    findings.add(Severity::kWarning, "dangling dependencies", {.file = file.path, .rank = file.rank},
+                 fmt::format("{} dependencies name node ids that are not in the file (treated as satisfied; "
+                             "--strict makes them errors), e.g. {}",
+                             resolver.stats().dangling_deps, examples));
+  }
+}
 
 }  // namespace
 
@@ -164,11 +200,24 @@ ValidationReport validate_workload(const std::vector<RankFile>& files, const Val
       findings.add(Severity::kError, "unreadable", e.where(), e.detail());
       report.ranks.push_back(rv);
       continue;
+    } catch (const std::bad_alloc&) {
+      findings.add(Severity::kError, "unreadable", {.file = file.path, .rank = file.rank},
+                   "out of memory reading this rank's communication nodes");
+      report.ranks.push_back(rv);
+      continue;
     }
-    // Pass 2: the dependency walk (duplicates, dangling dependencies, cycles).
+    // Pass 2: the dependency walk (duplicates, dangling dependencies, cycles). The resolver is never
+    // strict here, so that every problem is found: --strict makes each one an error finding (the first
+    // few of each kind shown, all counted), else each kind is one warning with its count.
     try {
       TraceReader reader(file.path, file.rank);
-      DependencyResolver resolver(reader, {.ctrl_deps = options.ctrl_deps, .strict = options.strict});
+      ResolverOptions resolver_options{.ctrl_deps = options.ctrl_deps, .prescan = true};
+      if (options.strict) {
+        resolver_options.on_problem = [&findings](const DependencyProblem& p) {
+          findings.add(Severity::kError, problem_kind(p.kind), p.where, describe(p));
+        };
+      }
+      DependencyResolver resolver(reader, std::move(resolver_options));
       std::vector<const Node*> batch;
       bool first = true;
       while (!resolver.done()) {
@@ -182,30 +231,13 @@ ValidationReport validate_workload(const std::vector<RankFile>& files, const Val
       }
       rv.dangling_deps = resolver.stats().dangling_deps;
       rv.walked = true;
-      if (const uint64_t fwd = resolver.stats().forward_ctrl_deps; fwd > 0) {
-        findings.add(Severity::kWarning, "forward ctrl_deps", {.file = file.path, .rank = file.rank},
-                     fmt::format("{} ctrl_deps name a node later in the file (ignored: a ctrl_dep orders a node after "
-                                 "an earlier one, and these close cycles; --strict makes them errors)",
-                                 fwd));
-      }
-      if (const uint64_t self = resolver.stats().self_deps; self > 0) {
-        findings.add(Severity::kWarning, "self dependencies", {.file = file.path, .rank = file.rank},
-                     fmt::format("{} dependencies name the node itself (ignored; --strict makes them errors)", self));
-      }
-      if (rv.dangling_deps > 0) {
-        std::string examples;
-        for (const auto& d : resolver.dangling_examples()) {
-          if (!examples.empty()) examples += ", ";
-          examples += fmt::format("node {} {} {}", d.node_id, d.ctrl ? "ctrl_dep" : "data_dep", d.missing_id);
-          if (examples.size() > 120) break;
-        }
-        findings.add(Severity::kWarning, "dangling dependencies", {.file = file.path, .rank = file.rank},
-                     fmt::format("{} dependencies name node ids that are not in the file (treated as satisfied; "
-                                 "--strict makes them errors), e.g. {}",
-                                 rv.dangling_deps, examples));
-      }
+      // Strict: each problem is an error finding already.
+      if (!options.strict) add_dependency_warnings(findings, file, resolver);
     } catch (const TraceError& e) {
       findings.add(Severity::kError, "dependencies", e.where(), e.detail());
+    } catch (const std::bad_alloc&) {
+      findings.add(Severity::kError, "dependencies", {.file = file.path, .rank = file.rank},
+                   "out of memory walking this rank's dependencies");
     }
     report.ranks.push_back(std::move(rv));
   }

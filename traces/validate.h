@@ -15,7 +15,7 @@
 namespace fabemu::traces {
 
 struct ValidateOptions {
-  bool strict = false;     // dependencies on absent ids are errors, not warnings
+  bool strict = false;     // dependency problems (absent ids, self, forward ctrl_deps) are errors, every one found
   bool ctrl_deps = true;   // ctrl_deps are dependencies (ASTRA-sim's current reader waits on both)
   std::optional<std::string> comm_group_file;
   size_t max_findings_per_kind = 20;  // per rank and kind; the rest are counted in one line

@@ -39,7 +39,9 @@ const std::vector<std::string_view> kNetworkKeys = {kTopology, kNpusCount, kBand
 
 std::string network_key_form(std::string_view key) {
   if (key == kTopology) return "a list of Ring, FullyConnected or Switch, one per dimension, e.g. topology: [ Ring ]";
-  if (key == kNpusCount) return "a list of NPU counts (integers >= 2), one per dimension, e.g. npus_count: [ 8 ]";
+  if (key == kNpusCount) {
+    return "a list of NPU counts (integers >= 2, at most 2^24 links in all), one per dimension, e.g. npus_count: [ 8 ]";
+  }
   if (key == kBandwidth) {
     return "a list of positive link bandwidths in ASTRA-sim GB/s (2^30 bytes/s), one per dimension, "
            "e.g. bandwidth: [ 50.0 ]";
@@ -114,11 +116,11 @@ emu::NetworkConfig load_network_yml(const std::string& path) {
 
     const YAML::Node n = npus[d];
     const auto count = parse_int(n.Scalar());
-    if (!count || *count < 2) {
+    if (!count || !in_range(*count, kDimNpusRange)) {
       fail(path, yaml_line(n),
-           fmt::format("key \"npus_count\", dimension {}: \"{}\" is not an integer >= 2 (ASTRA-sim requires more "
-                       "than one NPU per dimension); expected {}",
-                       d, n.Scalar(), network_key_form(kNpusCount)));
+           fmt::format("key \"npus_count\", dimension {}: \"{}\" is not {} (ASTRA-sim requires more than one NPU "
+                       "per dimension); expected {}",
+                       d, n.Scalar(), range_text(kDimNpusRange), network_key_form(kNpusCount)));
     }
     dim.npus = *count;
     if (total_npus > std::numeric_limits<int32_t>::max() / dim.npus) {
@@ -144,6 +146,7 @@ emu::NetworkConfig load_network_yml(const std::string& path) {
     dim.latency = ns_to_duration(path, yaml_line(l), fmt::format("key \"latency\", dimension {}", d), l.Scalar(),
                                  network_key_form(kLatency));
   }
+  check_network_size(path, found.find(kNpusCount)->second.line, "key \"npus_count\"", config);
   return config;
 }
 
@@ -206,32 +209,30 @@ struct Field {
     fail(file, line, fmt::format("key \"{}\": expected {}; got {}", key, expected, value.dump()));
   }
 
-  // A whole number >= `min` (10 and 10.0 alike; ASTRA-sim truncates 10.5, which is refused here).
-  int64_t integer(int64_t min, const std::string& expected) const {
+  // A whole number in `range` (10 and 10.0 alike; ASTRA-sim truncates 10.5, which is refused here).
+  // `what` says what it counts; the message shows the range.
+  int64_t integer(IntRange range, std::string_view what) const {
+    const std::string expected = fmt::format("{} ({})", range_text(range), what);
+    int64_t v = 0;
     if (value.is_number_unsigned()) {
       if (value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) bad(expected);
-      const auto v = static_cast<int64_t>(value.get<uint64_t>());
-      if (v < min) bad(expected);
-      return v;
+      v = static_cast<int64_t>(value.get<uint64_t>());
+    } else if (value.is_number_integer()) {
+      v = value.get<int64_t>();
+    } else if (value.is_number_float()) {
+      const double d = value.get<double>();
+      if (!std::isfinite(d) || std::trunc(d) != d || d < -9.2e18 || d > 9.2e18) bad(expected);
+      v = static_cast<int64_t>(d);
+    } else {
+      bad(expected);
     }
-    if (value.is_number_integer()) {
-      const auto v = value.get<int64_t>();
-      if (v < min) bad(expected);
-      return v;
-    }
-    if (value.is_number_float()) {
-      const double v = value.get<double>();
-      if (!std::isfinite(v) || std::trunc(v) != v || v < static_cast<double>(min) || v >= 9.2e18) bad(expected);
-      return static_cast<int64_t>(v);
-    }
-    bad(expected);
+    if (!in_range(v, range)) bad(expected);
+    return v;
   }
 
-  // Whole nanoseconds >= 0.
+  // Whole nanoseconds, at most 2^64-1 ps.
   emu::Duration nanoseconds() const {
-    const std::string expected = fmt::format("a whole number of nanoseconds >= 0, e.g. \"{}\": 10", key);
-    const int64_t ns = integer(0, expected);
-    if (static_cast<uint64_t>(ns) > std::numeric_limits<uint64_t>::max() / 1'000) bad(expected);
+    const int64_t ns = integer(kWholeNsRange, fmt::format("a whole number of nanoseconds, e.g. \"{}\": 10", key));
     return emu::Duration::from_ns(static_cast<uint64_t>(ns));
   }
 
@@ -243,13 +244,19 @@ struct Field {
     return v;
   }
 
+  // A number in `range`, in `unit`.
+  double number(RealRange range, std::string_view unit) const {
+    const std::string expected = fmt::format("{} ({})", range_text(range), unit);
+    if (!value.is_number()) bad(expected);
+    const double v = value.get<double>();
+    if (!in_range(v, range)) bad(expected);
+    return v;
+  }
+
   // 0/1 or false/true. (ASTRA-sim tests `value != 0`, under which JSON false counts as on.)
   bool flag() const {
-    const std::string expected = fmt::format("0 or 1 (or false/true), e.g. \"{}\": 0", key);
     if (value.is_boolean()) return value.get<bool>();
-    const int64_t v = integer(0, expected);
-    if (v > 1) bad(expected);
-    return v == 1;
+    return integer({0, 1}, fmt::format("or false/true, e.g. \"{}\": 0", key)) == 1;
   }
 
   std::string string(const std::string& expected) const {
@@ -325,11 +332,11 @@ const std::vector<SystemKey>& system_keys() {
       {"endpoint-delay", [](const Field& f, emu::SystemConfig& c) { c.endpoint_delay = f.nanoseconds(); }},
       {"active-chunks-per-dimension",
        [](const Field& f, emu::SystemConfig& c) {
-         c.active_chunks_per_dimension = f.integer(1, "an integer >= 1 (chunks in flight per dimension)");
+         c.active_chunks_per_dimension = f.integer(kChunkRange, "chunks in flight per dimension");
        }},
       {"preferred-dataset-splits",
        [](const Field& f, emu::SystemConfig& c) {
-         c.preferred_dataset_splits = f.integer(1, "an integer >= 1 (chunks per collective)");
+         c.preferred_dataset_splits = f.integer(kChunkRange, "chunks per collective");
        }},
       {"all-reduce-implementation", [](const Field& f, emu::SystemConfig& c) { c.all_reduce = f.implementations(); }},
       {"all-gather-implementation", [](const Field& f, emu::SystemConfig& c) { c.all_gather = f.implementations(); }},
@@ -352,12 +359,12 @@ const std::vector<SystemKey>& system_keys() {
        [](const Field& f, emu::SystemConfig& c) { c.collective_optimization = f.choice({"baseline", "localBWAware"}); }},
       {"local-mem-bw",
        [](const Field& f, emu::SystemConfig& c) {
-         c.local_mem_bw_gbps = f.number(true, "a positive number of GB/s (10^9 bytes/s), e.g. \"local-mem-bw\": 1600");
+         c.local_mem_bw_gbps = f.number(kMemBwRange, "GB/s, 10^9 bytes/s, e.g. \"local-mem-bw\": 1600");
        }},
       {"roofline-enabled", [](const Field& f, emu::SystemConfig& c) { c.roofline_enabled = f.flag(); }},
       {"peak-perf",
        [](const Field& f, emu::SystemConfig& c) {
-         c.peak_perf_tflops = f.number(true, "a positive number of TFLOPS (10^12 FLOP/s), e.g. \"peak-perf\": 900");
+         c.peak_perf_tflops = f.number(kPeakTflopsRange, "TFLOPS, 10^12 FLOP/s, e.g. \"peak-perf\": 900");
        }},
       {"replay-only", [](const Field& f, emu::SystemConfig& c) { c.replay_only = f.flag(); }},
       {"local-reduction-delay", [](const Field& f, emu::SystemConfig& c) { c.local_reduction_delay = f.nanoseconds(); }},
@@ -386,7 +393,7 @@ const std::vector<SystemKey>& system_keys() {
       // dimension and ascending across dimensions); recorded for reports, ignored.
       {"boost-mode",
        [](const Field& f, emu::SystemConfig& c) {
-         c.boost_mode = f.integer(0, "an integer >= 0");
+         c.boost_mode = f.integer(kBoostModeRange, "ASTRA-sim 1.x's boost mode");
          ignore(f, c);
        }},
       {"intra-dimension-scheduling",
@@ -419,8 +426,23 @@ emu::SystemConfig load_system_json(const std::string& path, size_t dims) {
   if (dims == 0) throw std::invalid_argument("load_system_json: the network must have at least one dimension");
   const std::string text = read_text(path);
   json root;
+  std::string last_key;  // the top-level key being read, for errors the parser gives without a position
   try {
-    root = json::parse(text);
+    root = json::parse(text, [&last_key](int depth, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::key && depth == 1) last_key = parsed.get<std::string>();
+      return true;
+    });
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double ("1e400"): nlohmann says neither where nor which key.
+    std::string why = e.what();
+    if (const auto end = why.find("] "); end != std::string::npos) why = why.substr(end + 2);
+    std::optional<uint64_t> line;
+    for (const JsonKey& k : top_level_keys(text)) {
+      if (k.name == last_key) line = k.line;
+    }
+    fail(path, line,
+         fmt::format("{}{} (beyond the range of a number, about 1.8e308)",
+                     last_key.empty() ? std::string() : fmt::format("key \"{}\": ", last_key), why));
   } catch (const json::parse_error& e) {
     // e.byte counts the bytes read, the offending one included.
     const uint64_t offset = e.byte > 0 ? e.byte - 1 : 0;

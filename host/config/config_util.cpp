@@ -13,6 +13,7 @@
 #include <limits>
 #include <sstream>
 
+#include "emulator/topology.h"
 #include "traces/error.h"
 
 namespace fabemu::host::config {
@@ -156,6 +157,28 @@ std::optional<int64_t> parse_int(std::string_view s) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+std::string range_text(IntRange r) { return fmt::format("an integer from {} to {}", r.min, r.max); }
+std::string range_text(RealRange r) { return fmt::format("a number from {} to {}", r.min, r.max); }
+bool in_range(int64_t v, IntRange r) { return v >= r.min && v <= r.max; }
+bool in_range(double v, RealRange r) { return std::isfinite(v) && v >= r.min && v <= r.max; }
+
+void check_network_size(const std::string& file, uint64_t line, std::string_view keys,
+                        const emu::NetworkConfig& network) {
+  const emu::TopologySize size = emu::topology_size(network);
+  if (size.links <= emu::kMaxTopologyLinks) return;
+  const auto gib = [](int64_t links, int64_t bytes_per_link) {
+    return static_cast<double>(links) * static_cast<double>(bytes_per_link) / static_cast<double>(uint64_t{1} << 30);
+  };
+  fail(file, line,
+       fmt::format("{}: the network has {} NPUs and {} links, which would need about {:.1f} GiB of memory with the "
+                   "analytical model and {:.1f} GiB with the packet model ({} and {} bytes per link, measured); "
+                   "fabemu models at most {} links ({:.1f} to {:.1f} GiB), whatever the workload uses",
+                   keys, size.npus, size.links, gib(size.links, emu::kTopologyBytesPerLink),
+                   gib(size.links, kPacketModelBytesPerLink), emu::kTopologyBytesPerLink, kPacketModelBytesPerLink,
+                   emu::kMaxTopologyLinks, gib(emu::kMaxTopologyLinks, emu::kTopologyBytesPerLink),
+                   gib(emu::kMaxTopologyLinks, kPacketModelBytesPerLink)));
 }
 
 Duration ns_to_duration(const std::string& file, uint64_t line, std::string_view what, std::string_view text,

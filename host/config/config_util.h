@@ -48,6 +48,53 @@ Duration ns_to_duration(const std::string& file, uint64_t line, std::string_view
 std::optional<double> parse_double(std::string_view s);
 std::optional<int64_t> parse_int(std::string_view s);
 
+// --- ranges (host/config/README.md, "Bounds") ---
+// Every integer key of the three files has a range, and every number key that fabemu turns into a rate
+// has one; a value outside is an error naming the file, the line and the key, with the range.
+
+struct IntRange {
+  int64_t min;
+  int64_t max;
+};
+struct RealRange {
+  double min;
+  double max;
+};
+// "an integer from 1 to 65536"
+std::string range_text(IntRange r);
+// "a number from 0.001 to 1000000"
+std::string range_text(RealRange r);
+bool in_range(int64_t v, IntRange r);
+bool in_range(double v, RealRange r);
+
+// Chunks a collective is cut into, and chunks in flight per dimension (system.json's
+// preferred-dataset-splits and active-chunks-per-dimension, the fabric file's chunks and active_chunks).
+inline constexpr IntRange kChunkRange{1, 65'536};
+// NPUs along one dimension (npus_count, topology[i].npus): ASTRA-sim's int; the network's size is
+// bounded as a whole by check_network_size.
+inline constexpr IntRange kDimNpusRange{2, 2'147'483'647};
+// Fat-tree hosts_per_leaf, leaves, spines.
+inline constexpr IntRange kFatTreeCountRange{1, 2'147'483'647};
+// Whole ns that fit a Duration (2^64-1 ps): endpoint-delay, local-reduction-delay.
+inline constexpr IntRange kWholeNsRange{0, 18'446'744'073'709'551};
+// boost-mode (an ASTRA-sim 1.x int, ignored).
+inline constexpr IntRange kBoostModeRange{0, 2'147'483'647};
+// Local memory bandwidth in GB/s (10^9 bytes/s) and peak compute in TFLOPS: the walker turns them into
+// exact rates of at least 233 units/s and at most 2^63 units/s; 0.001 GB/s (1 MB/s) to 10^6 GB/s (1 PB/s) and
+// 0.001 to 10^6 TFLOPS hold every real device (an HBM3 GPU: about 3,350 GB/s and 2,000 TFLOPS).
+inline constexpr RealRange kMemBwRange{0.001, 1e6};
+inline constexpr RealRange kPeakTflopsRange{0.001, 1e6};
+
+// Peak memory of a run per link of the network with the packet model: 1.67 GB for a 4-rank all-reduce
+// on a ring of 2^23 NPUs (2^24 links), against 1.08 GB (emu::kTopologyBytesPerLink, 64) with the
+// analytical model (peak RSS, /usr/bin/time -v, 2026-12-06).
+inline constexpr int64_t kPacketModelBytesPerLink = 100;
+
+// The network's size checked before anything is built: at most emu::kMaxTopologyLinks links. The error,
+// at (file, line), names `keys` (the keys that set the size) and the memory the network would need.
+void check_network_size(const std::string& file, uint64_t line, std::string_view keys,
+                        const emu::NetworkConfig& network);
+
 // --- YAML ---
 
 // 1-based line of a node (1 when yaml-cpp has no mark).

@@ -64,9 +64,19 @@ struct Value {
     return node.Scalar();
   }
 
-  int64_t integer(int64_t min, int64_t max, std::string_view expected) const {
+  // An integer in `range`; `what` says what it counts, and the message shows the range.
+  int64_t integer(IntRange range, std::string_view what) const {
+    const std::string expected = fmt::format("{} ({})", range_text(range), what);
     const auto v = parse_int(scalar(expected));
-    if (!v || *v < min || *v > max) bad(expected);
+    if (!v || !in_range(*v, range)) bad(expected);
+    return *v;
+  }
+
+  // A number in `range`, in `unit`.
+  double number(RealRange range, std::string_view unit) const {
+    const std::string expected = fmt::format("{} ({})", range_text(range), unit);
+    const auto v = parse_double(scalar(expected));
+    if (!v || !in_range(*v, range)) bad(expected);
     return *v;
   }
 
@@ -160,8 +170,7 @@ emu::NetworkDim parse_dimension(const std::string& file, const YAML::Node& node,
   const std::string type = m.need("type", "Ring, FullyConnected or Switch").choice(kTypes);
   d.topology = type == "Ring" ? DimTopology::kRing : type == "Switch" ? DimTopology::kSwitch
                                                                        : DimTopology::kFullyConnected;
-  d.npus = m.need("npus", "an integer >= 2 (NPUs along the dimension)")
-               .integer(2, kMaxNpus, "an integer >= 2 (NPUs along the dimension)");
+  d.npus = m.need("npus", range_text(kDimNpusRange)).integer(kDimNpusRange, "NPUs along the dimension");
   d.bandwidth = m.need("bandwidth_gbps", "a positive number of gigabits per second").gbps(d.bandwidth_gbps);
   d.bandwidth_unit = emu::NetworkDim::BandwidthUnit::kGbps;
   d.latency = m.need("latency_ns", "a decimal number of ns >= 0").ns();
@@ -172,8 +181,7 @@ void parse_fat_tree(const std::string& file, const YAML::Node& node, std::string
   const Map m = checked_map(file, node, yaml_line(node), key, kFatTreeKeys, "a fat-tree", kTopologyForm);
   emu::FatTreeConfig ft;
   const auto count = [&](std::string_view name, std::string_view what) {
-    const std::string expected = fmt::format("an integer >= 1 ({})", what);
-    return static_cast<int32_t>(m.need(name, expected).integer(1, kMaxNpus, expected));
+    return static_cast<int32_t>(m.need(name, range_text(kFatTreeCountRange)).integer(kFatTreeCountRange, what));
   };
   ft.hosts_per_leaf = count("hosts_per_leaf", "NPUs per leaf switch");
   ft.leaves = count("leaves", "leaf switches");
@@ -196,7 +204,7 @@ void parse_fat_tree(const std::string& file, const YAML::Node& node, std::string
   const auto over = m.get("oversubscription");
   if (spines && over) over->wrong("give either \"spines\" or \"oversubscription\", not both");
   if (spines) {
-    ft.spines = static_cast<int32_t>(spines->integer(1, kMaxNpus, "an integer >= 1 (spine switches)"));
+    ft.spines = static_cast<int32_t>(spines->integer(kFatTreeCountRange, "spine switches"));
   } else if (over) {
     // spines = hosts_per_leaf * host bandwidth / (oversubscription * spine bandwidth), a whole number.
     const double o = over->number(true, "a positive number (leaf down-link over up-link bandwidth), e.g. 2");
@@ -299,13 +307,17 @@ FabricFile load_fabric_yaml(const std::string& path) {
   const Map top = checked_map(path, root, yaml_line(root), "", kTopKeys, "a fabemu fabric file",
                               "a mapping of fabric keys, e.g. topology: [...]");
 
-  parse_topology(path, top.need("topology", kTopologyForm), f.network);
+  const Value topology = top.need("topology", kTopologyForm);
+  parse_topology(path, topology, f.network);
+  check_network_size(path, topology.line,
+                     f.network.fat_tree ? "keys \"hosts_per_leaf\", \"leaves\" and \"spines\" of \"topology\""
+                                        : "key \"npus\" of the dimensions of \"topology\"",
+                     f.network);
   const size_t dims = f.network.dims.size();
 
   if (const auto v = top.get("model")) f.model = v->choice({"analytical", "packet"});
   if (const auto v = top.get("mtu")) {
-    const std::string expected = "a whole number of bytes from 1 to 2^32-1, e.g. 4096";
-    f.mtu = static_cast<uint32_t>(v->integer(1, std::numeric_limits<uint32_t>::max(), expected));
+    f.mtu = static_cast<uint32_t>(v->integer({1, std::numeric_limits<uint32_t>::max()}, "bytes per packet, e.g. 4096"));
     if (f.model == "analytical") {
       v->wrong("the analytical model sends whole messages; mtu applies to model: packet only");
     }
@@ -320,15 +332,14 @@ FabricFile load_fabric_yaml(const std::string& path) {
     if (const auto c = m.get("all_to_all")) sys.all_to_all = parse_impls(*c, dims);
   }
   if (const auto v = top.get("chunks")) {
-    sys.preferred_dataset_splits = v->integer(1, std::numeric_limits<int64_t>::max(), "an integer >= 1 (chunks per collective)");
+    sys.preferred_dataset_splits = v->integer(kChunkRange, "chunks per collective");
   }
   if (const auto v = top.get("active_chunks")) {
-    sys.active_chunks_per_dimension =
-        v->integer(1, std::numeric_limits<int64_t>::max(), "an integer >= 1 (chunks in flight per dimension)");
+    sys.active_chunks_per_dimension = v->integer(kChunkRange, "chunks in flight per dimension");
   }
   if (const auto v = top.get("endpoint_delay_ns")) sys.endpoint_delay = v->ns();
   if (const auto v = top.get("local_mem_bw_GBps")) {
-    sys.local_mem_bw_gbps = v->number(true, "a positive number of gigabytes per second (10^9 bytes/s), e.g. 1600");
+    sys.local_mem_bw_gbps = v->number(kMemBwRange, "gigabytes per second, 10^9 bytes/s, e.g. 1600");
   }
   if (const auto v = top.get("scheduling")) sys.scheduling_policy = v->choice({"LIFO", "FIFO", "EXPLICIT"});
   if (const auto v = top.get("collective_optimization")) {
@@ -339,7 +350,7 @@ FabricFile load_fabric_yaml(const std::string& path) {
                               "a mapping, e.g. {enabled: true, peak_tflops: 900}");
     if (const auto e = m.get("enabled")) sys.roofline_enabled = e->flag();
     if (const auto p = m.get("peak_tflops")) {
-      sys.peak_perf_tflops = p->number(true, "a positive number of TFLOPS (10^12 FLOP/s), e.g. 900");
+      sys.peak_perf_tflops = p->number(kPeakTflopsRange, "TFLOPS, 10^12 FLOP/s, e.g. 900");
     }
     if (sys.roofline_enabled && (sys.peak_perf_tflops == 0 || sys.local_mem_bw_gbps == 0)) {
       fail(path, v->line,

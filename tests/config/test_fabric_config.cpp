@@ -220,7 +220,7 @@ TEST(FabricFileErrors, UnknownKeyNamesFileLineKeyAndSuggestion) {
 TEST(FabricFileErrors, BadType) {
   ScratchDir dir;
   expect_error(dir, "topology:\n  - type: Ring\n    npus: eight\n    bandwidth_gbps: 400\n    latency_ns: 1\n", 3,
-               {"key \"topology[0].npus\"", "expected an integer >= 2", "got \"eight\""});
+               {"key \"topology[0].npus\"", "expected an integer from 2 to 2147483647", "got \"eight\""});
   expect_error(dir, std::string(kRing) + "mtu: [4096]\n", 2, {"key \"mtu\"", "got a list"});
   expect_error(dir, std::string(kRing) + "roofline: true\n", 2, {"key \"roofline\"", "expected a mapping"});
   expect_error(dir, "topology: 5\n", 1, {"key \"topology\"", "a list of dimensions"});
@@ -235,7 +235,7 @@ TEST(FabricFileErrors, NegativeNpus) {
                {"key \"topology[0].npus\"", "got \"-4\""});
   expect_error(dir, "topology: {type: FatTree, hosts_per_leaf: -2, leaves: 2, spines: 1, host_bandwidth_gbps: 1, "
                     "host_latency_ns: 1}\n",
-               1, {"key \"topology.hosts_per_leaf\"", "integer >= 1"});
+               1, {"key \"topology.hosts_per_leaf\"", "an integer from 1 to 2147483647 (NPUs per leaf switch)"});
 }
 
 TEST(FabricFileErrors, FatTreePlusAnotherDimension) {
@@ -290,6 +290,44 @@ TEST(FabricFileErrors, OtherInvalidInputs) {
   } catch (const TraceError& e) {
     EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
   }
+}
+
+// Issue 44 items 9, 10 and 12: the network's memory, every integer key's range, and rates the walker
+// could not represent are errors naming the file, the line and the key.
+TEST(FabricFileErrors, NetworkTooLargeNamesTheKeysAndTheMemory) {
+  ScratchDir dir;
+  expect_error(dir, "topology:\n  - {type: Ring, npus: 10000000, bandwidth_gbps: 400, latency_ns: 1}\n", 2,
+               {"key \"npus\" of the dimensions of \"topology\": the network has 10000000 NPUs and 20000000 links, "
+                "which would need about 1.2 GiB of memory with the analytical model and 1.9 GiB with the packet model"});
+  expect_error(dir, "topology: {type: FatTree, hosts_per_leaf: 1, leaves: 16384, spines: 4096, host_bandwidth_gbps: 400, "
+                    "host_latency_ns: 1}\n",
+               1, {"keys \"hosts_per_leaf\", \"leaves\" and \"spines\" of \"topology\": the network has 16384 NPUs and "
+                   "134250496 links, which would need about 8.0 GiB of memory with the analytical model and 12.5 GiB"});
+}
+
+TEST(FabricFileErrors, IntegerKeysAreRangeChecked) {
+  ScratchDir dir;
+  expect_error(dir, std::string(kRing) + "chunks: 4294967297\n", 2,
+               {"key \"chunks\": expected an integer from 1 to 65536 (chunks per collective); got \"4294967297\""});
+  expect_error(dir, std::string(kRing) + "active_chunks: 2147483647\n", 2,
+               {"key \"active_chunks\": expected an integer from 1 to 65536 (chunks in flight per dimension)"});
+  expect_error(dir, std::string(kRing) + "model: packet\nmtu: 4294967296\n", 3,
+               {"key \"mtu\": expected an integer from 1 to 4294967295 (bytes per packet"});
+  expect_error(dir, "topology: {type: FatTree, hosts_per_leaf: 2, leaves: 2, spines: 2147483648, host_bandwidth_gbps: "
+                    "400, host_latency_ns: 1}\n",
+               1, {"key \"topology.spines\": expected an integer from 1 to 2147483647 (spine switches)"});
+  const FabricFile ok = load(dir, std::string(kRing) + "chunks: 65536\nactive_chunks: 65536\n");
+  EXPECT_EQ(ok.system.preferred_dataset_splits, 65536);
+  EXPECT_EQ(ok.system.active_chunks_per_dimension, 65536);
+}
+
+TEST(FabricFileErrors, RatesTooSlowOrFastNameTheKey) {
+  ScratchDir dir;
+  expect_error(dir, std::string(kRing) + "local_mem_bw_GBps: 1e-12\n", 2,
+               {"key \"local_mem_bw_GBps\": expected a number from 0.001 to 1000000 (gigabytes per second"});
+  expect_error(dir, std::string(kRing) + "local_mem_bw_GBps: 1e400\n", 2, {"key \"local_mem_bw_GBps\"", "got \"1e400\""});
+  expect_error(dir, std::string(kRing) + "local_mem_bw_GBps: 1600\nroofline: {enabled: true, peak_tflops: 1e7}\n", 3,
+               {"key \"roofline.peak_tflops\": expected a number from 0.001 to 1000000 (TFLOPS"});
 }
 
 }  // namespace

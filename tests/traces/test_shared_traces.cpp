@@ -89,8 +89,20 @@ TEST(SharedTraces, ChakraPytorchTraceValidatesWithWarnings) {
     dangling_warning |= f.severity == Severity::kWarning && f.what.find("1277 dependencies") != std::string::npos;
   }
   EXPECT_TRUE(dangling_warning);
+  // --strict reports every problem (it stopped at the first one: "1 error"), 20 of each kind shown.
   const ValidationReport strict = validate_workload(files, {.strict = true});
   EXPECT_FALSE(strict.ok());
+  EXPECT_EQ(strict.errors, 1277u + 383u + 554u);
+  EXPECT_EQ(strict.warnings, 1u);  // the CPU-side collectives
+  std::vector<std::string> more;
+  for (const auto& f : strict.findings) {
+    if (f.what.rfind("... and ", 0) == 0) more.push_back(f.what);
+  }
+  EXPECT_EQ(more, (std::vector<std::string>{"... and 1257 more like the above (dangling dependency)",
+                                            "... and 534 more like the above (forward ctrl_dep)",
+                                            "... and 363 more like the above (self dependency)"}));
+  EXPECT_EQ(strict.findings.size(), 3u * 20 + 3 + 1);
+  EXPECT_TRUE(strict.ranks[0].walked);
 }
 
 struct Micro {

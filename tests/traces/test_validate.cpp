@@ -92,6 +92,21 @@ TEST(Validate, ProcessGroupMembershipAndOrder) {
   EXPECT_EQ(with_file.errors, 5u);
 }
 
+// Issue 44 item 12: a number past a double in the comm-group file escaped as nlohmann's out_of_range,
+// naming no file.
+TEST(Validate, CommGroupFileNumberOverflowNamesTheFile) {
+  test::ScratchDir dir;
+  const std::string w = dir.file("o");
+  test::write_trace(w + ".0.et", {coll(1, ChakraProtoMsg::ALL_REDUCE, 64)});
+  test::write_bytes(dir.file("groups.json"), R"({"1": [0, 1e400]})");
+  const auto r = validate_workload(find_rank_files(w), {.comm_group_file = dir.file("groups.json")});
+  ASSERT_EQ(r.errors, 1u);
+  EXPECT_EQ(r.findings[0].where.file, dir.file("groups.json"));
+  EXPECT_NE(r.findings[0].what.find("not valid JSON: [json.exception.out_of_range.406] number overflow parsing '1e400'"),
+            std::string::npos)
+      << r.findings[0].what;
+}
+
 TEST(Validate, MissingAttributesAndStructure) {
   test::ScratchDir dir;
   const std::string w = dir.file("m");
@@ -113,6 +128,41 @@ TEST(Validate, MissingAttributesAndStructure) {
   EXPECT_EQ(e[3], "rank 0: 3: comm_type 42 is not a collective (0..9, ALL_REDUCE..BARRIER)");
   EXPECT_NE(e[4].find("duplicate node id 4"), std::string::npos) << e[4];
   EXPECT_EQ(r.warnings, 1u);  // the untagged send (matched as tag 0 with the self receive)
+}
+
+// Issue 44 item 23: --strict stopped at the first dependency problem ("1 error"). It reports every one,
+// the first max_findings_per_kind of each kind shown and the rest counted, and the totals are exact.
+TEST(Validate, StrictReportsEveryDependencyProblem) {
+  test::ScratchDir dir;
+  const std::string w = dir.file("s");
+  std::vector<uint64_t> absent;
+  for (uint64_t id = 1000; id < 1025; ++id) absent.push_back(id);  // 25 dangling data_deps on node 1
+  test::write_trace(w + ".0.et", {test::make_node(1, ChakraProtoMsg::COMP_NODE, absent),
+                                  test::make_node(2, ChakraProtoMsg::COMP_NODE, {1, 2}, {2, 3}),  // 2 self deps
+                                  test::make_node(3, ChakraProtoMsg::COMP_NODE, {2}, {500})});  // ctrl_dep 500 dangling
+  // node 2's ctrl_dep 3 names a later node: a forward ctrl_dep.
+  const auto files = find_rank_files(w);
+  const ValidationReport lenient = validate_workload(files);
+  EXPECT_EQ(lenient.errors, 0u);
+  EXPECT_EQ(lenient.warnings, 3u);  // one per kind
+
+  const ValidationReport r = validate_workload(files, {.strict = true});
+  EXPECT_EQ(r.errors, 29u);  // 26 dangling + 2 self + 1 forward ctrl_dep
+  const auto e = errors(r);
+  ASSERT_EQ(e.size(), 20u + 2 + 1 + 1) << ::testing::PrintToString(e);
+  EXPECT_EQ(e[0], "rank 0: 1: data_dep 1000 names no node in this file");
+  EXPECT_EQ(e[19], "rank 0: 1: data_dep 1019 names no node in this file");
+  EXPECT_EQ(e[20], "rank 0: 2: node 2 depends on itself");
+  EXPECT_EQ(e[21], "rank 0: 2: node 2 depends on itself");
+  EXPECT_EQ(e[22], "rank 0: 2: ctrl_dep 3 names a node later in the file");
+  // The 21st to 26th dangling ones (node 1's last five, node 3's ctrl_dep 500) are counted, not shown.
+  EXPECT_EQ(e[23], "rank 0: -: ... and 6 more like the above (dangling dependency)");
+  EXPECT_EQ(r.ranks[0].dangling_deps, 26u);
+  EXPECT_TRUE(r.ranks[0].walked);
+
+  const ValidationReport capped = validate_workload(files, {.strict = true, .max_findings_per_kind = 1});
+  EXPECT_EQ(capped.errors, 29u);
+  EXPECT_EQ(errors(capped).size(), 1u + 1 + 1 + 1 + 1);  // 1 dangling, 1 self, 1 forward, 2 "more" lines
 }
 
 }  // namespace

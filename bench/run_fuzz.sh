@@ -8,6 +8,7 @@
 #   TARGETS="a b"   only these targets (default: every one, fuzz_*)
 #   BUILD_DIR=DIR   the fuzz build (default build-fuzz next to this script's source tree)
 #   NICE=N          nice level of the fuzzers (default 10)
+#   CLANG, CLANGXX  the compilers of a new build dir (default clang-14, clang++-14: Debian 12's clang-14 package)
 #   FABEMU_SHARED_DIR  the shared traces and configs for the seeds (default ../shared next to the source tree)
 # Files (under BUILD_DIR/fuzz/): seeds/<target>/ (made anew each run by fabemu_fuzz_seeds), corpus/<target>/
 # (what libFuzzer added; kept across runs), findings/<target>/ (crash-*, leak-*, timeout-*, oom-*: the
@@ -20,7 +21,7 @@ jobs=${JOBS:-1}
 nice_level=${NICE:-10}
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$src" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DFABEMU_FUZZ=ON \
+  cmake -S "$src" -B "$build" -G Ninja -DCMAKE_C_COMPILER="${CLANG:-clang-14}" -DCMAKE_CXX_COMPILER="${CLANGXX:-clang++-14}" -DFABEMU_FUZZ=ON \
     -DFABEMU_BUILD_TESTS=OFF -DFABEMU_BUILD_BENCH=OFF -DFABEMU_WITH_DPDK=OFF -DFABEMU_WITH_XRT=OFF \
     -DFABEMU_WITH_VERILATOR=OFF >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 2; }
 fi

@@ -1,5 +1,6 @@
 #include "tests/fuzz/fuzz_support.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,8 +12,16 @@
 namespace fabemu::fuzz {
 namespace fs = std::filesystem;
 
+// libprotobuf logs every string field with invalid UTF-8 it parses (an error the parsers report themselves):
+// millions of lines in a fuzz run. Silenced for every target (all link this file).
+[[maybe_unused]] const bool kProtobufQuiet = [] {
+  google::protobuf::SetLogHandler(nullptr);
+  return true;
+}();
+
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  // Never destroyed: the exit handler below needs it after static destructors may have run.
+  static const std::string* const dir = new std::string([] {
     std::string base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
     if (const char* t = std::getenv("FABEMU_FUZZ_TMPDIR"); t != nullptr && *t != '\0') base = t;
     std::string templ = base + "/fabemu-fuzz-XXXXXX";
@@ -20,13 +29,16 @@ const std::string& scratch_dir() {
       std::perror("fabemu fuzz: mkdtemp");
       std::abort();
     }
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(scratch_dir(), ec);
-    });
     return templ;
+  }());
+  static const bool cleanup = [] {
+    return std::atexit([] {
+      std::error_code ec;
+      fs::remove_all(*dir, ec);
+    }) == 0;
   }();
-  return dir;
+  (void)cleanup;
+  return *dir;
 }
 
 std::string write_scratch(const std::string& name, const uint8_t* data, size_t size) {

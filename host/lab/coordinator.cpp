@@ -270,8 +270,10 @@ class Coordinator {
         {"running", [](const Peer& q) { return q.phase == Phase::kRunning; }},
         {"finished", [](const Peer& q) { return q.report.done && !q.report.lost; }},
         {"lost", [](const Peer& q) { return q.report.lost; }}};
-    for (const auto& [name, test] : states) {
-      out += fmt::format("fabemu_lab_agents{{role=\"coordinator\",state=\"{}\"}} {}\n", name,
+    for (const auto& state : states) {
+      // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+      const auto& test = state.second;
+      out += fmt::format("fabemu_lab_agents{{role=\"coordinator\",state=\"{}\"}} {}\n", state.first,
                          std::count_if(peers_.begin(), peers_.end(), [&](const auto& q) { return test(*q); }));
     }
     size_t lost = 0;

@@ -11,6 +11,8 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libboost-dev libssl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+  # fuzzing (tests/fuzz, bench/run_fuzz.sh, CI's smoke step): clang 14 and its libFuzzer runtime
+  clang-14 libclang-rt-14-dev
   # DPDK backend (and its tools: dpdk-testpmd) and packet captures
   libdpdk-dev dpdk-dev libpcap-dev iproute2 tcpdump
   # FPGA backend: Xilinx XRT host library, Verilator hw-emu, Yosys resource reports

@@ -30,6 +30,8 @@ std::string scalar(const std::string& file, const cfg::YamlEntry& e, std::string
 }
 
 // "3", "0-2", "0,3,5-7" appended to `out`.
+constexpr uint64_t kMaxRanksPerAgent = 65536;
+
 void parse_rank_text(const std::string& file, uint64_t line, const std::string& text, std::vector<uint32_t>& out) {
   std::string_view rest = text;
   while (!rest.empty()) {
@@ -44,6 +46,12 @@ void parse_rank_text(const std::string& file, uint64_t line, const std::string& 
     if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > 1'000'000) {
       cfg::fail(file, line,
                 fmt::format("key \"ranks\": \"{}\" is not a rank or a range (expected e.g. 3, 0-2 or 0,3,5-7)", item));
+    }
+    // An agent's ranks each take a UDP port above its data port: more than 65,536 can never run, and a list
+    // that repeats a range must not grow without bound before its duplicates are found.
+    if (out.size() + static_cast<uint64_t>(*hi - *lo + 1) > kMaxRanksPerAgent) {
+      cfg::fail(file, line, fmt::format("key \"ranks\": more than {} ranks for one agent (one UDP port each)",
+                                        kMaxRanksPerAgent));
     }
     for (int64_t r = *lo; r <= *hi; ++r) out.push_back(static_cast<uint32_t>(r));
   }

@@ -164,6 +164,16 @@ TEST(LabConfig, MistakesNameTheFileAndLine) {
   const std::string e4 = error_of(write(dir, range), 8);
   EXPECT_NE(e4.find("line 7"), std::string::npos) << e4;
   EXPECT_NE(e4.find("\"2-0\" is not a rank or a range"), std::string::npos) << e4;
+
+  // Found by fuzz_lab_yaml: a range repeated 600 times pushed 600 million ranks (2.4 GB) before duplicates
+  // were looked for. One agent's ranks are bounded while they are read.
+  std::string repeated = text;
+  std::string many;
+  for (int i = 0; i < 600; ++i) many += (i == 0 ? "" : ",") + std::string("0-1000000");
+  repeated.replace(repeated.find("0-2,5"), 5, many);
+  const std::string e6 = error_of(write(dir, repeated), 8);
+  EXPECT_NE(e6.find("line 7"), std::string::npos) << e6;
+  EXPECT_NE(e6.find("more than 65536 ranks for one agent"), std::string::npos) << e6;
 }
 
 }  // namespace

@@ -11,13 +11,15 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "host/config/config_util.h"
+
 namespace fabemu::cli {
 
 OutputFile::OutputFile(std::string path, std::string_view option) : path_(std::move(path)), option_(option) {
   struct stat st {};
   if (::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    throw std::invalid_argument(fmt::format("{} {}: not a regular file (a folder or a device): give a file's path",
-                                            option_, path_));
+    throw std::invalid_argument(fmt::format("{} {}: {}, not a regular file: give a file's path", option_, path_,
+                                            host::config::file_type_name(st.st_mode)));
   }
   temp_ = path_ + ".fabemu-tmp-XXXXXX";
   fd_ = ::mkstemp(temp_.data());

@@ -31,6 +31,7 @@
 #include "emulator/walker.h"
 #include "host/cli/commands.h"
 #include "host/cli/output_file.h"
+#include "host/config/config_util.h"
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
 #include "host/fpga/fpga_fabric.h"
@@ -933,18 +934,18 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
   run_cmd->add_option("--comm-streams", args->comm_streams,
                       "Chunks in flight per rank and dimension, 1 to 65536 as the chunk keys (default: "
                       "active-chunks-per-dimension)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+      ->check(CLI::Range(host::config::kChunkRange.min, host::config::kChunkRange.max));
   run_cmd->add_option("--compute-model", args->compute_model, "auto | duration | roofline")
       ->check(CLI::IsMember({"auto", "duration", "roofline"}));
   // The same ranges as the files' peak-perf and local-mem-bw (host/config/README.md, Bounds): a rate outside
   // them is refused here, naming the option, not later by the rate arithmetic.
   run_cmd->add_option("--peak-tflops", args->peak_tflops,
                       "Roofline: device peak, 10^12 ops/s, 0.001 to 10^6 (default: peak-perf)")
-      ->check(CLI::Range(0.001, 1e6));
+      ->check(CLI::Range(host::config::kPeakTflopsRange.min, host::config::kPeakTflopsRange.max));
   run_cmd->add_option("--mem-bw-GBps,--mem-bw-gbps", args->mem_bw_gbps,
                       "Roofline and reductions: memory bandwidth in GB/s, 10^9 bytes/s, 0.001 to 10^6 (default: "
                       "local-mem-bw; --mem-bw-gbps is the older spelling)")
-      ->check(CLI::Range(0.001, 1e6));
+      ->check(CLI::Range(host::config::kMemBwRange.min, host::config::kMemBwRange.max));
   run_cmd->add_option("--compute-scale", args->compute_scale,
                       "RANK=FACTOR or all=FACTOR: multiply that rank's compute times (stragglers); repeatable")
       ->take_all();

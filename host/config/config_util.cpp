@@ -1,6 +1,8 @@
 // Shared by the readers of host/config (ASTRA-sim's files and fabemu's own fabric file).
 #include "host/config/config_util.h"
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -270,6 +272,15 @@ std::optional<emu::CollectiveImpl> parse_collective_impl(const std::string& s, s
   why = fmt::format("unknown implementation \"{}\"{}; ASTRA-sim knows {} (case-sensitive)", s,
                     did_you_mean(s, kCollectiveImplNames), join(kCollectiveImplNames));
   return std::nullopt;
+}
+
+const char* file_type_name(unsigned mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
 }
 
 }  // namespace fabemu::host::config

@@ -48,6 +48,10 @@ Duration ns_to_duration(const std::string& file, uint64_t line, std::string_view
 std::optional<double> parse_double(std::string_view s);
 std::optional<int64_t> parse_int(std::string_view s);
 
+// What a path that is not a regular file is, from its st_mode: "a directory", "a FIFO", "a socket", "a
+// character device", "a block device", else "not a regular file". For errors that name what was found.
+const char* file_type_name(unsigned mode);
+
 // --- ranges (host/config/README.md, "Bounds") ---
 // Every integer key of the three files has a range, and every number key that fabemu turns into a rate
 // has one; a value outside is an error naming the file, the line and the key, with the range.

@@ -7,6 +7,8 @@
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
+#include "host/config/config_util.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -15,18 +17,6 @@
 
 namespace fabemu::lab {
 
-namespace {
-
-const char* file_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "not a regular file";
-}
-
-}  // namespace
 
 std::string read_token_file(const std::string& path) {
   struct stat st {};
@@ -35,7 +25,7 @@ std::string read_token_file(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     throw LabError(proto::ERROR_AUTH_FAILED,
-                   fmt::format("token file {} is {}, not a regular file", path, file_kind(st.st_mode)));
+                   fmt::format("token file {} is {}, not a regular file", path, host::config::file_type_name(st.st_mode)));
   }
   if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
     throw LabError(proto::ERROR_AUTH_FAILED,

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 
+#include "host/config/config_util.h"
 #include "host/lab/error.h"
 
 namespace fabemu::lab {
@@ -56,14 +57,6 @@ struct Fd {
   }
 };
 
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
 }  // namespace
 
@@ -80,7 +73,7 @@ std::string sha256_file(const std::string& path, const std::atomic<bool>* cancel
   if (!S_ISREG(st.st_mode)) {
     throw LabError(proto::ERROR_RUN_FAILED,
                    fmt::format("{}: is {}, not a regular file: a trace must be a regular file", path,
-                               kind_of(st.st_mode)));
+                               host::config::file_type_name(st.st_mode)));
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
   MdCtx ctx = new_ctx();

@@ -23,7 +23,7 @@ fi
 expect_status 2 "$fabemu" run -w "$w" -n "$net" --report "$tmp/no/such/dir/r.json" -q
 expect_text "$tmp/err" "--report $tmp/no/such/dir/r.json: cannot create a file in $tmp/no/such/dir: No such file or directory"
 expect_status 2 "$fabemu" run -w "$w" -n "$net" --report "$tmp/ro" -q
-expect_text "$tmp/err" "--report $tmp/ro: not a regular file"
+expect_text "$tmp/err" "--report $tmp/ro: a directory, not a regular file"
 echo "old report" >"$tmp/r.json"
 expect_status 2 "$fabemu" run -w "$tmp/ar/missing" -n "$net" --report "$tmp/r.json" -q
 [ "$(cat "$tmp/r.json")" = "old report" ] || fail "a failed run replaced the old report"

@@ -159,8 +159,8 @@ std::string format_summary(const RunResult& r, size_t top_collectives) {
                    cell(static_cast<double>(slowest->compute_busy.ps())),
                    cell(static_cast<double>(slowest->exposed_comm.ps())), cell(static_cast<double>(slowest->idle.ps())),
                    cell(static_cast<double>(slowest->finish_minus_compute().ps())));
-    fmt::format_to(it, "  (comm, no compute: communication in flight while no compute ran; finish - compute: "
-                       "ASTRA-sim's \"exposed communication\", which also counts waiting for peers)\n");
+    fmt::format_to(it, "  (comm, no compute: communication while no compute ran; finish - compute: ASTRA-sim's exposed "
+                       "communication, waits included)\n");
   }
 
   // Slowest collectives.

@@ -44,6 +44,17 @@ constexpr const char* kOldSchemaHint =
 
 // --- the bounds of reader.h, checked on the wire before a node is parsed -------------------------------
 
+// A protobuf varint at p (before end): advances p past it; false when it runs off the end or past 64 bits.
+bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  v = 0;
+  for (int shift = 0; p < end && shift < 64; shift += 7) {
+    const uint8_t b = *p++;
+    v |= uint64_t{b & 0x7fu} << shift;
+    if ((b & 0x80u) == 0) return true;
+  }
+  return false;
+}
+
 // A protobuf message's fields, read without allocating. Malformed input just stops the walk: the parser
 // that runs next says what is wrong with it.
 class WireFields {
@@ -75,15 +86,7 @@ class WireFields {
   }
 
  private:
-  bool varint(uint64_t& v) {
-    v = 0;
-    for (int shift = 0; p_ < end_ && shift < 64; shift += 7) {
-      const uint8_t b = *p_++;
-      v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80u) == 0) return true;
-    }
-    return false;
-  }
+  bool varint(uint64_t& v) { return read_varint(p_, end_, v); }
   const uint8_t* p_;
   const uint8_t* end_;
 };
@@ -323,15 +326,7 @@ bool TraceReader::next_id_impl(uint64_t& id) {
   const uint8_t* p = read_frame(length, offset, "Node", nodes_read_);
   if (p == nullptr) return false;
   const uint8_t* const end = p + length;
-  auto varint = [&](uint64_t& v) {
-    v = 0;
-    for (int shift = 0; p < end && shift < 64; shift += 7) {
-      const uint8_t b = *p++;
-      v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80u) == 0) return true;
-    }
-    return false;
-  };
+  auto varint = [&](uint64_t& v) { return read_varint(p, end, v); };
   id = 0;
   while (p < end) {
     uint64_t tag = 0;

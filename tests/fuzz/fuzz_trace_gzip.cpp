@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_support.h"
+#include "tests/fuzz/read_trace.h"
 #include "traces/error.h"
 #include "traces/reader.h"
 
@@ -55,17 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string path = fuzz::write_scratch("trace.0.et.gz", gz);
   fuzz::expect_only<traces::TraceError>([&] {
-    traces::TraceReader reader(path, 0);
-    if (!reader.compressed()) fuzz::finding("gzip", "a gzip file was not read as gzip");
-    traces::Node node;
-    while (reader.next(node)) {
-    }
+    if (!traces::TraceReader(path, 0).compressed()) fuzz::finding("gzip", "a gzip file was not read as gzip");
   });
-  fuzz::expect_only<traces::TraceError>([&] {
-    traces::TraceReader reader(path);
-    uint64_t id = 0;
-    while (reader.next_id(id)) {
-    }
-  });
+  fuzz::read_trace_both_ways(path);
   return 0;
 }

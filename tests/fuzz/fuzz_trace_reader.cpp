@@ -4,24 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "tests/fuzz/fuzz_support.h"
-#include "traces/error.h"
-#include "traces/reader.h"
+#include "tests/fuzz/read_trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace fabemu;
-  const std::string path = fuzz::write_scratch("trace.0.et", data, size);
-  fuzz::expect_only<traces::TraceError>([&] {
-    traces::TraceReader reader(path, 0);
-    traces::Node node;
-    while (reader.next(node)) {
-    }
-  });
-  fuzz::expect_only<traces::TraceError>([&] {
-    traces::TraceReader reader(path);
-    uint64_t id = 0;
-    while (reader.next_id(id)) {
-    }
-  });
+  fuzz::read_trace_both_ways(fuzz::write_scratch("trace.0.et", data, size));
   return 0;
 }

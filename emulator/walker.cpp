@@ -127,6 +127,14 @@ struct ChunkState {
   uint32_t next_free = kNone;
 };
 
+// A collective as it was read (file order): its process group (as defined then), the group's index for the
+// walker's keys, and its place among the group's collectives in the rank's file.
+struct LoadedCollective {
+  const traces::ProcessGroup* pg;
+  uint32_t group;
+  uint64_t seq;
+};
+
 struct P2pKey {
   int32_t src, dst;
   int64_t tag;
@@ -372,8 +380,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     Time last;
     RankResult res;  // what the report says of the rank, kept as the walk goes
     std::vector<uint64_t> group_seq;  // per group_index: collectives read so far (file order)
-    // Collectives read and not yet issued: their group_index and place in the group's file order.
-    std::unordered_map<const Node*, std::pair<uint32_t, uint64_t>> coll_seq;
+    // Collectives read and not yet issued: their group and place in the group's file order.
+    std::unordered_map<const Node*, LoadedCollective> coll_seq;
     std::vector<int32_t> free_slots;
     std::vector<size_t> cursor;  // per dimension: entries of DimQueue::started before it are done with
     std::vector<uint8_t> comm_tracks;  // timeline: busy communication tracks
@@ -435,13 +443,15 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       return;
     }
     if (node.type() != ChakraProtoMsg::COMM_COLL_NODE) return;
-    const auto info = traces::comm_info(node);
-    const traces::ProcessGroup* pg = info.collective ? groups_.find(info.pg) : nullptr;
+    // Only what the matching needs (comm_info reads every attribute, issue_collective does that once).
+    const auto type = traces::attr_int(node, "comm_type");
+    if (!type || !ChakraProtoMsg::CollectiveCommType_IsValid(static_cast<int>(*type))) return;  // issue says why
+    const traces::ProcessGroup* pg = groups_.find(traces::attr_string(node, "pg_name").value_or(""));
     if (pg == nullptr) return;  // issue_collective says why
     RankState& R = ranks_[static_cast<size_t>(r)];
     const uint32_t g = group_index(pg->name);
     if (R.group_seq.size() <= g) R.group_seq.resize(g + 1, 0);
-    R.coll_seq.emplace(&node, std::pair{g, R.group_seq[g]++});
+    R.coll_seq.emplace(&node, LoadedCollective{pg, g, R.group_seq[g]++});
   }
 
   void pump(int32_t r) {
@@ -789,25 +799,25 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
       finish_node(r, node, engine_.now(), "comm", -1, 0);
       return;
     }
-    const traces::ProcessGroup* pg = groups_.find(info.pg);
-    if (pg == nullptr) {
-      throw traces::TraceError(where(r, node), fmt::format("pg_name \"{}\" names no process group (none in the "
-                                                           "trace's METADATA_NODEs or the comm-group file)",
-                                                           info.pg));
-    }
-    const bool all = pg->ranks.empty() || pg->ranks.size() == ranks_.size();
-    // File order is counted per process group (name), also for a named group of all ranks (loaded()).
-    const uint32_t g = group_index(pg->name);
+    // The group and the place in its file order were found when the node was read (loaded()).
     const auto seq_it = R.coll_seq.find(&node);
-    if (seq_it == R.coll_seq.end() || seq_it->second.first != g) {
-      throw traces::TraceError(where(r, node), fmt::format("pg_name \"{}\" names a group that a METADATA_NODE later "
-                                                           "in the file defines or redefines: define process groups "
-                                                           "before the collectives that use them",
-                                                           info.pg));
+    if (seq_it == R.coll_seq.end()) {
+      throw traces::TraceError(
+          where(r, node),
+          groups_.find(info.pg) == nullptr
+              ? fmt::format("pg_name \"{}\" names no process group (none in the trace's METADATA_NODEs or the "
+                            "comm-group file)",
+                            info.pg)
+              : fmt::format("pg_name \"{}\" names a group that a METADATA_NODE later in the file defines: define "
+                            "process groups before the collectives that use them",
+                            info.pg));
     }
-    const uint64_t seq = seq_it->second.second;
+    const LoadedCollective loaded_as = seq_it->second;
     R.coll_seq.erase(seq_it);
-    const uint64_t key = (static_cast<uint64_t>(g) << 40) | seq;
+    const traces::ProcessGroup* pg = loaded_as.pg;
+    const bool all = pg->ranks.empty() || pg->ranks.size() == ranks_.size();
+    const uint64_t seq = loaded_as.seq;
+    const uint64_t key = (static_cast<uint64_t>(loaded_as.group) << 40) | seq;
     const CollectiveType type = *info.collective;
     const uint64_t bytes = info.size.value_or(0);
 

@@ -136,6 +136,15 @@ class TokenFile : public ::testing::Test {
     ::chmod(path.c_str(), mode);
     return path;
   }
+  // read_token_file's error for `path`, or "no error".
+  static std::string message(const std::string& path) {
+    try {
+      read_token_file(path);
+    } catch (const LabError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }
   std::filesystem::path dir_;
 };
 
@@ -144,14 +153,6 @@ TEST_F(TokenFile, ReadsTokenWithoutTrailingNewline) {
 }
 
 TEST_F(TokenFile, RejectsMissingEmptyAndWorldReadable) {
-  const auto message = [](const std::string& path) {
-    try {
-      read_token_file(path);
-    } catch (const LabError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_NE(message((dir_ / "missing").string()).find("does not exist"), std::string::npos);
   EXPECT_NE(message(write("empty", " \n", 0600)).find("is empty"), std::string::npos);
   EXPECT_NE(message(write("open", "tok", 0644)).find("chmod 600"), std::string::npos);
@@ -160,14 +161,6 @@ TEST_F(TokenFile, RejectsMissingEmptyAndWorldReadable) {
 // Issue 44 item 14: group bits (640, 660) were accepted, a FIFO blocked start-up for ever, a directory was
 // reported as "is empty". Each is refused with the file's name and what it is, without opening it.
 TEST_F(TokenFile, RejectsGroupAccessFifoAndDirectoryNamingTheFile) {
-  const auto message = [](const std::string& path) {
-    try {
-      read_token_file(path);
-    } catch (const LabError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   for (const mode_t mode : {0640, 0660, 0620, 0604}) {
     const std::string path = write(fmt::format("group{:o}", mode), "tok", mode);
     EXPECT_EQ(message(path), fmt::format("token file {} is accessible by its group or other users (mode {:o}): "

@@ -377,10 +377,15 @@ TEST(DpdkFabric, PacingAchievesTheTargetRateWithinOnePercent) {
 // message to its sender and builds its frames up to that long before they are due, and holds them until
 // then. Sparse one-frame messages: 4 ranks on a 100 Gb/s ring, 8 all-to-alls of 4 KiB (1 KiB a pair, one
 // frame each); a rank's two messages on a first link are a busy period of two frames 80 ns (emulated)
-// apart, 80 us of wall at D = 1000, so the second is due well after the first and is built ahead and held.
+// apart, 800 us of wall at D = 10000, so the second is due well after the first and is built ahead and held.
 // The walker's times are the software model's either way; no frame leaves before its schedule (a held
 // frame let go early would make a period's span shorter than scheduled: a ratio above 1); every mbuf comes
 // back. Without it (ahead 0) nothing is held.
+// A transmit lcore that falls behind its schedule by more than the ahead time stops building ahead (by
+// design: tx_behind_), which a loaded machine can cause for a whole run (CI under ASan: every frame 69 us
+// late at D = 1000 with 20 us ahead, none built ahead). So D = 10000 and 200 us ahead (under three busy loops
+// on this 2-core machine, ASan: 8-17 frames ahead in each of 10 runs), and up to three runs for one that
+// builds ahead; every run is checked for everything else.
 TEST(DpdkFabric, BuildAheadHoldsFramesUntilTheyAreDue) {
   REQUIRE_EAL();
   fabemu::test::ScratchDir dir;
@@ -395,25 +400,35 @@ TEST(DpdkFabric, BuildAheadHoldsFramesUntilTheyAreDue) {
   w.files = fabemu::traces::generate_collective(spec, dir.file("a2a4"));
   const RunResult sw = run_software(w);
   auto ports = fd::DpdkPorts::ring("fabba", port_config());
-  for (const uint64_t ahead_us : {20, 0}) {
-    SCOPED_TRACE(testing::Message() << "ahead " << ahead_us << " us");
-    fd::DpdkFabricOptions opt;
-    opt.dilation = 1000;
-    opt.ahead = Duration::from_us(ahead_us);
-    const DpdkRun d = run_dpdk(w, ports, opt);
-    expect_exact(sw, d);
-    EXPECT_EQ(d.stats.jitter_ns.count(), d.stats.data_frames);
-    EXPECT_EQ(d.stats.settings.ahead.ps(), ahead_us * 1'000'000);
-    if (ahead_us == 0) {
-      EXPECT_EQ(d.stats.frames_ahead, 0u);
-    } else {
-      EXPECT_GT(d.stats.frames_ahead, 0u) << fd::format_dpdk_stats(d.stats);
+  for (const uint64_t ahead_us : {200, 0}) {
+    const int attempts = ahead_us == 0 ? 1 : 3;
+    uint64_t most_ahead = 0;
+    for (int attempt = 1; attempt <= attempts && most_ahead == 0; ++attempt) {
+      SCOPED_TRACE(testing::Message() << "ahead " << ahead_us << " us, run " << attempt);
+      fd::DpdkFabricOptions opt;
+      opt.dilation = 10000;
+      opt.ahead = Duration::from_us(ahead_us);
+      const DpdkRun d = run_dpdk(w, ports, opt);
+      expect_exact(sw, d);
+      EXPECT_EQ(d.stats.jitter_ns.count(), d.stats.data_frames);
+      EXPECT_EQ(d.stats.settings.ahead.ps(), ahead_us * 1'000'000);
       EXPECT_LE(d.stats.frames_ahead, d.stats.data_frames);
+      if (ahead_us == 0) {
+        EXPECT_EQ(d.stats.frames_ahead, 0u);
+      }
+      most_ahead = std::max(most_ahead, d.stats.frames_ahead);
+      ASSERT_GT(d.stats.pacing_periods, 0u) << fd::format_dpdk_stats(d.stats);
+      EXPECT_LE(d.stats.pacing_ratio, 1.0 + 1e-9) << fd::format_dpdk_stats(d.stats);
+      EXPECT_LE(d.stats.pacing_median_ratio, 1.0 + 1e-9) << fd::format_dpdk_stats(d.stats);
+      EXPECT_EQ(frames_in(ports.a().pool()), 0u);
+      if (ahead_us > 0 && most_ahead == 0) {
+        std::printf("ahead %llu us, run %d built no frame ahead:\n%s\n", static_cast<unsigned long long>(ahead_us),
+                    attempt, fd::format_dpdk_stats(d.stats).c_str());
+      }
     }
-    ASSERT_GT(d.stats.pacing_periods, 0u) << fd::format_dpdk_stats(d.stats);
-    EXPECT_LE(d.stats.pacing_ratio, 1.0 + 1e-9) << fd::format_dpdk_stats(d.stats);
-    EXPECT_LE(d.stats.pacing_median_ratio, 1.0 + 1e-9) << fd::format_dpdk_stats(d.stats);
-    EXPECT_EQ(frames_in(ports.a().pool()), 0u);
+    if (ahead_us > 0) {
+      EXPECT_GT(most_ahead, 0u) << "in " << attempts << " runs";
+    }
   }
 }
 

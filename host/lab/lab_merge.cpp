@@ -113,8 +113,10 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
       r.collectives_closed_form = base_run.collectives_closed_form;
       r.warnings = base_run.warnings;
       r.stuck = base_run.stuck;
+      r.reached = base_run.reached;
       continue;
     }
+    r.reached = std::max(r.reached, run.reached);  // an agent stopped early reached less
     for (const auto& w : run.warnings) {
       if (std::find(r.warnings.begin(), r.warnings.end(), w) == r.warnings.end()) r.warnings.push_back(w);
     }
@@ -135,6 +137,7 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
       if (k.finish > r.total) r.total = k.finish;
     }
   }
+  r.reached = std::max(r.reached, r.total);
   std::sort(r.ranks.begin(), r.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   r.warnings.insert(r.warnings.end(), stall_warnings.begin(), stall_warnings.end());
   if (any_interrupted) r.warnings.push_back("lab: the run was stopped before the end: the report is partial");

@@ -221,6 +221,8 @@ void expect_same_report(const emu::RunResult& single, const emu::RunResult& lab,
   ASSERT_EQ(single.ranks.size(), static_cast<size_t>(n));
   EXPECT_EQ(lab.total, single.total);
   EXPECT_GT(lab.total.ps(), 0u);
+  EXPECT_EQ(lab.status, single.status);
+  EXPECT_EQ(lab.reached, single.reached);  // the merged report's time_reached_ps was 0
   for (int r = 0; r < n; ++r) {
     EXPECT_EQ(lab.ranks[r].rank, r);
     EXPECT_EQ(lab.ranks[r].finish, single.ranks[r].finish) << "rank " << r;

@@ -5,12 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "host/run/exit_status.h"
+
 namespace fabemu::cli {
 
 // Exit status of a command: 0 success, 1 the input has errors (validate), 2 bad usage or unreadable input.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitFindings = 1;
-inline constexpr int kExitError = 2;
+using run::kExitError;
+using run::kExitFindings;
+using run::kExitOk;
 
 // `fabemu trace ...`; `status` receives the command's exit status.
 void add_trace_commands(CLI::App& app, int& status);

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/cli/commands.h"
-#include "host/cli/output_file.h"
+#include "host/run/output_file.h"
 #include "host/cli/trace_tools.h"
 #include "traces/attrs.h"
 #include "traces/info.h"
@@ -232,7 +232,7 @@ class ConversionOutputs {
   }
   void write(const std::string& from, const std::string& out, const std::function<uint64_t(const std::string&)>& fn) {
     uint64_t nodes = 0;
-    write_via_temporary(out, [&](const std::string& temp) { nodes = fn(temp); });
+    run::write_via_temporary(out, [&](const std::string& temp) { nodes = fn(temp); });
     written_.push_back(out);
     fmt::print(log_, "{} -> {}: {} nodes\n", from, out, nodes);
   }

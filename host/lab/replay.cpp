@@ -16,8 +16,7 @@
 #include "emulator/report_json.h"
 #include "emulator/topology.h"
 #include "emulator/walker.h"
-#include "host/config/astra_config.h"
-#include "host/config/fabric_config.h"
+#include "host/config/run_config.h"
 #include "host/dpdk/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/clock.h"
@@ -133,12 +132,6 @@ class RecordingTimeline final : public emu::TimelineSink {
   uint64_t seq_ = 0;
 };
 
-void default_algorithms(emu::SystemConfig& s, size_t dims) {
-  for (auto* list : {&s.all_reduce, &s.all_gather, &s.reduce_scatter, &s.all_to_all}) {
-    if (list->empty()) list->assign(dims, emu::CollectiveImpl{});
-  }
-}
-
 const std::string* find_path(const std::map<std::string, std::string>& paths, const char* role) {
   const auto it = paths.find(role);
   return it == paths.end() ? nullptr : &it->second;
@@ -247,22 +240,16 @@ std::unique_ptr<SocketFabric> make_dpdk_fabric(const ReplayInput& in, const emu:
 
 ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::string, std::string>& paths) {
   (void)spec;
-  ReplayConfig c;
-  if (const std::string* fabric = find_path(paths, "fabric")) {
-    host::FabricFile f = host::load_fabric_yaml(*fabric);
-    c.network = std::move(f.network);
-    c.system = std::move(f.system);
-    return c;
-  }
+  const std::string* fabric = find_path(paths, "fabric");
   const std::string* network = find_path(paths, "network");
-  if (network == nullptr) throw std::invalid_argument("the run names neither a fabric file nor a network file");
-  c.network = host::load_network_yml(*network);
-  if (const std::string* system = find_path(paths, "system")) {
-    c.system = host::load_system_json(*system, c.network.dims.size());
-  } else {
-    default_algorithms(c.system, c.network.dims.size());
+  if (fabric == nullptr && network == nullptr) {
+    throw std::invalid_argument("the run names neither a fabric file nor a network file");
   }
-  return c;
+  const std::string* system = find_path(paths, "system");
+  host::RunConfig c = host::load_run_config(fabric != nullptr ? *fabric : std::string(),
+                                            network != nullptr ? *network : std::string(),
+                                            system != nullptr ? *system : std::string());
+  return ReplayConfig{std::move(c.network), std::move(c.system)};
 }
 
 std::unique_ptr<DatagramTransport> bind_udp_data_plane(const proto::AssignRanks& assign) { return bind_udp(assign); }
@@ -295,11 +282,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   emu::WalkerOptions opt;
   opt.system = config.system;
   opt.comm_streams = spec.comm_streams();
-  if (spec.compute_model() == "duration") {
-    opt.compute_model = emu::ComputeModel::kDuration;
-  } else if (spec.compute_model() == "roofline") {
-    opt.compute_model = emu::ComputeModel::kRoofline;
-  }
+  if (!spec.compute_model().empty()) opt.compute_model = host::parse_compute_model(spec.compute_model(), "compute_model");
   opt.peak_tflops = spec.peak_tflops();
   opt.mem_bw_gbps = spec.mem_bw_gbps();
   opt.compute_scale.assign(spec.compute_scale().begin(), spec.compute_scale().end());

@@ -1,4 +1,4 @@
-#include "host/cli/output_file.h"
+#include "host/run/output_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 
 #include "host/config/config_util.h"
 
-namespace fabemu::cli {
+namespace fabemu::run {
 
 OutputFile::OutputFile(std::string path, std::string_view option) : path_(std::move(path)), option_(option) {
   struct stat st {};
@@ -82,4 +82,4 @@ void write_via_temporary(const std::string& path, const std::function<void(const
   }
 }
 
-}  // namespace fabemu::cli
+}  // namespace fabemu::run

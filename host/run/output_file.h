@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace fabemu::cli {
+namespace fabemu::run {
 
 class OutputFile {
  public:
@@ -36,4 +36,4 @@ class OutputFile {
 // removed and `path` is left as it was: a failed conversion leaves no partial file.
 void write_via_temporary(const std::string& path, const std::function<void(const std::string&)>& write);
 
-}  // namespace fabemu::cli
+}  // namespace fabemu::run

@@ -1,0 +1,112 @@
+#include "host/run/backend.h"
+
+#include <fmt/core.h>
+
+#include <cstddef>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "emulator/walker.h"
+#include "host/run/exit_status.h"
+
+namespace fabemu::run {
+
+// Each backend's file defines its make function; a backend is one file and one line of table() below.
+std::unique_ptr<Backend> make_software_backend(const BackendContext& context);
+std::unique_ptr<Backend> make_fpga_backend(const BackendContext& context);
+std::unique_ptr<Backend> make_socket_backend(const BackendContext& context);
+std::unique_ptr<Backend> make_agents_backend(const BackendContext& context);
+#ifdef FABEMU_HAVE_DPDK
+std::unique_ptr<Backend> make_dpdk_backend(const BackendContext& context);
+#else
+constexpr std::nullptr_t make_dpdk_backend = nullptr;  // dpdk_backend.cpp is built with DPDK only
+#endif
+
+namespace {
+
+std::vector<BackendEntry>& table() {
+  static std::vector<BackendEntry> entries = {
+      {"software", false, make_software_backend},
+      {"dpdk", true, make_dpdk_backend, "DPDK"},
+      {"socket", true, make_socket_backend},
+      {"fpga", true, make_fpga_backend},
+      {"agents", true, make_agents_backend},
+  };
+  return entries;
+}
+
+}  // namespace
+
+std::span<const BackendEntry> backends() { return table(); }
+
+void add_backend(const BackendEntry& entry) {
+  for (const BackendEntry& e : table()) {
+    if (e.name == entry.name) throw std::invalid_argument(fmt::format("a backend named {} exists", entry.name));
+  }
+  table().push_back(entry);
+}
+
+const BackendEntry* find_backend(std::string_view name) {
+  for (const BackendEntry& e : table()) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<Backend> make_backend(const BackendContext& context) {
+  const std::string_view name = context.args.agents.empty() ? std::string_view(context.args.fabric) : "agents";
+  const BackendEntry* entry = find_backend(name);
+  if (entry == nullptr) throw std::invalid_argument(fmt::format("--fabric {}: no such backend in this fabemu", name));
+  if (entry->make == nullptr) {
+    throw std::invalid_argument(fmt::format("--fabric {}: this fabemu was built without {}", name, entry->built_without));
+  }
+  return entry->make(context);
+}
+
+emu::RunResult LocalBackend::walk(const RunPlan& plan, emu::ChromeTimeline* timeline) {
+  emu::WalkerOptions options = plan.walker;
+  if (timeline != nullptr) {
+    options.timeline = timeline;
+    options.timeline_message_limit = plan.timeline_messages;
+  }
+  emu::Walker walker(fabric(), plan.network, plan.paths, plan.groups, options, analytical());
+  emu::RunResult result = walker.run();
+  result.warnings.insert(result.warnings.begin(), plan.option_warnings.begin(), plan.option_warnings.end());
+  if (timeline != nullptr) timeline->finish();
+  return result;
+}
+
+void stopped_early(emu::RunResult& result, std::string headline, emu::RunStatus status) {
+  result.status = status;
+  const std::string_view prefix = status == emu::RunStatus::kInterrupted ? "interrupted" : "stopped";
+  result.warnings.push_back(std::move(headline));
+  for (auto& s : result.stuck) result.warnings.push_back(fmt::format("{}: {}", prefix, s));
+  result.stuck.clear();
+}
+
+void stopped_early_if(emu::RunResult& result, const RealtimeEnd& end) {
+  if (end.interrupted) {
+    stopped_early(result, fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", end.now.ps()),
+                  emu::RunStatus::kInterrupted);
+  } else if (end.stalled) {  // a dead device or peer: the report shows how far the run got
+    stopped_early(result, fmt::format("run stopped at {} ps of emulated time: the wire stalled", end.now.ps()),
+                  emu::RunStatus::kStalled);
+  }
+}
+
+std::optional<int> realtime_exit(const RealtimeEnd& end, std::string_view fabric, const std::string& stall) {
+  if (end.interrupted) return interrupted_exit();
+  if (end.stalled) {
+    fmt::print(stderr, "fabemu: error: {}: {}; the report holds the run up to that point\n", fabric, stall);
+    return kExitError;
+  }
+  return std::nullopt;
+}
+
+int interrupted_exit() {
+  fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
+  return kExitFindings;
+}
+
+}  // namespace fabemu::run

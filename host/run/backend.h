@@ -1,0 +1,110 @@
+// A fabric backend of `fabemu run` (`--fabric software|fpga|dpdk|socket`, and `--agents`): what makes the
+// fabric, walks the workload over it, and after the walk adds its part to the result (warnings, link
+// statistics, its report section), its text after the summary, and its exit status. One file a backend, one
+// line each in the table of backend.cpp (table()). run_workload() (host/run/run.cpp) drives them in phases.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "emulator/event_queue.h"
+#include "emulator/fabric.h"
+#include "emulator/report.h"
+#include "emulator/timeline.h"
+#include "emulator/topology.h"
+#include "host/run/run_args.h"
+#include "host/run/run_plan.h"
+
+namespace fabemu::emu {
+class AnalyticalFabric;
+}
+
+namespace fabemu::run {
+
+// What every backend is made from: the options, the plan, and (for the backends that walk here) the
+// engine and topology that outlive it.
+struct BackendContext {
+  const RunArgs& args;
+  const RunPlan& plan;
+  emu::Engine& engine;
+  const emu::Topology& topology;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The walk: the workload over this backend's fabric (or the agents'), writing `timeline` when not null.
+  virtual emu::RunResult walk(const RunPlan& plan, emu::ChromeTimeline* timeline) = 0;
+  // After the walk: why it stopped early, warnings, link statistics, the report section.
+  virtual void finish(emu::RunResult& result) = 0;
+  // The report's `fabric` when it is not --fabric's value (a lab run's "lab:socket"); "" else.
+  virtual std::string report_fabric() const { return {}; }
+  // Printed after the summary (unless --quiet); "" for none.
+  virtual std::string summary_section() const { return {}; }
+  // Once the summary and report are written: an exit status of its own (it prints why to stderr), or
+  // nullopt to let the run's own (a deadlock: 1; else 0).
+  virtual std::optional<int> exit_status() { return std::nullopt; }
+};
+
+// A backend whose fabric is in this process: the walker runs here.
+class LocalBackend : public Backend {
+ public:
+  emu::RunResult walk(const RunPlan& plan, emu::ChromeTimeline* timeline) override;
+
+ protected:
+  virtual emu::Fabric& fabric() = 0;
+  // The analytical model's fast path (closed forms) when the fabric is the analytical model.
+  virtual emu::AnalyticalFabric* analytical() { return nullptr; }
+};
+
+struct BackendEntry {
+  std::string_view name;   // --fabric's value ("agents" for a lab run)
+  bool packet_model_only;  // it replays the packet model (FIFO links): --model analytical is refused
+  // nullptr: a backend this fabemu was built without ("--fabric dpdk: this fabemu was built without DPDK")
+  std::unique_ptr<Backend> (*make)(const BackendContext& context);
+  std::string_view built_without = {};  // with make == nullptr: what it needs ("DPDK")
+};
+
+// The backends this fabemu was built with.
+std::span<const BackendEntry> backends();
+
+// The entry of that name, or nullptr.
+const BackendEntry* find_backend(std::string_view name);
+
+// Adds a backend to the table (tests; a backend built into fabemu is a line of the table in backend.cpp).
+// Throws std::invalid_argument when one of that name exists.
+void add_backend(const BackendEntry& entry);
+
+// The backend of a run: --agents makes it "agents", else --fabric's. Throws std::invalid_argument for a
+// backend this fabemu was built without ("--fabric dpdk: this fabemu was built without DPDK").
+std::unique_ptr<Backend> make_backend(const BackendContext& context);
+
+// A real-time fabric's run that stopped early (a signal, a stalled wire) did not deadlock: `headline`, then
+// what was still running, become warnings (each prefixed "interrupted" or "stopped"), and nothing is left
+// stuck; the report's status says which.
+void stopped_early(emu::RunResult& result, std::string headline, emu::RunStatus status);
+
+// The exit status and stderr line of a run a signal stopped (1: the report holds the run up to there).
+int interrupted_exit();
+
+// The end of a real-time fabric's run (DPDK, socket): a signal or a stalled wire stopped it at `now`
+// (stopped_early with the status and headline that say so), or it ran to the end.
+struct RealtimeEnd {
+  bool interrupted = false;
+  bool stalled = false;
+  emu::Time now;
+};
+template <typename RealtimeFabric>
+RealtimeEnd end_of(RealtimeFabric& f) {
+  return RealtimeEnd{f.interrupted(), f.stalled(), f.engine().now()};
+}
+void stopped_early_if(emu::RunResult& result, const RealtimeEnd& end);
+
+// Its exit status, from its state after the drain (end_of once more: the drain may stall): 1 after a signal,
+// 2 with "fabemu: error: <fabric>: <stall>" after a stalled wire; else nullopt.
+std::optional<int> realtime_exit(const RealtimeEnd& end, std::string_view fabric, const std::string& stall);
+
+}  // namespace fabemu::run

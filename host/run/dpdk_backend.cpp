@@ -1,0 +1,207 @@
+// `--fabric dpdk`: every message as real Ethernet frames through DPDK devices (an in-process ring pair or
+// memif, or the user's --dpdk-devargs), delivered to the walker at the packet model's times; EAL arguments
+// after `--` (host/dpdk/README.md). Built only with DPDK.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/link_results.h"
+#include "host/dpdk/address_plan.h"
+#include "host/dpdk/dpdk_env.h"
+#include "host/dpdk/dpdk_fabric.h"
+#include "host/run/backend.h"
+#include "host/run/exit_status.h"
+#include "host/run/lcore_ids.h"
+
+namespace fabemu::run {
+namespace {
+
+namespace hd = host::dpdk;
+
+// Stops EAL when the run is over (after the fabric and the ports, which are destroyed first).
+struct EalSession {
+  bool started = false;
+  ~EalSession() {
+    if (started) hd::Eal::shutdown();
+  }
+};
+
+// The memif socket file of --dpdk-port memif, removed when the run is over.
+struct MemifSocketFile {
+  std::string path;
+  ~MemifSocketFile() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove(path, ec);
+  }
+};
+
+// --dpdk-rx-lcore: auto, off, all, an lcore id, or a list of them (several receive lcores, a queue each).
+std::vector<unsigned> receive_lcores(const RunArgs& a) {
+  std::vector<unsigned> rx_lcores = lcore_list(a.dpdk_rx_lcore).value_or(std::vector<unsigned>{});
+  if (a.dpdk_rx_lcore == "all" && a.dpdk_devargs.size() != 1) {
+    // Every worker lcore EAL has; one of them is `auto`'s choice, none leaves the receive side on the main
+    // lcore (as auto; so does one device looping frames back).
+    rx_lcores = hd::Eal::idle_worker_lcores();
+    if (rx_lcores.size() < 2) rx_lcores.clear();
+  }
+  return rx_lcores;
+}
+
+hd::PortConfig port_config(const RunArgs& a, const emu::Topology& topology, uint16_t queues) {
+  hd::PortConfig cfg;
+  cfg.rx_queues = cfg.tx_queues = queues;
+  // Sized from the workload: its rank count sets what the fabric holds outside the device rings.
+  // (one mempool cache per lcore that touches the pools: the main one and the receive side's).
+  cfg.mbufs = cfg.mbufs_for(hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus()), queues), 32,
+                            std::min(queues + 1u, rte_lcore_count()));
+  cfg.mtu = static_cast<uint16_t>(std::min<uint32_t>(a.wire_mtu, 65535));
+  if (a.wire_mtu > 1500) cfg.data_room = hd::PortConfig::data_room_for_mtu(a.wire_mtu);
+  return cfg;
+}
+
+std::unique_ptr<hd::DpdkPorts> open_ports(const RunArgs& a, hd::PortConfig cfg, uint16_t queues,
+                                          MemifSocketFile& memif) {
+  if (!a.dpdk_devargs.empty()) {
+    if (a.dpdk_devargs.size() > 2) throw std::invalid_argument("--dpdk-devargs: at most two devices (A, then B)");
+    return std::make_unique<hd::DpdkPorts>(
+        hd::DpdkPorts::devargs(a.dpdk_devargs[0], a.dpdk_devargs.size() > 1 ? a.dpdk_devargs[1] : "", cfg));
+  }
+  if (a.dpdk_port == "memif") {
+    memif.path = (std::filesystem::temp_directory_path() / fmt::format("fabemu-memif-{}.sock", ::getpid())).string();
+    return std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::memif(memif.path, cfg));
+  }
+  hd::RingDevice device;
+  device.delay_ns = static_cast<uint64_t>(std::llround(a.dpdk_ring_delay_us * 1000.0));
+  device.bytes_per_sec = static_cast<uint64_t>(std::llround(a.dpdk_ring_rate_gbps * 1e9 / 8));
+  device.ecn_bytes = a.dpdk_ring_ecn_bytes;
+  if (device.any()) cfg.mbufs += hd::DpdkPorts::kRingDelayFrames;  // the frames the device holds
+  return std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues, device));
+}
+
+hd::DpdkFabricOptions fabric_options(const RunArgs& a, uint32_t mtu, const std::vector<unsigned>& rx_lcores) {
+  hd::DpdkFabricOptions o;
+  o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
+  o.mode = a.roce ? hd::WireMode::kRoceV2 : hd::WireMode::kFabemu;
+  o.wire_mtu = a.wire_mtu;
+  o.dscp = static_cast<uint8_t>(a.wire_dscp);
+  o.ecn = hd::sender_ecn(a.wire_ecn).value_or(hd::Ecn::kNotEct);  // CLI::IsMember took only those three
+  o.dilation = a.as_fast_as_possible ? 0.0 : a.dilation;
+  o.faults.drop_rate = a.drop_rate;
+  o.faults.reorder_rate = a.reorder_rate;
+  o.faults.duplicate_rate = a.duplicate_rate;
+  o.faults.seed = a.fault_seed;
+  o.pcap = a.pcap;
+  if (!rx_lcores.empty()) {
+    o.rx_lcores = rx_lcores;
+  } else if (a.dpdk_rx_lcore == "off") {
+    o.rx_lcore = hd::DpdkFabricOptions::kRxLcoreOff;
+  } else if (a.dpdk_rx_lcore != "auto" && a.dpdk_rx_lcore != "all") {
+    o.rx_lcore = static_cast<int>(lcore_id(a.dpdk_rx_lcore).value());  // checked by the option's validator
+  }
+  if (a.dpdk_verify_checksums == "on") o.checksums = hd::DpdkFabricOptions::Checksums::kOn;
+  o.stall_timeout = emu::Duration::from_ms(a.dpdk_stall_timeout_ms);
+  o.ahead = emu::Duration::from_us(a.dpdk_ahead_us);
+  if (a.dpdk_rto_us <= a.dpdk_nack_delay_us) {
+    throw std::invalid_argument(fmt::format(
+        "--dpdk-rto {} us must exceed --dpdk-nack-delay {} us: a packet would time out before its NACK could come",
+        a.dpdk_rto_us, a.dpdk_nack_delay_us));
+  }
+  o.rto = emu::Duration::from_us(a.dpdk_rto_us);
+  o.nack_delay = emu::Duration::from_us(a.dpdk_nack_delay_us);
+  o.window = a.dpdk_window;
+  return o;
+}
+
+hd::AddressPlan address_plan(const RunArgs& a, const emu::Topology& topology) {
+  auto plan = a.address_plan.empty() ? hd::AddressPlan::make_default(static_cast<uint32_t>(topology.npus()))
+                                     : hd::AddressPlan::load_yaml(a.address_plan);
+  if (plan.size() < static_cast<uint32_t>(topology.npus())) {
+    throw std::invalid_argument(fmt::format("{}: the address plan has ranks 0 to {}, the topology {} NPUs: every NPU "
+                                            "needs an address (ranks beyond the topology's are not used)",
+                                            a.address_plan, plan.size() - 1, topology.npus()));
+  }
+  return plan;
+}
+
+class DpdkBackend final : public LocalBackend {
+ public:
+  explicit DpdkBackend(const BackendContext& c) : args_(c.args) {
+    hd::Eal::start(args_.eal_args.empty() ? hd::Eal::no_huge_args() : args_.eal_args);
+    eal_.started = true;
+    const std::vector<unsigned> rx_lcores = receive_lcores(args_);
+    const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
+    ports_ = open_ports(args_, port_config(args_, c.topology, queues), queues, memif_);
+    hd::DpdkFabricOptions o = fabric_options(args_, c.plan.mtu, rx_lcores);
+    fabric_ = std::make_unique<hd::DpdkFabric>(c.topology, address_plan(args_, c.topology), *ports_, o);
+  }
+
+  void finish(emu::RunResult& result) override {
+    hd::DpdkFabric& f = *fabric_;
+    stopped_early_if(result, end_of(f));
+    // After a stall the reason above says why messages were not acknowledged: no second warning.
+    if (!f.drain() && !f.stalled()) result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
+    const hd::DpdkStats& st = f.stats();
+    add_warnings(st, result);
+    section_ = hd::format_dpdk_stats(st) + "  ports               " + ports_->describe() + "\n";
+    const std::string mvm = hd::format_measured_vs_modelled(st, result, args_.top);
+    if (!mvm.empty()) section_ += "\n" + mvm;
+    result.sections.emplace_back("dpdk", hd::dpdk_stats_to_json(st));
+    result.links = emu::link_results(f.model(), result.total);
+  }
+
+  std::string summary_section() const override { return section_; }
+
+  std::optional<int> exit_status() override {
+    if (const auto status = realtime_exit(end_of(*fabric_), "DPDK fabric", fabric_->stats().stall)) return status;
+    if (!fabric_->stats().pcap_error.empty()) {
+      fmt::print(stderr, "fabemu: error: the --pcap capture failed: {}; the run went on and its summary and report are "
+                         "whole, the capture is not\n",
+                 fabric_->stats().pcap_error);
+      return kExitError;
+    }
+    return std::nullopt;
+  }
+
+ protected:
+  emu::Fabric& fabric() override { return *fabric_; }
+
+ private:
+  void add_warnings(const hd::DpdkStats& st, emu::RunResult& result) const {
+    if (!st.pcap_error.empty()) result.warnings.push_back("DPDK fabric: the --pcap capture failed: " + st.pcap_error);
+    if (args_.dpdk_rx_lcore == "all" && st.rx_lcore < 0) {
+      result.warnings.push_back(
+          "DPDK fabric: --dpdk-rx-lcore all found no worker lcore of EAL's (or one device looping frames back): the "
+          "main lcore polled everything; give EAL more lcores, e.g. -- -l 0-2");
+    }
+    if (st.settings.ring_device.any() && hd::Eal::every_cpu_has_an_lcore()) {
+      result.warnings.push_back(
+          "DPDK fabric: every CPU has an lcore, so the thread of the ring pair's device (--dpdk-ring-delay, "
+          "--dpdk-ring-rate) shared a CPU with a polling lcore and may have held frames longer than the device "
+          "says (a scheduler time slice, milliseconds): leave a CPU without an lcore for it");
+    }
+  }
+
+  const RunArgs& args_;
+  // Destroyed in reverse: the fabric, the ports, the memif socket file, then EAL.
+  EalSession eal_;
+  MemifSocketFile memif_;
+  std::unique_ptr<hd::DpdkPorts> ports_;
+  std::unique_ptr<hd::DpdkFabric> fabric_;
+  std::string section_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_dpdk_backend(const BackendContext& context) {
+  return std::make_unique<DpdkBackend>(context);
+}
+
+}  // namespace fabemu::run

@@ -40,7 +40,7 @@ max_len() {
     *) echo 16384 ;;
   esac
 }
-timeout_of() { case $1 in fuzz_lab_handshake) echo 20 ;; *) echo 10 ;; esac; }
+timeout_of() { case $1 in fuzz_lab_handshake) echo 60 ;; *) echo 10 ;; esac; }  # handshake: its client waits 30 s
 
 run_one() {
   local t=$1

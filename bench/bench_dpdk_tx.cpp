@@ -60,12 +60,12 @@
 #include "host/dpdk/dpdk_env.h"
 #include "emulator/histogram.h"
 #include "emulator/time.h"
-#include "host/dpdk/fabemu_header.h"
-#include "host/dpdk/first_frames.h"
+#include "host/wire/fabemu_header.h"
+#include "host/wire/first_frames.h"
 #include "host/dpdk/link_pacer.h"
 #include "host/dpdk/realtime.h"
-#include "host/dpdk/reassembly.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/reassembly.h"
+#include "host/wire/wire.h"
 
 namespace fd = fabemu::host::dpdk;
 

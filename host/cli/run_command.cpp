@@ -48,7 +48,7 @@
 
 #include <filesystem>
 
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_fabric.h"
 #endif

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/wire.h"
 
 struct rte_ring;
 

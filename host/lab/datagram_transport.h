@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/wire.h"
 
 namespace fabemu::lab {
 

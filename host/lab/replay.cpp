@@ -18,7 +18,7 @@
 #include "emulator/walker.h"
 #include "host/config/astra_config.h"
 #include "host/config/fabric_config.h"
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/clock.h"
 #include "host/lab/datagram_transport.h"

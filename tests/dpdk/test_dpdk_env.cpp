@@ -22,8 +22,8 @@
 
 #include "tests/dpdk/dpdk_test_support.h"
 #include "host/dpdk/dpdk_env.h"
-#include "host/dpdk/pcap_writer.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/pcap_writer.h"
+#include "host/wire/wire.h"
 
 namespace fd = fabemu::host::dpdk;
 namespace fs = std::filesystem;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "Vsched_frame_gen.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/wire.h"
 #include "verilated.h"
 
 namespace dp = fabemu::host::dpdk;

@@ -17,8 +17,8 @@
 #include <span>
 #include <vector>
 
-#include "host/dpdk/fabemu_header.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/fabemu_header.h"
+#include "host/wire/wire.h"
 #include "host/lab/datagram.h"
 #include "tests/fuzz/fuzz_support.h"
 

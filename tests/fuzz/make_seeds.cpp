@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/wire.h"
 #include "host/lab/framing.h"
 #include "traces/error.h"
 #include "traces/json_form.h"

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "emulator/time.h"
-#include "host/dpdk/fifo.h"
+#include "host/wire/fifo.h"
 
 namespace fabemu::host::dpdk {
 

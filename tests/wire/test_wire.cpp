@@ -16,10 +16,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "host/dpdk/address_plan.h"
-#include "host/dpdk/flow_templates.h"
-#include "host/dpdk/pcap_writer.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/address_plan.h"
+#include "host/wire/flow_templates.h"
+#include "host/wire/pcap_writer.h"
+#include "host/wire/wire.h"
 #include "tests/support/test_support.h"
 #include "traces/error.h"
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "emulator/time.h"
-#include "host/dpdk/fifo.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/fifo.h"
+#include "host/wire/wire.h"
 
 namespace fabemu::host::dpdk {
 

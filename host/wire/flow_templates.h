@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/wire.h"
 
 namespace fabemu::host::dpdk {
 

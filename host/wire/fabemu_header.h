@@ -10,7 +10,7 @@
 #include <cstring>
 #include <span>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/wire.h"
 
 namespace fabemu::host::dpdk {
 

@@ -1,5 +1,5 @@
 // Frame encode/decode. Layout and the reasons for each choice: host/dpdk/README.md.
-#include "host/dpdk/wire.h"
+#include "host/wire/wire.h"
 
 #include <algorithm>
 #include <array>
@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-#include "host/dpdk/fabemu_header.h"
+#include "host/wire/fabemu_header.h"
 
 namespace fabemu::host::dpdk {
 
@@ -783,7 +783,7 @@ struct Lanes {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), x);
   }
 };
-#include "host/dpdk/wire_crc_lanes.inc"
+#include "host/wire/wire_crc_lanes.inc"
 #undef FABEMU_LANES_TARGET
 }  // namespace lanes4
 
@@ -818,7 +818,7 @@ struct Lanes {
     _mm_storel_epi64(reinterpret_cast<__m128i*>(p), x);
   }
 };
-#include "host/dpdk/wire_crc_lanes.inc"
+#include "host/wire/wire_crc_lanes.inc"
 #undef FABEMU_LANES_TARGET
 }  // namespace lanes2
 #endif

@@ -1,4 +1,4 @@
-// The DPDK fabric (issue 4, first vertical slice): the walker's messages become real frames (wire.h) on a
+// The DPDK fabric (issue 4, first vertical slice): the walker's messages become real frames (host/wire/frame.h) on a
 // DPDK port, made reliable by reassembly.h, and are delivered to the walker at the times of the target
 // fabric's model. README.md, "DPDK fabric".
 //
@@ -42,7 +42,7 @@
 #include "host/wire/reassembly.h"
 #include "host/wire/rto_estimator.h"
 #include "host/dpdk/rx_worker.h"
-#include "host/wire/wire.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::host::dpdk {
 

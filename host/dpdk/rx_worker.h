@@ -25,7 +25,7 @@
 #include "host/wire/pcap_writer.h"
 #include "host/dpdk/realtime.h"
 #include "host/wire/reassembly.h"
-#include "host/wire/wire.h"
+#include "host/wire/frame.h"
 
 struct rte_ring;
 

@@ -16,8 +16,9 @@
 #include <vector>
 
 #include "host/wire/address_plan.h"
+#include "host/wire/frame.h"
 #include "host/wire/reassembly.h"
-#include "host/wire/wire.h"
+#include "host/wire/roce.h"
 
 namespace fabemu::host::dpdk {
 namespace {

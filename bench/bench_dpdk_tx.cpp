@@ -57,15 +57,18 @@
 #include <string>
 #include <vector>
 
-#include "host/dpdk/dpdk_env.h"
 #include "emulator/histogram.h"
 #include "emulator/time.h"
-#include "host/dpdk/fabemu_header.h"
-#include "host/dpdk/first_frames.h"
+#include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/link_pacer.h"
 #include "host/dpdk/realtime.h"
-#include "host/dpdk/reassembly.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/checksum.h"
+#include "host/wire/crc.h"
+#include "host/wire/fabemu_header.h"
+#include "host/wire/first_frames.h"
+#include "host/wire/frame.h"
+#include "host/wire/reassembly.h"
+#include "host/wire/roce.h"
 
 namespace fd = fabemu::host::dpdk;
 
@@ -209,7 +212,7 @@ void floor_ref(benchmark::State& state, Dev dev, uint16_t frame_len) {
 
 // FABEMU_BENCH_CRC=table: the fabric loop's templates use the portable CRC engine (the default is the
 // best this CPU runs, as in the fabric), to compare the engines in the whole loop. FABEMU_BENCH_CRC=single:
-// the clmul engine with run_crc_batch() off (a run's CRCs one frame at a time; wire.h);
+// the clmul engine with run_crc_batch() off (a run's CRCs one frame at a time; host/wire/frame.h);
 // FABEMU_BENCH_CRC=lanes2: two frames at a time where the CPU runs four (the default is the widest).
 bool table_crc() {
   static const bool table = [] {

@@ -25,7 +25,7 @@
 #include <utility>
 
 #include "emulator/time.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::host::dpdk {
 

@@ -1,6 +1,6 @@
 // The DPDK environment of the DPDK fabric: EAL start-up (once per process, errors as exceptions, never
 // exit()), SIGINT/SIGTERM as a stop flag, ports (physical or virtual devices, ring pairs) with their
-// mempools, and frames of wire.h in mbufs. README.md, "DPDK environment".
+// mempools, and frames of host/wire/frame.h in mbufs. README.md, "DPDK environment".
 #pragma once
 
 #include <rte_ethdev.h>
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 
 struct rte_ring;
 
@@ -247,7 +247,7 @@ class Port {
 // With a rate and `ecn_bytes`, the device marks ECN as a switch's egress queue does (step marking, as
 // DCQCN's RED with Kmin = Kmax): an ECT IPv4 frame that finds at least ecn_bytes still to cross the device
 // ahead of it (the bytes of the frames before it that the rate has not let through when it is taken) leaves
-// marked CE, its IPv4 checksum updated (mark_ce, wire.h); a Not-ECT frame is never marked.
+// marked CE, its IPv4 checksum updated (mark_ce, host/wire/frame.h); a Not-ECT frame is never marked.
 struct RingDevice {
   uint64_t delay_ns = 0;        // latency (wall ns); 0: none
   uint64_t bytes_per_sec = 0;   // rate; 0: none (infinitely fast)
@@ -283,7 +283,7 @@ class RingPair {
 };
 inline RingPair make_ring_pair(const std::string& name) { return RingPair(name); }
 
-// --- frames of wire.h in mbufs ---
+// --- frames of host/wire/frame.h in mbufs ---
 
 // `n` mbufs of `pool` ready for a frame, as rte_pktmbuf_alloc_bulk gives them, the way testpmd's txonly
 // engine takes them: rte_mempool_get_bulk, then only the fields a pooled mbuf may have changed reset.
@@ -321,7 +321,7 @@ inline bool take_frames(rte_mempool* pool, rte_mbuf** out, unsigned n) noexcept 
 // length, or 0 (m unchanged) when the frame does not fit the mbuf's tailroom.
 uint16_t fill_mbuf(rte_mbuf* m, const FrameSpec& spec) noexcept;
 
-// The same frame from the flow's template (wire.h, encode(FrameTemplate&, ...)): the fast path for every
+// The same frame from the flow's template (host/wire/frame.h, encode(FrameTemplate&, ...)): the fast path for every
 // frame of a flow. Same contract as fill_mbuf(m, spec).
 inline uint16_t fill_mbuf(rte_mbuf* m, FrameTemplate& flow, const FrameSpec& spec) noexcept {
   const std::span<uint8_t> room(rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_tailroom(m) + m->data_len);
@@ -332,7 +332,7 @@ inline uint16_t fill_mbuf(rte_mbuf* m, FrameTemplate& flow, const FrameSpec& spe
   return static_cast<uint16_t>(n);
 }
 
-// The frames of a run of one message's data packets (wire.h, encode_run) into ms[0..n), n <= 64, mbufs of
+// The frames of a run of one message's data packets (host/wire/frame.h, encode_run) into ms[0..n), n <= 64, mbufs of
 // one segment as alloc_frames or take_frames gives them (reset here, in the same pass): frame i into
 // ms[i], data_len = pkt_len = its length. Returns the run's bytes on the wire, or 0 (nothing usable)
 // when a frame does not fit its mbuf or encode_run refuses the run.

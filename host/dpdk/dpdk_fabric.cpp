@@ -17,7 +17,7 @@
 #include <thread>
 #include <utility>
 
-#include "host/dpdk/histogram_format.h"
+#include "host/wire/histogram_format.h"
 
 namespace fabemu::host::dpdk {
 

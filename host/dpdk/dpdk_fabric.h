@@ -1,4 +1,4 @@
-// The DPDK fabric (issue 4, first vertical slice): the walker's messages become real frames (wire.h) on a
+// The DPDK fabric (issue 4, first vertical slice): the walker's messages become real frames (host/wire/frame.h) on a
 // DPDK port, made reliable by reassembly.h, and are delivered to the walker at the times of the target
 // fabric's model. README.md, "DPDK fabric".
 //
@@ -31,18 +31,18 @@
 #include "emulator/packet_fabric.h"
 #include "emulator/report.h"
 #include "emulator/topology.h"
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
-#include "host/dpdk/first_frames.h"
-#include "host/dpdk/flow_templates.h"
-#include "host/dpdk/message_pacing.h"
-#include "host/dpdk/pcap_writer.h"
+#include "host/wire/first_frames.h"
+#include "host/wire/flow_templates.h"
+#include "host/wire/message_pacing.h"
+#include "host/wire/pcap_writer.h"
 #include "host/dpdk/realtime.h"
 #include "host/dpdk/link_pacer.h"
-#include "host/dpdk/reassembly.h"
-#include "host/dpdk/rto_estimator.h"
+#include "host/wire/reassembly.h"
+#include "host/wire/rto_estimator.h"
 #include "host/dpdk/rx_worker.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::host::dpdk {
 

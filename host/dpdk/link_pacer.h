@@ -11,7 +11,7 @@
 #include "emulator/histogram.h"
 #include "emulator/time.h"
 #include "host/dpdk/realtime.h"
-#include "host/dpdk/reassembly.h"
+#include "host/wire/reassembly.h"
 
 namespace fabemu::host::dpdk {
 

@@ -18,14 +18,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
-#include "host/dpdk/flow_templates.h"
-#include "host/dpdk/nic_clock.h"
-#include "host/dpdk/pcap_writer.h"
+#include "host/wire/flow_templates.h"
+#include "host/wire/nic_clock.h"
+#include "host/wire/pcap_writer.h"
 #include "host/dpdk/realtime.h"
-#include "host/dpdk/reassembly.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/reassembly.h"
+#include "host/wire/frame.h"
 
 struct rte_ring;
 

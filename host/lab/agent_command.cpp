@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "host/cli/commands.h"
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/agent.h"
 #include "host/lab/auth.h"

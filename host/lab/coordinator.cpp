@@ -20,7 +20,7 @@
 #include <sstream>
 
 #include "emulator/report_json.h"
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/auth.h"
 #include "host/lab/digest.h"

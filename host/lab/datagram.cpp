@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "host/dpdk/fabemu_header.h"
+#include "host/wire/fabemu_header.h"
 
 namespace fabemu::lab {
 

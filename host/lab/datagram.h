@@ -10,7 +10,7 @@
 #include <span>
 #include <string_view>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::lab {
 

@@ -1,6 +1,6 @@
 #include "host/lab/datagram_transport.h"
 
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 
 namespace fabemu::lab {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::lab {
 

@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
-#include "host/dpdk/fabemu_header.h"
+#include "host/wire/fabemu_header.h"
 #include "host/dpdk/rx_worker.h"
 #include "host/lab/datagram.h"
 

@@ -17,7 +17,7 @@
 #include "emulator/topology.h"
 #include "emulator/walker.h"
 #include "host/config/run_config.h"
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/lab/address.h"
 #include "host/lab/clock.h"
 #include "host/lab/datagram_transport.h"

@@ -15,9 +15,9 @@
 #include <unordered_set>
 #include <utility>
 
-#include "host/dpdk/histogram_format.h"
-#include "host/dpdk/message_pacing.h"
-#include "host/dpdk/rto_estimator.h"
+#include "host/wire/histogram_format.h"
+#include "host/wire/message_pacing.h"
+#include "host/wire/rto_estimator.h"
 #include "host/lab/datagram.h"
 #include "host/lab/dilated_clock.h"
 #include "host/lab/udp_transport.h"

@@ -32,7 +32,7 @@
 #include "emulator/histogram.h"
 #include "emulator/packet_fabric.h"
 #include "emulator/topology.h"
-#include "host/dpdk/reassembly.h"
+#include "host/wire/reassembly.h"
 #include "host/lab/datagram_transport.h"
 #include "host/lab/live_metrics.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "emulator/report.h"
-#include "host/dpdk/reassembly.h"
+#include "host/wire/reassembly.h"
 #include "tests/emulator/walker_test_util.h"
 #include "tests/support/test_support.h"
 

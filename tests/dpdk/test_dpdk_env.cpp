@@ -20,10 +20,11 @@
 #include <thread>
 #include <vector>
 
-#include "tests/dpdk/dpdk_test_support.h"
 #include "host/dpdk/dpdk_env.h"
-#include "host/dpdk/pcap_writer.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
+#include "host/wire/pcap_writer.h"
+#include "host/wire/roce.h"
+#include "tests/dpdk/dpdk_test_support.h"
 
 namespace fd = fabemu::host::dpdk;
 namespace fs = std::filesystem;

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "Vsched_frame_gen.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/checksum.h"
+#include "host/wire/frame.h"
 #include "verilated.h"
 
 namespace dp = fabemu::host::dpdk;

@@ -1,4 +1,4 @@
-// Fuzz target: the DPDK fabric's frame decoder (host/dpdk/wire.h), fabemu and RoCEv2 frames, and the socket
+// Fuzz target: the DPDK fabric's frame decoder (host/wire/frame.h), fabemu and RoCEv2 frames, and the socket
 // fabric's datagrams (host/lab/datagram.h), which share the fabemu header. Byte 0:
 //   bit 0: RoCEv2 mode (else fabemu mode, every UDP port accepted);
 //   bit 1: repair: before decoding, the harness makes the frame's lengths, EtherType, IPv4 version and
@@ -17,9 +17,12 @@
 #include <span>
 #include <vector>
 
-#include "host/dpdk/fabemu_header.h"
-#include "host/dpdk/wire.h"
 #include "host/lab/datagram.h"
+#include "host/wire/checksum.h"
+#include "host/wire/crc.h"
+#include "host/wire/fabemu_header.h"
+#include "host/wire/frame.h"
+#include "host/wire/roce.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -14,8 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "host/dpdk/wire.h"
 #include "host/lab/framing.h"
+#include "host/wire/frame.h"
+#include "host/wire/roce.h"
 #include "traces/error.h"
 #include "traces/json_form.h"
 

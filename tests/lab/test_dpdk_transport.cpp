@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/lab/datagram.h"
 #include "host/lab/dpdk_transport.h"

@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/lab/agent.h"
 #include "host/lab/coordinator.h"
 #include "host/lab/datagram_transport.h"

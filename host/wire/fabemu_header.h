@@ -1,5 +1,5 @@
 // The 60-byte fabemu header (README.md, "fabemu header"), written and parsed in one place for both
-// carriers: the DPDK frames (wire.cpp, after UDP or the RoCEv2 BTH) and the socket fabric's UDP payloads
+// carriers: the DPDK frames (frame.cpp, after UDP or the RoCEv2 BTH) and the socket fabric's UDP payloads
 // (host/lab/datagram.cpp). The field stores are inline: FrameTemplate's fill path (the DPDK transmit loop)
 // uses them with its own cached CRC.
 #pragma once
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <span>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::host::dpdk {
 

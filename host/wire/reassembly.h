@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "emulator/time.h"
-#include "host/dpdk/fifo.h"
+#include "host/wire/fifo.h"
 
 namespace fabemu::host::dpdk {
 
@@ -266,7 +266,7 @@ class Sender {
   size_t next_burst(Time now, std::span<TxPacket> out);
   // The same packets as next_burst(now, max_packets of them) would give, in the same order and with the
   // same effects, as runs of consecutive packets of one message (a retransmission: a run of one), at
-  // most out.size() runs: what a sender hands to encode_run (wire.h) a run at a time. With a gate, only
+  // most out.size() runs: what a sender hands to encode_run (frame.h) a run at a time. With a gate, only
   // the new packets it lets through now (RunGate): the packets next_burst would give, cut at the first one
   // held back.
   struct Runs {

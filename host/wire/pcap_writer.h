@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "emulator/time.h"
-#include "host/dpdk/fifo.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/fifo.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::host::dpdk {
 
@@ -64,7 +64,7 @@ class PcapWriter {
   // read from `frame` nor copied on the caller's lcore (the writing thread writes them out).
   // std::invalid_argument when the range is not within the frame.
   void write_zero_body(std::span<const uint8_t> frame, size_t zeros_at, size_t zeros, uint64_t timestamp_ns);
-  // The n data frames of a run of one message that encode_run(first, n, last_bytes) makes (wire.h; what
+  // The n data frames of a run of one message that encode_run(first, n, last_bytes) makes (frame.h; what
   // fill_run puts into a transmit burst), each a record at `timestamp_ns`, without their bytes: the record
   // keeps the run's description (about 160 bytes, however many frames), and the writing thread encodes the
   // frames again into the file. Encoding is a function of the description, so the file gets the bytes

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "host/dpdk/pcap_writer.h"
+#include "host/wire/pcap_writer.h"
 #include "tests/support/test_support.h"
 
 namespace fd = fabemu::host::dpdk;

@@ -16,10 +16,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "host/dpdk/address_plan.h"
-#include "host/dpdk/flow_templates.h"
-#include "host/dpdk/pcap_writer.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/address_plan.h"
+#include "host/wire/checksum.h"
+#include "host/wire/crc.h"
+#include "host/wire/flow_templates.h"
+#include "host/wire/frame.h"
+#include "host/wire/pcap_writer.h"
+#include "host/wire/roce.h"
 #include "tests/support/test_support.h"
 #include "traces/error.h"
 
@@ -28,7 +31,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// --- reference routines, deliberately naive and separate from wire.cpp ---
+// --- reference routines, deliberately naive and separate from host/wire ---
 
 uint32_t ref_crc32(const Bytes& data, uint32_t crc = 0) {
   uint32_t c = ~crc;

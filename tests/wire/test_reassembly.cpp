@@ -15,9 +15,10 @@
 #include <span>
 #include <vector>
 
-#include "host/dpdk/address_plan.h"
-#include "host/dpdk/reassembly.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/address_plan.h"
+#include "host/wire/frame.h"
+#include "host/wire/reassembly.h"
+#include "host/wire/roce.h"
 
 namespace fabemu::host::dpdk {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <random>
 
-#include "host/dpdk/nic_clock.h"
+#include "host/wire/nic_clock.h"
 #include "host/dpdk/realtime.h"
 
 namespace fd = fabemu::host::dpdk;

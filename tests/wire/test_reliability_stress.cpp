@@ -22,7 +22,7 @@
 #include <tuple>
 #include <vector>
 
-#include "host/dpdk/reassembly.h"
+#include "host/wire/reassembly.h"
 
 namespace fabemu::host::dpdk {
 namespace {

@@ -1,4 +1,4 @@
-#include "host/dpdk/nic_clock.h"
+#include "host/wire/nic_clock.h"
 
 #include <algorithm>
 #include <cmath>

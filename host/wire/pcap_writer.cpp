@@ -1,7 +1,7 @@
 // Classic pcap, nanosecond variant, in the writer's byte order (readers detect it from the magic).
-#include "host/dpdk/pcap_writer.h"
+#include "host/wire/pcap_writer.h"
 
-#include "host/dpdk/flow_templates.h"
+#include "host/wire/flow_templates.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,7 +1,8 @@
 // The DPDK fabric's frames, encoded into and decoded from caller buffers (no allocation per frame):
 // Ethernet II / IPv4 / UDP / fabemu header, or Ethernet II / IPv4 / UDP 4791 / InfiniBand BTH / fabemu
-// header / ICRC (RoCEv2). The byte layout is in host/dpdk/README.md. A frame that is not ours is
-// classified with the reason, never mistaken for ours.
+// header / ICRC (RoCEv2, roce.h). The byte layout is in host/dpdk/README.md. A frame that is not ours is
+// classified with the reason, never mistaken for ours. The CRC engines are crc.h's, the internet
+// checksums checksum.h's.
 #pragma once
 
 #include <array>
@@ -13,28 +14,20 @@
 #include <string>
 #include <string_view>
 
+#include "host/wire/crc.h"
+#include "host/wire/roce.h"
+
 namespace fabemu::host::dpdk {
 
-// --- constants of the format (README.md, "Wire format") ---
 inline constexpr uint32_t kFabemuMagic = 0x46454D55;  // "FEMU"
 inline constexpr uint8_t kFabemuVersion = 1;
 inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 inline constexpr uint8_t kIpProtoUdp = 17;
-inline constexpr uint16_t kRoceV2Port = 4791;
 inline constexpr size_t kEthHeaderBytes = 14;
 inline constexpr size_t kIpv4HeaderBytes = 20;
 inline constexpr size_t kUdpHeaderBytes = 8;
-inline constexpr size_t kBthBytes = 12;
-inline constexpr size_t kIcrcBytes = 4;
 inline constexpr size_t kFabemuHeaderBytes = 60;
 inline constexpr size_t kMinFrameBytes = 60;  // Ethernet minimum without the FCS (the NIC appends it)
-inline constexpr uint16_t kDefaultPkey = 0xFFFF;
-
-// RC SEND opcodes of the BTH, as a RoCE-aware switch or capture tool reads them.
-inline constexpr uint8_t kRcSendFirst = 0x00;
-inline constexpr uint8_t kRcSendMiddle = 0x01;
-inline constexpr uint8_t kRcSendLast = 0x02;
-inline constexpr uint8_t kRcSendOnly = 0x04;
 
 using MacAddr = std::array<uint8_t, 6>;
 
@@ -109,35 +102,6 @@ struct FabemuHeader {
   uint64_t tx_time_ps = 0;  // emulated transmit time
   friend bool operator==(const FabemuHeader&, const FabemuHeader&) = default;
 };
-
-// The fields of the InfiniBand Base Transport Header a sender chooses (RoCEv2 mode). The pad count is
-// not here: encode() derives it from the payload length.
-struct Bth {
-  uint8_t opcode = kRcSendOnly;
-  bool solicited = false;   // SE
-  bool mig_req = true;      // M (1: no migration in progress, as RDMA NICs send it)
-  uint8_t tver = 0;         // transport header version, 4 bits
-  uint16_t pkey = kDefaultPkey;
-  uint32_t dest_qp = 0;     // 24 bits
-  bool ack_req = false;     // A
-  uint32_t psn = 0;         // 24 bits
-  friend bool operator==(const Bth&, const Bth&) = default;
-};
-
-// The RC SEND opcode of packet `seq` of `count`: Only, First, Middle or Last.
-constexpr uint8_t rc_send_opcode(uint32_t seq, uint32_t count) noexcept {
-  if (count <= 1) return kRcSendOnly;
-  if (seq == 0) return kRcSendFirst;
-  return seq + 1 == count ? kRcSendLast : kRcSendMiddle;
-}
-
-// The BTH fields of data packet `seq` of `count` (RC SEND): opcode, PSN (seq mod 2^24), A on the last.
-constexpr void set_data_bth(Bth& b, uint32_t seq, uint32_t count) noexcept {
-  b.opcode = rc_send_opcode(seq, count);
-  b.psn = seq & 0xFFFFFF;
-  b.ack_req = seq + 1 == count;
-}
-
 // A UDP source port in the dynamic range derived from a flow key, so ECMP hashes spread flows.
 constexpr uint16_t flow_source_port(uint64_t flow) noexcept {
   flow ^= flow >> 33;
@@ -172,13 +136,6 @@ size_t max_payload_for_mtu(WireMode mode, size_t mtu) noexcept;
 size_t encode(const FrameSpec& spec, std::span<uint8_t> out) noexcept;
 
 // --- per-flow templates: the same bytes as encode(spec), faster (README.md, "Fast framing") ---
-
-// How encode(FrameTemplate&) computes the CRC parts of the fields that change from frame to frame: by
-// byte tables (portable), or by carry-less multiplication (PCLMULQDQ, x86-64 CPUs that have it). The
-// bytes are the same; kClmul is faster (the RoCEv2 ICRC most) and keeps 40 KiB of tables out of the cache.
-enum class CrcEngine : uint8_t { kTable, kClmul };
-// kClmul when this CPU runs it (checked once), else kTable: the engine a FrameTemplate starts with.
-CrcEngine best_crc_engine() noexcept;
 // How many frames of a run encode_run's kClmul engine computes the CRCs of at a time (header CRC and RoCEv2
 // ICRC, with VPCLMULQDQ): 4 (512-bit vectors: the CPU has AVX-512 F/BW/VL and VPCLMULQDQ), 2 (256-bit:
 // AVX2 and VPCLMULQDQ, as Zen 3 has), or 0 (frame by frame). The widest the CPU runs is the default
@@ -189,14 +146,13 @@ unsigned run_crc_batch_widest() noexcept;
 bool run_crc_batch_runs(unsigned lanes) noexcept;
 unsigned run_crc_batch() noexcept;
 unsigned set_run_crc_batch(unsigned lanes) noexcept;
-
 namespace detail {
 // The CRC register operator of a run of zero bytes (RoCEv2 payload and pad), as nibble tables.
 struct ZeroRun {
   uint32_t bytes = UINT32_MAX;  // the run length it is for (UINT32_MAX: none yet)
   uint32_t nib[8][16] = {};
 };
-struct Encoder;  // encode(FrameTemplate&, ...), in wire.cpp
+struct Encoder;  // encode(FrameTemplate&, ...): frame_encoder.h, frame_template.cpp
 // kClmul: the multipliers of the RoCEv2 ICRC's per-frame parts that carry them across a run of zero bytes.
 struct ClmulRun {
   uint32_t bytes = UINT32_MAX;  // as ZeroRun
@@ -232,7 +188,7 @@ class FrameTemplate {
     uint32_t id_hi = 0, offset_hi = 0, time_hi = 0;
     uint16_t pkey = 0;     // RoCEv2 only (0 in fabemu mode)
     uint32_t dest_qp = 0;  // RoCEv2 only
-    // No operator==: encode() compares a packet's fields with key_ one load each (wire.cpp, alone()).
+    // No operator==: encode() compares a packet's fields with key_ one load each (frame_template.cpp, alone()).
   };
   WireMode mode_ = WireMode::kFabemu;
   CrcEngine engine_ = best_crc_engine();
@@ -335,33 +291,5 @@ struct DecodedFrame {
 // Classifies `frame`; fills `out` only when the verdict is kOurs, and then every field of it (a caller may
 // reuse one DecodedFrame). Never reads past frame.size().
 Verdict decode(std::span<const uint8_t> frame, const DecodeRules& rules, DecodedFrame& out) noexcept;
-
-// --- checksums, public so that tests and tools can check frames independently ---
-
-// CRC-32 (IEEE 802.3, reflected, as zlib's crc32): crc32(data) == crc32_update(0, data). With kClmul
-// (the default when the CPU has it) 64 bytes or more are folded 16 bytes at a time by carry-less products,
-// about ten times faster than the byte tables of kTable on a 1 KiB frame; the result is the same.
-uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data, CrcEngine engine = best_crc_engine()) noexcept;
-// The RoCEv2 ICRC of a full frame (Ethernet header included, ICRC bytes at its end excluded), as IBTA
-// annex A17 defines it: CRC-32 over 8 bytes of 0xFF, the IPv4 header with TOS, TTL and checksum set to
-// all ones, the UDP header with checksum all ones, the BTH with its reserved byte all ones, and the rest
-// (by crc32_update's engine: the receive side checks every RoCEv2 frame's ICRC with it).
-uint32_t roce_icrc(std::span<const uint8_t> frame_without_icrc, CrcEngine engine = best_crc_engine()) noexcept;
-// RFC 1071 ones'-complement sum folded to 16 bits (not inverted), of big-endian 16-bit words.
-uint16_t ones_complement_sum(std::span<const uint8_t> data, uint32_t initial = 0) noexcept;
-
-// The CRC-32 of a fabemu header's first 56 bytes (the value of its CRC field), by `engine` (kClmul falls
-// back to kTable where this CPU lacks it): what write_fabemu_header stores and decode checks.
-uint32_t fabemu_header_crc(const uint8_t* header, CrcEngine engine = best_crc_engine()) noexcept;
-
-// How the ones'-complement sums of spans of 64 bytes and more are computed (decode's UDP checksum over a
-// payload is the big one): 32-bit words a pair of 64-bit lanes at a time (SSE2, every x86-64), 16-bit
-// halves of 32-bit lanes 64 bytes at a time (AVX2, CPUs that have it), or 32-bit words one at a time
-// (kPortable, every other CPU). Same sums; the process starts with the best this CPU runs.
-enum class SumEngine : uint8_t { kPortable, kSse2, kAvx2 };
-SumEngine best_sum_engine() noexcept;
-SumEngine sum_engine() noexcept;
-// For tests and benchmarks (process-wide): false, and no change, when this CPU or build cannot run `e`.
-bool set_sum_engine(SumEngine e) noexcept;
 
 }  // namespace fabemu::host::dpdk

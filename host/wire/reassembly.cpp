@@ -1,5 +1,5 @@
 // Receiver reassembly, sender selective repeat, and the seeded fault filter.
-#include "host/dpdk/reassembly.h"
+#include "host/wire/reassembly.h"
 
 #include <fmt/core.h>
 

@@ -1,5 +1,5 @@
 // The fabemu header, written and parsed for both carriers. Layout: README.md, "fabemu header".
-#include "host/dpdk/fabemu_header.h"
+#include "host/wire/fabemu_header.h"
 
 namespace fabemu::host::dpdk {
 

@@ -1,5 +1,5 @@
 // Rank-to-address plans: the default one in 198.18.0.0/15 and explicit ones from YAML.
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 
 namespace fabemu::host::dpdk {
 

@@ -57,12 +57,12 @@ emu::NetworkConfig ring_network(int64_t npus) {
 // system_ring_4chunks.json.
 emu::SystemConfig ring_4chunks_system() {
   emu::SystemConfig s;
-  s.scheduling_policy = "LIFO";
+  s.scheduling_policy = emu::SchedulingPolicy::kLifo;
   s.endpoint_delay = emu::Duration::from_ns(10);
   s.active_chunks_per_dimension = 1;
   s.preferred_dataset_splits = 4;
   s.all_reduce = s.all_gather = s.reduce_scatter = s.all_to_all = {emu::CollectiveImpl{}};
-  s.collective_optimization = "localBWAware";
+  s.collective_optimization = emu::CollectiveOptimization::kLocalBwAware;
   s.local_mem_bw_gbps = 1600;
   s.peak_perf_tflops = 900;
   return s;

@@ -710,7 +710,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     // All-gather runs from the last dimension to the first, the mirror of reduce-scatter (ASTRA-sim's
     // order: the least data crosses the outer, slower dimensions); every other collective first to last.
     if (op == PhaseOp::kAllGather) std::reverse(dims.begin(), dims.end());
-    const bool local_bw = options_.system.collective_optimization == "localBWAware";
+    const bool local_bw = options_.system.collective_optimization == CollectiveOptimization::kLocalBwAware;
     uint64_t div = 1, mul = 1;
     switch (op) {
       case PhaseOp::kAllReduce:
@@ -900,10 +900,10 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
     const auto d = static_cast<size_t>(I.phases.front().dim);
     I.queued_phase.assign(I.chunks, 1);
     auto& q = dimq_[d].unstarted;
-    const std::string& policy = options_.system.scheduling_policy;
-    if (policy == "LIFO") {
+    const SchedulingPolicy policy = options_.system.scheduling_policy;
+    if (policy == SchedulingPolicy::kLifo) {
       for (uint32_t c = I.chunks; c-- > 0;) q.push_front(Entry{slot, c, 0, I.gen});
-    } else if (policy == "EXPLICIT") {
+    } else if (policy == SchedulingPolicy::kExplicit) {
       // Higher comm_priority first; equal priorities in issue order.
       I.priority = info.priority.value_or(0);
       auto at = std::find_if(q.begin(), q.end(), [&](const Entry& e) {

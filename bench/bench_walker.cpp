@@ -113,16 +113,13 @@ emu::RunResult run_once(const std::vector<std::string>& paths, int64_t ranks, Mo
   emu::Engine engine(1 << 16);
   emu::Topology topology(network);
   std::unique_ptr<emu::Fabric> fabric;
-  emu::AnalyticalFabric* analytical = nullptr;
   if (model == Model::kPacket) {
     fabric = std::make_unique<emu::PacketFabric>(engine, topology, ~uint32_t{0});
   } else {
-    auto f = std::make_unique<emu::AnalyticalFabric>(engine, topology);
-    analytical = f.get();
-    fabric = std::move(f);
+    fabric = std::make_unique<emu::AnalyticalFabric>(engine, topology);
   }
   traces::ProcessGroups groups(ranks);
-  emu::Walker walker(*fabric, network, paths, groups, opt, analytical);
+  emu::Walker walker(*fabric, network, paths, groups, opt);
   return walker.run();
 }
 

@@ -96,6 +96,7 @@ class AnalyticalFabric final : public Fabric, private EventTarget {
   using Fabric::send;
   Engine& engine() override { return engine_; }
   void set_listener(DeliveryListener* listener) override { listener_ = listener; }
+  const AnalyticalFabric* analytical() const override { return this; }
 
   const Topology& topology() const noexcept { return topology_; }
   // The closed form above, as a duration from injection.

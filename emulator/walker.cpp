@@ -180,9 +180,9 @@ PhaseOp flat_op(CollectiveType t) {
 class Walker::Impl final : public EventTarget, public DeliveryListener {
  public:
   Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std::string> files, const traces::ProcessGroups& groups,
-       WalkerOptions options, AnalyticalFabric* analytical)
+       WalkerOptions options)
       : fabric_(fabric), engine_(fabric.engine()), network_(network), groups_(groups), options_(std::move(options)),
-        analytical_(options_.closed_form ? analytical : nullptr) {
+        analytical_(options_.closed_form ? fabric.analytical() : nullptr) {
     const int64_t npus = network_.total_npus();
     if (static_cast<int64_t>(files.size()) > npus) {
       throw std::invalid_argument(fmt::format("the workload has {} ranks but the network ({}) has only {} NPUs",
@@ -1396,7 +1396,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
   NetworkConfig network_;
   traces::ProcessGroups groups_;
   WalkerOptions options_;
-  AnalyticalFabric* analytical_;
+  const AnalyticalFabric* analytical_;  // the fabric's closed-form capability, when options_.closed_form
   std::vector<int32_t> strides_;
   std::vector<int32_t> span_;  // plan_default_group_span
   int64_t streams_ = 1;
@@ -1435,8 +1435,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener {
 };
 
 Walker::Walker(Fabric& fabric, const NetworkConfig& network, std::vector<std::string> rank_files,
-               const traces::ProcessGroups& groups, WalkerOptions options, AnalyticalFabric* analytical)
-    : impl_(std::make_unique<Impl>(fabric, network, std::move(rank_files), groups, std::move(options), analytical)) {}
+               const traces::ProcessGroups& groups, WalkerOptions options)
+    : impl_(std::make_unique<Impl>(fabric, network, std::move(rank_files), groups, std::move(options))) {}
 
 Walker::~Walker() = default;
 

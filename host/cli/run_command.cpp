@@ -539,7 +539,6 @@ int run(const RunArgs& a) {
   std::string memif_socket;
 #endif
   std::unique_ptr<emu::Fabric> fabric;
-  emu::AnalyticalFabric* analytical = nullptr;
   const emu::PacketFabric* packet = nullptr;
 #ifdef FABEMU_HAVE_DPDK
   host::dpdk::DpdkFabric* dpdk = nullptr;
@@ -665,11 +664,9 @@ int run(const RunArgs& a) {
     packet = p.get();
     fabric = std::move(p);
   } else {
-    auto f = std::make_unique<emu::AnalyticalFabric>(engine, topology);
-    analytical = f.get();
-    fabric = std::move(f);
+    fabric = std::make_unique<emu::AnalyticalFabric>(engine, topology);
   }
-  emu::Walker walker(*fabric, network, paths, groups, opt, analytical);
+  emu::Walker walker(*fabric, network, paths, groups, opt);
   emu::RunResult result = walker.run();
   result.warnings.insert(result.warnings.begin(), option_warnings.begin(), option_warnings.end());
   if (timeline) timeline->finish();

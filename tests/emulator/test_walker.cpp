@@ -340,7 +340,7 @@ TEST(WalkerConservation, PacketFabricDeliversEveryMessage) {
   Engine engine;
   PacketFabric fabric(engine, Topology(net), 512);
   traces::ProcessGroups groups(n);
-  Walker w(fabric, net, files, groups, opts(system_config(CollectiveAlgo::kRing, 4, 2)), nullptr);
+  Walker w(fabric, net, files, groups, opts(system_config(CollectiveAlgo::kRing, 4, 2)));
   const RunResult r = w.run();
   ASSERT_TRUE(r.stuck.empty());
   EXPECT_EQ(fabric.messages_delivered(), r.messages);

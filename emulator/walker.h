@@ -5,7 +5,7 @@
 // know which fabric it drives; when the fabric offers the closed-form capability (Fabric::analytical(),
 // the congestion-unaware AnalyticalFabric) it may evaluate a collective in closed form instead (a
 // max-plus recurrence over the members' start times), with exactly the times the message-by-message
-// walk gives.
+// walk gives. Its parts, one job each, are listed in walker_impl.h.
 #pragma once
 
 #include <cstdint>

@@ -15,13 +15,9 @@ class SlotPool {
  public:
   // A free slot, its contents as the last holder left them (a new slot: T{}).
   uint32_t acquire() {
-    if (!free_.empty()) {
-      const uint32_t slot = free_.back();
-      free_.pop_back();
-      return slot;
-    }
+    if (free_count_ > 0) return free_[--free_count_];
     slots_.emplace_back();
-    free_.reserve(slots_.capacity());
+    free_.push_back(0);  // free_ as long as slots_: release() never grows it
     return static_cast<uint32_t>(slots_.size() - 1);
   }
   // A free slot holding `value`.
@@ -30,7 +26,8 @@ class SlotPool {
     slots_[slot] = value;
     return slot;
   }
-  void release(uint32_t slot) { free_.push_back(slot); }
+  // `slot` (acquired, not yet released) is free again.
+  void release(uint32_t slot) noexcept { free_[free_count_++] = slot; }
 
   T& operator[](uint32_t slot) noexcept { return slots_[slot]; }
   const T& operator[](uint32_t slot) const noexcept { return slots_[slot]; }
@@ -39,7 +36,9 @@ class SlotPool {
 
  private:
   std::vector<T> slots_;
-  std::vector<uint32_t> free_;  // LIFO: the slot released last is reused first
+  // A stack of free slots, the one released last on top (reused first): free_[0, free_count_).
+  std::vector<uint32_t> free_;
+  size_t free_count_ = 0;
 };
 
 }  // namespace fabemu::emu

@@ -57,12 +57,12 @@ emu::NetworkConfig ring_network(int64_t npus) {
 // system_ring_4chunks.json.
 emu::SystemConfig ring_4chunks_system() {
   emu::SystemConfig s;
-  s.scheduling_policy = "LIFO";
+  s.scheduling_policy = emu::SchedulingPolicy::kLifo;
   s.endpoint_delay = emu::Duration::from_ns(10);
   s.active_chunks_per_dimension = 1;
   s.preferred_dataset_splits = 4;
   s.all_reduce = s.all_gather = s.reduce_scatter = s.all_to_all = {emu::CollectiveImpl{}};
-  s.collective_optimization = "localBWAware";
+  s.collective_optimization = emu::CollectiveOptimization::kLocalBwAware;
   s.local_mem_bw_gbps = 1600;
   s.peak_perf_tflops = 900;
   return s;
@@ -113,16 +113,13 @@ emu::RunResult run_once(const std::vector<std::string>& paths, int64_t ranks, Mo
   emu::Engine engine(1 << 16);
   emu::Topology topology(network);
   std::unique_ptr<emu::Fabric> fabric;
-  emu::AnalyticalFabric* analytical = nullptr;
   if (model == Model::kPacket) {
     fabric = std::make_unique<emu::PacketFabric>(engine, topology, ~uint32_t{0});
   } else {
-    auto f = std::make_unique<emu::AnalyticalFabric>(engine, topology);
-    analytical = f.get();
-    fabric = std::move(f);
+    fabric = std::make_unique<emu::AnalyticalFabric>(engine, topology);
   }
   traces::ProcessGroups groups(ranks);
-  emu::Walker walker(*fabric, network, paths, groups, opt, analytical);
+  emu::Walker walker(*fabric, network, paths, groups, opt);
   return walker.run();
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emulator/time.h"
@@ -74,6 +75,26 @@ struct NetworkConfig {
 // A collective algorithm of ASTRA-sim's native collectives.
 enum class CollectiveAlgo { kRing, kDirect, kHalvingDoubling, kDoubleBinaryTree };
 
+// Order in which ready collectives start ("scheduling-policy"): newest first, oldest first, or by the
+// trace's comm_priority (higher first, equal priorities oldest first).
+enum class SchedulingPolicy : uint8_t { kLifo, kFifo, kExplicit };
+
+// "collective-optimization": baseline (every dimension runs the whole collective) or localBWAware
+// (multi-dimensional all-reduce = reduce-scatter up the dimensions, all-reduce on the last, all-gather
+// back down). Only multi-dimensional all-reduce differs.
+enum class CollectiveOptimization : uint8_t { kBaseline, kLocalBwAware };
+
+// The spellings of the system files ("LIFO", "FIFO", "EXPLICIT"; "baseline", "localBWAware"), which the
+// readers have checked; anything else gives the first value.
+inline SchedulingPolicy scheduling_policy_named(std::string_view name) {
+  if (name == "FIFO") return SchedulingPolicy::kFifo;
+  if (name == "EXPLICIT") return SchedulingPolicy::kExplicit;
+  return SchedulingPolicy::kLifo;
+}
+inline CollectiveOptimization collective_optimization_named(std::string_view name) {
+  return name == "localBWAware" ? CollectiveOptimization::kLocalBwAware : CollectiveOptimization::kBaseline;
+}
+
 // One entry of an "*-implementation" list: the algorithm used on one dimension.
 struct CollectiveImpl {
   CollectiveAlgo algo = CollectiveAlgo::kRing;
@@ -89,9 +110,8 @@ struct CollectiveImpl {
 // Sys constructor; collectives in astraccl/CollectiveImplLookup.cc). Defaults are ASTRA-sim's
 // where it has a usable one; host/config/README.md says where it has none.
 struct SystemConfig {
-  // Order in which ready collectives start: "LIFO", "FIFO" or "EXPLICIT" (priority from the trace).
   // ASTRA-sim leaves the member uninitialized; its zero value is LIFO.
-  std::string scheduling_policy = "LIFO";
+  SchedulingPolicy scheduling_policy = SchedulingPolicy::kLifo;
   // Per message, at each end ("endpoint-delay", whole ns; ASTRA-sim's default is 10 cycles = 10 ns).
   Duration endpoint_delay = Duration::from_ns(10);
   // Chunks of a collective in flight per dimension at once.
@@ -103,10 +123,8 @@ struct SystemConfig {
   // then builds the collective over the first dimensions only (later ones take no part; it does NOT
   // repeat the last entry). Empty = not given (ASTRA-sim fails only when such a collective runs).
   std::vector<CollectiveImpl> all_reduce, all_gather, reduce_scatter, all_to_all;
-  // "baseline" (every dimension runs the whole collective) or "localBWAware" (multi-dimensional
-  // all-reduce = reduce-scatter up the dimensions, all-reduce on the last, all-gather back down).
-  // Only multi-dimensional all-reduce differs. ASTRA-sim leaves it uninitialized; zero is baseline.
-  std::string collective_optimization = "baseline";
+  // ASTRA-sim leaves it uninitialized; zero is baseline.
+  CollectiveOptimization collective_optimization = CollectiveOptimization::kBaseline;
   // Custom collectives ("*-implementation-custom"): the Chakra ET prefix of a hand-written
   // algorithm (rank r reads PREFIX.r.et) that replaces the native one; empty = none. Paths as written
   // (ASTRA-sim resolves them against its working directory).

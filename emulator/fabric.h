@@ -9,6 +9,8 @@
 
 namespace fabemu::emu {
 
+class AnalyticalFabric;
+
 // A point-to-point message. `id` is the caller's, echoed back on delivery; `flow` is the tag / ECMP key,
 // so that messages of one flow take one path where a topology has several.
 struct Message {
@@ -54,6 +56,9 @@ class Fabric {
   virtual Engine& engine() = 0;
   // nullptr: deliveries are not reported.
   virtual void set_listener(DeliveryListener* listener) = 0;
+  // The closed-form capability: a fabric whose delivery times depend on the message alone (no
+  // congestion) offers its delay function, and the walker may evaluate a collective's phase at once.
+  virtual const AnalyticalFabric* analytical() const { return nullptr; }
 };
 
 }  // namespace fabemu::emu

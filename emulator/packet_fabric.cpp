@@ -145,21 +145,13 @@ Duration AnalyticalFabric::delay(const Message& m) const {
 void AnalyticalFabric::send(const Message& m, Time ready) {
   if (ready < engine_.now()) throw std::invalid_argument("AnalyticalFabric::send: ready time in the past");
   const Duration d = delay(m);
-  uint64_t slot = free_slot_;
-  if (slot != ~uint64_t{0}) {
-    free_slot_ = pending_[slot];
-    pending_[slot] = m.id;
-  } else {
-    slot = pending_.size();
-    pending_.push_back(m.id);
-  }
-  engine_.at(ready + d, *this, slot);
+  engine_.at(ready + d, *this, pending_.acquire(m.id));
 }
 
 void AnalyticalFabric::on_event(uint64_t slot) {
-  const uint64_t id = pending_[slot];
-  pending_[slot] = free_slot_;
-  free_slot_ = slot;
+  const auto s = static_cast<uint32_t>(slot);
+  const uint64_t id = pending_[s];
+  pending_.release(s);
   ++delivered_;
   if (listener_ != nullptr) listener_->on_delivered(id, engine_.now());
 }

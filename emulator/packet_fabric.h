@@ -9,6 +9,7 @@
 #include "emulator/event_queue.h"
 #include "emulator/fabric.h"
 #include "emulator/packet_pool.h"
+#include "emulator/slot_pool.h"
 #include "emulator/time.h"
 #include "emulator/topology.h"
 
@@ -96,6 +97,7 @@ class AnalyticalFabric final : public Fabric, private EventTarget {
   using Fabric::send;
   Engine& engine() override { return engine_; }
   void set_listener(DeliveryListener* listener) override { listener_ = listener; }
+  const AnalyticalFabric* analytical() const override { return this; }
 
   const Topology& topology() const noexcept { return topology_; }
   // The closed form above, as a duration from injection.
@@ -108,9 +110,7 @@ class AnalyticalFabric final : public Fabric, private EventTarget {
   Engine& engine_;
   Topology topology_;
   DeliveryListener* listener_ = nullptr;
-  // Message ids waiting for their delivery event, pooled; a free slot holds the next free slot.
-  std::vector<uint64_t> pending_;
-  uint64_t free_slot_ = ~uint64_t{0};
+  SlotPool<uint64_t> pending_;  // message ids waiting for their delivery event
   uint64_t delivered_ = 0;
   mutable std::vector<LinkId> route_buf_;  // max_hops entries, reused by delay()
   bool uniform_ = false;                   // every link has the same rate and latency

@@ -2,9 +2,10 @@
 // through the dependency resolver, runs COMP nodes on the rank's compute stream, matches SEND/RECV by
 // (src, dst, tag) and collectives by (process group, issue order), turns collectives into the point-
 // to-point schedules of collective.h and hands their messages to the fabric. The walker does not
-// know which fabric it drives; with the congestion-unaware AnalyticalFabric it may evaluate a
-// collective in closed form instead (a max-plus recurrence over the members' start times), with
-// exactly the times the message-by-message walk gives.
+// know which fabric it drives; when the fabric offers the closed-form capability (Fabric::analytical(),
+// the congestion-unaware AnalyticalFabric) it may evaluate a collective in closed form instead (a
+// max-plus recurrence over the members' start times), with exactly the times the message-by-message
+// walk gives. Its parts, one job each, are listed in walker_impl.h.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,6 @@ class ProcessGroups;
 }
 
 namespace fabemu::emu {
-
-class AnalyticalFabric;
 
 // How COMP nodes are timed.
 enum class ComputeModel {
@@ -41,7 +40,7 @@ struct WalkerOptions {
   double peak_tflops = 0;    // roofline: 10^12 ops/s; 0 = system.peak_perf_tflops
   double mem_bw_gbps = 0;    // roofline: 10^9 bytes/s; 0 = system.local_mem_bw_gbps
   std::vector<double> compute_scale;  // per rank (missing ranks: 1.0); COMP times are multiplied by it
-  bool closed_form = true;   // with an AnalyticalFabric, evaluate regular collectives in closed form
+  bool closed_form = true;   // on a fabric with Fabric::analytical(), evaluate regular collectives in closed form
   bool strict = false;       // dependency problems in traces are errors (see traces/resolver.h)
   // Nodes each rank's resolver holds at most (traces/resolver.h); 0 = automatic: 2^20 / ranks, between
   // 64 and 16384, so that thousands of ranks do not each hold a whole trace.
@@ -53,13 +52,11 @@ struct WalkerOptions {
 
 class Walker {
  public:
-  // `rank_files[r]` is rank r's trace. `network` gives the dimensions of hierarchical collectives;
-  // `analytical` is the same object as `fabric` when it is an AnalyticalFabric (enables the closed
-  // form), else nullptr. `groups` holds comm groups known up front (a --comm-group-configuration
-  // file); METADATA_NODEs add to them as they are walked. Throws std::invalid_argument for more
-  // ranks than the network has NPUs.
+  // `rank_files[r]` is rank r's trace. `network` gives the dimensions of hierarchical collectives.
+  // `groups` holds comm groups known up front (a --comm-group-configuration file); METADATA_NODEs add
+  // to them as they are walked. Throws std::invalid_argument for more ranks than the network has NPUs.
   Walker(Fabric& fabric, const NetworkConfig& network, std::vector<std::string> rank_files,
-         const traces::ProcessGroups& groups, WalkerOptions options, AnalyticalFabric* analytical = nullptr);
+         const traces::ProcessGroups& groups, WalkerOptions options);
   ~Walker();
   Walker(const Walker&) = delete;
   Walker& operator=(const Walker&) = delete;

@@ -328,7 +328,7 @@ void ignore(const Field& f, emu::SystemConfig& c) { c.ignored_keys.push_back(f.k
 const std::vector<SystemKey>& system_keys() {
   static const std::vector<SystemKey> keys = {
       {"scheduling-policy",
-       [](const Field& f, emu::SystemConfig& c) { c.scheduling_policy = f.choice({"LIFO", "FIFO", "EXPLICIT"}); }},
+       [](const Field& f, emu::SystemConfig& c) { c.scheduling_policy = emu::scheduling_policy_named(f.choice({"LIFO", "FIFO", "EXPLICIT"})); }},
       {"endpoint-delay", [](const Field& f, emu::SystemConfig& c) { c.endpoint_delay = f.nanoseconds(); }},
       {"active-chunks-per-dimension",
        [](const Field& f, emu::SystemConfig& c) {
@@ -356,7 +356,7 @@ const std::vector<SystemKey>& system_keys() {
          c.per_node_custom_implementation = f.string("the path of a YAML file mapping node ids to ET prefixes");
        }},
       {"collective-optimization",
-       [](const Field& f, emu::SystemConfig& c) { c.collective_optimization = f.choice({"baseline", "localBWAware"}); }},
+       [](const Field& f, emu::SystemConfig& c) { c.collective_optimization = emu::collective_optimization_named(f.choice({"baseline", "localBWAware"})); }},
       {"local-mem-bw",
        [](const Field& f, emu::SystemConfig& c) {
          c.local_mem_bw_gbps = f.number(kMemBwRange, "GB/s, 10^9 bytes/s, e.g. \"local-mem-bw\": 1600");

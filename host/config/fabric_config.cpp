@@ -341,9 +341,9 @@ FabricFile load_fabric_yaml(const std::string& path) {
   if (const auto v = top.get("local_mem_bw_GBps")) {
     sys.local_mem_bw_gbps = v->number(kMemBwRange, "gigabytes per second, 10^9 bytes/s, e.g. 1600");
   }
-  if (const auto v = top.get("scheduling")) sys.scheduling_policy = v->choice({"LIFO", "FIFO", "EXPLICIT"});
+  if (const auto v = top.get("scheduling")) sys.scheduling_policy = emu::scheduling_policy_named(v->choice({"LIFO", "FIFO", "EXPLICIT"}));
   if (const auto v = top.get("collective_optimization")) {
-    sys.collective_optimization = v->choice({"baseline", "localBWAware"});
+    sys.collective_optimization = emu::collective_optimization_named(v->choice({"baseline", "localBWAware"}));
   }
   if (const auto v = top.get("roofline")) {
     const Map m = checked_map(path, v->node, v->line, "roofline", kRooflineKeys, "\"roofline\"",

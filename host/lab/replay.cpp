@@ -327,7 +327,7 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   } else {
     throw std::invalid_argument(fmt::format("lab fabric \"{}\" is not available on this agent", assign.fabric_config()));
   }
-  emu::Walker walker(*fabric, config.network, in.trace_paths, groups, opt, nullptr);
+  emu::Walker walker(*fabric, config.network, in.trace_paths, groups, opt);
 
   // The agreed start: every agent begins its walk at the same instant (sleep, then spin the last 2 ms).
   for (;;) {

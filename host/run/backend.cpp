@@ -70,7 +70,7 @@ emu::RunResult LocalBackend::walk(const RunPlan& plan, emu::ChromeTimeline* time
     options.timeline = timeline;
     options.timeline_message_limit = plan.timeline_messages;
   }
-  emu::Walker walker(fabric(), plan.network, plan.paths, plan.groups, options, analytical());
+  emu::Walker walker(fabric(), plan.network, plan.paths, plan.groups, options);
   emu::RunResult result = walker.run();
   result.warnings.insert(result.warnings.begin(), plan.option_warnings.begin(), plan.option_warnings.end());
   if (timeline != nullptr) timeline->finish();

@@ -18,10 +18,6 @@
 #include "host/run/run_args.h"
 #include "host/run/run_plan.h"
 
-namespace fabemu::emu {
-class AnalyticalFabric;
-}
-
 namespace fabemu::run {
 
 // What every backend is made from: the options, the plan, and (for the backends that walk here) the
@@ -56,8 +52,6 @@ class LocalBackend : public Backend {
 
  protected:
   virtual emu::Fabric& fabric() = 0;
-  // The analytical model's fast path (closed forms) when the fabric is the analytical model.
-  virtual emu::AnalyticalFabric* analytical() { return nullptr; }
 };
 
 struct BackendEntry {

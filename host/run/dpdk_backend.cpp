@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "emulator/link_results.h"
-#include "host/dpdk/address_plan.h"
+#include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_fabric.h"
 #include "host/run/backend.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "emulator/link_results.h"
-#include "host/dpdk/wire.h"
+#include "host/wire/frame.h"
 #include "host/lab/socket_fabric.h"
 #include "host/run/backend.h"
 #include "host/run/exit_status.h"

@@ -15,7 +15,6 @@ class AnalyticalBackend final : public LocalBackend {
 
  protected:
   emu::Fabric& fabric() override { return fabric_; }
-  emu::AnalyticalFabric* analytical() override { return &fabric_; }
 
  private:
   emu::AnalyticalFabric fabric_;

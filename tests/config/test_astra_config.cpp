@@ -134,7 +134,7 @@ TEST(SharedConfigs, HgxH100FractionalLatency) {
 TEST(SharedConfigs, SystemRing4Chunks) {
   REQUIRE_SHARED_CONFIGS(dir);
   const auto sys = load_system_json((dir / "system_ring_4chunks.json").string(), 1);
-  EXPECT_EQ(sys.scheduling_policy, "LIFO");
+  EXPECT_EQ(sys.scheduling_policy, emu::SchedulingPolicy::kLifo);
   EXPECT_EQ(sys.endpoint_delay, Duration::from_ns(10));
   EXPECT_EQ(sys.preferred_dataset_splits, 4);
   EXPECT_EQ(sys.active_chunks_per_dimension, 1);
@@ -143,7 +143,7 @@ TEST(SharedConfigs, SystemRing4Chunks) {
   EXPECT_EQ(sys.all_gather, ring);
   EXPECT_EQ(sys.reduce_scatter, ring);
   EXPECT_EQ(sys.all_to_all, ring);
-  EXPECT_EQ(sys.collective_optimization, "localBWAware");
+  EXPECT_EQ(sys.collective_optimization, emu::CollectiveOptimization::kLocalBwAware);
   EXPECT_EQ(sys.local_mem_bw_gbps, 1600.0);
   EXPECT_EQ(sys.peak_perf_tflops, 900.0);
   EXPECT_FALSE(sys.roofline_enabled);
@@ -197,11 +197,11 @@ TEST(SystemJson, DefaultsAreAstraSims) {
   const std::string path = dir.file("sys.json");
   write_bytes(path, "{}");
   const auto sys = load_system_json(path, 2);
-  EXPECT_EQ(sys.scheduling_policy, "LIFO");
+  EXPECT_EQ(sys.scheduling_policy, emu::SchedulingPolicy::kLifo);
   EXPECT_EQ(sys.endpoint_delay, Duration::from_ns(10));
   EXPECT_EQ(sys.active_chunks_per_dimension, 1);
   EXPECT_EQ(sys.preferred_dataset_splits, 1);
-  EXPECT_EQ(sys.collective_optimization, "baseline");
+  EXPECT_EQ(sys.collective_optimization, emu::CollectiveOptimization::kBaseline);
   EXPECT_EQ(sys.local_reduction_delay, Duration::from_ns(1));
   EXPECT_TRUE(sys.all_reduce.empty());
   EXPECT_EQ(sys.local_mem_bw_gbps, 0.0);
@@ -222,7 +222,7 @@ TEST(SystemJson, ImplementationVariantsAndShortLists) {
   "trace-enabled": true, "replay-only": 0, "endpoint-delay": 20.0
 })");
   const auto sys = load_system_json(path, 3);
-  EXPECT_EQ(sys.scheduling_policy, "FIFO");
+  EXPECT_EQ(sys.scheduling_policy, emu::SchedulingPolicy::kFifo);
   EXPECT_EQ(sys.all_reduce, (std::vector<CollectiveImpl>{{CollectiveAlgo::kRing, false, -1},
                                                          {CollectiveAlgo::kHalvingDoubling, false, -1},
                                                          {CollectiveAlgo::kDoubleBinaryTree, false, -1}}));

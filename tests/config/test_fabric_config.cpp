@@ -118,8 +118,8 @@ roofline: {enabled: true, peak_tflops: 900}
   EXPECT_EQ(sys.active_chunks_per_dimension, 2);
   EXPECT_EQ(sys.endpoint_delay, Duration::from_ps(12'500));
   EXPECT_EQ(sys.local_mem_bw_gbps, 1600.0);
-  EXPECT_EQ(sys.scheduling_policy, "FIFO");
-  EXPECT_EQ(sys.collective_optimization, "localBWAware");
+  EXPECT_EQ(sys.scheduling_policy, emu::SchedulingPolicy::kFifo);
+  EXPECT_EQ(sys.collective_optimization, emu::CollectiveOptimization::kLocalBwAware);
   EXPECT_TRUE(sys.roofline_enabled);
   EXPECT_EQ(sys.peak_perf_tflops, 900.0);
 }
@@ -134,7 +134,7 @@ TEST(FabricFile, DefaultsWhenOnlyTheTopologyIsGiven) {
   EXPECT_EQ(f.system.preferred_dataset_splits, 1);
   EXPECT_EQ(f.system.active_chunks_per_dimension, 1);
   EXPECT_EQ(f.system.scheduling_policy, defaults.scheduling_policy);
-  EXPECT_EQ(f.system.collective_optimization, "baseline");
+  EXPECT_EQ(f.system.collective_optimization, emu::CollectiveOptimization::kBaseline);
   EXPECT_TRUE(f.system.all_reduce.empty());
   EXPECT_FALSE(f.system.roofline_enabled);
   EXPECT_EQ(f.system.local_mem_bw_gbps, 0.0);

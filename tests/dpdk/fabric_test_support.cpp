@@ -20,7 +20,7 @@ WalkerOptions Workload::options() const {
 
 RunResult walk(Fabric& fabric, const Workload& w) {
   traces::ProcessGroups groups(static_cast<int64_t>(w.files.size()));
-  Walker walker(fabric, w.net, w.files, groups, w.options(), nullptr);
+  Walker walker(fabric, w.net, w.files, groups, w.options());
   return walker.run();
 }
 

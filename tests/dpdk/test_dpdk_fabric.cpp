@@ -59,7 +59,7 @@ std::optional<Workload> custom_ring_all_reduce() {
   Workload w;
   w.net = fabemu::host::load_network_yml(yml.string());
   w.sys = system_config(CollectiveAlgo::kRing, 1, 1);
-  w.sys.scheduling_policy = "FIFO";
+  w.sys.scheduling_policy = SchedulingPolicy::kFifo;
   for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) w.files.push_back(f.path);
   return w;
 }

@@ -214,13 +214,14 @@ struct Combo {
   std::vector<NetworkDim> dims;
   int64_t chunks;
   int64_t active;
-  std::string optimization = "baseline";
+  CollectiveOptimization optimization = CollectiveOptimization::kBaseline;
 };
 
 std::string describe(const Combo &c) {
   std::string s = std::string(traces::collective_name(c.type)) + " " + algo_name(c.algo) + " dims";
   for (const auto &d : c.dims) s += " " + std::to_string(static_cast<int>(d.topology)) + "x" + std::to_string(d.npus);
-  return s + " chunks " + std::to_string(c.chunks) + " active " + std::to_string(c.active) + " " + c.optimization;
+  return s + " chunks " + std::to_string(c.chunks) + " active " + std::to_string(c.active) +
+         (c.optimization == CollectiveOptimization::kLocalBwAware ? " localBWAware" : " baseline");
 }
 
 void compare_closed_form(const Combo &c, uint64_t seed) {
@@ -280,7 +281,7 @@ TEST(WalkerClosedForm, EqualsMessageByMessageOnTwoDimensions) {
   for (const auto type : {ChakraProtoMsg::ALL_REDUCE, ChakraProtoMsg::REDUCE_SCATTER, ChakraProtoMsg::ALL_GATHER,
                           ChakraProtoMsg::ALL_TO_ALL}) {
     for (const auto algo : {CollectiveAlgo::kRing, CollectiveAlgo::kDirect, CollectiveAlgo::kHalvingDoubling}) {
-      for (const std::string opt : {"localBWAware", "baseline"}) {
+      for (const auto opt : {CollectiveOptimization::kLocalBwAware, CollectiveOptimization::kBaseline}) {
         for (const int64_t chunks : {1, 4}) {
           for (const int64_t active : {1, 2}) {
             compare_closed_form(Combo{type,
@@ -339,7 +340,7 @@ TEST(WalkerConservation, PacketFabricDeliversEveryMessage) {
   Engine engine;
   PacketFabric fabric(engine, Topology(net), 512);
   traces::ProcessGroups groups(n);
-  Walker w(fabric, net, files, groups, opts(system_config(CollectiveAlgo::kRing, 4, 2)), nullptr);
+  Walker w(fabric, net, files, groups, opts(system_config(CollectiveAlgo::kRing, 4, 2)));
   const RunResult r = w.run();
   ASSERT_TRUE(r.stuck.empty());
   EXPECT_EQ(fabric.messages_delivered(), r.messages);

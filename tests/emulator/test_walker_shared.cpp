@@ -109,7 +109,7 @@ TEST(WalkerShared, CustomRingAllReduceSendRecv) {
   const fs::path cfg = configs_dir(traces_dir);
   const auto net = host::load_network_yml((cfg / "Ring_8npus.yml").string());
   SystemConfig sys = system_config(CollectiveAlgo::kRing, 1, 1);
-  sys.scheduling_policy = "FIFO";
+  sys.scheduling_policy = SchedulingPolicy::kFifo;
   const auto files = rank_files(traces_dir /
                                 "astra-sim/examples/system/custom_collectives/"
                                 "custom_ring_allreduce_8npus_1MB/custom_allreduce");
@@ -134,7 +134,7 @@ TEST(WalkerShared, Demo1TwoDimensions) {
   const auto net = host::load_network_yml(yml);
   ASSERT_EQ(net.dims.size(), 2u);
   SystemConfig sys = system_config(CollectiveAlgo::kRing, 4, 1, 2);
-  sys.collective_optimization = "localBWAware";
+  sys.collective_optimization = CollectiveOptimization::kLocalBwAware;
   const auto files = rank_files(traces_dir / "astra-sim-tutorials/demo1/allreduce");
   ASSERT_EQ(files.size(), 8u);
   for (const auto model : {Model::kAnalytical, Model::kPacket}) {

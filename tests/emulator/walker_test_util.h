@@ -134,12 +134,12 @@ inline Run run_walker(const NetworkConfig &net, WalkerOptions opt, const std::ve
   Run out;
   if (model == Model::kPacket) {
     PacketFabric fabric(engine, topo, mtu);
-    Walker w(fabric, net, files, g, std::move(opt), nullptr);
+    Walker w(fabric, net, files, g, std::move(opt));
     out.result = w.run();
     out.delivered = fabric.messages_delivered();
   } else {
     AnalyticalFabric fabric(engine, topo);
-    Walker w(fabric, net, files, g, std::move(opt), &fabric);
+    Walker w(fabric, net, files, g, std::move(opt));
     out.result = w.run();
     out.delivered = fabric.messages_delivered();
   }

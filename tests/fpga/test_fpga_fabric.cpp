@@ -114,13 +114,13 @@ TEST(FpgaFabric, MicrobenchmarkReportsMatchSoftware) {
           emu::RunResult r;
           if (fpga_fabric) {
             auto fabric = fpga::make_fpga_fabric(engine, topology, 4096, "hwemu");
-            emu::Walker w(*fabric, net, files, groups, std::move(o), nullptr);
+            emu::Walker w(*fabric, net, files, groups, std::move(o));
             r = w.run();
             hops += fabric->device_hops();
             runs = fabric->device_runs();
           } else {
             emu::PacketFabric fabric(engine, topology, 4096);
-            emu::Walker w(fabric, net, files, groups, std::move(o), nullptr);
+            emu::Walker w(fabric, net, files, groups, std::move(o));
             r = w.run();
           }
           (fpga_fabric ? t_hw : t_sw) += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -101,7 +101,7 @@ inline void run_split_and_check(lab::SocketFabric& a, lab::SocketFabric& b, cons
   const auto run = [&](lab::SocketFabric& f, SplitSide& out) {
     try {
       traces::ProcessGroups groups(8);
-      emu::Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+      emu::Walker walker(f, w.net, w.files, groups, w.options());
       out.result = walker.run();
       out.drained = f.drain();
       ++finished;

@@ -359,7 +359,7 @@ TEST(SocketFabric, DeadPeerStopsTheRunAfterTheStallTimeout) {
   opt.stall_timeout = Duration::from_ms(300);
   lab::SocketFabric f(topo, eps, local, opt);
   fabemu::traces::ProcessGroups groups(8);
-  Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+  Walker walker(f, w.net, w.files, groups, w.options());
   const auto t0 = std::chrono::steady_clock::now();
   const fabemu::emu::RunResult result = walker.run();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
@@ -460,7 +460,7 @@ TEST(SocketFabric, LiveMetricsFollowTheRun) {
   opt.live = &live;
   lab::SocketFabric f(topo, loopback(8), std::vector<bool>(8, true), opt);
   fabemu::traces::ProcessGroups groups(8);
-  Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+  Walker walker(f, w.net, w.files, groups, w.options());
   const RunResult r = walker.run();
   ASSERT_TRUE(r.stuck.empty());
   ASSERT_TRUE(f.drain());
@@ -494,7 +494,7 @@ TEST(SocketFabric, StopRequestedEndsTheRun) {
   opt.stop_requested = [&polls] { return ++polls > 50; };
   lab::SocketFabric f(topo, loopback(8), std::vector<bool>(8, true), opt);
   fabemu::traces::ProcessGroups groups(8);
-  Walker walker(f, w.net, w.files, groups, w.options(), nullptr);
+  Walker walker(f, w.net, w.files, groups, w.options());
   walker.run();
   EXPECT_TRUE(f.interrupted());
   EXPECT_LT(f.stats().deliveries, 448u);

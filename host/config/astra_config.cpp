@@ -167,7 +167,8 @@ struct JsonKey {
 };
 
 // The top-level object's keys with their lines, in file order (nlohmann::json keeps neither order nor
-// positions, nor duplicates). `text` must be valid JSON whose root is an object.
+// positions, nor duplicates). Also called on text the parser refused (a number beyond a double stops it
+// before the rest is read): a key that does not parse as a JSON string is left out, never thrown.
 std::vector<JsonKey> top_level_keys(const std::string& text) {
   std::vector<JsonKey> keys;
   int depth = 0;
@@ -183,7 +184,8 @@ std::vector<JsonKey> top_level_keys(const std::string& text) {
         if (text[i] == '\\') ++i;
       }
       if (depth == 1 && want_key) {
-        keys.push_back({json::parse(text.substr(start, i - start + 1)).get<std::string>(), line});
+        const json key = json::parse(text.substr(start, i - start + 1), nullptr, /*allow_exceptions=*/false);
+        if (key.is_string()) keys.push_back({key.get<std::string>(), line});
         want_key = false;
       }
     } else if (c == '{' || c == '[') {

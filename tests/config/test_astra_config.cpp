@@ -488,6 +488,16 @@ TEST(SystemJsonErrors, NumberOverflowNamesFileKeyAndLine) {
       << e.what();
 }
 
+// Found by fuzz_system_json (stop 53): a number beyond a double before anything else, then a key that is not
+// valid UTF-8. The overflow's handler looked for the key's line by parsing each top-level key, which threw
+// nlohmann's parse_error out of the handler instead of the located error.
+TEST(SystemJsonErrors, NumberOverflowBeforeAnIllFormedKeyIsALocatedError) {
+  ScratchDir dir;
+  const auto e = json_error(dir, std::string("22E22222{\n  \"sched\xad\n}\n"));
+  EXPECT_EQ(e.where().file, dir.file("system.json"));
+  EXPECT_NE(std::string(e.what()).find("number overflow parsing '22E22222'"), std::string::npos) << e.what();
+}
+
 TEST(SystemJsonErrors, RatesTooSlowOrFastNameTheKey) {
   ScratchDir dir;
   const auto slow = json_error(dir, "{\n\"local-mem-bw\": 1e-12}");

@@ -18,9 +18,7 @@ namespace fabemu::run {
 // Options given for a fabric that does not use them, or together with one they contradict: an error
 // naming both, never silently ignored. Without --agents (a lab run takes its wire from the lab file).
 void check_options(const RunArgs& a) {
-  const auto given = [&](std::string_view name) {
-    return std::find(a.given.begin(), a.given.end(), name) != a.given.end();
-  };
+  const auto given = [&a](std::string_view name) { return a.was_given(name); };
   if (given("--dilation") && given("--as-fast-as-possible")) {
     throw std::invalid_argument("--as-fast-as-possible is --dilation 0: give one of them, not both");
   }

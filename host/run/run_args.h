@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fabemu::run {
@@ -66,6 +67,14 @@ struct RunArgs {
   uint16_t socket_base_port = 0;
   uint32_t socket_stall_timeout_ms = 10'000;
   std::vector<std::string> given;  // the options on the command line (check_options)
+
+  // Whether `option` ("--mtu") was on the command line.
+  bool was_given(std::string_view option) const {
+    for (const std::string& g : given) {
+      if (g == option) return true;
+    }
+    return false;
+  }
 };
 
 }  // namespace fabemu::run

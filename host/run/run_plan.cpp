@@ -67,10 +67,6 @@ std::vector<double> parse_compute_scale(const std::vector<std::string>& items, s
   return scale;
 }
 
-bool given(const RunArgs& a, std::string_view option) {
-  return std::find(a.given.begin(), a.given.end(), option) != a.given.end();
-}
-
 // The model the run uses: a lab run and the real-time fabrics replay the packet model (FIFO links); else
 // --model, the fabric file's, or analytical. Sets plan.model and the refusals and warnings of --mtu and
 // --no-closed-form that depend on it.
@@ -98,7 +94,7 @@ void choose_model(const RunArgs& a, const std::string& file_model, RunPlan& plan
   if (model != "analytical" && model != "packet") {
     throw std::invalid_argument(fmt::format("--model {}: expected analytical or packet", model));
   }
-  if (model == "analytical" && given(a, "--mtu")) {
+  if (model == "analytical" && a.was_given("--mtu")) {
     throw std::invalid_argument("--mtu sets the packet model's packet size; the analytical model sends whole messages: "
                                 "add --model packet, or leave --mtu out");
   }

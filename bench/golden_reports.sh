@@ -10,7 +10,8 @@
 # DPDK, the 8-NPU all-reduce over the in-process ring pair at dilation 1000; a lab run of three `fabemu agent`s
 # on 127.0.0.1 (the 8-NPU all-reduce, lab.yaml `fabric: model`, and `fabric: socket` at dilation 1000).
 # Wall-clock fields (DPDK, socket and lab sections): only what does not depend on the machine's timing is kept
-# (see normalize() below). Needs ../shared (or FABEMU_SHARED_DIR) and python3. GOLDEN_ONLY=REGEX runs only the
+# (see normalize() below); a path inside the source tree is written as <src>/PATH. Needs ../shared (or
+# FABEMU_SHARED_DIR) and python3. GOLDEN_ONLY=REGEX runs only the
 # runs whose names match; GOLDEN_KEEP=1 keeps the temporary folder (its path is printed).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -46,7 +47,7 @@ fi
 # Keeps the report's deterministic part: the model's sections whole; of the real-time sections (dpdk, socket,
 # lab) only their settings and the counts that no timing changes.
 normalize() {
-  python3 - "$1" "$2" <<'EOF'
+  python3 - "$1" "$2" "$src" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
 r.pop("workload", None)  # a path in the temporary folder
@@ -66,7 +67,8 @@ for section in ("dpdk", "socket", "lab"):
     if isinstance(kept.get("agents"), list):
         kept["agents"] = [{k: v for k, v in a.items() if k in ("name", "ranks")} for a in kept["agents"]]
     r[section] = kept
-json.dump(r, open(sys.argv[2], "w"), indent=1, sort_keys=True)
+# Paths inside the source tree (in warnings) are written from its root, so that two worktrees compare.
+open(sys.argv[2], "w").write(json.dumps(r, indent=1, sort_keys=True).replace(sys.argv[3] + "/", "<src>/"))
 EOF
 }
 

@@ -10,9 +10,10 @@ namespace fabemu::emu {
 
 namespace {
 
-void check_endpoints(const Topology& topology, const Message& m, const char* who) {
+// `who`::`function` starts the message.
+void check_endpoints(const Topology& topology, const Message& m, const char* who, const char* function) {
   if (m.src < 0 || m.src >= topology.npus() || m.dst < 0 || m.dst >= topology.npus()) {
-    throw std::invalid_argument(std::string(who) + ": message " + std::to_string(m.id) + " goes from " +
+    throw std::invalid_argument(std::string(who) + "::" + function + ": message " + std::to_string(m.id) + " goes from " +
                                 std::to_string(m.src) + " to " + std::to_string(m.dst) +
                                 ", but the topology has NPUs 0.." + std::to_string(topology.npus() - 1));
   }
@@ -22,16 +23,24 @@ void check_endpoints(const Topology& topology, const Message& m, const char* who
 
 // --- PacketFabric ------------------------------------------------------------------------------------
 
-PacketFabric::PacketFabric(Engine& engine, Topology topology, uint32_t mtu)
-    : engine_(engine), topology_(std::move(topology)), mtu_(mtu), pools_("PacketFabric", topology_.max_hops()) {
-  if (mtu_ == 0) throw std::invalid_argument("PacketFabric: the MTU must be at least 1 byte");
-  links_.resize(topology_.links().size() + 1);
-  stats_.resize(topology_.links().size());
+PacketFabric::PacketFabric(Engine& engine, Topology topology, uint32_t mtu, HopBatcher* batcher, const char* name)
+    : engine_(engine),
+      topology_(std::move(topology)),
+      mtu_(mtu),
+      batcher_(batcher),
+      name_(name),
+      pools_(name, topology_.max_hops()) {
+  if (mtu_ == 0) throw std::invalid_argument(std::string(name_) + ": the MTU must be at least 1 byte");
+  const auto& links = topology_.links();
+  links_.resize(links.size() + 1);
+  stats_.resize(links.size());
+  lookahead_ps_ = links.empty() ? 0 : kUnknown;
+  for (const Link& l : links) lookahead_ps_ = std::min(lookahead_ps_, l.latency.ps());
 }
 
 void PacketFabric::send(const Message& m, Time ready) {
-  check_endpoints(topology_, m, "PacketFabric::send");
-  if (ready < engine_.now()) throw std::invalid_argument("PacketFabric::send: ready time in the past");
+  check_endpoints(topology_, m, name_, "send");
+  if (ready < engine_.now()) throw std::invalid_argument(std::string(name_) + "::send: ready time in the past");
   if (ready > engine_.now()) {
     engine_.at(ready, *this, kInjectBit | pools_.park(m));
     return;
@@ -61,33 +70,80 @@ void PacketFabric::inject(const Message& m) {
 }
 
 void PacketFabric::enter(uint32_t l, uint32_t p) {
-  LinkState& link = links_[l];
   Pools::Packet& pkt = pools_.packet(p);
-  const Time now = engine_.now();
   if (l < stats_.size()) {
-    const Link& spec = topology_.link(l);
-    // The contract: depart at max(arrival, link_free); the link is busy for ser(n); then the latency.
-    const Time depart = std::max(now, link.free_at);
-    link.free_at = depart + spec.rate.ser(pkt.bytes);
-    pkt.far_end_ps = (link.free_at + spec.latency).ps();
     stats_[l].bytes += pkt.bytes;
     ++stats_[l].packets;
+    if (batcher_ == nullptr) {
+      pkt.far_end_ps = time_hop(l, pkt);
+    } else {
+      batch_hop(l, p);
+    }
   } else {
-    pkt.far_end_ps = now.ps();  // loopback: no link to cross
+    pkt.far_end_ps = engine_.now().ps();  // loopback: no link to cross
   }
   pkt.next = kNone;
-  // free_at never decreases and the latency is constant, so the FIFO stays sorted by far_end.
+  LinkState& link = links_[l];
   if (link.tail == kNone) {
     link.head = link.tail = p;
-    engine_.at(Time::from_ps(pkt.far_end_ps), *this, l);
+    schedule_head(l);
   } else {
-    assert(pools_.packet(link.tail).far_end_ps <= pkt.far_end_ps);
+    // Without a batcher: free_at never decreases and the latency is constant, so the FIFO stays sorted
+    // by far_end.
+    assert(batcher_ != nullptr || pools_.packet(link.tail).far_end_ps <= pkt.far_end_ps);
     pools_.packet(link.tail).next = p;
     link.tail = p;
   }
+  if (batcher_ != nullptr && lookahead_ps_ == 0 && !batch_packets_.empty()) flush();
+}
+
+uint64_t PacketFabric::time_hop(uint32_t l, const PacketPools::Packet& p) {
+  const Link& spec = topology_.link(l);
+  LinkState& link = links_[l];
+  // The contract: depart at max(arrival, link_free); the link is busy for ser(n); then the latency.
+  const Time depart = std::max(engine_.now(), link.free_at);
+  link.free_at = depart + spec.rate.ser(p.bytes);
+  return (link.free_at + spec.latency).ps();
+}
+
+void PacketFabric::batch_hop(uint32_t l, uint32_t p) {
+  const uint64_t now = engine_.now().ps();
+  if (batch_packets_.empty()) {
+    floor_ps_ = now + lookahead_ps_;
+    if (lookahead_ps_ > 0) engine_.at(Time::from_ps(floor_ps_ - 1), *this, kFlush);
+  }
+  Pools::Packet& pkt = pools_.packet(p);
+  pkt.far_end_ps = kUnknown;
+  batcher_->add(l, now, pkt.bytes);
+  batch_packets_.push_back(p);
+}
+
+void PacketFabric::schedule_head(uint32_t l) {
+  const uint64_t t = pools_.packet(links_[l].head).far_end_ps;
+  if (batcher_ == nullptr || (t != kUnknown && t < floor_ps_)) {
+    engine_.at(Time::from_ps(t), *this, l);
+  } else {
+    deferred_heads_.push_back(l);
+  }
+}
+
+void PacketFabric::flush() {
+  if (batch_packets_.empty()) return;
+  answers_.resize(batch_packets_.size());
+  batcher_->answer(answers_);
+  for (std::size_t i = 0; i < answers_.size(); ++i) pools_.packet(batch_packets_[i]).far_end_ps = answers_[i];
+  batch_packets_.clear();
+  floor_ps_ = kUnknown;
+  // In the order they would have been scheduled without a batcher.
+  for (const uint32_t l : deferred_heads_) engine_.at(Time::from_ps(pools_.packet(links_[l].head).far_end_ps), *this, l);
+  deferred_heads_.clear();
 }
 
 void PacketFabric::on_event(uint64_t arg) {
+  if (arg == kFlush) {
+    flush();
+    return;
+  }
   if ((arg & kInjectBit) != 0) {
     const uint64_t slot = arg & ~kInjectBit;
     inject(pools_.unpark(slot));
@@ -101,7 +157,7 @@ void PacketFabric::on_event(uint64_t arg) {
   if (link.head == kNone) {
     link.tail = kNone;
   } else {
-    engine_.at(Time::from_ps(pools_.packet(link.head).far_end_ps), *this, l);
+    schedule_head(l);
   }
 
   const Pools::Arrival arrival = pools_.arrive(p);
@@ -126,7 +182,7 @@ AnalyticalFabric::AnalyticalFabric(Engine& engine, Topology topology)
 }
 
 Duration AnalyticalFabric::delay(const Message& m) const {
-  check_endpoints(topology_, m, "AnalyticalFabric::delay");
+  check_endpoints(topology_, m, "AnalyticalFabric", "delay");
   if (uniform_) {  // every link alike: no need to walk the route
     const Link& any = topology_.links().front();
     const uint64_t hops = topology_.hops(m.src, m.dst);

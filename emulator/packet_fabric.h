@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "emulator/event_queue.h"
@@ -21,6 +22,20 @@ struct LinkStats {
   uint64_t packets = 0;
 };
 
+// Where PacketFabric's hop timing is computed, when not by PacketFabric itself: a device that takes the
+// link contract's arithmetic (host/fpga's scheduler kernel). Hops are handed over one by one, in the order
+// they enter their links, and answered in batches, in the same order; the batcher keeps each link's
+// link_free between batches.
+class HopBatcher {
+ public:
+  virtual ~HopBatcher() = default;
+  // A packet of `bytes` enters link `link` at `enter_ps`.
+  virtual void add(uint32_t link, uint64_t enter_ps, uint32_t bytes) = 0;
+  // The far-end times of every hop added since the last answer, in their order (far_end_ps.size() of
+  // them); the batch is then closed.
+  virtual void answer(std::span<uint64_t> far_end_ps) = 0;
+};
+
 // A message is cut into packets of `mtu` bytes (the last one shorter; a 0-byte message is one 0-byte
 // packet). At each link a packet of n bytes arriving at t departs at d = max(t, link_free), frees the
 // link at link_free = d + ser(n) and reaches the far end at link_free + latency; store-and-forward at
@@ -32,13 +47,26 @@ struct LinkStats {
 // packets with their far-end times and only its head has a pending event (htsim's one event per
 // component): one event per packet per hop. Ties at equal times follow the engine's insertion order.
 //
+// The hop timing seam: by default the fabric computes a hop's far-end time the moment the packet enters
+// the link. Given a HopBatcher, it hands the hop over instead and learns its time in conservative
+// windows: a packet entering a link at t reaches the far end no earlier than t + L (L = the smallest link
+// latency), so every hop that enters during [t0, t0 + L) is one batch, answered by an event at
+// t0 + L - 1, before any of them can arrive (L = 0: each hop is a batch of its own). A link's head event
+// whose time is not known yet, or could tie with one that is not, waits for the answer and is scheduled
+// then, in the order it would have been: so runs whose sends are all known up front (or made from
+// delivery callbacks) take the same times and event order as without a batcher, plus one event per batch.
+// What can differ is the order at one picosecond between such a head event and an event another
+// component scheduled during the same window (hw/README.md, "FpgaFabric").
+//
 // Packets and per-message state come from free lists that grow to the peak in flight and are then
 // reused: no allocation per packet or message in steady state. All packets of a message enter its
 // first link's FIFO when it is sent, so the peak is the bytes in flight / mtu.
 class PacketFabric final : public Fabric, private EventTarget {
  public:
-  // Preconditions: mtu >= 1 (std::invalid_argument otherwise). `engine` must outlive the fabric.
-  PacketFabric(Engine& engine, Topology topology, uint32_t mtu);
+  // Preconditions: mtu >= 1 (std::invalid_argument otherwise). `engine` (and `batcher`, when given)
+  // must outlive the fabric. `name` starts its error messages.
+  PacketFabric(Engine& engine, Topology topology, uint32_t mtu, HopBatcher* batcher = nullptr,
+               const char* name = "PacketFabric");
 
   // Throws std::invalid_argument when src or dst is not an NPU of the topology or ready < now.
   // A message ready later waits in a pooled slot for an injection event at `ready`.
@@ -56,22 +84,34 @@ class PacketFabric final : public Fabric, private EventTarget {
 
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
+  static constexpr uint64_t kUnknown = ~uint64_t{0};  // a far end the batcher has not answered yet
   using Pools = PacketPools;
   struct LinkState {
-    Time free_at;         // link_free of the contract
+    Time free_at;         // link_free of the contract (without a batcher)
     uint32_t head = kNone;
     uint32_t tail = kNone;
   };
 
-  // arg: a link index, or kInjectBit | a slot of waiting_ (a message whose ready time has come).
+  // arg: a link index, kInjectBit | a slot of waiting_ (a message whose ready time has come), or kFlush.
   void on_event(uint64_t arg) override;
   void inject(const Message& m);
   // Packet `p` reaches link `l` at now().
   void enter(uint32_t l, uint32_t p);
+  // The contract's arithmetic for packet `p` entering link `l` now: its far-end time.
+  uint64_t time_hop(uint32_t l, const PacketPools::Packet& p);
+  // With a batcher: hands packet `p`'s hop on link `l` over, opening a window when none is open.
+  void batch_hop(uint32_t l, uint32_t p);
+  // Schedules link l's head event if its time is known and cannot tie with a hop not answered yet, else
+  // keeps it for the answer.
+  void schedule_head(uint32_t l);
+  // Closes the window: the batcher's answers become far-end times, and the head events kept wait no more.
+  void flush();
 
   Engine& engine_;
   Topology topology_;
   uint32_t mtu_;
+  HopBatcher* batcher_;
+  const char* name_;
   DeliveryListener* listener_ = nullptr;
   // One per link, plus a last loopback "link" (zero time) that delivers src == dst messages in an
   // event of their own rather than inside send().
@@ -79,7 +119,15 @@ class PacketFabric final : public Fabric, private EventTarget {
   std::vector<LinkStats> stats_;
   Pools pools_;  // packets and messages in flight, messages waiting for their ready time
   uint64_t delivered_ = 0;
+  // The batcher's window: its length L, the time before which no hop of it arrives (kUnknown: none
+  // open), its packets in the order handed over, their answers, and the links whose head events wait.
+  uint64_t lookahead_ps_ = 0;
+  uint64_t floor_ps_ = kUnknown;
+  std::vector<uint32_t> batch_packets_;
+  std::vector<uint64_t> answers_;
+  std::vector<uint32_t> deferred_heads_;
   static constexpr uint64_t kInjectBit = uint64_t{1} << 63;
+  static constexpr uint64_t kFlush = kInjectBit - 1;
 };
 
 // ASTRA-sim's analytical model: no queues, every message alone on the fabric. A message of B bytes sent

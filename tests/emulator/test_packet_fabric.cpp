@@ -1,5 +1,5 @@
 // PacketFabric against closed forms of DESIGN.md's link contract (to the picosecond), determinism,
-// conservation, pool reuse; AnalyticalFabric against its closed form.
+// conservation, pool reuse, its hop timing seam (HopBatcher); AnalyticalFabric against its closed form.
 #include "emulator/packet_fabric.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <new>
 #include <random>
 #include <set>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -302,6 +303,73 @@ TEST(PacketFabric, NoAllocationInSteadyState) {
   engine.run();
   EXPECT_EQ(test::allocations() - before, 0u);
   EXPECT_EQ(rec.log.size(), 2 * w.sends.size());
+}
+
+// The hop timing seam: an oracle of the link contract written apart from PacketFabric, answering in
+// batches as a device would.
+class ContractBatcher final : public HopBatcher {
+ public:
+  explicit ContractBatcher(const Topology& t) : topology_(t), link_free_(t.links().size()) {}
+  void add(uint32_t link, uint64_t enter_ps, uint32_t bytes) override {
+    const Link& l = topology_.link(link);
+    link_free_[link] = std::max(enter_ps, link_free_[link]) + l.rate.ser(bytes).ps();
+    open_.push_back(link_free_[link] + l.latency.ps());
+    ++hops;
+  }
+  void answer(std::span<uint64_t> far_end_ps) override {
+    ASSERT_EQ(far_end_ps.size(), open_.size());
+    std::copy(open_.begin(), open_.end(), far_end_ps.begin());
+    open_.clear();
+    ++batches;
+  }
+  uint64_t hops = 0;
+  uint64_t batches = 0;
+
+ private:
+  const Topology& topology_;
+  std::vector<uint64_t> link_free_;
+  std::vector<uint64_t> open_;
+};
+
+struct SeamRun {
+  Log log;
+  uint64_t events = 0;
+  uint64_t hops = 0;
+  uint64_t batches = 0;
+};
+
+// The workload sent up front, with the batcher or (nullptr) without.
+SeamRun run_through_seam(const NetworkConfig& net, const Workload& w, bool batched) {
+  Engine engine;
+  const Topology topology(net);
+  ContractBatcher batcher(topology);
+  PacketFabric f(engine, topology, 1500, batched ? &batcher : nullptr);
+  Recorder rec;
+  f.set_listener(&rec);
+  for (const auto& [at, m] : w.sends) f.send(m, at);
+  engine.run();
+  return {rec.log, engine.events_run(), batcher.hops, batcher.batches};
+}
+
+// Deliveries identical to the picosecond with the hops timed in windows of the smallest latency (700 ps
+// here), one more engine event per window; with a zero-latency link each hop is a window of its own.
+TEST(PacketFabric, HopTimingSeamGivesTheSameDeliveries) {
+  const Workload w = random_workload(24, 400, 4242);
+  const SeamRun alone = run_through_seam(mixed_network(), w, false);
+  const SeamRun batched = run_through_seam(mixed_network(), w, true);
+  ASSERT_EQ(batched.log.size(), w.sends.size());
+  EXPECT_EQ(batched.log, alone.log);
+  EXPECT_EQ(batched.events, alone.events + batched.batches);
+  EXPECT_GT(batched.batches, 0u);
+  EXPECT_LT(batched.batches * 2, batched.hops) << "windows of 700 ps hold several hops";
+
+  const NetworkConfig zero = network({dim(DimTopology::kRing, 6, Rate::from_gbps(400), Duration::zero())});
+  const Workload w6 = random_workload(6, 200, 17);
+  const SeamRun zero_alone = run_through_seam(zero, w6, false);
+  const SeamRun zero_batched = run_through_seam(zero, w6, true);
+  EXPECT_EQ(zero_batched.log, zero_alone.log);
+  EXPECT_EQ(zero_batched.batches, zero_batched.hops);
+  EXPECT_EQ(zero_batched.events, zero_alone.events);  // no window, no flush event
 }
 
 TEST(PacketFabric, RejectsBadInput) {

@@ -69,41 +69,42 @@ void PacketFabric::inject(const Message& m) {
   }
 }
 
+template <bool kBatched>
 void PacketFabric::enter(uint32_t l, uint32_t p) {
+  LinkState& link = links_[l];
   Pools::Packet& pkt = pools_.packet(p);
+  const Time now = engine_.now();
   if (l < stats_.size()) {
     stats_[l].bytes += pkt.bytes;
     ++stats_[l].packets;
-    if (batcher_ == nullptr) {
-      pkt.far_end_ps = time_hop(l, pkt);
+    if constexpr (!kBatched) {
+      const Link& spec = topology_.link(l);
+      // The contract: depart at max(arrival, link_free); the link is busy for ser(n); then the latency.
+      const Time depart = std::max(now, link.free_at);
+      link.free_at = depart + spec.rate.ser(pkt.bytes);
+      pkt.far_end_ps = (link.free_at + spec.latency).ps();
     } else {
-      batch_hop(l, p);
+      batch_hop(l, p);  // the far end is learnt at the window's flush
     }
   } else {
-    pkt.far_end_ps = engine_.now().ps();  // loopback: no link to cross
+    pkt.far_end_ps = now.ps();  // loopback: no link to cross
   }
   pkt.next = kNone;
-  LinkState& link = links_[l];
   if (link.tail == kNone) {
     link.head = link.tail = p;
-    schedule_head(l);
+    if constexpr (kBatched) {
+      schedule_head(l);
+    } else {
+      engine_.at(Time::from_ps(pkt.far_end_ps), *this, l);
+    }
   } else {
-    // Without a batcher: free_at never decreases and the latency is constant, so the FIFO stays sorted
+    // Without a batcher, free_at never decreases and the latency is constant, so the FIFO stays sorted
     // by far_end.
-    assert(batcher_ != nullptr || pools_.packet(link.tail).far_end_ps <= pkt.far_end_ps);
+    assert(kBatched || pools_.packet(link.tail).far_end_ps <= pkt.far_end_ps);
     pools_.packet(link.tail).next = p;
     link.tail = p;
   }
-  if (batcher_ != nullptr && lookahead_ps_ == 0 && !batch_packets_.empty()) flush();
-}
-
-uint64_t PacketFabric::time_hop(uint32_t l, const PacketPools::Packet& p) {
-  const Link& spec = topology_.link(l);
-  LinkState& link = links_[l];
-  // The contract: depart at max(arrival, link_free); the link is busy for ser(n); then the latency.
-  const Time depart = std::max(engine_.now(), link.free_at);
-  link.free_at = depart + spec.rate.ser(p.bytes);
-  return (link.free_at + spec.latency).ps();
+  if (kBatched && lookahead_ps_ == 0) flush();
 }
 
 void PacketFabric::batch_hop(uint32_t l, uint32_t p) {
@@ -120,7 +121,7 @@ void PacketFabric::batch_hop(uint32_t l, uint32_t p) {
 
 void PacketFabric::schedule_head(uint32_t l) {
   const uint64_t t = pools_.packet(links_[l].head).far_end_ps;
-  if (batcher_ == nullptr || (t != kUnknown && t < floor_ps_)) {
+  if (t != kUnknown && t < floor_ps_) {
     engine_.at(Time::from_ps(t), *this, l);
   } else {
     deferred_heads_.push_back(l);
@@ -140,13 +141,12 @@ void PacketFabric::flush() {
 }
 
 void PacketFabric::on_event(uint64_t arg) {
-  if (arg == kFlush) {
-    flush();
-    return;
-  }
   if ((arg & kInjectBit) != 0) {
-    const uint64_t slot = arg & ~kInjectBit;
-    inject(pools_.unpark(slot));
+    if (arg == kFlush) {
+      flush();
+    } else {
+      inject(pools_.unpark(arg & ~kInjectBit));
+    }
     return;
   }
   const auto l = static_cast<uint32_t>(arg);
@@ -156,6 +156,8 @@ void PacketFabric::on_event(uint64_t arg) {
   link.head = pools_.packet(p).next;
   if (link.head == kNone) {
     link.tail = kNone;
+  } else if (batcher_ == nullptr) {
+    engine_.at(Time::from_ps(pools_.packet(link.head).far_end_ps), *this, l);
   } else {
     schedule_head(l);
   }

@@ -92,17 +92,17 @@ class PacketFabric final : public Fabric, private EventTarget {
     uint32_t tail = kNone;
   };
 
-  // arg: a link index, kInjectBit | a slot of waiting_ (a message whose ready time has come), or kFlush.
+  // arg: a link index, kInjectBit | a slot of the pools' parked messages (ready time come), or kFlush.
   void on_event(uint64_t arg) override;
   void inject(const Message& m);
-  // Packet `p` reaches link `l` at now().
+  // Packet `p` reaches link `l` at now(): the hop timed at once, or (kBatched) handed to the batcher.
+  template <bool kBatched>
   void enter(uint32_t l, uint32_t p);
-  // The contract's arithmetic for packet `p` entering link `l` now: its far-end time.
-  uint64_t time_hop(uint32_t l, const PacketPools::Packet& p);
+  void enter(uint32_t l, uint32_t p) { batcher_ == nullptr ? enter<false>(l, p) : enter<true>(l, p); }
   // With a batcher: hands packet `p`'s hop on link `l` over, opening a window when none is open.
   void batch_hop(uint32_t l, uint32_t p);
-  // Schedules link l's head event if its time is known and cannot tie with a hop not answered yet, else
-  // keeps it for the answer.
+  // With a batcher: schedules link l's head event if its time is known and cannot tie with a hop not
+  // answered yet, else keeps it for the answer.
   void schedule_head(uint32_t l);
   // Closes the window: the batcher's answers become far-end times, and the head events kept wait no more.
   void flush();
@@ -127,7 +127,7 @@ class PacketFabric final : public Fabric, private EventTarget {
   std::vector<uint64_t> answers_;
   std::vector<uint32_t> deferred_heads_;
   static constexpr uint64_t kInjectBit = uint64_t{1} << 63;
-  static constexpr uint64_t kFlush = kInjectBit - 1;
+  static constexpr uint64_t kFlush = ~uint64_t{0};  // beyond any slot, so a link event tests one bit
 };
 
 // ASTRA-sim's analytical model: no queues, every message alone on the fabric. A message of B bytes sent

@@ -1,6 +1,6 @@
 // Frame generator: turns scheduled departures into AXI4-Stream Ethernet II / IPv4 / UDP / fabemu
 // header / zero payload frames (the fabemu wire format of host/dpdk/README.md, byte for byte what
-// host/dpdk/wire.cpp encode() writes) whose first beat is presented at the departure's clock cycle.
+// host/wire/frame.cpp encode() writes) whose first beat is presented at the departure's clock cycle.
 // Every per-flow field (MACs, IPv4 addresses, UDP ports, IP id, DSCP) comes with the descriptor.
 // 64-bit stream, byte 0 of the frame in tdata[7:0]; no FCS (the MAC appends it).
 `default_nettype none

@@ -205,10 +205,12 @@ std::string report_to_json(const RunResult& r) {
   return out;
 }
 
-RunResult report_from_json(const std::string& text, const std::string& source_name) {
-  json doc;
+namespace {
+
+// The parsed document, or a TraceError naming the line and nlohmann's reason.
+json parse_report(const std::string& text, const std::string& source_name) {
   try {
-    doc = json::parse(text);
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     const size_t upto = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
     traces::Location where{.file = source_name};
@@ -220,14 +222,16 @@ RunResult report_from_json(const std::string& text, const std::string& source_na
     }
     throw traces::TraceError(where, "not a JSON report: " + msg);
   }
-  const Reader rd(source_name);
+}
+
+// The schema, the run's description, its total time and status.
+void read_head(const Reader& rd, const json& doc, RunResult& r) {
   if (!doc.is_object()) rd.fail("", "expected a JSON object (a fabemu report)");
   const std::string schema = rd.str(doc, "", "schema");
   if (schema != kReportSchema && schema != kReportSchemaV1) {
     rd.fail("/schema", fmt::format("unsupported report schema \"{}\" (expected \"{}\" or \"{}\")", schema, kReportSchema,
                                    kReportSchemaV1));
   }
-  RunResult r;
   r.workload = rd.str(doc, "", "workload");
   r.fabric = rd.str(doc, "", "fabric");
   r.model = rd.str(doc, "", "model");
@@ -242,96 +246,102 @@ RunResult report_from_json(const std::string& text, const std::string& source_na
     if (!status) rd.fail("/status", "expected complete, deadlocked, interrupted, stalled or incomplete");
     r.status = *status;
   }
+}
 
-  const json& ranks = rd.array(doc, "", "ranks");
-  r.ranks.reserve(ranks.size());
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const std::string p = fmt::format("/ranks/{}", i);
-    const json& o = ranks[i];
-    RankResult k;
-    k.rank = rd.i32(o, p, "rank");
-    k.finish = Time::from_ps(rd.u64(o, p, "finish_time_ps"));
-    k.compute_busy = Duration::from_ps(rd.u64(o, p, "compute_ps"));
-    k.comm_busy = Duration::from_ps(rd.u64(o, p, "comm_busy_ps"));
-    k.exposed_comm = Duration::from_ps(rd.u64(o, p, "exposed_comm_ps"));
-    k.idle = Duration::from_ps(rd.u64(o, p, "idle_ps"));
-    // Reports written before device_compute_ps existed read back with 0 (finish_minus_compute_ps is derived).
-    if (o.contains("device_compute_ps")) k.device_compute = Duration::from_ps(rd.u64(o, p, "device_compute_ps"));
-    k.nodes = rd.u64(o, p, "nodes");
-    k.comp_nodes = rd.u64(o, p, "comp_nodes");
-    k.comm_nodes = rd.u64(o, p, "comm_nodes");
-    k.compute_scale = rd.number(o, p, "compute_scale");
-    if (o.contains("finished")) {
-      if (!o["finished"].is_boolean()) rd.fail(p + "/finished", "expected true or false");
-      k.finished = o["finished"].get<bool>();
-    }
-    r.ranks.push_back(k);
+RankResult read_rank(const Reader& rd, const json& o, const std::string& p) {
+  RankResult k;
+  k.rank = rd.i32(o, p, "rank");
+  k.finish = Time::from_ps(rd.u64(o, p, "finish_time_ps"));
+  k.compute_busy = Duration::from_ps(rd.u64(o, p, "compute_ps"));
+  k.comm_busy = Duration::from_ps(rd.u64(o, p, "comm_busy_ps"));
+  k.exposed_comm = Duration::from_ps(rd.u64(o, p, "exposed_comm_ps"));
+  k.idle = Duration::from_ps(rd.u64(o, p, "idle_ps"));
+  // Reports written before device_compute_ps existed read back with 0 (finish_minus_compute_ps is derived).
+  if (o.contains("device_compute_ps")) k.device_compute = Duration::from_ps(rd.u64(o, p, "device_compute_ps"));
+  k.nodes = rd.u64(o, p, "nodes");
+  k.comp_nodes = rd.u64(o, p, "comp_nodes");
+  k.comm_nodes = rd.u64(o, p, "comm_nodes");
+  k.compute_scale = rd.number(o, p, "compute_scale");
+  if (o.contains("finished")) {
+    if (!o["finished"].is_boolean()) rd.fail(p + "/finished", "expected true or false");
+    k.finished = o["finished"].get<bool>();
   }
+  return k;
+}
 
-  const json& colls = rd.array(doc, "", "collectives");
-  r.collectives.reserve(colls.size());
-  for (size_t i = 0; i < colls.size(); ++i) {
-    const std::string p = fmt::format("/collectives/{}", i);
-    const json& o = colls[i];
-    CollectiveResult c;
-    c.index = rd.u64(o, p, "index");
-    c.type = rd.str(o, p, "type");
-    c.group = rd.str(o, p, "group");
-    c.name = rd.str(o, p, "name");
-    c.node_id = rd.u64(o, p, "node_id");
-    c.bytes = rd.u64(o, p, "bytes");
-    c.members = rd.i32(o, p, "members");
-    c.algorithm = rd.str(o, p, "algorithm");
-    c.chunks = rd.u64(o, p, "chunks");
-    c.messages = rd.u64(o, p, "messages");
-    c.message_bytes = rd.u64(o, p, "message_bytes");
-    c.issued_first = Time::from_ps(rd.u64(o, p, "issued_first_ps"));
-    c.issued_last = Time::from_ps(rd.u64(o, p, "issued_last_ps"));
-    c.finished = Time::from_ps(rd.u64(o, p, "finished_ps"));
-    if (c.issued_last < c.issued_first) rd.fail(p + "/issued_last_ps", "is before issued_first_ps");
-    if (c.finished < c.issued_last) rd.fail(p + "/finished_ps", "is before issued_last_ps");
-    compute_bandwidths(c);
-    r.collectives.push_back(std::move(c));
+CollectiveResult read_collective(const Reader& rd, const json& o, const std::string& p) {
+  CollectiveResult c;
+  c.index = rd.u64(o, p, "index");
+  c.type = rd.str(o, p, "type");
+  c.group = rd.str(o, p, "group");
+  c.name = rd.str(o, p, "name");
+  c.node_id = rd.u64(o, p, "node_id");
+  c.bytes = rd.u64(o, p, "bytes");
+  c.members = rd.i32(o, p, "members");
+  c.algorithm = rd.str(o, p, "algorithm");
+  c.chunks = rd.u64(o, p, "chunks");
+  c.messages = rd.u64(o, p, "messages");
+  c.message_bytes = rd.u64(o, p, "message_bytes");
+  c.issued_first = Time::from_ps(rd.u64(o, p, "issued_first_ps"));
+  c.issued_last = Time::from_ps(rd.u64(o, p, "issued_last_ps"));
+  c.finished = Time::from_ps(rd.u64(o, p, "finished_ps"));
+  if (c.issued_last < c.issued_first) rd.fail(p + "/issued_last_ps", "is before issued_first_ps");
+  if (c.finished < c.issued_last) rd.fail(p + "/finished_ps", "is before issued_last_ps");
+  compute_bandwidths(c);
+  return c;
+}
+
+LinkResult read_link(const Reader& rd, const json& o, const std::string& p) {
+  LinkResult l;
+  l.id = rd.u32(o, p, "id");
+  l.from = rd.i32(o, p, "from");
+  l.to = rd.i32(o, p, "to");
+  l.dim = rd.i32(o, p, "dim");
+  l.bytes = rd.u64(o, p, "bytes");
+  l.packets = rd.u64(o, p, "packets");
+  l.busy = Duration::from_ps(rd.u64(o, p, "busy_ps"));
+  l.utilization = rd.number(o, p, "utilization");
+  return l;
+}
+
+// Each element of the array `key` read by read_one(reader, element, "/key/i"), in order.
+template <class T, class ReadOne>
+void read_each(const Reader& rd, const json& doc, const char* key, std::vector<T>& out, ReadOne read_one) {
+  const json& items = rd.array(doc, "", key);
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) out.push_back(read_one(rd, items[i], fmt::format("/{}/{}", key, i)));
+}
+
+// The array `key` of strings.
+void read_strings(const Reader& rd, const json& doc, const char* key, std::vector<std::string>& out) {
+  const json& items = rd.array(doc, "", key);
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].is_string()) rd.fail(fmt::format("/{}/{}", key, i), "expected a string");
+    out.push_back(items[i].get<std::string>());
   }
+}
 
+}  // namespace
+
+RunResult report_from_json(const std::string& text, const std::string& source_name) {
+  const json doc = parse_report(text, source_name);
+  const Reader rd(source_name);
+  RunResult r;
+  read_head(rd, doc, r);
+  read_each(rd, doc, "ranks", r.ranks, read_rank);
+  read_each(rd, doc, "collectives", r.collectives, read_collective);
   const json& p2p = rd.member(doc, "", "p2p");
   r.p2p.sends = rd.u64(p2p, "/p2p", "sends");
   r.p2p.bytes = rd.u64(p2p, "/p2p", "bytes");
-
-  const json& links = rd.array(doc, "", "links");
-  r.links.reserve(links.size());
-  for (size_t i = 0; i < links.size(); ++i) {
-    const std::string p = fmt::format("/links/{}", i);
-    const json& o = links[i];
-    LinkResult l;
-    l.id = rd.u32(o, p, "id");
-    l.from = rd.i32(o, p, "from");
-    l.to = rd.i32(o, p, "to");
-    l.dim = rd.i32(o, p, "dim");
-    l.bytes = rd.u64(o, p, "bytes");
-    l.packets = rd.u64(o, p, "packets");
-    l.busy = Duration::from_ps(rd.u64(o, p, "busy_ps"));
-    l.utilization = rd.number(o, p, "utilization");
-    r.links.push_back(l);
-  }
-
+  read_each(rd, doc, "links", r.links, read_link);
   const json& totals = rd.member(doc, "", "totals");
   r.messages = rd.u64(totals, "/totals", "messages");
   r.message_bytes = rd.u64(totals, "/totals", "message_bytes");
   r.events = rd.u64(totals, "/totals", "events");
   r.collectives_closed_form = rd.u64(totals, "/totals", "collectives_closed_form");
-
-  const json& warnings = rd.array(doc, "", "warnings");
-  for (size_t i = 0; i < warnings.size(); ++i) {
-    if (!warnings[i].is_string()) rd.fail(fmt::format("/warnings/{}", i), "expected a string");
-    r.warnings.push_back(warnings[i].get<std::string>());
-  }
+  read_strings(rd, doc, "warnings", r.warnings);
   if (doc.contains("stuck")) {
-    const json& stuck = rd.array(doc, "", "stuck");
-    for (size_t i = 0; i < stuck.size(); ++i) {
-      if (!stuck[i].is_string()) rd.fail(fmt::format("/stuck/{}", i), "expected a string");
-      r.stuck.push_back(stuck[i].get<std::string>());
-    }
+    read_strings(rd, doc, "stuck", r.stuck);
     if (!doc.contains("status") && !r.stuck.empty()) r.status = RunStatus::kDeadlocked;
   }
   return r;

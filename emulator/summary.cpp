@@ -80,150 +80,163 @@ std::string pct_text(std::optional<double> p) { return p ? fmt::format("{:+.2f}%
 
 uint64_t duration_ps(const CollectiveResult& c) { return c.finished > c.issued_last ? c.duration().ps() : 0; }
 
-}  // namespace
+using Out = std::back_insert_iterator<std::string>;
 
-std::string format_summary(const RunResult& r, size_t top_collectives) {
-  std::string out;
-  auto it = std::back_inserter(out);
-  const uint64_t total = r.total.ps();
+void write_header(Out it, const RunResult& r) {
   fmt::format_to(it, "Workload      {}\n", r.workload);
   fmt::format_to(it, "Emulation     {} NPUs, {} model, {} fabric\n", r.npus, r.model, r.fabric);
   fmt::format_to(it, "Topology      {}\n", r.topology);
   if (r.status == RunStatus::kComplete) {
-    fmt::format_to(it, "Total time    {}\n", time_and_ps(total));
+    fmt::format_to(it, "Total time    {}\n", time_and_ps(r.total.ps()));
   } else {
     // A partial report: the latest finish is not the run's time; say how far it got and why it stopped.
     const auto unfinished = std::count_if(r.ranks.begin(), r.ranks.end(), [](const RankResult& k) { return !k.finished; });
     fmt::format_to(it, "Total time    none: the run is {} ({} of {} ranks did not finish); it reached {}\n",
                    run_status_name(r.status), unfinished, r.ranks.size(), time_and_ps(r.reached.ps()));
   }
+}
 
-  // Per-rank finish times.
-  if (!r.ranks.empty()) {
-    out += "\nRank finish\n";
-    if (r.ranks.size() <= 16) {
-      for (const RankResult& k : r.ranks) {
-        fmt::format_to(it, "  rank {:<4} {:>12}  ({} ps){}\n", k.rank, format_ps(k.finish.ps()), k.finish.ps(),
-                       k.finished ? "" : "  did not finish (its last node ended then)");
-      }
-    } else {
-      std::vector<const RankResult*> sorted;
-      sorted.reserve(r.ranks.size());
-      for (const RankResult& k : r.ranks) sorted.push_back(&k);
-      std::sort(sorted.begin(), sorted.end(), [](const RankResult* x, const RankResult* y) {
-        return x->finish != y->finish ? x->finish < y->finish : x->rank < y->rank;
-      });
-      const auto row = [&](const char* what, const RankResult* k) {
-        fmt::format_to(it, "  {:<7} {:>12}  ({} ps)  rank {}\n", what, format_ps(k->finish.ps()), k->finish.ps(),
-                       k->rank);
-      };
-      row("min", sorted.front());
-      row("median", sorted[(sorted.size() - 1) / 2]);
-      row("max", sorted.back());
-      std::vector<int32_t> unfinished;
-      for (const RankResult& k : r.ranks) {
-        if (!k.finished) unfinished.push_back(k.rank);
-      }
-      if (!unfinished.empty()) {
-        fmt::format_to(it, "  {} ranks did not finish: {}{}\n", unfinished.size(),
-                       fmt::join(unfinished.begin(), unfinished.begin() + std::min<ptrdiff_t>(16, std::ssize(unfinished)),
-                                 ", "),
-                       unfinished.size() > 16 ? ", ..." : "");
-      }
-    }
-
-    // Compute / communication alone / idle, and ASTRA-sim's "exposed communication" (finish - compute).
-    double compute = 0, exposed = 0, idle = 0, astra = 0;
-    const RankResult* slowest = &r.ranks.front();
+// Every rank's finish time; above 16 ranks, the min, median and max and the ranks that did not finish.
+void write_rank_finish(Out it, const RunResult& r) {
+  fmt::format_to(it, "\nRank finish\n");
+  if (r.ranks.size() <= 16) {
     for (const RankResult& k : r.ranks) {
-      compute += static_cast<double>(k.compute_busy.ps());
-      exposed += static_cast<double>(k.exposed_comm.ps());
-      idle += static_cast<double>(k.idle.ps());
-      astra += static_cast<double>(k.finish_minus_compute().ps());
-      if (slower(k, *slowest)) slowest = &k;
+      fmt::format_to(it, "  rank {:<4} {:>12}  ({} ps){}\n", k.rank, format_ps(k.finish.ps()), k.finish.ps(),
+                     k.finished ? "" : "  did not finish (its last node ended then)");
     }
-    const auto n = static_cast<double>(r.ranks.size());
-    compute /= n;
-    exposed /= n;
-    idle /= n;
-    astra /= n;
-    const auto tot = static_cast<double>(total);
-    const auto cell = [&](double ps) {
-      return fmt::format("{:>12} {:>6}", format_ps(static_cast<uint64_t>(std::llround(ps))), pct(ps, tot));
-    };
-    fmt::format_to(it, "\n{:<34} {:>19} {:>19} {:>19} {:>19}\n", "Time breakdown (% of total time)", "compute",
-                   "comm, no compute", "idle", "finish - compute");
-    fmt::format_to(it, "  {:<32} {} {} {} {}\n", "average over ranks", cell(compute), cell(exposed), cell(idle),
-                   cell(astra));
-    fmt::format_to(it, "  {:<32} {} {} {} {}\n", fmt::format("slowest rank (rank {})", slowest->rank),
-                   cell(static_cast<double>(slowest->compute_busy.ps())),
-                   cell(static_cast<double>(slowest->exposed_comm.ps())), cell(static_cast<double>(slowest->idle.ps())),
-                   cell(static_cast<double>(slowest->finish_minus_compute().ps())));
-    fmt::format_to(it, "  (comm, no compute: communication while no compute ran; finish - compute: ASTRA-sim's exposed "
-                       "communication, waits included)\n");
+    return;
   }
-
-  // Slowest collectives.
-  if (!r.collectives.empty() && top_collectives > 0) {
-    std::vector<const CollectiveResult*> sorted;
-    sorted.reserve(r.collectives.size());
-    for (const CollectiveResult& c : r.collectives) sorted.push_back(&c);
-    const size_t shown = std::min(top_collectives, sorted.size());
-    std::partial_sort(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(shown), sorted.end(),
-                      [](const CollectiveResult* x, const CollectiveResult* y) {
-                        const uint64_t dx = duration_ps(*x), dy = duration_ps(*y);
-                        return dx != dy ? dx > dy : x->index < y->index;
-                      });
-    fmt::format_to(it, "\nSlowest collectives ({} of {})\n", shown, r.collectives.size());
-    fmt::format_to(it, "  {:>6} {:<16} {:>10} {:>7} {:<14} {:>12} {:>12}\n", "#", "type", "bytes", "members",
-                   "algorithm", "duration", "busbw");
-    for (size_t i = 0; i < shown; ++i) {
-      const CollectiveResult& c = *sorted[i];
-      fmt::format_to(it, "  {:>6} {:<16} {:>10} {:>7} {:<14} {:>12} {:>7.2f} GB/s\n", c.index, c.type,
-                     format_size(c.bytes), c.members, c.algorithm.empty() ? "-" : c.algorithm,
-                     format_ps(duration_ps(c)), c.busbw_bytes_per_s / 1e9);
-    }
+  std::vector<const RankResult*> sorted;
+  sorted.reserve(r.ranks.size());
+  for (const RankResult& k : r.ranks) sorted.push_back(&k);
+  std::sort(sorted.begin(), sorted.end(), [](const RankResult* x, const RankResult* y) {
+    return x->finish != y->finish ? x->finish < y->finish : x->rank < y->rank;
+  });
+  const auto row = [&](const char* what, const RankResult* k) {
+    fmt::format_to(it, "  {:<7} {:>12}  ({} ps)  rank {}\n", what, format_ps(k->finish.ps()), k->finish.ps(),
+                   k->rank);
+  };
+  row("min", sorted.front());
+  row("median", sorted[(sorted.size() - 1) / 2]);
+  row("max", sorted.back());
+  std::vector<int32_t> unfinished;
+  for (const RankResult& k : r.ranks) {
+    if (!k.finished) unfinished.push_back(k.rank);
   }
-
-  // Busiest links.
-  if (!r.links.empty()) {
-    std::vector<const LinkResult*> sorted;
-    for (const LinkResult& l : r.links) sorted.push_back(&l);
-    const size_t shown = std::min<size_t>(5, sorted.size());
-    std::partial_sort(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(shown), sorted.end(),
-                      [](const LinkResult* x, const LinkResult* y) {
-                        return x->utilization != y->utilization ? x->utilization > y->utilization : x->id < y->id;
-                      });
-    fmt::format_to(it, "\nBusiest links ({} of {} that carried traffic)\n", shown, r.links.size());
-    for (size_t i = 0; i < shown; ++i) {
-      const LinkResult& l = *sorted[i];
-      fmt::format_to(it, "  {:<28} {:>6.1f}% busy  {:>12}  {} packets\n",
-                     fmt::format("link {} ({} -> {}, dim {})", l.id, l.from, l.to, l.dim), 100.0 * l.utilization,
-                     format_size(l.bytes), l.packets);
-    }
+  if (!unfinished.empty()) {
+    fmt::format_to(it, "  {} ranks did not finish: {}{}\n", unfinished.size(),
+                   fmt::join(unfinished.begin(), unfinished.begin() + std::min<ptrdiff_t>(16, std::ssize(unfinished)),
+                             ", "),
+                   unfinished.size() > 16 ? ", ..." : "");
   }
+}
 
+// Compute / communication alone / idle, and ASTRA-sim's "exposed communication" (finish - compute): the
+// average over the ranks and the slowest rank.
+void write_time_breakdown(Out it, const RunResult& r) {
+  double compute = 0, exposed = 0, idle = 0, astra = 0;
+  const RankResult* slowest = &r.ranks.front();
+  for (const RankResult& k : r.ranks) {
+    compute += static_cast<double>(k.compute_busy.ps());
+    exposed += static_cast<double>(k.exposed_comm.ps());
+    idle += static_cast<double>(k.idle.ps());
+    astra += static_cast<double>(k.finish_minus_compute().ps());
+    if (slower(k, *slowest)) slowest = &k;
+  }
+  const auto n = static_cast<double>(r.ranks.size());
+  compute /= n;
+  exposed /= n;
+  idle /= n;
+  astra /= n;
+  const auto tot = static_cast<double>(r.total.ps());
+  const auto cell = [&](double ps) {
+    return fmt::format("{:>12} {:>6}", format_ps(static_cast<uint64_t>(std::llround(ps))), pct(ps, tot));
+  };
+  fmt::format_to(it, "\n{:<34} {:>19} {:>19} {:>19} {:>19}\n", "Time breakdown (% of total time)", "compute",
+                 "comm, no compute", "idle", "finish - compute");
+  fmt::format_to(it, "  {:<32} {} {} {} {}\n", "average over ranks", cell(compute), cell(exposed), cell(idle),
+                 cell(astra));
+  fmt::format_to(it, "  {:<32} {} {} {} {}\n", fmt::format("slowest rank (rank {})", slowest->rank),
+                 cell(static_cast<double>(slowest->compute_busy.ps())),
+                 cell(static_cast<double>(slowest->exposed_comm.ps())), cell(static_cast<double>(slowest->idle.ps())),
+                 cell(static_cast<double>(slowest->finish_minus_compute().ps())));
+  fmt::format_to(it, "  (comm, no compute: communication while no compute ran; finish - compute: ASTRA-sim's exposed "
+                     "communication, waits included)\n");
+}
+
+void write_slowest_collectives(Out it, const RunResult& r, size_t top_collectives) {
+  std::vector<const CollectiveResult*> sorted;
+  sorted.reserve(r.collectives.size());
+  for (const CollectiveResult& c : r.collectives) sorted.push_back(&c);
+  const size_t shown = std::min(top_collectives, sorted.size());
+  std::partial_sort(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(shown), sorted.end(),
+                    [](const CollectiveResult* x, const CollectiveResult* y) {
+                      const uint64_t dx = duration_ps(*x), dy = duration_ps(*y);
+                      return dx != dy ? dx > dy : x->index < y->index;
+                    });
+  fmt::format_to(it, "\nSlowest collectives ({} of {})\n", shown, r.collectives.size());
+  fmt::format_to(it, "  {:>6} {:<16} {:>10} {:>7} {:<14} {:>12} {:>12}\n", "#", "type", "bytes", "members",
+                 "algorithm", "duration", "busbw");
+  for (size_t i = 0; i < shown; ++i) {
+    const CollectiveResult& c = *sorted[i];
+    fmt::format_to(it, "  {:>6} {:<16} {:>10} {:>7} {:<14} {:>12} {:>7.2f} GB/s\n", c.index, c.type,
+                   format_size(c.bytes), c.members, c.algorithm.empty() ? "-" : c.algorithm,
+                   format_ps(duration_ps(c)), c.busbw_bytes_per_s / 1e9);
+  }
+}
+
+void write_busiest_links(Out it, const RunResult& r) {
+  std::vector<const LinkResult*> sorted;
+  for (const LinkResult& l : r.links) sorted.push_back(&l);
+  const size_t shown = std::min<size_t>(5, sorted.size());
+  std::partial_sort(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(shown), sorted.end(),
+                    [](const LinkResult* x, const LinkResult* y) {
+                      return x->utilization != y->utilization ? x->utilization > y->utilization : x->id < y->id;
+                    });
+  fmt::format_to(it, "\nBusiest links ({} of {} that carried traffic)\n", shown, r.links.size());
+  for (size_t i = 0; i < shown; ++i) {
+    const LinkResult& l = *sorted[i];
+    fmt::format_to(it, "  {:<28} {:>6.1f}% busy  {:>12}  {} packets\n",
+                   fmt::format("link {} ({} -> {}, dim {})", l.id, l.from, l.to, l.dim), 100.0 * l.utilization,
+                   format_size(l.bytes), l.packets);
+  }
+}
+
+void write_totals(Out it, const RunResult& r) {
   fmt::format_to(it, "\nCollectives   {} ({} chunk phases evaluated in closed form)\n", r.collectives.size(),
                  r.collectives_closed_form);
   if (r.p2p.sends != 0) fmt::format_to(it, "Send/recv     {} ({})\n", r.p2p.sends, format_size(r.p2p.bytes));
   fmt::format_to(it, "Messages      {} ({})\n", r.messages, format_size(r.message_bytes));
   fmt::format_to(it, "Events        {}\n", r.events);
+}
 
-  if (!r.warnings.empty()) {
-    fmt::format_to(it, "\nWarnings ({})\n", r.warnings.size());
-    constexpr size_t kMaxShown = 20;
-    for (size_t i = 0; i < std::min(kMaxShown, r.warnings.size()); ++i) fmt::format_to(it, "  {}\n", r.warnings[i]);
-    if (r.warnings.size() > kMaxShown) {
-      fmt::format_to(it, "  ... and {} more (all in the JSON report)\n", r.warnings.size() - kMaxShown);
-    }
+// A heading and the first 20 lines, then how many more the JSON report holds.
+void write_first_lines(Out it, const std::string& heading, const std::vector<std::string>& lines) {
+  fmt::format_to(it, "{}", heading);
+  constexpr size_t kMaxShown = 20;
+  for (size_t i = 0; i < std::min(kMaxShown, lines.size()); ++i) fmt::format_to(it, "  {}\n", lines[i]);
+  if (lines.size() > kMaxShown) {
+    fmt::format_to(it, "  ... and {} more (all in the JSON report)\n", lines.size() - kMaxShown);
   }
+}
+
+}  // namespace
+
+std::string format_summary(const RunResult& r, size_t top_collectives) {
+  std::string out;
+  const Out it = std::back_inserter(out);
+  write_header(it, r);
+  if (!r.ranks.empty()) {
+    write_rank_finish(it, r);
+    write_time_breakdown(it, r);
+  }
+  if (!r.collectives.empty() && top_collectives > 0) write_slowest_collectives(it, r, top_collectives);
+  if (!r.links.empty()) write_busiest_links(it, r);
+  write_totals(it, r);
+  if (!r.warnings.empty()) write_first_lines(it, fmt::format("\nWarnings ({})\n", r.warnings.size()), r.warnings);
   if (!r.stuck.empty()) {
-    fmt::format_to(it, "\nDEADLOCK: the workload cannot finish ({} waiting)\n", r.stuck.size());
-    constexpr size_t kMaxShown = 20;
-    for (size_t i = 0; i < std::min(kMaxShown, r.stuck.size()); ++i) fmt::format_to(it, "  {}\n", r.stuck[i]);
-    if (r.stuck.size() > kMaxShown) {
-      fmt::format_to(it, "  ... and {} more (all in the JSON report)\n", r.stuck.size() - kMaxShown);
-    }
+    write_first_lines(it, fmt::format("\nDEADLOCK: the workload cannot finish ({} waiting)\n", r.stuck.size()),
+                      r.stuck);
   }
   return out;
 }

@@ -3,10 +3,6 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -67,20 +63,6 @@ void validate(const CollectiveSpec& spec) {
   }
 }
 
-void make_parent_dir(const std::string& prefix) {
-  const std::filesystem::path dir = std::filesystem::path(prefix).parent_path();
-  if (dir.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw TraceError({.file = dir.string()}, "cannot create the output directory: " + ec.message());
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) throw TraceError({.file = path}, std::string("cannot create: ") + std::strerror(errno));
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (std::fclose(f) != 0 || !ok) throw TraceError({.file = path}, "write failed (disk full?)");
-}
 
 }  // namespace
 

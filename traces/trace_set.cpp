@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -104,6 +107,21 @@ std::vector<RankFile> find_rank_files(const std::string& prefix) {
     }
   }
   return files;
+}
+
+void make_parent_dir(const std::string& prefix) {
+  const std::filesystem::path dir = std::filesystem::path(prefix).parent_path();
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw TraceError({.file = dir.string()}, "cannot create the output directory: " + ec.message());
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) throw TraceError({.file = path}, std::string("cannot create: ") + std::strerror(errno));
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) throw TraceError({.file = path}, "write failed (disk full?)");
 }
 
 }  // namespace fabemu::traces

@@ -20,6 +20,12 @@ std::vector<RankFile> find_rank_files(const std::string& prefix);
 // `<prefix>.<rank>.et`
 std::string rank_file_path(const std::string& prefix, int64_t rank, bool gzip = false);
 
+// Creates the folder a prefix's files go into (TraceError naming it when that fails).
+void make_parent_dir(const std::string& prefix);
+
+// Writes `text` to `path`, replacing it (TraceError naming the file when that fails).
+void write_text(const std::string& path, const std::string& text);
+
 // Removes the files a failed write left behind, ignoring errors (there is already one to report).
 void remove_files(const std::vector<std::string>& paths) noexcept;
 

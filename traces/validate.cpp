@@ -90,131 +90,160 @@ void add_dependency_warnings(Findings& findings, const RankFile& file, const Dep
   }
 }
 
-}  // namespace
+// One validation of a workload: pass 1 reads every node on its own and records the communication; pass 2 walks
+// the dependencies; then the cross-rank checks (SEND/RECV matching, collective order per process group).
+class WorkloadValidator {
+ public:
+  WorkloadValidator(const std::vector<RankFile>& files, const ValidateOptions& options)
+      : files_(files),
+        options_(options),
+        findings_(report_, options.max_findings_per_kind),
+        world_(static_cast<int64_t>(files.size())),
+        groups_(world_) {}
 
-ValidationReport validate_workload(const std::vector<RankFile>& files, const ValidateOptions& options) {
-  ValidationReport report;
-  Findings findings(report, options.max_findings_per_kind);
-  const auto world = static_cast<int64_t>(files.size());
-  ProcessGroups groups(world);
-  if (options.comm_group_file) {
+  ValidationReport run() {
+    load_comm_group_file();
+    for (const RankFile& file : files_) validate_rank(file);
+    check_p2p_matching();
+    check_collective_order();
+    findings_.finish();
+    return std::move(report_);
+  }
+
+ private:
+  void load_comm_group_file() {
+    if (!options_.comm_group_file) return;
     try {
-      groups.load_file(*options.comm_group_file);
+      groups_.load_file(*options_.comm_group_file);
     } catch (const TraceError& e) {
-      findings.add(Severity::kError, "comm-group file", e.where(), e.detail());
+      findings_.add(Severity::kError, "comm-group file", e.where(), e.detail());
     }
   }
 
-  std::map<P2pKey, std::deque<P2pRecord>> sends;
-  std::map<P2pKey, std::deque<P2pRecord>> recvs;
-  // pg -> rank -> collectives in file order
-  std::map<std::string, std::map<int64_t, std::vector<CollRecord>>> colls;
-
-  Node node;
-  for (const RankFile& file : files) {
+  void validate_rank(const RankFile& file) {
     RankValidation rv{.rank = file.rank, .path = file.path};
-    // Pass 1: every node on its own, and the records for the cross-rank checks.
+    if (!scan_nodes(file, rv)) {
+      report_.ranks.push_back(rv);
+      return;
+    }
+    walk_dependencies(file, rv);
+    report_.ranks.push_back(std::move(rv));
+  }
+
+  // Pass 1: every node on its own, and the records for the cross-rank checks. False when the rank is unreadable.
+  bool scan_nodes(const RankFile& file, RankValidation& rv) {
     try {
       TraceReader reader(file.path, file.rank);
       uint64_t cpu_colls = 0;
       std::optional<Location> first_cpu_coll;
-      while (reader.next(node)) {
+      while (reader.next(node_)) {
         const Location at = reader.last_location();
-        const NodeType type = node.type();
+        const NodeType type = node_.type();
         if (type == ChakraProtoMsg::INVALID_NODE) {
-          findings.add(Severity::kWarning, "invalid node", at, "INVALID_NODE (type 0): ignored when replayed");
+          findings_.add(Severity::kWarning, "invalid node", at, "INVALID_NODE (type 0): ignored when replayed");
         }
-        if (type == ChakraProtoMsg::METADATA_NODE) {
-          try {
-            groups.add_from_metadata_node(node, at);
-          } catch (const TraceError& e) {
-            findings.add(Severity::kError, "process group", e.where(), e.detail());
-          }
-        }
+        if (type == ChakraProtoMsg::METADATA_NODE) add_process_group(at);
         if (!is_comm(type)) continue;
-        const CommInfo c = comm_info(node);
-        auto need = [&](bool present, const char* attr, const char* why) {
-          if (!present) {
-            findings.add(Severity::kError, std::string("missing ") + attr, at,
-                         fmt::format("{} lacks {} ({})", node_type_name(type), attr, why));
-          }
-        };
-        if (type == ChakraProtoMsg::COMM_COLL_NODE) {
-          if (!c.raw_comm_type && !c.size && c.is_cpu_op) {
-            ++cpu_colls;
-            if (!first_cpu_coll) first_cpu_coll = at;
-            continue;
-          }
-          if (c.raw_comm_type && !c.collective) {
-            findings.add(Severity::kError, "bad comm_type", at,
-                         fmt::format("comm_type {} is not a collective (0..9, ALL_REDUCE..BARRIER)", *c.raw_comm_type));
-            continue;
-          }
-          need(c.raw_comm_type.has_value(), "comm_type", "which collective");
-          need(c.size.has_value(), "comm_size", "bytes per rank");
-          if (!c.collective || !c.size) continue;
-          const ProcessGroup* pg = groups.find(c.pg);
-          if (pg == nullptr) {
-            findings.add(Severity::kError, "unknown process group", at,
-                         fmt::format("pg_name \"{}\" is not defined by a METADATA_NODE or a comm-group file", c.pg));
-            continue;
-          }
-          if (!std::binary_search(pg->ranks.begin(), pg->ranks.end(), file.rank)) {
-            findings.add(Severity::kError, "not a member", at,
-                         fmt::format("rank {} issues a collective in process group \"{}\" but is not a member of it",
-                                     file.rank, c.pg));
-            continue;
-          }
-          colls[pg->name][file.rank].push_back({*c.collective, *c.size, at});
+        const CommInfo c = comm_info(node_);
+        if (type != ChakraProtoMsg::COMM_COLL_NODE) {
+          record_p2p(file, type, c, at);
+        } else if (!c.raw_comm_type && !c.size && c.is_cpu_op) {
+          ++cpu_colls;
+          if (!first_cpu_coll) first_cpu_coll = at;
         } else {
-          const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
-          const auto peer = send ? c.dst : c.src;
-          need(peer.has_value(), send ? "comm_dst" : "comm_src", send ? "receiving rank" : "sending rank");
-          need(c.size.has_value(), "comm_size", "bytes");
-          if (!peer || !c.size) continue;
-          if (*peer < 0 || *peer >= world) {
-            findings.add(Severity::kError, "peer out of range", at,
-                         fmt::format("{} {} is not a rank of this workload (0..{})", send ? "comm_dst" : "comm_src",
-                                     *peer, world - 1));
-            continue;
-          }
-          if (!c.tag) {
-            findings.add(Severity::kWarning, "missing comm_tag", at, "no comm_tag: matched as tag 0");
-          }
-          const int64_t tag = c.tag.value_or(0);
-          if (send) {
-            sends[{file.rank, *peer, tag}].push_back({*c.size, at});
-          } else {
-            recvs[{*peer, file.rank, tag}].push_back({*c.size, at});
-          }
+          record_collective(file, type, c, at);
         }
       }
       rv.nodes = reader.nodes_read();
       if (cpu_colls > 0) {
-        findings.add(Severity::kWarning, "cpu-side collective", *first_cpu_coll,
-                     fmt::format("{} CPU-side COMM_COLL_NODEs (is_cpu_op) carry no comm_type/comm_size, e.g. this "
-                                 "one; they are host-side records and replay as zero-cost nodes",
-                                 cpu_colls));
+        findings_.add(Severity::kWarning, "cpu-side collective", *first_cpu_coll,
+                      fmt::format("{} CPU-side COMM_COLL_NODEs (is_cpu_op) carry no comm_type/comm_size, e.g. this "
+                                  "one; they are host-side records and replay as zero-cost nodes",
+                                  cpu_colls));
       }
+      return true;
     } catch (const TraceError& e) {
-      findings.add(Severity::kError, "unreadable", e.where(), e.detail());
-      report.ranks.push_back(rv);
-      continue;
+      findings_.add(Severity::kError, "unreadable", e.where(), e.detail());
     } catch (const std::bad_alloc&) {
-      findings.add(Severity::kError, "unreadable", {.file = file.path, .rank = file.rank},
-                   "out of memory reading this rank's communication nodes");
-      report.ranks.push_back(rv);
-      continue;
+      findings_.add(Severity::kError, "unreadable", {.file = file.path, .rank = file.rank},
+                    "out of memory reading this rank's communication nodes");
     }
-    // Pass 2: the dependency walk (duplicates, dangling dependencies, cycles). The resolver is never
-    // strict here, so that every problem is found: --strict makes each one an error finding (the first
-    // few of each kind shown, all counted), else each kind is one warning with its count.
+    return false;
+  }
+
+  void add_process_group(const Location& at) {
+    try {
+      groups_.add_from_metadata_node(node_, at);
+    } catch (const TraceError& e) {
+      findings_.add(Severity::kError, "process group", e.where(), e.detail());
+    }
+  }
+
+  // An error finding when a communication node lacks an attribute it needs.
+  void need(bool present, NodeType type, const char* attr, const char* why, const Location& at) {
+    if (!present) {
+      findings_.add(Severity::kError, std::string("missing ") + attr, at,
+                    fmt::format("{} lacks {} ({})", node_type_name(type), attr, why));
+    }
+  }
+
+  void record_collective(const RankFile& file, NodeType type, const CommInfo& c, const Location& at) {
+    if (c.raw_comm_type && !c.collective) {
+      findings_.add(Severity::kError, "bad comm_type", at,
+                    fmt::format("comm_type {} is not a collective (0..9, ALL_REDUCE..BARRIER)", *c.raw_comm_type));
+      return;
+    }
+    need(c.raw_comm_type.has_value(), type, "comm_type", "which collective", at);
+    need(c.size.has_value(), type, "comm_size", "bytes per rank", at);
+    if (!c.collective || !c.size) return;
+    const ProcessGroup* pg = groups_.find(c.pg);
+    if (pg == nullptr) {
+      findings_.add(Severity::kError, "unknown process group", at,
+                    fmt::format("pg_name \"{}\" is not defined by a METADATA_NODE or a comm-group file", c.pg));
+      return;
+    }
+    if (!std::binary_search(pg->ranks.begin(), pg->ranks.end(), file.rank)) {
+      findings_.add(Severity::kError, "not a member", at,
+                    fmt::format("rank {} issues a collective in process group \"{}\" but is not a member of it",
+                                file.rank, c.pg));
+      return;
+    }
+    colls_[pg->name][file.rank].push_back({*c.collective, *c.size, at});
+  }
+
+  void record_p2p(const RankFile& file, NodeType type, const CommInfo& c, const Location& at) {
+    const bool send = type == ChakraProtoMsg::COMM_SEND_NODE;
+    const auto peer = send ? c.dst : c.src;
+    need(peer.has_value(), type, send ? "comm_dst" : "comm_src", send ? "receiving rank" : "sending rank", at);
+    need(c.size.has_value(), type, "comm_size", "bytes", at);
+    if (!peer || !c.size) return;
+    if (*peer < 0 || *peer >= world_) {
+      findings_.add(Severity::kError, "peer out of range", at,
+                    fmt::format("{} {} is not a rank of this workload (0..{})", send ? "comm_dst" : "comm_src", *peer,
+                                world_ - 1));
+      return;
+    }
+    if (!c.tag) {
+      findings_.add(Severity::kWarning, "missing comm_tag", at, "no comm_tag: matched as tag 0");
+    }
+    const int64_t tag = c.tag.value_or(0);
+    if (send) {
+      sends_[{file.rank, *peer, tag}].push_back({*c.size, at});
+    } else {
+      recvs_[{*peer, file.rank, tag}].push_back({*c.size, at});
+    }
+  }
+
+  // Pass 2: the dependency walk (duplicates, dangling dependencies, cycles). The resolver is never
+  // strict here, so that every problem is found: --strict makes each one an error finding (the first
+  // few of each kind shown, all counted), else each kind is one warning with its count.
+  void walk_dependencies(const RankFile& file, RankValidation& rv) {
     try {
       TraceReader reader(file.path, file.rank);
-      ResolverOptions resolver_options{.ctrl_deps = options.ctrl_deps, .prescan = true};
-      if (options.strict) {
-        resolver_options.on_problem = [&findings](const DependencyProblem& p) {
-          findings.add(Severity::kError, problem_kind(p.kind), p.where, describe(p));
+      ResolverOptions resolver_options{.ctrl_deps = options_.ctrl_deps, .prescan = true};
+      if (options_.strict) {
+        resolver_options.on_problem = [this](const DependencyProblem& p) {
+          findings_.add(Severity::kError, problem_kind(p.kind), p.where, describe(p));
         };
       }
       DependencyResolver resolver(reader, std::move(resolver_options));
@@ -232,80 +261,102 @@ ValidationReport validate_workload(const std::vector<RankFile>& files, const Val
       rv.dangling_deps = resolver.stats().dangling_deps;
       rv.walked = true;
       // Strict: each problem is an error finding already.
-      if (!options.strict) add_dependency_warnings(findings, file, resolver);
+      if (!options_.strict) add_dependency_warnings(findings_, file, resolver);
     } catch (const TraceError& e) {
-      findings.add(Severity::kError, "dependencies", e.where(), e.detail());
+      findings_.add(Severity::kError, "dependencies", e.where(), e.detail());
     } catch (const std::bad_alloc&) {
-      findings.add(Severity::kError, "dependencies", {.file = file.path, .rank = file.rank},
-                   "out of memory walking this rank's dependencies");
+      findings_.add(Severity::kError, "dependencies", {.file = file.path, .rank = file.rank},
+                    "out of memory walking this rank's dependencies");
     }
-    report.ranks.push_back(std::move(rv));
   }
 
   // Every SEND has its RECV: match in issue order per (src, dst, tag).
-  for (auto& [key, queue] : sends) {
-    const auto& [src, dst, tag] = key;
-    auto& matches = recvs[key];
-    for (size_t i = 0; i < queue.size(); ++i) {
-      if (i >= matches.size()) {
-        findings.add(Severity::kError, "unmatched send", queue[i].where,
-                     fmt::format("SEND to rank {} tag {} ({} bytes) has no matching RECV (src {}, tag {}) on rank {}",
-                                 dst, tag, queue[i].size, src, tag, dst));
-      } else if (matches[i].size != queue[i].size) {
-        findings.add(Severity::kError, "size mismatch", queue[i].where,
-                     fmt::format("SEND of {} bytes to rank {} tag {} is matched by a RECV of {} bytes at {}",
-                                 queue[i].size, dst, tag, matches[i].size, to_string(matches[i].where)));
+  void check_p2p_matching() {
+    for (auto& [key, queue] : sends_) {
+      const auto& [src, dst, tag] = key;
+      auto& matches = recvs_[key];
+      for (size_t i = 0; i < queue.size(); ++i) {
+        if (i >= matches.size()) {
+          findings_.add(Severity::kError, "unmatched send", queue[i].where,
+                        fmt::format("SEND to rank {} tag {} ({} bytes) has no matching RECV (src {}, tag {}) on rank {}",
+                                    dst, tag, queue[i].size, src, tag, dst));
+        } else if (matches[i].size != queue[i].size) {
+          findings_.add(Severity::kError, "size mismatch", queue[i].where,
+                        fmt::format("SEND of {} bytes to rank {} tag {} is matched by a RECV of {} bytes at {}",
+                                    queue[i].size, dst, tag, matches[i].size, to_string(matches[i].where)));
+        }
       }
+      for (size_t i = queue.size(); i < matches.size(); ++i) unmatched_recv(key, matches[i]);
     }
-    for (size_t i = queue.size(); i < matches.size(); ++i) {
-      findings.add(Severity::kError, "unmatched recv", matches[i].where,
-                   fmt::format("RECV from rank {} tag {} ({} bytes) has no matching SEND on rank {}", src, tag,
-                               matches[i].size, src));
-    }
-  }
-  for (auto& [key, queue] : recvs) {
-    if (sends.count(key) != 0) continue;
-    const auto& [src, dst, tag] = key;
-    for (const auto& r : queue) {
-      findings.add(Severity::kError, "unmatched recv", r.where,
-                   fmt::format("RECV from rank {} tag {} ({} bytes) has no matching SEND on rank {}", src, tag, r.size,
-                               src));
+    for (auto& [key, queue] : recvs_) {
+      if (sends_.count(key) != 0) continue;
+      for (const auto& r : queue) unmatched_recv(key, r);
     }
   }
 
+  void unmatched_recv(const P2pKey& key, const P2pRecord& r) {
+    const auto& [src, dst, tag] = key;
+    findings_.add(Severity::kError, "unmatched recv", r.where,
+                  fmt::format("RECV from rank {} tag {} ({} bytes) has no matching SEND on rank {}", src, tag, r.size,
+                              src));
+  }
+
   // Members of each process group issue the same collectives in the same order with the same sizes.
-  for (const auto& [pg_name, per_rank] : colls) {
-    const ProcessGroup* pg = groups.find(pg_name);
-    if (pg == nullptr) continue;
-    const int64_t ref_rank = pg->ranks.front();
-    static const std::vector<CollRecord> kNone;
-    const auto ref_it = per_rank.find(ref_rank);
-    const auto& ref = ref_it == per_rank.end() ? kNone : ref_it->second;
-    const std::string pg_label = pg_name.empty() ? "default group" : fmt::format("process group \"{}\"", pg_name);
-    for (const int64_t member : pg->ranks) {
-      if (member == ref_rank) continue;
-      const auto it = per_rank.find(member);
-      const auto& seq = it == per_rank.end() ? kNone : it->second;
-      const size_t common = std::min(seq.size(), ref.size());
-      for (size_t i = 0; i < common; ++i) {
-        if (seq[i].type != ref[i].type || seq[i].size != ref[i].size) {
-          findings.add(Severity::kError, "collective mismatch", seq[i].where,
-                       fmt::format("collective #{} of {} is {} of {} bytes here but {} of {} bytes on rank {} ({})", i,
-                                   pg_label, collective_name(seq[i].type), seq[i].size, collective_name(ref[i].type),
-                                   ref[i].size, ref_rank, to_string(ref[i].where)));
-        }
-      }
-      if (seq.size() != ref.size()) {
-        findings.add(Severity::kError, "collective count",
-                     {.file = files[static_cast<size_t>(member)].path, .rank = member},
-                     fmt::format("rank {} issues {} collectives in {} but rank {} issues {}: they would never all "
-                                 "complete",
-                                 member, seq.size(), pg_label, ref_rank, ref.size()));
+  void check_collective_order() {
+    for (const auto& [pg_name, per_rank] : colls_) {
+      const ProcessGroup* pg = groups_.find(pg_name);
+      if (pg == nullptr) continue;
+      const std::string pg_label =
+          pg_name.empty() ? "default group" : fmt::format("process group \"{}\"", pg_name);
+      const int64_t ref_rank = pg->ranks.front();
+      for (const int64_t member : pg->ranks) {
+        if (member != ref_rank) compare_collectives(pg_label, per_rank, ref_rank, member);
       }
     }
   }
-  findings.finish();
-  return report;
+
+  void compare_collectives(const std::string& pg_label, const std::map<int64_t, std::vector<CollRecord>>& per_rank,
+                           int64_t ref_rank, int64_t member) {
+    static const std::vector<CollRecord> kNone;
+    const auto ref_it = per_rank.find(ref_rank);
+    const auto& ref = ref_it == per_rank.end() ? kNone : ref_it->second;
+    const auto it = per_rank.find(member);
+    const auto& seq = it == per_rank.end() ? kNone : it->second;
+    const size_t common = std::min(seq.size(), ref.size());
+    for (size_t i = 0; i < common; ++i) {
+      if (seq[i].type != ref[i].type || seq[i].size != ref[i].size) {
+        findings_.add(Severity::kError, "collective mismatch", seq[i].where,
+                      fmt::format("collective #{} of {} is {} of {} bytes here but {} of {} bytes on rank {} ({})", i,
+                                  pg_label, collective_name(seq[i].type), seq[i].size, collective_name(ref[i].type),
+                                  ref[i].size, ref_rank, to_string(ref[i].where)));
+      }
+    }
+    if (seq.size() != ref.size()) {
+      findings_.add(Severity::kError, "collective count",
+                    {.file = files_[static_cast<size_t>(member)].path, .rank = member},
+                    fmt::format("rank {} issues {} collectives in {} but rank {} issues {}: they would never all "
+                                "complete",
+                                member, seq.size(), pg_label, ref_rank, ref.size()));
+    }
+  }
+
+  const std::vector<RankFile>& files_;
+  const ValidateOptions& options_;
+  ValidationReport report_;
+  Findings findings_;
+  const int64_t world_;
+  ProcessGroups groups_;
+  std::map<P2pKey, std::deque<P2pRecord>> sends_;
+  std::map<P2pKey, std::deque<P2pRecord>> recvs_;
+  // pg -> rank -> collectives in file order
+  std::map<std::string, std::map<int64_t, std::vector<CollRecord>>> colls_;
+  Node node_;
+};
+
+}  // namespace
+
+ValidationReport validate_workload(const std::vector<RankFile>& files, const ValidateOptions& options) {
+  return WorkloadValidator(files, options).run();
 }
 
 }  // namespace fabemu::traces

@@ -89,9 +89,9 @@ inline constexpr IntRange kBoostModeRange{0, 2'147'483'647};
 inline constexpr RealRange kMemBwRange{0.001, 1e6};
 inline constexpr RealRange kPeakTflopsRange{0.001, 1e6};
 
-// Peak memory of a run per link of the network with the packet model: 1.67 GB for a 4-rank all-reduce
-// on a ring of 2^23 NPUs (2^24 links), against 1.08 GB (emu::kTopologyBytesPerLink, 64) with the
-// analytical model (peak RSS, /usr/bin/time -v, 2026-12-06).
+// Peak memory of a run per link of the network with the packet model (the analytical model's is
+// emu::kTopologyBytesPerLink, 64): measured as the peak RSS of a run on the largest network accepted
+// (the figures: bench/README.md, "Figures behind code comments").
 inline constexpr int64_t kPacketModelBytesPerLink = 100;
 
 // The network's size checked before anything is built: at most emu::kMaxTopologyLinks links. The error,

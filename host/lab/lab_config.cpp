@@ -59,22 +59,14 @@ void parse_rank_text(const std::string& file, uint64_t line, const std::string& 
 
 asio::ip::udp::endpoint to_udp(const asio::ip::tcp::endpoint& e) { return {e.address(), e.port()}; }
 
-}  // namespace
+const cfg::YamlEntry& required(const std::string& path, const cfg::YamlKeys& top, const char* key) {
+  const auto it = top.find(key);
+  if (it == top.end()) cfg::fail(path, std::nullopt, fmt::format("missing key \"{}\"", key));
+  return it->second;
+}
 
-LabConfig load_lab_config(const std::string& path) {
-  const YAML::Node root = cfg::load_yaml(path);
-  if (!root.IsMap()) cfg::fail(path, cfg::yaml_line(root), "expected a mapping with the keys token_file, fabric, agents");
-  LabConfig c;
-  c.source = path;
-  const cfg::YamlKeys top = cfg::yaml_keys(path, root, kTopKeys, "", "a lab file");
-  const auto need = [&](const char* key) -> const cfg::YamlEntry& {
-    const auto it = top.find(key);
-    if (it == top.end()) cfg::fail(path, std::nullopt, fmt::format("missing key \"{}\"", key));
-    return it->second;
-  };
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  const std::string token = scalar(path, need("token_file"), "token_file");
-  c.token_file = std::filesystem::path(token).is_absolute() || folder.empty() ? token : (folder / token).string();
+// `fabric` (socket, model or dpdk) and `wire` (fabemu, or roce with fabric dpdk).
+void read_fabric_and_wire(const std::string& path, const cfg::YamlKeys& top, LabConfig& c) {
   if (const auto it = top.find("fabric"); it != top.end()) {
     c.fabric = scalar(path, it->second, "fabric");
     if (std::find(kFabrics.begin(), kFabrics.end(), c.fabric) == kFabrics.end()) {
@@ -95,6 +87,10 @@ LabConfig load_lab_config(const std::string& path) {
                 fmt::format("key \"wire\": roce frames need fabric dpdk (the fabric is {})", c.fabric));
     }
   }
+}
+
+// `dscp` and `ecn`: the packets' traffic class, for a fabric with a wire.
+void read_traffic_class(const std::string& path, const cfg::YamlKeys& top, LabConfig& c) {
   if (const auto it = top.find("dscp"); it != top.end()) {
     const std::string v = scalar(path, it->second, "dscp");
     const auto d = cfg::parse_int(v);
@@ -118,6 +114,9 @@ LabConfig load_lab_config(const std::string& path) {
                 fmt::format("key \"{}\": the traffic class needs a wire, fabric socket or dpdk (the fabric is model)", key));
     }
   }
+}
+
+void read_shared_storage(const std::string& path, const cfg::YamlKeys& top, LabConfig& c) {
   if (const auto it = top.find("shared_storage"); it != top.end()) {
     const std::string v = scalar(path, it->second, "shared_storage");
     if (v != "true" && v != "false") {
@@ -125,63 +124,89 @@ LabConfig load_lab_config(const std::string& path) {
     }
     c.shared_storage = v == "true";
   }
-  const cfg::YamlEntry& agents = need("agents");
+}
+
+// An agent's `ranks`: one text ("0-2", "0,3,5-7") or a list of them; sorted, none twice, one UDP port each
+// from its data port.
+void read_agent_ranks(const std::string& path, const cfg::YamlKeys& keys, LabAgentConfig& a) {
+  const cfg::YamlEntry& ranks = keys.at("ranks");
+  if (ranks.value.IsSequence()) {
+    for (const auto& r : ranks.value) {
+      if (!r.IsScalar()) cfg::fail(path, cfg::yaml_line(r), "key \"ranks\": expected numbers or ranges");
+      parse_rank_text(path, cfg::yaml_line(r), r.Scalar(), a.ranks);
+    }
+  } else {
+    parse_rank_text(path, ranks.line, scalar(path, ranks, "ranks"), a.ranks);
+  }
+  if (a.ranks.empty()) cfg::fail(path, ranks.line, fmt::format("agent {}: no ranks", a.name));
+  std::sort(a.ranks.begin(), a.ranks.end());
+  if (const auto dup = std::adjacent_find(a.ranks.begin(), a.ranks.end()); dup != a.ranks.end()) {
+    cfg::fail(path, ranks.line, fmt::format("agent {}: rank {} listed twice", a.name, *dup));
+  }
+  if (uint32_t{a.data.port()} + a.ranks.size() - 1 > 65535) {
+    cfg::fail(path, keys.at("data").line,
+              fmt::format("agent {}: {} ranks from UDP port {} run past port 65535", a.name, a.ranks.size(),
+                          a.data.port()));
+  }
+}
+
+// One entry of `agents`: its name and control address unique among the agents read so far.
+LabAgentConfig read_agent(const std::string& path, const YAML::Node& node, std::set<std::string>& names,
+                          std::set<asio::ip::tcp::endpoint>& controls) {
+  const uint64_t line = cfg::yaml_line(node);
+  if (!node.IsMap()) cfg::fail(path, line, "an agent is a mapping with the keys name, control, data and ranks");
+  const cfg::YamlKeys keys = cfg::yaml_keys(path, node, kAgentKeys, "agents.", "an agent");
+  LabAgentConfig a;
+  a.line = line;
+  for (const char* key : {"name", "control", "data", "ranks"}) {
+    if (!keys.contains(key)) cfg::fail(path, line, fmt::format("agent: missing key \"{}\"", key));
+  }
+  a.name = scalar(path, keys.at("name"), "name");
+  if (a.name.empty()) cfg::fail(path, keys.at("name").line, "key \"name\": empty");
+  if (!names.insert(a.name).second) {
+    cfg::fail(path, keys.at("name").line, fmt::format("agent name \"{}\" appears twice", a.name));
+  }
+  const auto endpoint = [&](const char* key) {
+    const std::string text = scalar(path, keys.at(key), key);
+    try {
+      return parse_endpoint(text);
+    } catch (const LabError& e) {
+      cfg::fail(path, keys.at(key).line, fmt::format("agent {}: key \"{}\": {}", a.name, key, e.what()));
+    }
+  };
+  a.control = endpoint("control");
+  if (a.control.port() == 0) cfg::fail(path, keys.at("control").line, fmt::format("agent {}: control port 0", a.name));
+  if (!controls.insert(a.control).second) {
+    cfg::fail(path, keys.at("control").line,
+              fmt::format("agent {}: control address {} is another agent's too", a.name, to_string(a.control)));
+  }
+  a.data = to_udp(endpoint("data"));
+  if (a.data.port() == 0) cfg::fail(path, keys.at("data").line, fmt::format("agent {}: data port 0", a.name));
+  read_agent_ranks(path, keys, a);
+  return a;
+}
+
+}  // namespace
+
+LabConfig load_lab_config(const std::string& path) {
+  const YAML::Node root = cfg::load_yaml(path);
+  if (!root.IsMap()) cfg::fail(path, cfg::yaml_line(root), "expected a mapping with the keys token_file, fabric, agents");
+  LabConfig c;
+  c.source = path;
+  const cfg::YamlKeys top = cfg::yaml_keys(path, root, kTopKeys, "", "a lab file");
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const std::string token = scalar(path, required(path, top, "token_file"), "token_file");
+  c.token_file = std::filesystem::path(token).is_absolute() || folder.empty() ? token : (folder / token).string();
+  read_fabric_and_wire(path, top, c);
+  read_traffic_class(path, top, c);
+  read_shared_storage(path, top, c);
+  const cfg::YamlEntry& agents = required(path, top, "agents");
   if (!agents.value.IsSequence() || agents.value.size() == 0) {
     cfg::fail(path, agents.line, "key \"agents\": expected a non-empty list of agents");
   }
   std::set<std::string> names;
   std::set<asio::ip::tcp::endpoint> controls;
-  for (const auto& node : agents.value) {
-    const uint64_t line = cfg::yaml_line(node);
-    if (!node.IsMap()) cfg::fail(path, line, "an agent is a mapping with the keys name, control, data and ranks");
-    const cfg::YamlKeys keys = cfg::yaml_keys(path, node, kAgentKeys, "agents.", "an agent");
-    LabAgentConfig a;
-    a.line = line;
-    for (const char* key : {"name", "control", "data", "ranks"}) {
-      if (!keys.contains(key)) cfg::fail(path, line, fmt::format("agent: missing key \"{}\"", key));
-    }
-    a.name = scalar(path, keys.at("name"), "name");
-    if (a.name.empty()) cfg::fail(path, keys.at("name").line, "key \"name\": empty");
-    if (!names.insert(a.name).second) {
-      cfg::fail(path, keys.at("name").line, fmt::format("agent name \"{}\" appears twice", a.name));
-    }
-    const auto endpoint = [&](const char* key) {
-      const std::string text = scalar(path, keys.at(key), key);
-      try {
-        return parse_endpoint(text);
-      } catch (const LabError& e) {
-        cfg::fail(path, keys.at(key).line, fmt::format("agent {}: key \"{}\": {}", a.name, key, e.what()));
-      }
-    };
-    a.control = endpoint("control");
-    if (a.control.port() == 0) cfg::fail(path, keys.at("control").line, fmt::format("agent {}: control port 0", a.name));
-    if (!controls.insert(a.control).second) {
-      cfg::fail(path, keys.at("control").line,
-                fmt::format("agent {}: control address {} is another agent's too", a.name, to_string(a.control)));
-    }
-    a.data = to_udp(endpoint("data"));
-    if (a.data.port() == 0) cfg::fail(path, keys.at("data").line, fmt::format("agent {}: data port 0", a.name));
-    const cfg::YamlEntry& ranks = keys.at("ranks");
-    if (ranks.value.IsSequence()) {
-      for (const auto& r : ranks.value) {
-        if (!r.IsScalar()) cfg::fail(path, cfg::yaml_line(r), "key \"ranks\": expected numbers or ranges");
-        parse_rank_text(path, cfg::yaml_line(r), r.Scalar(), a.ranks);
-      }
-    } else {
-      parse_rank_text(path, ranks.line, scalar(path, ranks, "ranks"), a.ranks);
-    }
-    if (a.ranks.empty()) cfg::fail(path, ranks.line, fmt::format("agent {}: no ranks", a.name));
-    std::sort(a.ranks.begin(), a.ranks.end());
-    if (const auto dup = std::adjacent_find(a.ranks.begin(), a.ranks.end()); dup != a.ranks.end()) {
-      cfg::fail(path, ranks.line, fmt::format("agent {}: rank {} listed twice", a.name, *dup));
-    }
-    if (uint32_t{a.data.port()} + a.ranks.size() - 1 > 65535) {
-      cfg::fail(path, keys.at("data").line,
-                fmt::format("agent {}: {} ranks from UDP port {} run past port 65535", a.name, a.ranks.size(),
-                            a.data.port()));
-    }
-    c.agents.push_back(std::move(a));
-  }
+  for (const auto& node : agents.value) c.agents.push_back(read_agent(path, node, names, controls));
   return c;
 }
 

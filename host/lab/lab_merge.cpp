@@ -83,10 +83,37 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-}  // namespace
+// The ranks' own results (each from its agent), in rank order; the run's total is the last rank's finish.
+void add_rank_results(const LabRunOutcome& o, emu::RunResult& r) {
+  for (const auto& [rank, json] : o.rank_reports) {
+    emu::RunResult one = emu::report_from_json(json, fmt::format("rank {}'s result", rank));
+    for (const auto& k : one.ranks) {
+      r.ranks.push_back(k);
+      if (k.finish > r.total) r.total = k.finish;
+    }
+  }
+  r.reached = std::max(r.reached, r.total);
+  std::sort(r.ranks.begin(), r.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+}
 
-MergedLabRun merge_lab_run(const LabRunOutcome& o) {
-  MergedLabRun m;
+// The replicated model's parts of the report, from the first agent with a result (the base).
+void take_model_parts(emu::RunResult& r, const emu::RunResult& base_run) {
+  r.npus = base_run.npus;
+  r.collectives = base_run.collectives;
+  r.p2p = base_run.p2p;
+  r.links = base_run.links;
+  r.messages = base_run.messages;
+  r.message_bytes = base_run.message_bytes;
+  r.events = base_run.events;
+  r.collectives_closed_form = base_run.collectives_closed_form;
+  r.warnings = base_run.warnings;
+  r.stuck = base_run.stuck;
+  r.reached = base_run.reached;
+}
+
+// The model from the agents' reports: the base agent's parts, every agent's warnings once, a warning when an
+// agent that ran to the end disagrees with the base; stalled and stopped agents named.
+void merge_agent_reports(const LabRunOutcome& o, MergedLabRun& m) {
   emu::RunResult& r = m.result;
   const AgentReport* base = nullptr;
   emu::RunResult base_run;
@@ -103,17 +130,7 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
     if (base == nullptr) {
       base = &a;
       base_run = std::move(run);
-      r.npus = base_run.npus;
-      r.collectives = base_run.collectives;
-      r.p2p = base_run.p2p;
-      r.links = base_run.links;
-      r.messages = base_run.messages;
-      r.message_bytes = base_run.message_bytes;
-      r.events = base_run.events;
-      r.collectives_closed_form = base_run.collectives_closed_form;
-      r.warnings = base_run.warnings;
-      r.stuck = base_run.stuck;
-      r.reached = base_run.reached;
+      take_model_parts(r, base_run);
       continue;
     }
     r.reached = std::max(r.reached, run.reached);  // an agent stopped early reached less
@@ -130,83 +147,111 @@ MergedLabRun merge_lab_run(const LabRunOutcome& o) {
       }
     }
   }
-  for (const auto& [rank, json] : o.rank_reports) {
-    emu::RunResult one = emu::report_from_json(json, fmt::format("rank {}'s result", rank));
-    for (const auto& k : one.ranks) {
-      r.ranks.push_back(k);
-      if (k.finish > r.total) r.total = k.finish;
-    }
-  }
-  r.reached = std::max(r.reached, r.total);
-  std::sort(r.ranks.begin(), r.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  add_rank_results(o, r);
   r.warnings.insert(r.warnings.end(), stall_warnings.begin(), stall_warnings.end());
   if (any_interrupted) r.warnings.push_back("lab: the run was stopped before the end: the report is partial");
+}
 
-  std::string agents_json, wire_text;
+// The agents as the "lab" section and the summary see them.
+struct AgentsSummary {
+  std::string json;       // the section's "agents" entries
+  std::string wire_text;  // each agent's socket statistics, indented
   int64_t earliest = 0, latest = 0;  // start skews of the agents that ran
   bool any_started = false;
-  const bool dpdk = o.fabric == "dpdk", wire = o.fabric != "model";
-  m.text = fmt::format("Lab ({} agents, fabric {}{}{}, run {})\n", o.agents.size(), o.fabric,
-                       dpdk ? fmt::format(", {} frames", o.wire) : std::string(),
-                       wire ? fmt::format(", DSCP {} ECN {}", o.dscp, o.ecn) : std::string(), o.run_id);
+};
+
+// The walk's actual start on the agent, in the coordinator's clock, minus the agreed start (0: no result).
+int64_t start_skew(const LabRunOutcome& o, const AgentReport& a, bool has_result) {
+  return has_result ? a.started_ns - a.clock.offset_ns - o.start_at_ns : 0;
+}
+
+// One "agents" entry of the "lab" section.
+std::string agent_json(const AgentReport& a, const char* status, int64_t skew) {
+  const std::string drift = a.after ? fmt::format("{}", a.after->offset_ns - a.clock.offset_ns) : "null";
+  return fmt::format(
+      "\n      {{\"name\": {}, \"host\": {}, \"control\": {}, \"ranks\": {}, \"status\": \"{}\", \"lost_reason\": {}, "
+      "\"clock_offset_ns\": {}, \"clock_rtt_ns\": {}, \"clock_residual_bound_ns\": {}, \"clock_drift_ns\": {}, "
+      "\"start_skew_ns\": {}, \"wall_ns\": {}, \"mac\": {}, \"stall\": {}{}}}",
+      json_string(a.name), json_string(a.agent_id), json_string(a.control), json_string(format_ranks(a.ranks)), status,
+      json_string(a.lost_reason), a.clock.offset_ns, a.clock.delay_ns, a.clock.delay_ns / 2, drift, skew, a.wall_ns,
+      json_string(a.mac), a.stall.empty() ? std::string("null") : json_string(a.stall),
+      a.socket_json.empty() ? std::string() : ", \"socket\": " + a.socket_json);
+}
+
+// One agent's line of the summary.
+std::string agent_line(const LabRunOutcome& o, const AgentReport& a, const char* status, bool has_result,
+                       int64_t skew) {
+  return fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}{}{}\n",
+                     a.name, a.control, format_ranks(a.ranks), status, a.clock.offset_ns, a.clock.delay_ns,
+                     a.clock.delay_ns / 2,
+                     a.after ? fmt::format(", drift {} ns", a.after->offset_ns - a.clock.offset_ns) : "",
+                     has_result ? fmt::format(", started {} ns off", skew) : "",
+                     a.mac.empty() ? "" : ", port " + a.mac, traffic_class_note(o, a));
+}
+
+// Every agent's line of the summary and entry of the section; a lost agent's ranks are named in a warning.
+AgentsSummary describe_agents(const LabRunOutcome& o, MergedLabRun& m) {
+  AgentsSummary sum;
   for (const AgentReport& a : o.agents) {
     const bool has_result = a.done && !a.lost;
     if (!has_result) {
       m.lost_ranks.insert(m.lost_ranks.end(), a.ranks.begin(), a.ranks.end());
-      r.warnings.push_back(fmt::format("lab: agent {} ({}) lost: {}; ranks {} have no result", a.name, a.control,
-                                       a.lost_reason.empty() ? "no results" : a.lost_reason, format_ranks(a.ranks)));
+      m.result.warnings.push_back(fmt::format("lab: agent {} ({}) lost: {}; ranks {} have no result", a.name,
+                                              a.control, a.lost_reason.empty() ? "no results" : a.lost_reason,
+                                              format_ranks(a.ranks)));
     }
     const char* status = !has_result ? "lost" : a.interrupted ? "interrupted" : !a.stall.empty() ? "stalled" : "done";
-    // The walk's actual start on the agent, in the coordinator's clock, minus the agreed start.
-    const int64_t skew = has_result ? a.started_ns - a.clock.offset_ns - o.start_at_ns : 0;
+    const int64_t skew = start_skew(o, a, has_result);
     if (has_result) {
-      earliest = any_started ? std::min(earliest, skew) : skew;
-      latest = any_started ? std::max(latest, skew) : skew;
-      any_started = true;
+      sum.earliest = sum.any_started ? std::min(sum.earliest, skew) : skew;
+      sum.latest = sum.any_started ? std::max(sum.latest, skew) : skew;
+      sum.any_started = true;
       // What a single-host socket run prints, for this agent's ranks (lateness, retransmissions...).
-      if (!a.socket_text.empty()) wire_text += fmt::format("  agent {}: {}", a.name, indented(a.socket_text, "  ").substr(2));
+      if (!a.socket_text.empty()) {
+        sum.wire_text += fmt::format("  agent {}: {}", a.name, indented(a.socket_text, "  ").substr(2));
+      }
     }
-    const std::string drift = a.after ? fmt::format("{}", a.after->offset_ns - a.clock.offset_ns) : "null";
-    agents_json += fmt::format(
-        "{}\n      {{\"name\": {}, \"host\": {}, \"control\": {}, \"ranks\": {}, \"status\": \"{}\", \"lost_reason\": {}, "
-        "\"clock_offset_ns\": {}, \"clock_rtt_ns\": {}, \"clock_residual_bound_ns\": {}, \"clock_drift_ns\": {}, "
-        "\"start_skew_ns\": {}, \"wall_ns\": {}, \"mac\": {}, \"stall\": {}{}}}",
-        agents_json.empty() ? "" : ",", json_string(a.name), json_string(a.agent_id), json_string(a.control),
-        json_string(format_ranks(a.ranks)), status, json_string(a.lost_reason), a.clock.offset_ns, a.clock.delay_ns,
-        a.clock.delay_ns / 2, drift, skew, a.wall_ns, json_string(a.mac),
-        a.stall.empty() ? std::string("null") : json_string(a.stall),
-        a.socket_json.empty() ? std::string() : ", \"socket\": " + a.socket_json);
-    m.text += fmt::format("  agent {:<8} {:<21} ranks {:<10} {:<11} offset {} ns (rtt {} ns, residual <= {} ns){}{}{}{}\n",
-                          a.name, a.control, format_ranks(a.ranks), status, a.clock.offset_ns, a.clock.delay_ns,
-                          a.clock.delay_ns / 2,
-                          a.after ? fmt::format(", drift {} ns", a.after->offset_ns - a.clock.offset_ns) : "",
-                          has_result ? fmt::format(", started {} ns off", skew) : "",
-                          a.mac.empty() ? "" : ", port " + a.mac, traffic_class_note(o, a));
+    sum.json += (sum.json.empty() ? "" : ",") + agent_json(a, status, skew);
+    m.text += agent_line(o, a, status, has_result, skew);
   }
+  std::sort(m.lost_ranks.begin(), m.lost_ranks.end());
+  return sum;
+}
+
+}  // namespace
+
+MergedLabRun merge_lab_run(const LabRunOutcome& o) {
+  MergedLabRun m;
+  merge_agent_reports(o, m);
+
+  const bool dpdk = o.fabric == "dpdk", wire = o.fabric != "model";
+  m.text = fmt::format("Lab ({} agents, fabric {}{}{}, run {})\n", o.agents.size(), o.fabric,
+                       dpdk ? fmt::format(", {} frames", o.wire) : std::string(),
+                       wire ? fmt::format(", DSCP {} ECN {}", o.dscp, o.ecn) : std::string(), o.run_id);
+  const AgentsSummary agents = describe_agents(o, m);
   const int64_t setup = o.start_sent_ns > 0 ? o.start_sent_ns - o.began_ns : 0;
   const int64_t ready = o.ready_ns > 0 ? o.ready_ns - o.began_ns : 0;
   m.text += fmt::format("  control plane       {:.3f} ms to prepare every agent, Start sent after {:.3f} ms "
                         "({} trace bytes per agent)\n",
                         static_cast<double>(ready) / 1e6, static_cast<double>(setup) / 1e6, o.trace_bytes);
-  const int64_t spread = latest - earliest;
-  if (any_started) {
+  const int64_t spread = agents.latest - agents.earliest;
+  if (agents.any_started) {
     m.text += fmt::format("  start               the agents' walks began {:.3f} ms apart ({:.3f} to {:.3f} ms after the "
                           "agreed instant)\n",
-                          static_cast<double>(spread) / 1e6, static_cast<double>(earliest) / 1e6,
-                          static_cast<double>(latest) / 1e6);
+                          static_cast<double>(spread) / 1e6, static_cast<double>(agents.earliest) / 1e6,
+                          static_cast<double>(agents.latest) / 1e6);
   }
-  m.text += wire_text;
-  std::sort(m.lost_ranks.begin(), m.lost_ranks.end());
+  m.text += agents.wire_text;
   if (!m.lost_ranks.empty()) m.text += fmt::format("  lost ranks          {}\n", format_ranks(m.lost_ranks));
-  r.sections.emplace_back(
+  m.result.sections.emplace_back(
       "lab", fmt::format("{{\n    \"run_id\": {}, \"fabric\": {}, \"wire\": {}, \"dscp\": {}, \"ecn\": {}, \"setup_ns\": {}, "
                          "\"ready_ns\": {}, \"start_margin_ns\": {}, \"start_spread_ns\": {}, \"trace_bytes\": {}, \"lost_ranks\": {},\n    "
                          "\"agents\": [{}\n    ]\n  }}",
                          json_string(o.run_id), json_string(o.fabric), dpdk ? json_string(o.wire) : "null",
                          wire ? fmt::format("{}", o.dscp) : "null", wire ? json_string(o.ecn) : "null", setup, ready,
-                         o.start_at_ns > 0 ? o.start_at_ns - o.ready_ns : 0, any_started ? fmt::format("{}", spread) : "null",
-                         o.trace_bytes,
-                         json_string(format_ranks(m.lost_ranks)), agents_json));
+                         o.start_at_ns > 0 ? o.start_at_ns - o.ready_ns : 0,
+                         agents.any_started ? fmt::format("{}", spread) : "null", o.trace_bytes,
+                         json_string(format_ranks(m.lost_ranks)), agents.json));
   return m;
 }
 

@@ -236,6 +236,167 @@ std::unique_ptr<SocketFabric> make_dpdk_fabric(const ReplayInput& in, const emu:
   return std::make_unique<SocketFabric>(topology, std::move(transport), local, std::move(o));
 }
 
+// The ranks this agent walks for.
+std::vector<bool> local_ranks(const proto::AssignRanks& assign) {
+  std::vector<bool> local(assign.world_size(), false);
+  for (const uint32_t r : assign.local_ranks()) local.at(r) = true;
+  return local;
+}
+
+emu::WalkerOptions walker_options(const proto::RunSpec& spec, const ReplayConfig& config,
+                                  RecordingTimeline& timeline) {
+  emu::WalkerOptions opt;
+  opt.system = config.system;
+  opt.comm_streams = spec.comm_streams();
+  if (!spec.compute_model().empty()) opt.compute_model = host::parse_compute_model(spec.compute_model(), "compute_model");
+  opt.peak_tflops = spec.peak_tflops();
+  opt.mem_bw_gbps = spec.mem_bw_gbps();
+  opt.compute_scale.assign(spec.compute_scale().begin(), spec.compute_scale().end());
+  opt.closed_form = spec.closed_form();
+  opt.strict = spec.strict();
+  if (spec.timeline()) {
+    opt.timeline = &timeline;
+    opt.timeline_message_limit = spec.timeline_messages();
+  }
+  return opt;
+}
+
+// The run's fabric: the paced packet model (`fabric: model`), or the socket fabric over kernel UDP sockets
+// (`socket`) or the agent's DPDK port (`dpdk`). One of `paced` and `socket` is set.
+struct ReplayFabric {
+  std::unique_ptr<emu::PacketFabric> model_packet;
+  std::unique_ptr<PacedModelFabric> paced;
+  std::unique_ptr<SocketFabric> socket;
+  emu::Fabric* fabric = nullptr;
+  const emu::PacketFabric* packet = nullptr;  // the packet model inside: its links are the report's
+};
+
+ReplayFabric make_replay_fabric(const ReplayInput& in, emu::Engine& engine, const emu::Topology& topology,
+                                const std::vector<bool>& local) {
+  const proto::AssignRanks& assign = *in.assign;
+  const proto::RunSpec& spec = assign.spec();
+  const uint32_t model_mtu = spec.mtu() == 0 ? ~uint32_t{0} : spec.mtu();
+  ReplayFabric f;
+  if (assign.fabric_config() == "model") {
+    f.model_packet = std::make_unique<emu::PacketFabric>(engine, topology, model_mtu);
+    f.paced = std::make_unique<PacedModelFabric>(*f.model_packet, spec.dilation(), in.start_realtime_ns, in.stop,
+                                                 in.live, local);
+    f.fabric = f.paced.get();
+    f.packet = f.model_packet.get();
+  } else if (assign.fabric_config() == "socket" || assign.fabric_config() == "dpdk") {
+    // The same fabric over either transport: kernel UDP sockets, or the agent's DPDK port.
+    SocketFabricOptions o;
+    o.model_mtu = model_mtu;
+    o.dilation = spec.dilation();
+    if (spec.stall_timeout_ms() != 0) o.stall_timeout = emu::Duration::from_ms(spec.stall_timeout_ms());
+    o.start_realtime_ns = in.start_realtime_ns;
+    const std::atomic<bool>* stop = in.stop;
+    o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
+    o.live = in.live;
+    if (assign.fabric_config() == "socket") {
+      f.socket = make_udp_fabric(in, topology, local, std::move(o));
+    } else {
+      f.socket = make_dpdk_fabric(in, topology, local, std::move(o));
+    }
+    f.fabric = f.socket.get();
+    f.packet = &f.socket->model();
+  } else {
+    throw std::invalid_argument(fmt::format("lab fabric \"{}\" is not available on this agent", assign.fabric_config()));
+  }
+  return f;
+}
+
+// The agreed start: every agent begins its walk at the same instant (sleep, then spin the last 2 ms).
+void wait_for_start(const ReplayInput& in) {
+  for (;;) {
+    if (in.stop != nullptr && in.stop->load()) break;
+    const int64_t now = realtime_ns();
+    if (now >= in.start_realtime_ns) break;
+    const int64_t left = in.start_realtime_ns - now;
+    if (left > 2'000'000) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left - 1'000'000, 10'000'000)));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+// What did not finish, as warnings: this agent speaks for its own ranks (every agent replays every rank,
+// so the others' ranks are theirs to report) and for the collectives.
+void unfinished_as_warnings(emu::RunResult& result, const std::vector<bool>& local, const char* prefix) {
+  for (auto& s : result.stuck) {
+    unsigned rank = 0;
+    if (std::sscanf(s.c_str(), "rank %u (", &rank) == 1 && (rank >= local.size() || !local[rank])) continue;
+    result.warnings.push_back(prefix + s);
+  }
+  result.stuck.clear();
+}
+
+// How the walk ended, beside its result.
+struct RunEnd {
+  bool interrupted = false;  // stopped by the coordinator
+  std::string stall;         // the wire stalled (a dead peer): why
+  std::string socket_json;   // the socket fabric's statistics
+  std::string socket_text;
+};
+
+// The end of the walk in the result's warnings (a stop, a stall, unacknowledged messages), the link
+// results, and the socket fabric's statistics; warnings name the user's files.
+RunEnd finish_run(const ReplayInput& in, ReplayFabric& f, const std::vector<bool>& local, emu::RunResult& result) {
+  RunEnd end;
+  end.interrupted = f.paced ? f.paced->interrupted() : f.socket->interrupted();
+  if (end.interrupted) {
+    const emu::Time at = f.paced ? f.paced->interrupted_at() : f.socket->engine().now();
+    result.warnings.push_back(
+        fmt::format("run interrupted (stopped by the coordinator) at {} ps of emulated time", at.ps()));
+    unfinished_as_warnings(result, local, "interrupted: ");
+  }
+  // A dead peer (nothing arrived for the stall timeout): the walk stopped there; what finished is reported.
+  end.stall = f.socket && f.socket->stalled() ? f.socket->stats().stall : std::string();
+  if (!end.stall.empty()) {
+    result.warnings.push_back(fmt::format("run stopped at {} ps of emulated time: the wire stalled: {}",
+                                          f.socket->engine().now().ps(), end.stall));
+    unfinished_as_warnings(result, local, "stopped: ");
+  }
+  if (f.socket) {
+    if (!end.interrupted && !f.socket->drain() && end.stall.empty()) {
+      result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
+    }
+    end.socket_json = socket_stats_to_json(f.socket->stats());
+    end.socket_text = format_socket_stats(f.socket->stats());
+  }
+  result.links = emu::link_results(*f.packet, result.total);
+  for (std::string& w : result.warnings) w = name_user_files(std::move(w), in.trace_paths, in.trace_names);
+  return end;
+}
+
+// One RankResult per local rank (several when its timeline slices fill more than one frame); `result`
+// keeps only the local ranks.
+void pack_rank_results(emu::RunResult& result, RecordingTimeline& timeline, const std::vector<bool>& local,
+                       ReplayOutput& out) {
+  std::vector<emu::RankResult> own;
+  for (const emu::RankResult& k : result.ranks) {
+    if (k.rank < 0 || static_cast<size_t>(k.rank) >= local.size() || !local[static_cast<size_t>(k.rank)]) continue;
+    own.push_back(k);
+    emu::RunResult one;
+    one.npus = result.npus;
+    one.ranks.push_back(k);
+    std::vector<proto::TimelineSlice>& slices = timeline.of(static_cast<size_t>(k.rank));
+    size_t next = 0;
+    do {
+      proto::RankResult& rr = out.ranks.emplace_back();
+      rr.set_rank(static_cast<uint32_t>(k.rank));
+      rr.set_ok(true);
+      if (next == 0) rr.set_report_json(emu::report_to_json(one));
+      const size_t end = std::min(slices.size(), next + kSlicesPerFrame);
+      for (size_t i = next; i < end; ++i) *rr.add_slices() = std::move(slices[i]);
+      next = end;
+      rr.set_more(next < slices.size());
+    } while (next < slices.size());
+  }
+  result.ranks = std::move(own);
+}
+
 }  // namespace
 
 ReplayConfig load_replay_config(const proto::RunSpec& spec, const std::map<std::string, std::string>& paths) {
@@ -272,149 +433,39 @@ void replay(const ReplayInput& in, const std::function<void(ReplayOutput&&)>& de
   if (in.trace_paths.size() != world) {
     throw std::invalid_argument(fmt::format("{} trace files for a run of {} ranks", in.trace_paths.size(), world));
   }
-  std::vector<bool> local(world, false);
-  for (const uint32_t r : assign.local_ranks()) local.at(r) = true;
-
-  ReplayConfig config = load_replay_config(spec, in.config_paths);
+  const std::vector<bool> local = local_ranks(assign);
+  const ReplayConfig config = load_replay_config(spec, in.config_paths);
   traces::ProcessGroups groups(static_cast<int64_t>(world));
   if (const std::string* g = find_path(in.config_paths, "comm_groups")) groups.load_file(*g);
-
-  emu::WalkerOptions opt;
-  opt.system = config.system;
-  opt.comm_streams = spec.comm_streams();
-  if (!spec.compute_model().empty()) opt.compute_model = host::parse_compute_model(spec.compute_model(), "compute_model");
-  opt.peak_tflops = spec.peak_tflops();
-  opt.mem_bw_gbps = spec.mem_bw_gbps();
-  opt.compute_scale.assign(spec.compute_scale().begin(), spec.compute_scale().end());
-  opt.closed_form = spec.closed_form();
-  opt.strict = spec.strict();
   RecordingTimeline timeline(local);
-  if (spec.timeline()) {
-    opt.timeline = &timeline;
-    opt.timeline_message_limit = spec.timeline_messages();
-  }
+  const emu::WalkerOptions opt = walker_options(spec, config, timeline);
 
   emu::Engine engine(1 << 16);
   emu::Topology topology(config.network);
-  const uint32_t model_mtu = spec.mtu() == 0 ? ~uint32_t{0} : spec.mtu();
-  std::unique_ptr<emu::PacketFabric> model_packet;
-  std::unique_ptr<PacedModelFabric> paced;
-  std::unique_ptr<SocketFabric> socket;
-  emu::Fabric* fabric = nullptr;
-  const emu::PacketFabric* packet = nullptr;
-  if (assign.fabric_config() == "model") {
-    model_packet = std::make_unique<emu::PacketFabric>(engine, topology, model_mtu);
-    paced = std::make_unique<PacedModelFabric>(*model_packet, spec.dilation(), in.start_realtime_ns, in.stop, in.live, local);
-    fabric = paced.get();
-    packet = model_packet.get();
-  } else if (assign.fabric_config() == "socket" || assign.fabric_config() == "dpdk") {
-    // The same fabric over either transport: kernel UDP sockets, or the agent's DPDK port.
-    SocketFabricOptions o;
-    o.model_mtu = model_mtu;
-    o.dilation = spec.dilation();
-    if (spec.stall_timeout_ms() != 0) o.stall_timeout = emu::Duration::from_ms(spec.stall_timeout_ms());
-    o.start_realtime_ns = in.start_realtime_ns;
-    const std::atomic<bool>* stop = in.stop;
-    o.stop_requested = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
-    o.live = in.live;
-    if (assign.fabric_config() == "socket") {
-      socket = make_udp_fabric(in, topology, local, std::move(o));
-    } else {
-      socket = make_dpdk_fabric(in, topology, local, std::move(o));
-    }
-    fabric = socket.get();
-    packet = &socket->model();
-  } else {
-    throw std::invalid_argument(fmt::format("lab fabric \"{}\" is not available on this agent", assign.fabric_config()));
-  }
-  emu::Walker walker(*fabric, config.network, in.trace_paths, groups, opt);
+  ReplayFabric f = make_replay_fabric(in, engine, topology, local);
+  emu::Walker walker(*f.fabric, config.network, in.trace_paths, groups, opt);
 
-  // The agreed start: every agent begins its walk at the same instant (sleep, then spin the last 2 ms).
-  for (;;) {
-    if (in.stop != nullptr && in.stop->load()) break;
-    const int64_t now = realtime_ns();
-    if (now >= in.start_realtime_ns) break;
-    const int64_t left = in.start_realtime_ns - now;
-    if (left > 2'000'000) {
-      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left - 1'000'000, 10'000'000)));
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  wait_for_start(in);
   if (in.live != nullptr) in.live->running.store(true);
   const int64_t started = realtime_ns();
   emu::RunResult result = walker.run();
   const int64_t ended = realtime_ns();
   if (in.live != nullptr) in.live->running.store(false);
-
-  // What did not finish, as warnings: this agent speaks for its own ranks (every agent replays every rank,
-  // so the others' ranks are theirs to report) and for the collectives.
-  const auto unfinished_as_warnings = [&](const char* prefix) {
-    for (auto& s : result.stuck) {
-      unsigned rank = 0;
-      if (std::sscanf(s.c_str(), "rank %u (", &rank) == 1 && (rank >= world || !local[rank])) continue;
-      result.warnings.push_back(prefix + s);
-    }
-    result.stuck.clear();
-  };
-  const bool interrupted = paced ? paced->interrupted() : socket->interrupted();
-  if (interrupted) {
-    const emu::Time at = paced ? paced->interrupted_at() : socket->engine().now();
-    result.warnings.push_back(
-        fmt::format("run interrupted (stopped by the coordinator) at {} ps of emulated time", at.ps()));
-    unfinished_as_warnings("interrupted: ");
-  }
-  // A dead peer (nothing arrived for the stall timeout): the walk stopped there; what finished is reported.
-  const std::string stall = socket && socket->stalled() ? socket->stats().stall : std::string();
-  if (!stall.empty()) {
-    result.warnings.push_back(fmt::format("run stopped at {} ps of emulated time: the wire stalled: {}",
-                                          socket->engine().now().ps(), stall));
-    unfinished_as_warnings("stopped: ");
-  }
-  std::string socket_json, socket_text;
-  if (socket) {
-    if (!interrupted && !socket->drain() && stall.empty()) {
-      result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
-    }
-    socket_json = socket_stats_to_json(socket->stats());
-    socket_text = format_socket_stats(socket->stats());
-  }
-  result.links = emu::link_results(*packet, result.total);
-  for (std::string& w : result.warnings) w = name_user_files(std::move(w), in.trace_paths, in.trace_names);
+  const RunEnd end = finish_run(in, f, local, result);
 
   ReplayOutput out;
-  std::vector<emu::RankResult> own;
-  for (const emu::RankResult& k : result.ranks) {
-    if (k.rank < 0 || static_cast<size_t>(k.rank) >= world || !local[static_cast<size_t>(k.rank)]) continue;
-    own.push_back(k);
-    emu::RunResult one;
-    one.npus = result.npus;
-    one.ranks.push_back(k);
-    std::vector<proto::TimelineSlice>& slices = timeline.of(static_cast<size_t>(k.rank));
-    size_t next = 0;
-    do {
-      proto::RankResult& rr = out.ranks.emplace_back();
-      rr.set_rank(static_cast<uint32_t>(k.rank));
-      rr.set_ok(true);
-      if (next == 0) rr.set_report_json(emu::report_to_json(one));
-      const size_t end = std::min(slices.size(), next + kSlicesPerFrame);
-      for (size_t i = next; i < end; ++i) *rr.add_slices() = std::move(slices[i]);
-      next = end;
-      rr.set_more(next < slices.size());
-    } while (next < slices.size());
-  }
-  result.ranks = std::move(own);
+  pack_rank_results(result, timeline, local, out);
   out.done.set_run_id(assign.run_id());
   out.done.set_report_json(emu::report_to_json(result));
-  out.done.set_interrupted(interrupted);
-  out.done.set_stall(stall);
-  out.done.set_socket_json(socket_json);
-  out.done.set_socket_text(socket_text);
+  out.done.set_interrupted(end.interrupted);
+  out.done.set_stall(end.stall);
+  out.done.set_socket_json(end.socket_json);
+  out.done.set_socket_text(end.socket_text);
   out.done.set_started_ns(started);
   out.done.set_wall_ns(ended - started);
   deliver(std::move(out));
   // Peers may still need our ACKs (or retransmissions) to finish: serve until the coordinator's Stop.
-  if (socket && !interrupted) socket->serve([] { return false; });
+  if (f.socket && !end.interrupted) f.socket->serve([] { return false; });
 }
 
 }  // namespace fabemu::lab

@@ -3,9 +3,9 @@
 // made on first use. Beyond, a direct-mapped cache of kCachedFlows templates: a flow whose slot another
 // flow holds rebuilds the template there (a header image, two sums and a short CRC: the cost of one
 // frame's encode), so memory stays bounded (about 13 MB) and no flow falls back to encoding whole frames.
-// Until 2026-12-03 the larger runs kept a map of at most 65,536 templates (49 MB, each its own
-// allocation, most of the main lcore's page faults on a 512-rank all-to-all) and encoded the frames of
-// every other flow whole.
+// A map of one template per flow, each its own allocation, cost most of the main lcore's page faults on a
+// 512-rank all-to-all, and encoded the frames of the flows beyond it whole (the measurement:
+// host/dpdk/README.md, "Fast framing").
 #pragma once
 
 #include <cstdint>

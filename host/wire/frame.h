@@ -32,8 +32,8 @@ inline constexpr size_t kMinFrameBytes = 60;  // Ethernet minimum without the FC
 using MacAddr = std::array<uint8_t, 6>;
 
 // a == b as a 4- and a 2-byte load each: std::array's operator== compares with a call to memcmp, which
-// perf put at 1.6% of the main lcore's and 1.9% of the receive lcore's samples (the template checks per
-// run and per ACK/NACK frame; one-packet messages end to end, 2026-12-03).
+// showed in perf profiles of both lcores (the template checks per run and per ACK/NACK frame; the
+// figures: bench/README.md, "Figures behind code comments").
 inline bool mac_equal(const MacAddr& a, const MacAddr& b) noexcept {
   uint32_t a4, b4;
   uint16_t a2, b2;

@@ -460,8 +460,7 @@ bool Encoder::run(FrameTemplate& t, const FrameSpec& first, uint32_t n, uint32_t
                         run_crc_batch()};
     // One loop per mode, payload kind and CRC batching: no per-frame test of any, and registers for the rest.
     // Batched only when the run fills every lane at least once: the batch's call and set-up cost more than
-    // it saves on fewer frames (2-frame messages, 4 lanes: +2-4% in fabemu mode, +5-9% in RoCEv2 mode on
-    // `msg_2pkt`, 2026-12-04, 3 alternated concurrent rounds; 4-frame messages unchanged).
+    // it saves on fewer frames (measured on 2-frame messages: host/dpdk/PERFORMANCE.md, `msg_2pkt`).
     if constexpr (Crc::kBatch) {
       if (ff.lanes != 0 && full >= ff.lanes && full <= kBatchMax) {
         full_frames_of<Crc, true>(t, ff, b, full, roce, payload_zero);

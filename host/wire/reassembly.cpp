@@ -21,7 +21,7 @@ bool get_bit(const std::vector<uint64_t>& v, uint64_t i) noexcept { return (v[i 
 // base + size - 1. It starts at kFirstRing entries and grows to the smallest power of two, at least
 // double, that holds id (id - base < window, the window a power of two), its entries moved: a pair with
 // few messages in flight keeps a small ring. Made at the window's size (1,024 entries and bits) on a pair's
-// first message, they held most of a 512-rank all-to-all's 537 MB (2026-12-03).
+// first message, they held most of a large all-to-all's memory (host/dpdk/README.md, "Reliability").
 constexpr uint64_t kFirstRing = 16;
 template <class Ring>
 void make_room(Ring& r, uint64_t base, uint64_t id, uint32_t none) {
@@ -623,8 +623,8 @@ bool Sender::on_ack(uint32_t dst, uint64_t message_id, uint32_t cumulative) {
   const uint32_t upto = std::min({cumulative, s->count, s->next_new});
   // ack_packet for every seq below min(cumulative, count) that was sent, a word at a time, from the first
   // word not yet all acknowledged (low_word): a receiver ACKs a long message every kAckEvery packets, and
-  // from word 0 each partial ACK walked the whole acknowledged part again (8% of the main lcore's samples
-  // on the 256 MB all_to_all, 2026-12-03).
+  // from word 0 each partial ACK walked the whole acknowledged part again, a hot spot of messages of many
+  // packets (host/dpdk/PERFORMANCE.md, "Partial ACKs from the first open word").
   skip_acked_words(*s, upto);
   for (uint32_t w = s->low_word; uint64_t{w} * 64 < upto; ++w) {
     const uint32_t bits = std::min<uint32_t>(64, upto - w * 64);

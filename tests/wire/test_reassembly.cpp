@@ -207,7 +207,7 @@ TEST(Sender, SelectiveRepeatTimeoutAndWindow) {
 // A submit whose allocations fail (here: a message whose per-packet arrays would take 2 GiB, under an
 // address-space limit) throws and changes nothing: the next message gets the id that one would have, and
 // the pair's window is whole. Before, the slot and the id were taken first: the pair's window stayed short
-// of that id for good (found by review, 2026-12-05).
+// of that id for good (found by review).
 TEST(Sender, SubmitThatThrowsLeavesNoHoleInTheIds) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "an address-space limit and AddressSanitizer's shadow memory do not mix";

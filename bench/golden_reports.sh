@@ -110,7 +110,9 @@ run resnet50_n64 -w "$shared/traces/astra-sim-text/resnet50_dp_N64/resnet50" -n 
 "$fabemu" trace convert --from astra-text --ranks 8 "$src/traces/samples/mlp8_data_parallel.txt" "$tmp/mlp/mlp" >/dev/null
 run sample -w "$tmp/mlp/mlp" -f "$src/traces/samples/fabric_2d.yaml"
 
-if "$fabemu" run --help 2>&1 | grep -q -- "--fabric.*dpdk"; then
+# grep without -q reads the whole help: with -q it may leave before fabemu has written it all, and
+# pipefail then takes fabemu's SIGPIPE for "built without DPDK" (the DPDK run was left out now and then).
+if "$fabemu" run --help 2>&1 | grep -- "--fabric.*dpdk" >/dev/null; then
   run dpdk_ring_all_reduce_8 -w "$micro/all_reduce/8npus_1MB/all_reduce" -n "$configs/Ring_8npus.yml" \
     --fabric dpdk --dilation 1000
 fi

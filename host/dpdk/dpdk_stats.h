@@ -164,10 +164,8 @@ struct DpdkStats : WireStats {
 // paced run (D > 0) whose first links carried at least kKeptPaceRatio of their target rate over all their
 // busy periods (DpdkStats::pacing_ratio, stalls of the polling thread included) kept pace; below it, the
 // senders fell behind and the measured times include fabemu's own delay. It says nothing of the receive
-// side (its polling stalls are in the stats). Measured on this project's machine, the quick-start sample
-// on a ring pair: D = 100 and 150 kept pace (ratios 0.991-0.996; every collective within 0.21% of the
-// model but once +2.6%); D = 75, 60 and 50 fell behind (0.988, 0.971, 0.90-0.94; worst collectives +0.44%,
-// +1.28%, +46.7-59.6%). host/dpdk/README.md, "Fidelity".
+// side (its polling stalls are in the stats). The threshold's choice, from the quick-start sample on a ring
+// pair at several dilations: host/dpdk/README.md, "Fidelity".
 inline constexpr double kKeptPaceRatio = 0.99;
 // The share of flushes in which the device refused frames above which a run that fell behind blames the
 // device (Fidelity::Cause::kDevice).

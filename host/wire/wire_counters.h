@@ -1,7 +1,7 @@
 // What both real-time fabrics measure of a run on the wire (the DPDK fabric's DpdkStats, frames on a port;
 // the lab's SocketStats, datagrams): the reliability layer's work (reassembly.h), what the receive side
 // refused and the fault injection did, how late deliveries were, how steadily the fabric polled. Each
-// fabric's stats type derives from WireStats and adds its own. One field list (wire_fields() in
+// fabric's stats type derives from WireStats and adds its own. One field list (kWireFields in
 // wire_counters.cpp) gives their sum (operator+=) and their JSON; the report lines the two fabrics print
 // alike are written here once (wire_*_line).
 #pragma once

@@ -38,8 +38,8 @@ namespace {
 // pages are mapped on their first write; the pool's mbuf headers are written when it is made, but a data
 // room larger than the rest of its first page is not. A path that writes whole frames into the pool's
 // buffers (RoCEv2's shorter last frames, their payloads written) then took a page fault on each buffer's
-// first use, in the middle of a run: a 64-rank ring all-reduce of 1 MiB at --roce --wire-mtu 9000 took 78 ms
-// instead of 19 (2026-12-03; fabemu mode, whose short frames come from the zero pool, did not). The
+// first use, in the middle of a run, and such a run took several times as long (fabemu mode, whose short
+// frames come from the zero pool, did not: PERFORMANCE.md, "Buffers written before the run"). The
 // buffers' contents are unspecified before a frame is written, so the zeros change nothing.
 void prefault_buffers(rte_mempool* pool) {
   static const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096);

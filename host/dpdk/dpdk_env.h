@@ -310,9 +310,9 @@ inline bool alloc_frames(rte_mempool* pool, rte_mbuf** out, unsigned n) noexcept
   return true;
 }
 // n mbufs straight from the pool (rte_mempool_get_bulk), not reset: for fill_run, which resets them as
-// it writes them (a zero pool's need no reset). A separate pass of resets over a burst cost about 7 ns a
-// frame more here (the 1126 B case of bench_dpdk_tx's <mode>_runs loop, 2026-11-30), one pass over the
-// mbufs is cheaper.
+// it writes them (a zero pool's need no reset). A separate pass of resets over a burst cost more than
+// resetting them in fill_run's one pass over the mbufs: its stores waited behind the frames' in the store
+// buffer (PERFORMANCE.md, "Transmit rate").
 inline bool take_frames(rte_mempool* pool, rte_mbuf** out, unsigned n) noexcept {
   return rte_mempool_get_bulk(pool, reinterpret_cast<void**>(out), n) == 0;
 }

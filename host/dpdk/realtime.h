@@ -56,8 +56,8 @@ class TscClock {
   emu::Time emulated() const noexcept;
   // One reading of the clock, for a loop that needs the time several ways: the raw ticks, the wall time
   // then (wall_at) and the emulated time then (emulated_at; Time::max() when as_fast_as_possible()).
-  // A TSC read is not free: about 24 ns on a KVM guest (2026-12-05), where a round of the DPDK fabric's
-  // polling loop read it six times before it took one Reading (PERFORMANCE.md, "One clock reading a round").
+  // A TSC read is not free, on a virtual machine least of all, and a round of the DPDK fabric's polling
+  // loop read it six times before it took one Reading (PERFORMANCE.md, "One clock reading a round").
   struct Reading {
     uint64_t ticks = 0;
     emu::Time wall, emulated;

@@ -35,6 +35,8 @@
 #include "host/wire/reassembly.h"
 #include "host/lab/datagram_transport.h"
 #include "host/lab/live_metrics.h"
+#include "host/lab/socket_stats.h"
+#include "host/wire/realtime_fabric.h"
 
 namespace fabemu::lab {
 
@@ -65,53 +67,7 @@ struct SocketFabricOptions {
   int socket_buffer_bytes = 4 << 20;  // SO_RCVBUF/SO_SNDBUF asked (SO_*BUFFORCE first, then capped by rmem_max)
 };
 
-struct SocketStats {
-  std::string transport;              // the datagrams' carrier: "UDP", or "DPDK <device> <MAC>"
-  double dilation = 0;
-  emu::Duration wall;                 // from the clock's start to the last poll
-  // Non-empty when the run stopped because nothing arrived for the stall timeout: which message waited,
-  // for what (datagrams or ACKs), from which peer.
-  std::string stall;
-  uint64_t messages_sent = 0, bytes_sent = 0;          // local source, remote or local destination
-  uint64_t messages_received = 0, bytes_received = 0;  // reassembled for a local destination
-  uint64_t model_only_messages = 0;   // neither end local (no wire)
-  uint64_t local_messages = 0;        // src == dst
-  uint64_t datagrams_tx = 0, datagram_bytes_tx = 0, datagrams_rx = 0, datagram_bytes_rx = 0;
-  uint64_t retransmissions = 0, nack_retransmissions = 0, timeout_retransmissions = 0;
-  uint64_t acks = 0, nacks = 0;
-  uint64_t rx_duplicates = 0, rx_reordered = 0, rx_stale = 0;
-  uint64_t injected_drops = 0, injected_duplicates = 0, injected_reorders = 0;
-  uint64_t not_ours = 0;              // datagrams that are not valid fabemu datagrams for a local rank
-  uint64_t frames_not_ours = 0;       // DPDK transport: frames on the port that carry no datagram for a local rank
-  // The datagrams (UDP, when the run's class is not the default) or the frames that carried one (DPDK)
-  // for a local rank, by the ECN codepoint they arrived with (index: host::dpdk::Ecn, so [3] is CE: marked
-  // on the way), and those whose DSCP was not the run's.
-  uint64_t frames_by_ecn[4] = {};
-  uint64_t frames_dscp_changed = 0;
-  uint64_t send_errors = 0;           // sendto failures other than EAGAIN (retried by the reliability layer)
-  uint64_t late = 0, on_time = 0;     // D > 0: local-destination messages reassembled after / by their modelled delivery
-  // Per message with a local source: its first datagram sent to the ACK that completes it (wall ns, one
-  // way plus the ACK's way back; the adaptive RTO's sample).
-  emu::LogHistogram latency_ns;
-  emu::LogHistogram lateness_ns;      // D > 0: emulated ns late, for the late ones
-  // Additions of the implementation:
-  uint64_t deliveries = 0;            // messages handed to the walker
-  uint64_t data_datagrams = 0;        // first transmissions of data packets
-  uint64_t feedback_dropped = 0;      // ACK/NACK not queued (socket full): the sender's timeout covers them
-  uint64_t rx_invalid = 0;            // ours but refused by the receiver (window, inconsistent) or feedback for no sender
-  uint64_t not_ours_by_verdict[8] = {};  // by DatagramVerdict (host/lab/datagram.h)
-  emu::Duration rto_max;              // the largest (adaptive) retransmission timeout used
-  // D > 0: |actual - modelled departure| of each paced first transmission, wall ns (after sendmmsg returned).
-  emu::LogHistogram jitter_ns;
-  uint64_t poll_gap_max_ns = 0, poll_stalls = 0;  // gaps between rounds of I/O (stalls: over 100 us)
-  int rcvbuf_bytes = 0, sndbuf_bytes = 0;         // what the kernel granted (it reports twice the value set)
-  uint32_t batch = 0;
-};
-
-std::string format_socket_stats(const SocketStats& stats);
-std::string socket_stats_to_json(const SocketStats& stats);  // the report's "socket" section
-
-class SocketFabric final : public emu::Fabric {
+class SocketFabric final : public host::dpdk::RealtimeFabric {
  public:
   // endpoints[r]: where rank r receives (one per NPU of the topology); local[r]: this process hosts r.
   // std::invalid_argument for bad options or sizes; boost::system::system_error when a socket cannot bind.
@@ -133,14 +89,18 @@ class SocketFabric final : public emu::Fabric {
 
   // After the walk: services the sockets until every message with a local source is acknowledged or
   // `limit` (wall) has passed; true when all were.
-  bool drain(emu::Duration limit = emu::Duration::from_ms(2'000));
+  bool drain(emu::Duration limit = kDrainLimit) override;
   // Keeps servicing the sockets (answering retransmissions of peers still finishing) until `until()`
   // returns true or stop_requested does.
   void serve(const std::function<bool()>& until);
-  bool interrupted() const noexcept;
+  bool interrupted() const noexcept override;
   // True when the wire stalled (SocketFabricOptions::stall_timeout) and the run stopped there; the reason
-  // is SocketStats::stall. drain() then waits for nothing.
-  bool stalled() const noexcept;
+  // is SocketStats::stall (stall_reason()). drain() then waits for nothing.
+  bool stalled() const noexcept override;
+  const std::string& stall_reason() const noexcept override;
+  std::string_view name() const noexcept override { return "socket fabric"; }
+  // "socket": stats() as socket_stats_to_json and format_socket_stats.
+  ReportSection report_section() override;
 
   // The endpoint of every rank: local ones as bound (port 0 resolved to the port the kernel chose). Empty
   // over a transport other than UDP.
@@ -149,7 +109,7 @@ class SocketFabric final : public emu::Fabric {
   // std::logic_error for a local rank or after the first send().
   void set_remote_endpoint(uint32_t rank, const boost::asio::ip::udp::endpoint& endpoint);
 
-  const emu::PacketFabric& model() const noexcept;
+  const emu::PacketFabric& model() const noexcept override;
   const SocketStats& stats();  // refreshed on every call
 
   class Impl;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "emulator/link_results.h"
 #include "emulator/walker.h"
 #include "host/run/exit_status.h"
 
@@ -85,6 +86,22 @@ void stopped_early(emu::RunResult& result, std::string headline, emu::RunStatus 
   result.stuck.clear();
 }
 
+int interrupted_exit() {
+  fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
+  return kExitFindings;
+}
+
+namespace {
+
+// The state of a real-time fabric's run: a signal or a stalled wire stopped it at `now`, or it ran to the
+// end.
+struct RealtimeEnd {
+  bool interrupted = false;
+  bool stalled = false;
+  emu::Time now;
+};
+RealtimeEnd end_of(host::dpdk::RealtimeFabric& f) { return RealtimeEnd{f.interrupted(), f.stalled(), f.engine().now()}; }
+
 void stopped_early_if(emu::RunResult& result, const RealtimeEnd& end) {
   if (end.interrupted) {
     stopped_early(result, fmt::format("run interrupted (SIGINT/SIGTERM) at {} ps of emulated time", end.now.ps()),
@@ -104,9 +121,26 @@ std::optional<int> realtime_exit(const RealtimeEnd& end, std::string_view fabric
   return std::nullopt;
 }
 
-int interrupted_exit() {
-  fmt::print(stderr, "fabemu: interrupted (SIGINT/SIGTERM): the report holds the run up to that point\n");
-  return kExitFindings;
+}  // namespace
+
+void RealtimeBackend::finish(emu::RunResult& result) {
+  host::dpdk::RealtimeFabric& f = realtime();
+  stopped_early_if(result, end_of(f));
+  // After a stall the reason above says why messages were not acknowledged: no second warning.
+  if (!f.drain(host::dpdk::RealtimeFabric::kDrainLimit) && !f.stalled()) {
+    result.warnings.push_back(fmt::format("{}: some messages were not acknowledged at the end", f.name()));
+  }
+  host::dpdk::RealtimeFabric::ReportSection section = f.report_section();
+  section_ = std::move(section.text);
+  add_to(result, section_);
+  result.sections.emplace_back(std::move(section.key), std::move(section.json));
+  result.links = emu::link_results(f.model(), result.total);
+}
+
+std::optional<int> RealtimeBackend::exit_status() {
+  host::dpdk::RealtimeFabric& f = realtime();
+  if (const auto status = realtime_exit(end_of(f), f.name(), f.stall_reason())) return status;
+  return own_exit_status();
 }
 
 }  // namespace fabemu::run

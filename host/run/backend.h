@@ -17,6 +17,7 @@
 #include "emulator/topology.h"
 #include "host/run/run_args.h"
 #include "host/run/run_plan.h"
+#include "host/wire/realtime_fabric.h"
 
 namespace fabemu::run {
 
@@ -84,21 +85,28 @@ void stopped_early(emu::RunResult& result, std::string headline, emu::RunStatus 
 // The exit status and stderr line of a run a signal stopped (1: the report holds the run up to there).
 int interrupted_exit();
 
-// The end of a real-time fabric's run (DPDK, socket): a signal or a stalled wire stopped it at `now`
-// (stopped_early with the status and headline that say so), or it ran to the end.
-struct RealtimeEnd {
-  bool interrupted = false;
-  bool stalled = false;
-  emu::Time now;
-};
-template <typename RealtimeFabric>
-RealtimeEnd end_of(RealtimeFabric& f) {
-  return RealtimeEnd{f.interrupted(), f.stalled(), f.engine().now()};
-}
-void stopped_early_if(emu::RunResult& result, const RealtimeEnd& end);
+// A backend whose fabric is a real-time one (host/wire/realtime_fabric.h: the DPDK and socket fabrics): the
+// end of its run, written once. finish(): a run a signal or a stalled wire stopped is said so
+// (stopped_early), the drain (a warning when not every message was acknowledged, unless the wire stalled:
+// the stall says why), the fabric's report section, the links' statistics. exit_status(), from the
+// fabric's state after the drain (it may stall): 1 after a signal, 2 with "fabemu: error: <fabric>:
+// <stall>" after a stalled wire, else the backend's own.
+class RealtimeBackend : public LocalBackend {
+ public:
+  void finish(emu::RunResult& result) override;
+  std::string summary_section() const override { return section_; }
+  std::optional<int> exit_status() override;
 
-// Its exit status, from its state after the drain (end_of once more: the drain may stall): 1 after a signal,
-// 2 with "fabemu: error: <fabric>: <stall>" after a stalled wire; else nullopt.
-std::optional<int> realtime_exit(const RealtimeEnd& end, std::string_view fabric, const std::string& stall);
+ protected:
+  virtual host::dpdk::RealtimeFabric& realtime() = 0;
+  emu::Fabric& fabric() override { return realtime(); }
+  // After the drain: the backend's own warnings, and its lines after the fabric's section (none by default).
+  virtual void add_to(emu::RunResult& /*result*/, std::string& /*section*/) const {}
+  // The exit status of the backend's own when the run ran to its end (none by default).
+  virtual std::optional<int> own_exit_status() { return std::nullopt; }
+
+ private:
+  std::string section_;
+};
 
 }  // namespace fabemu::run

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "emulator/link_results.h"
 #include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_fabric.h"
@@ -131,7 +130,7 @@ hd::AddressPlan address_plan(const RunArgs& a, const emu::Topology& topology) {
   return plan;
 }
 
-class DpdkBackend final : public LocalBackend {
+class DpdkBackend final : public RealtimeBackend {
  public:
   explicit DpdkBackend(const BackendContext& c) : args_(c.args) {
     hd::Eal::start(args_.eal_args.empty() ? hd::Eal::no_huge_args() : args_.eal_args);
@@ -143,24 +142,16 @@ class DpdkBackend final : public LocalBackend {
     fabric_ = std::make_unique<hd::DpdkFabric>(c.topology, address_plan(args_, c.topology), *ports_, o);
   }
 
-  void finish(emu::RunResult& result) override {
-    hd::DpdkFabric& f = *fabric_;
-    stopped_early_if(result, end_of(f));
-    // After a stall the reason above says why messages were not acknowledged: no second warning.
-    if (!f.drain() && !f.stalled()) result.warnings.push_back("DPDK fabric: some messages were not acknowledged at the end");
-    const hd::DpdkStats& st = f.stats();
+  // The fabric's section, then its ports and "Measured vs modelled".
+  void add_to(emu::RunResult& result, std::string& section) const override {
+    const hd::DpdkStats& st = fabric_->stats();
     add_warnings(st, result);
-    section_ = hd::format_dpdk_stats(st) + "  ports               " + ports_->describe() + "\n";
+    section += "  ports               " + ports_->describe() + "\n";
     const std::string mvm = hd::format_measured_vs_modelled(st, result, args_.top);
-    if (!mvm.empty()) section_ += "\n" + mvm;
-    result.sections.emplace_back("dpdk", hd::dpdk_stats_to_json(st));
-    result.links = emu::link_results(f.model(), result.total);
+    if (!mvm.empty()) section += "\n" + mvm;
   }
 
-  std::string summary_section() const override { return section_; }
-
-  std::optional<int> exit_status() override {
-    if (const auto status = realtime_exit(end_of(*fabric_), "DPDK fabric", fabric_->stats().stall)) return status;
+  std::optional<int> own_exit_status() override {
     if (!fabric_->stats().pcap_error.empty()) {
       fmt::print(stderr, "fabemu: error: the --pcap capture failed: {}; the run went on and its summary and report are "
                          "whole, the capture is not\n",
@@ -171,7 +162,7 @@ class DpdkBackend final : public LocalBackend {
   }
 
  protected:
-  emu::Fabric& fabric() override { return *fabric_; }
+  hd::RealtimeFabric& realtime() override { return *fabric_; }
 
  private:
   void add_warnings(const hd::DpdkStats& st, emu::RunResult& result) const {
@@ -195,7 +186,6 @@ class DpdkBackend final : public LocalBackend {
   MemifSocketFile memif_;
   std::unique_ptr<hd::DpdkPorts> ports_;
   std::unique_ptr<hd::DpdkFabric> fabric_;
-  std::string section_;
 };
 
 }  // namespace

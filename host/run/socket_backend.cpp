@@ -9,7 +9,6 @@
 #include <optional>
 #include <vector>
 
-#include "emulator/link_results.h"
 #include "host/wire/frame.h"
 #include "host/lab/socket_fabric.h"
 #include "host/run/backend.h"
@@ -71,7 +70,7 @@ lab::SocketFabricOptions socket_options(const RunArgs& a, uint32_t mtu) {
   return o;
 }
 
-class SocketBackend final : public LocalBackend {
+class SocketBackend final : public RealtimeBackend {
  public:
   explicit SocketBackend(const BackendContext& c) {
     const auto npus = static_cast<uint32_t>(c.topology.npus());
@@ -81,26 +80,12 @@ class SocketBackend final : public LocalBackend {
     fabric_ = std::make_unique<lab::SocketFabric>(c.topology, std::move(endpoints), std::vector<bool>(npus, true), o);
   }
 
-  void finish(emu::RunResult& result) override {
-    lab::SocketFabric& f = *fabric_;
-    stopped_early_if(result, end_of(f));
-    if (!f.drain() && !f.stalled()) result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
-    section_ = lab::format_socket_stats(f.stats());
-    result.sections.emplace_back("socket", lab::socket_stats_to_json(f.stats()));
-    result.links = emu::link_results(f.model(), result.total);
-  }
-
-  std::string summary_section() const override { return section_; }
-
-  std::optional<int> exit_status() override { return realtime_exit(end_of(*fabric_), "socket fabric", fabric_->stats().stall); }
-
  protected:
-  emu::Fabric& fabric() override { return *fabric_; }
+  host::dpdk::RealtimeFabric& realtime() override { return *fabric_; }
 
  private:
   std::optional<StopSignals> stop_signals_;  // before the fabric: it polls the flag until it goes
   std::unique_ptr<lab::SocketFabric> fabric_;
-  std::string section_;
 };
 
 }  // namespace

@@ -1,0 +1,227 @@
+// DpdkFabric::stats(): the main lcore's counters, the senders', the receive side's (once its lcores have
+// stopped), the pacing per link and the per-collective measurements, as DpdkStats (dpdk_stats.h).
+#include <rte_cycles.h>
+
+#include <algorithm>
+#include <string_view>
+
+#include "host/dpdk/dpdk_fabric.h"
+
+namespace fabemu::host::dpdk {
+
+namespace {
+
+double rate_gbps(emu::Rate r) {
+  const uint64_t raw = r.ps_per_byte_q32();
+  return raw == 0 ? 0.0 : 8000.0 * 4294967296.0 / static_cast<double>(raw);
+}
+
+}  // namespace
+
+const DpdkStats& DpdkFabric::stats() {
+  DpdkStats& s = stats_;
+  s.wall = clock_.wall().since_start();
+  s.stall = stall_;
+  // The receive side's counters: its lcores' own until they have stopped (then only what the completions
+  // told this lcore is known).
+  const bool rx_readable = !workers_running();
+  sum_counters(s, rx_readable);
+  pacing_stats(s);
+  collective_stats(s, rx_readable);
+  // The main lcore's counters plus the receive side's.
+  out_ = s;
+  // Frames built ahead and still held (a run that stopped early) have not been sent.
+  out_.frames_tx -= held_frames_;
+  out_.data_frames -= held_frames_;
+  out_.frames_ahead -= held_frames_;
+  for (const uint32_t si : holding_) {
+    const Held& h = held_[si];
+    for (size_t i = h.mbuf_head; i < h.mbufs.size(); ++i) out_.frame_bytes_tx -= rte_pktmbuf_pkt_len(h.mbufs[i]);
+  }
+  receive_side_stats(rx_readable);
+  return out_;
+}
+
+void DpdkFabric::sum_counters(DpdkStats& s, bool rx_readable) const {
+  WireCounters sums;
+  for (size_t i = 0; i < senders_.size(); ++i) sums.add_sent(senders_[i].stats());
+  s.bytes_completed = completed_bytes_;
+  s.messages_completed = completed_messages_;
+  if (rx_readable) {
+    s.bytes_completed = s.messages_completed = 0;
+    for (const auto& path : rx_paths_) {
+      const ReceiverStats st = path->receiver_totals();
+      sums.add_received(st);
+      sums.rx_receiver_invalid += st.invalid + st.out_of_window;
+      sums.add_faults(path->faults());
+      s.bytes_completed += st.bytes_completed;
+      s.messages_completed += st.completed;
+    }
+  }
+  s.clear_sums();
+  s += sums;
+}
+
+void DpdkFabric::pacing_stats(DpdkStats& s) const {
+  s.links.clear();
+  s.pacing_ratio = s.pacing_median_ratio = 0;
+  s.pacing_periods = s.pacing_disturbed_periods = 0;
+  std::vector<double> ratios = period_ratios_;
+  double scheduled_total = 0, actual_total = 0;
+  for (size_t l = 0; l < link_pace_.size(); ++l) {
+    LinkPace lp = link_pace_[l];  // the open period is closed in this copy only
+    if (lp.frames == 0) continue;
+    if (lp.open) close_period(lp, ratios);
+    DpdkStats::Link out;
+    out.link = static_cast<uint32_t>(l);
+    out.bytes = lp.bytes;
+    out.frames = lp.frames;
+    out.target_gbps = rate_gbps(model_.topology().link(static_cast<emu::LinkId>(l)).rate);
+    out.busy_periods = lp.busy_periods;
+    out.disturbed_periods = lp.disturbed;
+    out.spanned_bytes = lp.spanned_bytes;
+    out.scheduled_ns = lp.scheduled_ns;
+    out.actual_ns = lp.actual_ns;
+    if (out.actual_ns > 0) out.ratio = out.scheduled_ns / out.actual_ns;
+    scheduled_total += out.scheduled_ns;
+    actual_total += out.actual_ns;
+    s.pacing_periods += out.busy_periods;
+    s.pacing_disturbed_periods += out.disturbed_periods;
+    s.links.push_back(out);
+  }
+  if (actual_total > 0) s.pacing_ratio = scheduled_total / actual_total;
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    s.pacing_median_ratio = median_of_sorted(ratios);
+  }
+}
+
+// Every polling lcore's stalls, wall ps, merged: what each collective's span overlaps.
+std::vector<Span> DpdkFabric::stall_spans(bool rx_readable) const {
+  std::vector<Span> stalls;
+  stalls.reserve(stalls_.size());
+  for (const Stall& st : stalls_) stalls.push_back(Span{st.from_ps, st.to_ps});
+  if (!workers_.empty() && rx_readable) {
+    for (const auto& path : rx_paths_) {
+      for (const TickSpan& t : path->stalls()) {
+        stalls.push_back(Span{clock_.wall_at(t.from).ps(), clock_.wall_at(t.to).ps()});
+      }
+    }
+  }
+  merge_spans(stalls);
+  return stalls;
+}
+
+void DpdkFabric::collective_stats(DpdkStats& s, bool rx_readable) const {
+  const std::vector<Span> stalls = coll_acc_.empty() ? std::vector<Span>() : stall_spans(rx_readable);
+  s.collectives.clear();
+  for (size_t c = 0; c < coll_acc_.size(); ++c) {
+    const CollAcc& a = coll_acc_[c];
+    if (a.messages == 0) continue;
+    DpdkStats::Collective out;
+    out.coll = static_cast<uint32_t>(c);
+    out.messages = a.messages;
+    out.bytes = a.bytes;
+    out.modelled = emu::Duration::from_ps(a.modelled_end_ps - a.first_ready_ps);
+    // Measured from the collective's real start: a collective the walker could only start late (it waited
+    // for an earlier one's late frames) is measured for its own time on the wire, not for what it inherited.
+    out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_start_ps ? a.measured_end_ps - a.first_start_ps : 0);
+    out.late_start = emu::Duration::from_ps(a.late_start_ps);
+    out.ce_frames = a.ce;
+    out.deviation = out.modelled.ps() == 0 ? 0.0
+                                           : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
+    if (!stalls.empty() && a.measured_end_ps > a.first_start_ps && clock_.dilation_q16() != 0) {
+      // The span on the wall clock (emulated times D), its stalled wall time back to emulated (over D).
+      const uint64_t from = clock_.to_wall(emu::Duration::from_ps(a.first_start_ps)).ps();
+      const uint64_t to = clock_.to_wall(emu::Duration::from_ps(a.measured_end_ps)).ps();
+      const uint64_t wall = covered_within(stalls, from, to);
+      out.stalled = emu::Duration::from_ps(
+          static_cast<uint64_t>((emu::detail::u128{wall} << 16) / clock_.dilation_q16()));
+    }
+    s.collectives.push_back(out);
+  }
+}
+
+// out_ (stats_ as the main lcore has it): the receive lcores, the arrival clocks and the receive paths'
+// counters.
+void DpdkFabric::receive_side_stats(bool rx_readable) {
+  out_.rx_lcore = rx_lcore();
+  out_.rx_lcores.clear();
+  out_.rx_clocks.clear();
+  out_.ring_ce_marked = ports_.ring_pair() != nullptr ? ports_.ring_pair()->ce_marked() : 0;
+  const bool two_ports = &ports_.a() != &ports_.b();
+  DpdkStats::PortClock b;
+  b.port = ports_.b().name();
+  b.role = two_ports ? "data (B)" : "data and ACK/NACK (A = B)";
+  b.clock = rx_paths_[0]->clock_name();
+  b.offload = ports_.b().rx_timestamp_offload();
+  b.checksum_offload = ports_.b().rx_checksum_offload();
+  const auto checksums_of = [this](const Port& p) -> const char* {
+    return !rules_.verify_udp_checksum ? "skipped" : p.rx_checksum_offload() ? "nic" : "fabemu";
+  };
+  b.checksums = checksums_of(ports_.b());
+  if (rx_readable) {
+    out_.nic_arrivals = 0;
+    std::fill(std::begin(out_.data_by_ecn), std::end(out_.data_by_ecn), uint64_t{0});
+    out_.dscp_changed = 0;
+    out_.rx_lcore_frames = out_.rx_lcore_polls = out_.rx_poll_stalls = out_.rx_poll_gap_max_ns = 0;
+    for (size_t q = 0; q < rx_paths_.size(); ++q) {
+      const RxPathStats& r = rx_paths_[q]->stats();
+      out_.frames_rx += r.frames_rx;
+      out_.frame_bytes_rx += r.frame_bytes_rx;
+      out_.frames_tx += r.frames_tx;
+      out_.frame_bytes_tx += r.frame_bytes_tx;
+      out_.acks += r.acks;
+      out_.nacks += r.nacks;
+      out_.not_ours += r.not_ours;
+      for (size_t v = 0; v < kVerdictCount; ++v) out_.not_ours_by_verdict[v] += r.not_ours_by_verdict[v];
+      out_.rx_invalid += r.rx_invalid;
+      out_.nic_arrivals += r.nic_arrivals;
+      for (size_t e = 0; e < 4; ++e) out_.data_by_ecn[e] += r.data_by_ecn[e];
+      out_.dscp_changed += r.dscp_changed;
+      if (!workers_.empty()) {
+        out_.rx_lcore_frames += r.frames_rx;
+        out_.rx_lcore_polls += r.polls;
+        out_.rx_poll_stalls += r.poll_stalls;
+        out_.rx_poll_gap_max_ns = std::max(out_.rx_poll_gap_max_ns, r.poll_gap_max_ns);
+        out_.rx_lcores.push_back(DpdkStats::RxLcore{workers_[q]->lcore(), rx_paths_[q]->queue(), r.frames_rx, r.polls});
+      }
+      b.frames += r.frames_rx;
+      b.hw_timestamped += r.hw_timestamped;
+    }
+  }
+  if (!rx_readable) {  // the lcores still run: their counters are their own
+    for (size_t q = 0; q < workers_.size(); ++q) {
+      out_.rx_lcores.push_back(DpdkStats::RxLcore{workers_[q]->lcore(), rx_paths_[q]->queue(), 0, 0});
+    }
+  }
+  if (rx_readable && rx_paths_[0]->clock_name() == std::string_view("nic")) {
+    const ClockFit& fit = rx_paths_[0]->clock_fit();
+    b.fit_samples = fit.samples();
+    b.fit_tsc_per_nic_tick = fit.slope();
+    for (const auto& path : rx_paths_) {
+      b.fit_max_residual_ns = std::max(b.fit_max_residual_ns, path->clock_fit().max_residual() * 1e9 /
+                                                                  static_cast<double>(rte_get_tsc_hz()));
+    }
+  }
+  out_.rx_clocks.push_back(b);
+  if (two_ports) {
+    DpdkStats::PortClock a;
+    a.port = ports_.a().name();
+    a.role = "ACK/NACK (A)";
+    a.clock = "tsc";  // feedback arrivals are not timed
+    a.offload = ports_.a().rx_timestamp_offload();
+    a.checksum_offload = ports_.a().rx_checksum_offload();
+    a.checksums = checksums_of(ports_.a());
+    a.frames = stats_.frames_rx;
+    a.hw_timestamped = a_hw_timestamped_;
+    out_.rx_clocks.push_back(a);
+  }
+}
+
+RealtimeFabric::ReportSection DpdkFabric::report_section() {
+  const DpdkStats& st = stats();
+  return {"dpdk", dpdk_stats_to_json(st), format_dpdk_stats(st)};
+}
+
+}  // namespace fabemu::host::dpdk

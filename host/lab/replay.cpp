@@ -352,7 +352,7 @@ RunEnd finish_run(const ReplayInput& in, ReplayFabric& f, const std::vector<bool
     unfinished_as_warnings(result, local, "interrupted: ");
   }
   // A dead peer (nothing arrived for the stall timeout): the walk stopped there; what finished is reported.
-  end.stall = f.socket && f.socket->stalled() ? f.socket->stats().stall : std::string();
+  end.stall = f.socket && f.socket->stalled() ? f.socket->stall_reason() : std::string();
   if (!end.stall.empty()) {
     result.warnings.push_back(fmt::format("run stopped at {} ps of emulated time: the wire stalled: {}",
                                           f.socket->engine().now().ps(), end.stall));
@@ -362,8 +362,9 @@ RunEnd finish_run(const ReplayInput& in, ReplayFabric& f, const std::vector<bool
     if (!end.interrupted && !f.socket->drain() && end.stall.empty()) {
       result.warnings.push_back("socket fabric: some messages were not acknowledged at the end");
     }
-    end.socket_json = socket_stats_to_json(f.socket->stats());
-    end.socket_text = format_socket_stats(f.socket->stats());
+    host::dpdk::RealtimeFabric::ReportSection section = f.socket->report_section();
+    end.socket_json = std::move(section.json);
+    end.socket_text = std::move(section.text);
   }
   result.links = emu::link_results(*f.packet, result.total);
   for (std::string& w : result.warnings) w = name_user_files(std::move(w), in.trace_paths, in.trace_names);

@@ -74,6 +74,21 @@ TEST(FpgaFabric, SameDeliveriesOnTheRtl) {
   EXPECT_EQ(fpga_deliveries(config, 1500, msgs, "hwemu"), ft::packet_fabric_deliveries(config, 1500, msgs));
 }
 
+// Times past 2^32 ps (4.3 ms of emulated time, reached by any longer workload): the same traffic 2^41 ps
+// (about 2.2 s) later, through the RTL and the C++ model, against PacketFabric; every 64-bit time field of
+// the descriptors, the link state and the completions carries its high word.
+TEST(FpgaFabric, TimesPast2To32PsAreExact) {
+  const auto config = ft::fat_tree_4x3x2();
+  auto msgs = ft::random_messages(emu::Topology(config), 2024, 1'500, 5'000'000, 6'000, true);
+  const emu::Duration late = emu::Duration::from_ps(uint64_t{1} << 41);
+  for (auto& tm : msgs) tm.ready = tm.ready + late;
+  const auto expected = ft::packet_fabric_deliveries(config, 1500, msgs);
+  ASSERT_EQ(expected.size(), msgs.size());
+  for (const auto& [id, at] : expected) ASSERT_GE(at.ps(), uint64_t{1} << 41) << "message " << id;
+  EXPECT_EQ(fpga_deliveries(config, 1500, msgs, "model"), expected);
+  EXPECT_EQ(fpga_deliveries(config, 1500, msgs, "hwemu"), expected);
+}
+
 TEST(FpgaFabric, RejectsATopologyLargerThanTheKernel) {
   emu::NetworkConfig c;
   c.dims = {ft::dim(emu::DimTopology::kFullyConnected, 65, emu::Rate::from_gbps(100), emu::Duration::from_ns(1))};

@@ -19,14 +19,6 @@
 namespace fabemu::traces::llm {
 namespace {
 
-void append_varint(uint64_t v, std::string& out) {
-  while (v >= 0x80u) {
-    out.push_back(static_cast<char>((v & 0x7fu) | 0x80u));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
 std::string attr_suffix(const char* name, const std::string* sval, int64_t ival) {
   Node n;
   auto* a = n.add_attr();

@@ -8,19 +8,18 @@
 #include <cstring>
 
 namespace fabemu::traces {
-namespace {
-void append_varint32(uint32_t v, std::string& out) {
+
+void append_varint(uint64_t v, std::string& out) {
   while (v >= 0x80u) {
     out.push_back(static_cast<char>((v & 0x7fu) | 0x80u));
     v >>= 7;
   }
   out.push_back(static_cast<char>(v));
 }
-}  // namespace
 
 void append_frame(const google::protobuf::MessageLite& message, std::string& out) {
   const size_t size = message.ByteSizeLong();
-  append_varint32(static_cast<uint32_t>(size), out);
+  append_varint(static_cast<uint32_t>(size), out);
   const size_t at = out.size();
   out.resize(at + size);
   message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out.data() + at));

@@ -41,6 +41,9 @@ class TraceWriter {
   std::string scratch_;
 };
 
+// Appends `v` as a protobuf base-128 varint (a frame's length prefix) to `out`.
+void append_varint(uint64_t v, std::string& out);
+
 // Appends `message` framed (varint32 length + bytes) to `out`.
 void append_frame(const google::protobuf::MessageLite& message, std::string& out);
 

@@ -120,10 +120,10 @@ TEST(PacketFabric, EqualTimeTieFollowsInsertionOrder) {
 TEST(PacketFabric, NonPowerOfTwoRateRoundsUpPerPacket) {
   const Rate r = Rate::from_gbps(2400);
   // The raw value written out: round(8000 * 2^32 / 2400), ties up.
-  const detail::u128 num = detail::u128{8000} << 32;
-  const auto raw = static_cast<uint64_t>((2 * num + 2400) / (2 * 2400));
+  constexpr detail::u128 num = detail::u128{8000} << 32;
+  constexpr auto raw = static_cast<uint64_t>((2 * num + 2400) / (2 * 2400));
   ASSERT_EQ(r.ps_per_byte_q32(), raw);
-  const auto ceil_ser = [raw](uint64_t n) {
+  const auto ceil_ser = [](uint64_t n) {
     const detail::u128 p = detail::u128{n} * raw;
     return static_cast<uint64_t>((p >> 32) + ((p & 0xffffffffu) != 0 ? 1 : 0));
   };

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "host/lab/metrics.h"
+#include "tests/support/sanitizers.h"
 
 namespace lab = fabemu::lab;
 using boost::asio::ip::tcp;
@@ -265,7 +266,7 @@ double process_cpu_seconds() {
 // wait in the backlog with 3 descriptors left: the server takes 3, then backs off (50 ms doubling to 1 s) and
 // logs it at most once a second.
 TEST(Metrics, AcceptorBacksOffWhenOutOfDescriptors) {
-#if defined(__SANITIZE_ADDRESS__)
+#if FABEMU_ASAN
   // UBSan's vptr check probes memory through a pipe: with no descriptor left it reports every virtual call.
   GTEST_SKIP() << "out of descriptors in this process, the sanitizers' runtime cannot work";
 #endif

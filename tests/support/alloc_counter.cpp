@@ -1,4 +1,5 @@
 #include "tests/support/alloc_counter.h"
+#include "tests/support/sanitizers.h"
 
 #include <atomic>
 #include <cstddef>
@@ -7,16 +8,7 @@
 
 // AddressSanitizer brings its own operator new; replacing it would hide ASan's checks, so the count is
 // only taken in builds without ASan (the test says so when it skips).
-#if defined(__SANITIZE_ADDRESS__)
-#define FABEMU_COUNT_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FABEMU_COUNT_ALLOCATIONS 0
-#endif
-#endif
-#ifndef FABEMU_COUNT_ALLOCATIONS
-#define FABEMU_COUNT_ALLOCATIONS 1
-#endif
+#define FABEMU_COUNT_ALLOCATIONS (!FABEMU_ASAN)
 
 namespace {
 std::atomic<uint64_t> g_allocations{0};

@@ -19,6 +19,7 @@
 #include "host/wire/frame.h"
 #include "host/wire/reassembly.h"
 #include "host/wire/roce.h"
+#include "tests/support/sanitizers.h"
 
 namespace fabemu::host::dpdk {
 namespace {
@@ -209,7 +210,7 @@ TEST(Sender, SelectiveRepeatTimeoutAndWindow) {
 // the pair's window is whole. Before, the slot and the id were taken first: the pair's window stayed short
 // of that id for good (found by review).
 TEST(Sender, SubmitThatThrowsLeavesNoHoleInTheIds) {
-#if defined(__SANITIZE_ADDRESS__)
+#if FABEMU_ASAN
   GTEST_SKIP() << "an address-space limit and AddressSanitizer's shadow memory do not mix";
 #else
   Sender tx(SenderConfig{.destinations = 1, .payload_per_packet = 1, .window = 2, .rto = 1_ms});

@@ -11,7 +11,7 @@ out=${SYNTH_DIR:-/tmp/fabemu-synth}
 mkdir -p "$out"
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(256 4096)
-srcs="$rtl/fabemu_sched_pkg.sv $rtl/sched_sdp_ram.sv $rtl/sched_hop_core.sv $rtl/sched_axi_rd.sv $rtl/sched_axi_wr.sv $rtl/sched_axil_ctrl.sv $rtl/sched_kernel.sv"
+srcs="$rtl/fabemu_sched_pkg.sv $rtl/sched_skid.sv $rtl/sched_axi_check.sv $rtl/sched_sdp_ram.sv $rtl/sched_hop_core.sv $rtl/sched_axi_rd.sv $rtl/sched_axi_wr.sv $rtl/sched_axil_ctrl.sv $rtl/sched_kernel.sv"
 
 printf '%-7s %8s %8s %8s %8s %8s %8s %8s\n' links LUT SRL FF RAMB36 RAMB18 DSP CARRY
 for links in "${sizes[@]}"; do

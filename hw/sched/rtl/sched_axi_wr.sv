@@ -1,5 +1,6 @@
 // AXI4 write master: writes `count` consecutive 256-bit beats of the input stream to `addr`, in bursts
-// of BURST_BEATS. Burst addresses are known up front, so AW runs ahead of W; W is the stream itself.
+// of BURST_BEATS. Burst addresses are known up front, so AW runs ahead of W; W is the stream through a
+// skid buffer, so s_ready and wvalid/wdata are registers: no combinational path from wready to s_ready.
 `default_nettype none
 
 module sched_axi_wr #(
@@ -14,6 +15,7 @@ module sched_axi_wr #(
   input  wire logic [ADDR_W-1:0] cmd_addr,
   input  wire logic [31:0]       cmd_count,   // beats; 0 is a no-op
   output      logic              idle,        // every burst of the last command acknowledged (B)
+  output      logic              resp_err,    // registered pulse: a B came with BRESP != OKAY
 
   input  wire logic              s_valid,
   output      logic              s_ready,
@@ -30,7 +32,7 @@ module sched_axi_wr #(
   output      logic              m_axi_wlast,
   output      logic              m_axi_wvalid,
   input  wire logic              m_axi_wready,
-  input  wire logic [1:0]        m_axi_bresp,  // errors are not reported: device memory does not fail
+  input  wire logic [1:0]        m_axi_bresp,  // != OKAY: resp_err
   input  wire logic              m_axi_bvalid,
   output      logic              m_axi_bready
 );
@@ -48,14 +50,23 @@ module sched_axi_wr #(
   logic [7:0]        w_beat_reg, w_beat_next;    // beat index within the current burst
   logic [31:0]       b_left_reg, b_left_next;    // bursts not yet acknowledged
   logic [7:0]        aw_len;
+  logic              err_reg;
+  logic              w_skid_valid, w_skid_ready, w_skid_busy;
 
   // verilator lint_off UNUSED
-  logic [1:0] unused_b;  // bresp: see the port comment
+  logic unused_w;  // the skid's busy: idle counts acknowledged bursts
   // verilator lint_on UNUSED
-  assign unused_b = m_axi_bresp;
+  assign unused_w = w_skid_busy;
+
+  sched_skid #(.WIDTH(DATA_W)) w_skid (
+    .clk(clk), .rst(rst),
+    .s_valid(s_valid), .s_ready(s_ready), .s_data(s_data),
+    .m_valid(w_skid_valid), .m_ready(w_skid_ready), .m_data(m_axi_wdata), .busy(w_skid_busy)
+  );
 
   // Idle is a function of registers only, so a command may depend on it combinationally.
   assign idle = b_left_reg == 0;
+  assign resp_err = err_reg;
 
   always_comb begin
     aw_len = (aw_left_reg >= BURST_BEATS) ? 8'(BURST_BEATS - 1) : 8'(aw_left_reg - 1);
@@ -65,9 +76,8 @@ module sched_axi_wr #(
     m_axi_awburst = 2'b01;  // INCR
     m_axi_awvalid = aw_left_reg != 0;
 
-    m_axi_wvalid = s_valid && w_left_reg != 0;
-    s_ready = m_axi_wready && w_left_reg != 0;
-    m_axi_wdata = s_data;
+    m_axi_wvalid = w_skid_valid && w_left_reg != 0;
+    w_skid_ready = m_axi_wready && w_left_reg != 0;
     m_axi_wstrb = '1;
     m_axi_wlast = (w_beat_reg == 8'(BURST_BEATS - 1)) || (w_left_reg == 32'd1);
     m_axi_bready = 1'b1;
@@ -101,6 +111,7 @@ module sched_axi_wr #(
     w_left_reg <= w_left_next;
     w_beat_reg <= w_beat_next;
     b_left_reg <= b_left_next;
+    err_reg <= m_axi_bvalid && m_axi_bready && m_axi_bresp != 2'b00;
     if (rst) begin
       aw_left_reg <= 32'd0;
       w_left_reg <= 32'd0;

@@ -10,8 +10,9 @@ set build_dir   [file dirname $xo_path]/ip
 
 create_project -force sched_kernel_pkg $build_dir/prj -part $part
 add_files -norecurse [list \
-  $rtl_dir/fabemu_sched_pkg.sv $rtl_dir/sched_sdp_ram.sv $rtl_dir/sched_hop_core.sv \
-  $rtl_dir/sched_axi_rd.sv $rtl_dir/sched_axi_wr.sv $rtl_dir/sched_axil_ctrl.sv $rtl_dir/sched_kernel.sv]
+  $rtl_dir/fabemu_sched_pkg.sv $rtl_dir/sched_skid.sv $rtl_dir/sched_sdp_ram.sv $rtl_dir/sched_hop_core.sv \
+  $rtl_dir/sched_axi_rd.sv $rtl_dir/sched_axi_wr.sv $rtl_dir/sched_axil_ctrl.sv $rtl_dir/sched_axi_check.sv \
+  $rtl_dir/sched_kernel.sv]
 set_property top sched_kernel [current_fileset]
 set_property generic "LINK_ADDR_W=$link_addr_w" [current_fileset]
 update_compile_order -fileset sources_1

@@ -76,7 +76,8 @@ module sched_axi_rd #(
     r_left_next = r_left_reg;
     if (m_axi_arvalid && m_axi_arready) begin
       ar_addr_next = ar_addr_reg + ADDR_W'(BURST_BEATS * BYTES);
-      ar_left_next = ar_left_reg - {24'd0, ar_len} - 32'd1;
+      // = ar_left - (ar_len + 1), with the compare and the subtraction side by side (one carry chain deep)
+      ar_left_next = (ar_left_reg >= BURST_BEATS) ? ar_left_reg - 32'(BURST_BEATS) : 32'd0;
     end
     if (m_valid && m_ready) r_left_next = r_left_reg - 32'd1;
     if (cmd_valid && idle) begin

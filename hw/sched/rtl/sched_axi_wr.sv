@@ -48,6 +48,7 @@ module sched_axi_wr #(
   logic [31:0]       aw_left_reg, aw_left_next;  // beats whose burst is not yet requested
   logic [31:0]       w_left_reg, w_left_next;    // beats not yet written
   logic [7:0]        w_beat_reg, w_beat_next;    // beat index within the current burst
+  logic              w_one_reg, w_one_next;      // w_left_reg == 1: the last beat (keeps wlast shallow)
   logic [31:0]       b_left_reg, b_left_next;    // bursts not yet acknowledged
   logic [7:0]        aw_len;
   logic              err_reg;
@@ -79,20 +80,23 @@ module sched_axi_wr #(
     m_axi_wvalid = w_skid_valid && w_left_reg != 0;
     w_skid_ready = m_axi_wready && w_left_reg != 0;
     m_axi_wstrb = '1;
-    m_axi_wlast = (w_beat_reg == 8'(BURST_BEATS - 1)) || (w_left_reg == 32'd1);
+    m_axi_wlast = (w_beat_reg == 8'(BURST_BEATS - 1)) || w_one_reg;
     m_axi_bready = 1'b1;
 
     aw_addr_next = aw_addr_reg;
     aw_left_next = aw_left_reg;
     w_left_next = w_left_reg;
     w_beat_next = w_beat_reg;
+    w_one_next = w_one_reg;
     b_left_next = b_left_reg;
     if (m_axi_awvalid && m_axi_awready) begin
       aw_addr_next = aw_addr_reg + ADDR_W'(BURST_BEATS * BYTES);
-      aw_left_next = aw_left_reg - {24'd0, aw_len} - 32'd1;
+      // = aw_left - (aw_len + 1), with the compare and the subtraction side by side (one carry chain deep)
+      aw_left_next = (aw_left_reg >= BURST_BEATS) ? aw_left_reg - 32'(BURST_BEATS) : 32'd0;
     end
     if (m_axi_wvalid && m_axi_wready) begin
       w_left_next = w_left_reg - 32'd1;
+      w_one_next = w_left_reg == 32'd2;
       w_beat_next = m_axi_wlast ? 8'd0 : w_beat_reg + 8'd1;
     end
     if (m_axi_bvalid) b_left_next = b_left_reg - 32'd1;
@@ -100,6 +104,7 @@ module sched_axi_wr #(
       aw_addr_next = cmd_addr;
       aw_left_next = cmd_count;
       w_left_next = cmd_count;
+      w_one_next = cmd_count == 32'd1;
       w_beat_next = 8'd0;
       b_left_next = (cmd_count + 32'(BURST_BEATS - 1)) / 32'(BURST_BEATS);
     end
@@ -110,12 +115,14 @@ module sched_axi_wr #(
     aw_left_reg <= aw_left_next;
     w_left_reg <= w_left_next;
     w_beat_reg <= w_beat_next;
+    w_one_reg <= w_one_next;
     b_left_reg <= b_left_next;
     err_reg <= m_axi_bvalid && m_axi_bready && m_axi_bresp != 2'b00;
     if (rst) begin
       aw_left_reg <= 32'd0;
       w_left_reg <= 32'd0;
       w_beat_reg <= 8'd0;
+      w_one_reg <= 1'b0;
       b_left_reg <= 32'd0;
     end
   end

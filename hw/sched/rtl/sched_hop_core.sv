@@ -54,9 +54,12 @@ module sched_hop_core #(
   logic [LINK_ADDR_W-1:0] l1, l2, l3, l4, l5, l6, l7, l8, l9;   // link
   logic [63:0]            g1, g2, g3, g4, g5, g6, g7, g8, g9;   // tag
   logic [63:0]            lat3, lat4, lat5, lat6, lat7, lat8, lat9;
-  // --- the multiplier: bytes = {b1, b0} (16-bit limbs), rate = {r2, r1, r0} (16/24/24-bit limbs)
-  logic [15:0]            op_b0, op_b1, op_r2;                  // S3: DSP input registers (A/B)
-  logic [23:0]            op_r0, op_r1;
+  // --- the multiplier: bytes = {b1, b0} (16-bit limbs), rate = {r2, r1, r0} (16/24/24-bit limbs);
+  // product ij = b_i * r_j, 16 x 24 bits: one DSP48E2 each (27 x 18 signed)
+  // S3: DSP input registers (A/B), one pair per product so that each can sit inside its DSP48E2
+  logic [15:0]            b00, b01, b02, b10, b11, b12;         // bytes limb i of product ij
+  logic [23:0]            a00, a01, a10, a11;                   // rate limb j of product ij
+  logic [15:0]            a02, a12;
   logic [39:0]            pm00, pm01, pm10, pm11;               // S4: products (DSP M registers)
   logic [31:0]            pm02, pm12;
   logic [39:0]            pp00, pp01, pp10, pp11;               // S5: products (DSP P registers)
@@ -127,7 +130,9 @@ module sched_hop_core #(
     sum_t8 = t8 + ser8;
     sum_f8 = free_cur8 + ser8;
     dep8 = later8 ? t8 : free_cur8;
-    free_new8 = later8 ? sum_t8 : sum_f8;
+    // Carry select written as AND-OR: as a 2:1 mux, synthesis shares the two adders behind one mux of
+    // their inputs ((later8 ? t8 : free_cur8) + ser8), which puts the compare and the add in series.
+    free_new8 = ({64{later8}} & sum_t8) | ({64{!later8}} & sum_f8);
 
     // The RAM keeps link_free from S9's register; the load port wins (it is used only while idle).
     free_wr_en = cfg_wr_en || (en && v9);
@@ -147,17 +152,20 @@ module sched_hop_core #(
       {v2, t2, n2, l2, g2} <= {v1, t1, n1, l1, g1};
       // S3: multiplier operands (DSP A/B registers)
       {v3, t3, n3, l3, g3} <= {v2, t2, n2, l2, g2};
-      {op_b1, op_b0} <= n2;
-      {op_r2, op_r1, op_r0} <= cfg_rd_data[63:0];
+      {b00, b01, b02} <= {3{n2[15:0]}};
+      {b10, b11, b12} <= {3{n2[31:16]}};
+      {a00, a10} <= {2{cfg_rd_data[23:0]}};
+      {a01, a11} <= {2{cfg_rd_data[47:24]}};
+      {a02, a12} <= {2{cfg_rd_data[63:48]}};
       lat3 <= cfg_rd_data[127:64];
       // S4: six 16 x 24 products (DSP M registers)
       {v4, t4, n4, l4, g4, lat4} <= {v3, t3, n3, l3, g3, lat3};
-      pm00 <= {24'd0, op_b0} * {16'd0, op_r0};
-      pm01 <= {24'd0, op_b0} * {16'd0, op_r1};
-      pm02 <= {16'd0, op_b0} * {16'd0, op_r2};
-      pm10 <= {24'd0, op_b1} * {16'd0, op_r0};
-      pm11 <= {24'd0, op_b1} * {16'd0, op_r1};
-      pm12 <= {16'd0, op_b1} * {16'd0, op_r2};
+      pm00 <= {24'd0, b00} * {16'd0, a00};
+      pm01 <= {24'd0, b01} * {16'd0, a01};
+      pm02 <= {16'd0, b02} * {16'd0, a02};
+      pm10 <= {24'd0, b10} * {16'd0, a10};
+      pm11 <= {24'd0, b11} * {16'd0, a11};
+      pm12 <= {16'd0, b12} * {16'd0, a12};
       // S5: the products again (DSP P registers); the free RAM latches l5 at the edge leaving S5
       {v5, t5, n5, l5, g5, lat5} <= {v4, t4, n4, l4, g4, lat4};
       {pp00, pp01, pp02, pp10, pp11, pp12} <= {pm00, pm01, pm02, pm10, pm11, pm12};

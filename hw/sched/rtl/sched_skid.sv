@@ -21,34 +21,35 @@ module sched_skid #(
     if (WIDTH < 1) $error("sched_skid: WIDTH must be at least 1");
   end
 
-  logic             out_valid_reg, skid_valid_reg;
+  logic             out_valid_reg;
+  logic             ready_reg;   // the skid register is empty (kept positive: it drives clock enables)
   logic [WIDTH-1:0] out_data_reg, skid_data_reg;
 
   always_comb begin
-    s_ready = !skid_valid_reg;
+    s_ready = ready_reg;
     m_valid = out_valid_reg;
     m_data = out_data_reg;
-    busy = out_valid_reg || skid_valid_reg;
+    busy = out_valid_reg || !ready_reg;
   end
 
   always_ff @(posedge clk) begin
     if (!out_valid_reg || m_ready) begin
       // The output register empties (or is empty): refill it from the skid first, else from the input.
-      if (skid_valid_reg) begin
+      if (!ready_reg) begin
         out_data_reg <= skid_data_reg;
-        skid_valid_reg <= 1'b0;
+        ready_reg <= 1'b1;
       end else begin
         out_valid_reg <= s_valid;
         out_data_reg <= s_data;
       end
-    end else if (s_valid && !skid_valid_reg) begin
+    end else if (s_valid && ready_reg) begin
       // The output is stalled: park the accepted word.
-      skid_valid_reg <= 1'b1;
+      ready_reg <= 1'b0;
       skid_data_reg <= s_data;
     end
     if (rst) begin
       out_valid_reg <= 1'b0;
-      skid_valid_reg <= 1'b0;
+      ready_reg <= 1'b1;
     end
   end
 

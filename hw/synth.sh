@@ -1,44 +1,99 @@
 #!/usr/bin/env bash
-# Synthesizes the scheduler kernel with yosys for Xilinx UltraScale+ (synth_xilinx -family xcup) at
-# each link-table size given (default: 256 and 4096 links) and prints LUT / SRL (LUTs used as shift
-# registers) / FF / BRAM / DSP / carry-chain counts.
-# Usage: hw/synth.sh [links...]   (links a power of two, 2..65536). Logs in ${SYNTH_DIR:-/tmp/fabemu-synth}.
-# Out-of-context, no timing: a resource estimate, not a Vivado implementation.
+# Synthesizes the scheduler kernel and each of its modules with yosys for Xilinx UltraScale+
+# (synth_xilinx -family xcup: the U250's and the U55C's family), out of context, and prints per design
+# the resources (LUT / SRL = LUTs used as shift registers / FF / BRAM / DSP / carry cells) and the
+# longest combinational path between registers (yosys ltp, which counts cells), in logic levels:
+#   levels  = LUTs on the longest path + one per carry chain on it (the budget's unit)
+#   muxf    = MUXF7/F8/F9 on it: the slice's dedicated muxes behind a LUT, no routing, not a level
+#   carry   = carry cells (CARRY4, 4 bits each) on it
+#   lutonly = LUTs (+ MUXFs) of the longest path that avoids carry chains
+# Registers (FD*, SRL*, block RAM, DSP48E2 with PREG) end a path. ltp picks the path with the most
+# cells, so a path with more LUTs and fewer carry cells can hide behind it: lutonly is the check.
+# Budget at 300 MHz (3.33 ns), assumed for an UltraScale+ -2 part: about 0.45 ns per LUT level with
+# its routing, 0.6 to 1 ns per carry chain of up to 64 bits, 0.6 ns of clock-to-out, setup and clock
+# uncertainty: levels <= 6 and lutonly <= 6, no chain longer than 64 bits (16 CARRY4) on a path.
+# Yosys gives no timing: a Vivado implementation on a lab machine must confirm.
+# Usage: hw/synth.sh [links...]   (links a power of two, 2..65536; default 256 4096). Logs in
+# ${SYNTH_DIR:-/tmp/fabemu-synth}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-rtl=$here/sched/rtl
+rtl=${SYNTH_RTL:-$here/sched/rtl}
 out=${SYNTH_DIR:-/tmp/fabemu-synth}
 mkdir -p "$out"
 sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(256 4096)
-srcs="$rtl/fabemu_sched_pkg.sv $rtl/sched_sdp_ram.sv $rtl/sched_hop_core.sv $rtl/sched_axi_rd.sv $rtl/sched_axi_wr.sv $rtl/sched_axil_ctrl.sv $rtl/sched_kernel.sv"
+kernel_srcs="$rtl/fabemu_sched_pkg.sv $rtl/sched_skid.sv $rtl/sched_axi_check.sv $rtl/sched_sdp_ram.sv $rtl/sched_hop_core.sv $rtl/sched_axi_rd.sv $rtl/sched_axi_wr.sv $rtl/sched_axil_ctrl.sv $rtl/sched_kernel.sv"
 
-printf '%-7s %8s %8s %8s %8s %8s %8s %8s\n' links LUT SRL FF RAMB36 RAMB18 DSP CARRY
+# synth <tag> <top> <chparam or ''> <sources...>: one yosys run; writes $out/<tag>.{log,stat,lut,carry,ltp,ltp2}.
+synth() {
+  local tag=$1 top=$2 param=$3; shift 3
+  local srcs=("$@") existing=()
+  for f in "${srcs[@]}"; do [ -f "$f" ] && existing+=("$f"); done
+  local seq='t:FD* t:RAMB* %u t:SRL* %u t:DSP48E2 r:PREG=1 %i %u'
+  if ! yosys -q -l "$out/$tag.log" -p "read_verilog -sv ${existing[*]}; ${param}
+      synth_xilinx -family xcup -top $top -flatten -noiopad;
+      tee -q -o $out/$tag.stat stat;
+      tee -q -o $out/$tag.lut select -list t:LUT*;
+      tee -q -o $out/$tag.muxf select -list t:MUXF*;
+      tee -q -o $out/$tag.carry select -list t:CARRY*;
+      tee -q -o $out/$tag.ltp ltp -noff $seq %n;
+      tee -q -o $out/$tag.ltp2 ltp -noff $seq t:CARRY* %u %n" >/dev/null 2>&1; then
+    echo "synth.sh: yosys failed for $tag; see $out/$tag.log" >&2
+    tail -5 "$out/$tag.log" >&2
+    exit 1
+  fi
+}
+
+# count <tag> <regex>: cells of the types matching regex in the last stat.
+count() { awk -v pat="$2" '/Number of cells/{delete c} $1 ~ pat && NF==2 {c[$1]=$2} END{s=0; for (k in c) s+=c[k]; print s}' "$out/$1.stat"; }
+
+# path <tag> <ltp file>: "levels muxf chains carry lut" of the path in that ltp output.
+path() {
+  awk -v lutf="$out/$1.lut" -v muxf="$out/$1.muxf" -v carf="$out/$1.carry" '
+    BEGIN { while ((getline l < lutf) > 0) { sub(/^[^\/]*\//, "", l); lut[l] = 1 }
+            while ((getline l < muxf) > 0) { sub(/^[^\/]*\//, "", l); mux[l] = 1 }
+            while ((getline l < carf) > 0) { sub(/^[^\/]*\//, "", l); car[l] = 1 } }
+    match($0, /\(via .*\)$/) {
+      c = substr($0, RSTART + 5, RLENGTH - 6)
+      if (c in lut) { n_lut++; in_chain = 0 }
+      else if (c in mux) { n_mux++; in_chain = 0 }
+      else if (c in car) { n_car++; if (!in_chain) n_chain++; in_chain = 1 }
+      else in_chain = 0
+    }
+    END { printf "%d %d %d %d %d\n", n_lut + n_chain, n_mux, n_chain, n_car, n_lut }' "$2"
+}
+
+row() {
+  local tag=$1 name=$2 links=$3
+  read -r levels muxf chains carry _ < <(path "$tag" "$out/$tag.ltp")
+  read -r _ muxf2 _ _ lut2 < <(path "$tag" "$out/$tag.ltp2")
+  printf '%-16s %6s %6s %5s %6s %6s %6s %4s %6s | %6s %5s %6s %6s %7s\n' "$name" "$links" \
+    "$(count "$tag" '^LUT[1-6]$')" "$(count "$tag" '^SRL(16E|C32E)$')" "$(count "$tag" '^FD[CPRS]E?$')" \
+    "$(count "$tag" '^RAMB36E2$')" "$(count "$tag" '^RAMB18E2$')" "$(count "$tag" '^DSP48E2$')" \
+    "$(count "$tag" '^CARRY[48]$')" "$levels" "$muxf" "$chains" "$carry" "$lut2 (+$muxf2)"
+}
+
+printf '%-16s %6s %6s %5s %6s %6s %6s %4s %6s | %6s %5s %6s %6s %7s\n' module links LUT SRL FF RAMB36 RAMB18 DSP CARRY \
+  levels muxf chains carry lutonly
+for m in sched_axi_rd sched_axi_wr sched_axil_ctrl; do
+  synth "$m" "$m" "" "$rtl/fabemu_sched_pkg.sv" "$rtl/sched_skid.sv" "$rtl/$m.sv"
+  row "$m" "$m" -
+done
 for links in "${sizes[@]}"; do
   w=0; n=1
   while [ $n -lt "$links" ]; do n=$((n * 2)); w=$((w + 1)); done
   if [ $n -ne "$links" ] || [ $w -lt 1 ] || [ $w -gt 16 ]; then echo "synth.sh: $links is not a power of two in 2..65536" >&2; exit 2; fi
-  log=$out/sched_kernel_$links.log
-  if ! yosys -q -l "$log" -p "read_verilog -sv $srcs; chparam -set LINK_ADDR_W $w sched_kernel; synth_xilinx -family xcup -top sched_kernel -flatten -noiopad; stat" >/dev/null 2>&1; then
-    echo "synth.sh: yosys failed for $links links; see $log" >&2
-    tail -5 "$log" >&2
-    exit 1
-  fi
-  # The last 'stat' of the log: cell counts by type.
-  count() { awk -v pat="$1" '/Number of cells/{delete c} $1 ~ pat && NF==2 {c[$1]=$2} END{s=0; for (k in c) s+=c[k]; print s}' "$log"; }
-  printf '%-7s %8s %8s %8s %8s %8s %8s %8s\n' "$links" "$(count '^LUT[1-6]$')" "$(count '^SRL(16E|C32E)$')" \
-    "$(count '^FD[CPRS]E?$')" "$(count '^RAMB36E2$')" "$(count '^RAMB18E2$')" "$(count '^DSP48E2$')" "$(count '^CARRY[48]$')"
+  synth "sched_hop_core_$links" sched_hop_core "chparam -set LINK_ADDR_W $w sched_hop_core;" \
+    "$rtl/sched_skid.sv" "$rtl/sched_sdp_ram.sv" "$rtl/sched_hop_core.sv"
+  row "sched_hop_core_$links" sched_hop_core "$links"
+  # shellcheck disable=SC2086
+  synth "sched_kernel_$links" sched_kernel "chparam -set LINK_ADDR_W $w sched_kernel;" $kernel_srcs
+  row "sched_kernel_$links" sched_kernel "$links"
 done
 
 # The frame generator stage (sched_frame_gen.sv, not part of the kernel): FRAME_GEN=1 hw/synth.sh [links...]
-# adds its row after the kernel's (it has no link table, so one synthesis).
+# adds its row (it has no link table, so one synthesis).
 if [ "${FRAME_GEN:-0}" = 1 ]; then
-  log=$out/sched_frame_gen.log
-  if ! yosys -q -l "$log" -p "read_verilog -sv $rtl/sched_frame_gen.sv; synth_xilinx -family xcup -top sched_frame_gen -flatten -noiopad; stat" >/dev/null 2>&1; then
-    echo "synth.sh: yosys failed for sched_frame_gen; see $log" >&2
-    tail -5 "$log" >&2
-    exit 1
-  fi
-  printf '%-7s %8s %8s %8s %8s %8s %8s %8s\n' framegen "$(count '^LUT[1-6]$')" "$(count '^SRL(16E|C32E)$')" \
-    "$(count '^FD[CPRS]E?$')" "$(count '^RAMB36E2$')" "$(count '^RAMB18E2$')" "$(count '^DSP48E2$')" "$(count '^CARRY[48]$')"
+  synth sched_frame_gen sched_frame_gen "" "$rtl/sched_frame_gen.sv"
+  row sched_frame_gen sched_frame_gen -
 fi

@@ -32,10 +32,11 @@ bool SchedHwEmu::stall() {
 
 void SchedHwEmu::tick() {
   Vsched_kernel& t = *top_;
-  // Slave outputs for this cycle: functions of the slave's state and this cycle's stall draws only.
+  // Slave outputs for this cycle: functions of the slave's state and this cycle's stall draws only. A
+  // VALID shown stays high until its handshake (AXI), so a stall only delays showing the next one.
   t.m00_axi_arready = !stall();
-  const bool r_have = !rd_bursts_.empty();
-  t.m00_axi_rvalid = r_have && !stall();
+  const bool r_have = !rd_bursts_.empty() && rd_bursts_.front().ready_at <= cycles_;
+  t.m00_axi_rvalid = r_have && (r_held_ || !stall());
   if (r_have) {
     const Burst& b = rd_bursts_.front();
     const uint8_t* src = mem_.at(b.addr + uint64_t{rd_beat_} * hs::RECORD_BYTES, hs::RECORD_BYTES);
@@ -46,12 +47,12 @@ void SchedHwEmu::tick() {
     }
     t.m00_axi_rlast = rd_beat_ + 1 == b.beats;
   }
-  t.m00_axi_rresp = 0;
+  t.m00_axi_rresp = r_beats_ == opt_.rresp_error_beat ? 2 : 0;  // SLVERR
   t.m01_axi_awready = !stall();
   // W is accepted only once its burst's address is known.
   t.m01_axi_wready = !wr_bursts_.empty() && !stall();
-  t.m01_axi_bvalid = b_pending_ != 0 && !stall();
-  t.m01_axi_bresp = 0;
+  t.m01_axi_bvalid = b_pending_ != 0 && (b_held_ || !stall());
+  t.m01_axi_bresp = b_sent_ == opt_.bresp_error_burst ? 2 : 0;
   t.m00_axi_awready = 0;
   t.m00_axi_wready = 0;
   t.m00_axi_bvalid = 0;
@@ -62,14 +63,22 @@ void SchedHwEmu::tick() {
   t.eval();
 
   // Handshakes of this cycle, as the RTL sees them at the coming edge.
-  if (t.m00_axi_arvalid && t.m00_axi_arready) rd_bursts_.push_back(Burst{t.m00_axi_araddr, uint32_t{t.m00_axi_arlen} + 1});
+  if (t.m00_axi_arvalid && t.m00_axi_arready) {
+    rd_bursts_.push_back(Burst{t.m00_axi_araddr, uint32_t{t.m00_axi_arlen} + 1, cycles_ + opt_.read_latency});
+  }
+  r_held_ = t.m00_axi_rvalid && !t.m00_axi_rready;
+  b_held_ = t.m01_axi_bvalid && !t.m01_axi_bready;
   if (t.m00_axi_rvalid && t.m00_axi_rready) {
+    ++r_beats_;
     if (++rd_beat_ == rd_bursts_.front().beats) {
       rd_bursts_.pop_front();
       rd_beat_ = 0;
     }
   }
-  if (t.m01_axi_bvalid && t.m01_axi_bready) --b_pending_;
+  if (t.m01_axi_bvalid && t.m01_axi_bready) {
+    --b_pending_;
+    ++b_sent_;
+  }
   if (t.m01_axi_wvalid && t.m01_axi_wready) {
     const Burst& b = wr_bursts_.front();
     uint8_t* dst = mem_.at(b.addr + uint64_t{wr_beat_} * hs::RECORD_BYTES, hs::RECORD_BYTES);

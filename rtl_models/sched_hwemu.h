@@ -21,6 +21,13 @@ struct HwEmuOptions {
   uint64_t seed = 1;
   // Give up (std::runtime_error) after this many cycles of a single run.
   uint64_t max_cycles_per_run = uint64_t{1} << 34;
+  // Cycles from an AR handshake to the cycle its first R beat may be presented (1: the next cycle).
+  uint32_t read_latency = 1;
+  // Answer SLVERR on the R beat / the B response with this index (counted from 0 over the device's
+  // life); kNoError: never.
+  static constexpr uint64_t kNoError = ~uint64_t{0};
+  uint64_t rresp_error_beat = kNoError;
+  uint64_t bresp_error_burst = kNoError;
 };
 
 class SchedHwEmu {
@@ -47,6 +54,7 @@ class SchedHwEmu {
   struct Burst {
     uint64_t addr;
     uint32_t beats;
+    uint64_t ready_at = 0;  // first cycle its data may be presented (reads)
   };
   void tick();
   bool stall();
@@ -61,6 +69,10 @@ class SchedHwEmu {
   std::deque<Burst> wr_bursts_;   // accepted AWs
   uint32_t wr_beat_ = 0;
   uint32_t b_pending_ = 0;        // B responses owed
+  bool r_held_ = false;           // R / B shown without a handshake: must stay valid (AXI)
+  bool b_held_ = false;
+  uint64_t r_beats_ = 0;          // R beats / B responses handed over so far
+  uint64_t b_sent_ = 0;
   uint64_t cycles_ = 0;
   uint64_t run_begin_ = 0;
 };

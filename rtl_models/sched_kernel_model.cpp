@@ -33,6 +33,7 @@ uint32_t SchedKernelModel::read_reg(uint32_t offset) {
     case hs::REG_CYCLES_HI: return static_cast<uint32_t>(cycles_ >> 32);
     case hs::REG_LINK_CAP: return link_capacity();
     case hs::REG_VERSION: return hs::MAP_VERSION;
+    case hs::REG_STATUS: return 0;  // device memory of the model never fails
     default: return (offset % 4 == 0 && offset / 4 < regs_.size()) ? regs_[offset / 4] : 0;
   }
 }

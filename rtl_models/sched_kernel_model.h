@@ -34,8 +34,8 @@ class SchedKernelModel {
   // Kernel cycles of a run when memory never stalls (as test_fpga_kernel measures on the RTL and
   // asserts): the link load takes one cycle per entry plus kLoadOverhead, the descriptors one cycle per
   // hop plus kRunOverhead (pipeline fill, memory and write-response latency), an empty run kEmptyRun.
-  static constexpr uint64_t kLoadOverhead = 2;
-  static constexpr uint64_t kRunOverhead = 11;
+  static constexpr uint64_t kLoadOverhead = 3;
+  static constexpr uint64_t kRunOverhead = 17;
   static constexpr uint64_t kEmptyRun = 3;
   static constexpr uint64_t run_cycles(uint64_t num_links, uint64_t num_desc) noexcept {
     return (num_links == 0 ? 0 : num_links + kLoadOverhead) + (num_desc == 0 ? kEmptyRun : num_desc + kRunOverhead);

@@ -70,7 +70,10 @@ class MmioDevice final : public SchedDevice {
     kernel_.start();
   }
 
-  void wait() override { kernel_.wait_done(); }
+  void wait() override {
+    kernel_.wait_done();
+    check_run_status(kernel_.read_reg(hs::REG_STATUS), name_, ++runs_);
+  }
 
   void read_completions(std::span<Completion> out) override {
     if (out.size() > hop_cap_) throw std::length_error("fpga: more completions than the allocated buffer holds");
@@ -94,9 +97,22 @@ class MmioDevice final : public SchedDevice {
   uint64_t links_addr_ = 0;
   uint64_t desc_addr_ = 0;
   uint64_t cmpl_addr_ = 0;
+  uint64_t runs_ = 0;
 };
 
 }  // namespace
+
+void check_run_status(uint32_t status, const std::string& device, uint64_t run) {
+  const bool rd = ((status >> hs::STATUS_RD_ERR) & 1) != 0;
+  const bool wr = ((status >> hs::STATUS_WR_ERR) & 1) != 0;
+  if (!rd && !wr) return;
+  std::string what;
+  if (rd) what = "a read of the link table or descriptors (m00_axi) answered RRESP != OKAY";
+  if (wr) what += std::string(rd ? "; " : "") + "a completion write (m01_axi) answered BRESP != OKAY";
+  throw std::runtime_error("fpga: sched_kernel run " + std::to_string(run) + " on " + device + " failed: " + what +
+                           " (REG_STATUS = " + std::to_string(status) + "); its completions are not valid. Check the "
+                           "buffers' device addresses and banks (hw/sched/vitis/*.cfg)");
+}
 
 bool has_backend(const std::string& backend) noexcept {
   if (backend == "model") return true;

@@ -52,6 +52,11 @@ class SchedDevice {
 // message that says what to do instead.
 std::unique_ptr<SchedDevice> open_sched_device(const std::string& spec, const std::string& xclbin = {});
 
+// Throws std::runtime_error naming `device`, its run number `run` (1 = the first) and the failed
+// interface when `status` (REG_STATUS read after ap_done) has an error bit set; the completions of such
+// a run must not be used.
+void check_run_status(uint32_t status, const std::string& device, uint64_t run);
+
 // True when this build has the backend ("xrt", "hwemu", "model").
 bool has_backend(const std::string& backend) noexcept;
 

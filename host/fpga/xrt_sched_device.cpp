@@ -1,6 +1,7 @@
 // The board path: XRT opens the card, loads the xclbin built by hw/sched/vitis, and runs sched_kernel
-// with three buffer objects in the banks its arguments connect to. Every XRT failure becomes a
-// std::runtime_error that names the device and says what to do.
+// with three buffer objects in the banks its arguments connect to, through one xrt::run reused for every
+// window. Every XRT failure becomes a std::runtime_error that names the device, the run and what to do.
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,27 @@ namespace {
 // Kernel argument indices, in kernel.xml order.
 enum Arg : int { kLinks = 0, kDesc = 1, kCmpl = 2, kNumLinks = 3, kNumDesc = 4 };
 
+// How long wait() lets a run take: the kernel needs about one clock (3.3 ns at 300 MHz) per record
+// when memory keeps up; this allows a second plus 1 us per record before calling the run hung.
+std::chrono::milliseconds run_timeout(uint64_t records) {
+  return std::chrono::milliseconds{1'000 + records / 1'000};
+}
+
+std::string state_name(ert_cmd_state s) {
+  switch (s) {
+    case ERT_CMD_STATE_NEW: return "NEW";
+    case ERT_CMD_STATE_QUEUED: return "QUEUED";
+    case ERT_CMD_STATE_RUNNING: return "RUNNING";
+    case ERT_CMD_STATE_COMPLETED: return "COMPLETED";
+    case ERT_CMD_STATE_ERROR: return "ERROR";
+    case ERT_CMD_STATE_ABORT: return "ABORT";
+    case ERT_CMD_STATE_SUBMITTED: return "SUBMITTED";
+    case ERT_CMD_STATE_TIMEOUT: return "TIMEOUT";
+    case ERT_CMD_STATE_NORESPONSE: return "NORESPONSE";
+    default: return "state " + std::to_string(static_cast<int>(s));
+  }
+}
+
 class XrtSchedDevice final : public SchedDevice {
  public:
   XrtSchedDevice(unsigned index, const std::string& xclbin) : name_("xrt:" + std::to_string(index)) {
@@ -35,6 +57,7 @@ class XrtSchedDevice final : public SchedDevice {
     try {
       const xrt::uuid uuid = device_.load_xclbin(xclbin);
       kernel_ = xrt::kernel(device_, uuid, "sched_kernel", xrt::kernel::cu_access_mode::exclusive);
+      run_ = xrt::run(kernel_);
     } catch (const std::exception& e) {
       throw std::runtime_error("fpga: cannot load kernel sched_kernel from " + xclbin + " on " + name_ + ": " + e.what());
     }
@@ -67,21 +90,36 @@ class XrtSchedDevice final : public SchedDevice {
     if (!hops.empty()) desc_.sync(XCL_BO_SYNC_BO_TO_DEVICE, hops.size() * hs::RECORD_BYTES, 0);
   }
 
+  // The buffers may have been replaced by allocate(): every argument is set again on the one run object.
   void start(uint32_t num_links, uint32_t num_desc) override {
-    run_ = xrt::run(kernel_);
-    run_.set_arg(kLinks, links_);
-    run_.set_arg(kDesc, desc_);
-    run_.set_arg(kCmpl, cmpl_);
-    run_.set_arg(kNumLinks, num_links);
-    run_.set_arg(kNumDesc, num_desc);
-    run_.start();
+    if (num_links > link_cap_ || num_desc > hop_cap_) throw std::length_error("fpga: run larger than its buffers");
+    ++runs_;
+    records_ = uint64_t{num_links} + num_desc;
+    try {
+      run_.set_arg(kLinks, links_);
+      run_.set_arg(kDesc, desc_);
+      run_.set_arg(kCmpl, cmpl_);
+      run_.set_arg(kNumLinks, num_links);
+      run_.set_arg(kNumDesc, num_desc);
+      run_.start();
+    } catch (const std::exception& e) {
+      throw std::runtime_error(run_name() + ": cannot start (" + e.what() + ")");
+    }
   }
 
   void wait() override {
-    const auto state = run_.wait();
-    if (state != ERT_CMD_STATE_COMPLETED) {
-      throw std::runtime_error("fpga: sched_kernel on " + name_ + " ended in state " + std::to_string(static_cast<int>(state)));
+    const auto timeout = run_timeout(records_);
+    const ert_cmd_state state = run_.wait(timeout);
+    if (state == ERT_CMD_STATE_TIMEOUT) {
+      const ert_cmd_state after = run_.abort();
+      throw std::runtime_error(run_name() + ": no ap_done within " + std::to_string(timeout.count()) + " ms for " +
+                               std::to_string(records_) + " records (aborted: " + state_name(after) +
+                               "); the kernel is hung or the xclbin is not fabemu's sched_kernel (xbutil examine)");
     }
+    if (state != ERT_CMD_STATE_COMPLETED) {
+      throw std::runtime_error(run_name() + ": ended in state " + state_name(state) + " instead of COMPLETED");
+    }
+    check_run_status(kernel_.read_register(hs::REG_STATUS), name_, runs_);
   }
 
   void read_completions(std::span<Completion> out) override {
@@ -101,11 +139,15 @@ class XrtSchedDevice final : public SchedDevice {
   }
 
  private:
+  std::string run_name() const { return "fpga: sched_kernel run " + std::to_string(runs_) + " on " + name_; }
+
   std::string name_;
   xrt::device device_;
   xrt::kernel kernel_;
   xrt::bo links_, desc_, cmpl_;
   xrt::run run_;
+  uint64_t runs_ = 0;     // runs started, for messages
+  uint64_t records_ = 0;  // link entries + descriptors of the current run
   std::size_t link_cap_ = 0;
   std::size_t hop_cap_ = 0;
 };

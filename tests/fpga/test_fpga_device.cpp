@@ -11,6 +11,7 @@
 
 namespace ft = fabemu::fpga_test;
 namespace fpga = fabemu::host::fpga;
+namespace hs = fabemu::hw::sched;
 
 TEST(FpgaDevice, ModelSchedulesLikePacketFabric) {
   ft::HopRecorder rec(ft::switch16(), 700);
@@ -29,6 +30,28 @@ TEST(FpgaDevice, RejectsBadInput) {
   EXPECT_THROW(fpga::schedule(*dev, std::vector<fpga::LinkEntry>(4097), {}), std::invalid_argument);
   EXPECT_THROW(fpga::open_sched_device("gpu"), std::invalid_argument);
   EXPECT_THROW(fpga::open_sched_device("xrt:"), std::invalid_argument);
+}
+
+TEST(FpgaDevice, ErrorStatusOfARunIsAClearError) {
+  EXPECT_NO_THROW(fpga::check_run_status(0, "hwemu", 1));
+  const auto message = [](uint32_t status) {
+    try {
+      fpga::check_run_status(status, "xrt:0 (k.xclbin)", 3);
+    } catch (const std::runtime_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  const std::string rd = message(1u << hs::STATUS_RD_ERR);
+  EXPECT_NE(rd.find("run 3 on xrt:0 (k.xclbin)"), std::string::npos) << rd;
+  EXPECT_NE(rd.find("m00_axi"), std::string::npos) << rd;
+  EXPECT_EQ(rd.find("m01_axi"), std::string::npos) << rd;
+  const std::string wr = message(1u << hs::STATUS_WR_ERR);
+  EXPECT_NE(wr.find("BRESP"), std::string::npos) << wr;
+  EXPECT_EQ(wr.find("m00_axi"), std::string::npos) << wr;
+  const std::string both = message(3);
+  EXPECT_NE(both.find("m00_axi"), std::string::npos) << both;
+  EXPECT_NE(both.find("m01_axi"), std::string::npos) << both;
 }
 
 TEST(FpgaDevice, XrtWithoutABoardFailsWithAClearMessage) {

@@ -106,12 +106,13 @@ TEST(FpgaKernel, ThreeWayEqualityOnRandomWorkloads) {
     uint64_t horizon_ps;
     bool incast;
     uint32_t stall_per_256;
+    uint32_t read_latency;  // cycles from AR to the first R beat
   };
   const Case cases[] = {
-      {"ring8", ft::ring8, 1024, 27'000, 180'000'000, false, 0},
-      {"switch16_incast", ft::switch16, 512, 24'000, 90'000'000, true, 40},
-      {"ring4_fc4", ft::ring4_fc4, 4096, 18'000, 600'000'000, false, 0},
-      {"fat_tree", ft::fat_tree_4x3x2, 1500, 27'000, 120'000'000, false, 90},
+      {"ring8", ft::ring8, 1024, 27'000, 180'000'000, false, 0, 1},
+      {"switch16_incast", ft::switch16, 512, 24'000, 90'000'000, true, 40, 9},
+      {"ring4_fc4", ft::ring4_fc4, 4096, 18'000, 600'000'000, false, 0, 1},
+      {"fat_tree", ft::fat_tree_4x3x2, 1500, 27'000, 120'000'000, false, 90, 40},
   };
   std::size_t total = 0;
   for (const Case& c : cases) {
@@ -125,7 +126,7 @@ TEST(FpgaKernel, ThreeWayEqualityOnRandomWorkloads) {
     const auto links = ft::link_table(rec.topology());
 
     DeviceMemory mem;
-    SchedHwEmu k(mem, fabemu::rtl::HwEmuOptions{c.stall_per_256, 7, uint64_t{1} << 34});
+    SchedHwEmu k(mem, fabemu::rtl::HwEmuOptions{c.stall_per_256, 7, uint64_t{1} << 34, c.read_latency});
     uint64_t cycles = 0;
     const auto rtl = run_once(k, mem, links, rec.hops, &cycles);
     EXPECT_EQ(rtl, rec.expected);
@@ -140,6 +141,37 @@ TEST(FpgaKernel, ThreeWayEqualityOnRandomWorkloads) {
   }
   std::printf("three-way equality over %zu packet-hops\n", total);
   EXPECT_GT(total, 550'000u);
+}
+
+TEST(FpgaKernel, ErrorResponsesSetTheStatusRegisterForOneRun) {
+  // SLVERR on one R beat (a descriptor) and, on another kernel, on one B response: the run still ends
+  // (ap_done) with its STATUS bit set; the next run starts with the bits cleared.
+  std::vector<hs::LinkEntry> links(4, hs::LinkEntry{uint64_t{80} << 32, 1'000, 0});
+  std::vector<hs::HopDesc> hops;
+  for (uint64_t i = 0; i < 100; ++i) hops.push_back(hs::HopDesc{i * 10, 500, static_cast<uint32_t>(i % 4), i});
+  struct Case {
+    uint64_t rresp_error_beat;
+    uint64_t bresp_error_burst;
+    uint32_t status;
+  };
+  const Case cases[] = {{3 + 50, fabemu::rtl::HwEmuOptions::kNoError, 1u << hs::STATUS_RD_ERR},
+                        {1, fabemu::rtl::HwEmuOptions::kNoError, 1u << hs::STATUS_RD_ERR},  // in the link table
+                        {fabemu::rtl::HwEmuOptions::kNoError, 6, 1u << hs::STATUS_WR_ERR}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.status);
+    DeviceMemory mem;
+    fabemu::rtl::HwEmuOptions opt;
+    opt.stall_per_256 = 30;
+    opt.rresp_error_beat = c.rresp_error_beat;
+    opt.bresp_error_burst = c.bresp_error_burst;
+    SchedHwEmu k(mem, opt);
+    EXPECT_EQ(k.read_reg(hs::REG_STATUS), 0u);
+    uint64_t cycles = 0;
+    run_once(k, mem, links, hops, &cycles);
+    EXPECT_EQ(k.read_reg(hs::REG_STATUS), c.status);
+    EXPECT_EQ(run_once(k, mem, links, hops, &cycles), fabemu::rtl::schedule_hops(links, hops));
+    EXPECT_EQ(k.read_reg(hs::REG_STATUS), 0u) << "cleared when the next run starts";
+  }
 }
 
 TEST(FpgaKernel, DeviceLayerHwEmuMatchesModelInWindows) {

@@ -51,7 +51,7 @@ std::vector<hs::Completion> run_cycle_model(const std::vector<hs::LinkEntry>& li
     in.s_valid = next < hops.size() && (seed == 0 || rng() % 4 != 0);
     if (next < hops.size()) in.hop = hops[next];
     in.m_ready = seed == 0 || rng() % 3 != 0;
-    const auto o = m.outputs(in.m_ready);
+    const auto o = m.outputs();
     if (o.m_valid && in.m_ready) out.push_back(o.m);
     if (in.s_valid && o.s_ready) ++next;
     m.tick(in);

@@ -81,7 +81,7 @@ class CoreBench {
     t.m_ready = in.m_ready;
     t.clk = 0;
     t.eval();
-    const auto m = model_.outputs(in.m_ready);
+    const auto m = model_.outputs();
     fabemu::rtl::CoreOutputs r;
     r.s_ready = t.s_ready;
     r.m_valid = t.m_valid;
@@ -141,7 +141,7 @@ TEST(FpgaRtlCore, ArbitraryOrderAndFewLinks) {
 
 TEST(FpgaRtlCore, OneHopPerClockUnderContention) {
   // Every hop on link 5, all arriving at 0: each departs when the previous frees the link, the hazard
-  // on every cycle. N hops with valid and ready always high: exactly N + 6 cycles.
+  // on every cycle. N hops with valid and ready always high: exactly N + 10 cycles (kLatency).
   std::vector<hs::LinkEntry> links(8, hs::LinkEntry{(uint64_t{26} << 32) + 0xaaaa'aaab, 1'000, 0});
   std::vector<hs::HopDesc> hops;
   for (uint64_t i = 0; i < 100'000; ++i) hops.push_back(hs::HopDesc{0, static_cast<uint32_t>(64 + i % 1437), 5, i});
@@ -155,5 +155,39 @@ TEST(FpgaRtlCore, OneHopPerClockUnderContention) {
   CoreBench bench2;
   bench2.load(links);
   EXPECT_EQ(bench2.stream(hops, 100, 100, 1, &cycles), fabemu::rtl::schedule_hops(links, hops));
+  EXPECT_EQ(cycles, hops.size() + SchedCoreModel::kLatency);
+}
+
+TEST(FpgaRtlCore, TimesPast2To32Picoseconds) {
+  // Every 64-bit path above bit 31: arrival times and initial link_free past 2^32 ps (and past 2^48),
+  // products bytes * rate past 2^32 (and past 2^64), sums that carry
+  // across bit 32, under random back-pressure and on few links (so the forwarding is exercised).
+  std::vector<hs::LinkEntry> links = {{uint64_t{1} << 40, uint64_t{3} << 32, (uint64_t{1} << 32) + 17},
+                                      {(uint64_t{1} << 40) - 1, 0xffff'ffff, uint64_t{1} << 48},
+                                      {(uint64_t{77} << 32) + 0x8000'0001, 12, 0xffff'fff0},
+                                      {uint64_t{1} << 32, 0, 0}};
+  std::mt19937_64 rng(33);
+  std::vector<hs::HopDesc> hops;
+  for (uint64_t i = 0; i < 40'000; ++i) {
+    const uint64_t t = (uint64_t{1} << 32) + rng() % (uint64_t{1} << 44);
+    hops.push_back(hs::HopDesc{t, static_cast<uint32_t>(rng() % 2 == 0 ? rng() % 9000 : rng()),
+                               static_cast<uint32_t>(rng() % links.size()), i});
+  }
+  const auto want = fabemu::rtl::schedule_hops(links, hops);
+  bool product_past_2_32 = false;
+  bool free_past_2_48 = false;
+  for (std::size_t i = 0; i < hops.size(); ++i) {
+    product_past_2_32 = product_past_2_32 || fabemu::rtl::ser_ps(hops[i].bytes, links[hops[i].link].rate_q32) > 1;
+    free_past_2_48 = free_past_2_48 || want[i].depart_ps > (uint64_t{1} << 48);
+  }
+  ASSERT_TRUE(product_past_2_32);
+  ASSERT_TRUE(free_past_2_48);
+  CoreBench bench;
+  bench.load(links);
+  uint64_t cycles = 0;
+  EXPECT_EQ(bench.stream(hops, 85, 55, 3, &cycles), want);
+  CoreBench bench2;
+  bench2.load(links);
+  EXPECT_EQ(bench2.stream(hops, 100, 100, 4, &cycles), want);
   EXPECT_EQ(cycles, hops.size() + SchedCoreModel::kLatency);
 }

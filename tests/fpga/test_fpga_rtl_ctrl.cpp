@@ -131,6 +131,11 @@ TEST(FpgaRtlCtrl, ArgumentRegistersAndStrobes) {
   EXPECT_EQ(b.read(hs::REG_CYCLES_HI), 0x0123'4567u);
   EXPECT_EQ(b.read(hs::REG_LINK_CAP), 256u);
   EXPECT_EQ(b.read(hs::REG_VERSION), hs::MAP_VERSION);
+  EXPECT_EQ(b.read(hs::REG_STATUS), 0u);
+  b.top().status = 1u << hs::STATUS_WR_ERR;
+  EXPECT_EQ(b.read(hs::REG_STATUS), 1u << hs::STATUS_WR_ERR);
+  b.write(hs::REG_STATUS, 0);  // read-only
+  EXPECT_EQ(b.read(hs::REG_STATUS), 1u << hs::STATUS_WR_ERR);
   EXPECT_EQ(b.read(0x800), 0u);  // unmapped
 }
 

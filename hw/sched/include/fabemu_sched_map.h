@@ -27,13 +27,18 @@ inline constexpr uint32_t REG_CYCLES_LO = 0x38;
 inline constexpr uint32_t REG_CYCLES_HI = 0x3C;
 inline constexpr uint32_t REG_LINK_CAP = 0x40;
 inline constexpr uint32_t REG_VERSION = 0x44;
+inline constexpr uint32_t REG_STATUS = 0x48;  // STATUS_* bits of the last run
 
-inline constexpr uint32_t MAP_VERSION = 0x0001'0000;
+inline constexpr uint32_t MAP_VERSION = 0x0001'0001;
 
 inline constexpr uint32_t CTRL_AP_START = 0;
 inline constexpr uint32_t CTRL_AP_DONE = 1;
 inline constexpr uint32_t CTRL_AP_IDLE = 2;
 inline constexpr uint32_t CTRL_AP_READY = 3;
+
+// REG_STATUS: a read (m00_axi) or write (m01_axi) response of the last run was not OKAY.
+inline constexpr uint32_t STATUS_RD_ERR = 0;
+inline constexpr uint32_t STATUS_WR_ERR = 1;
 
 // --- memory records: 32 bytes, little-endian, one 256-bit AXI beat ----------------------------------
 inline constexpr uint32_t RECORD_BYTES = 32;

@@ -23,13 +23,18 @@ package fabemu_sched_pkg;
   localparam int REG_CYCLES_HI     = 'h3C;
   localparam int REG_LINK_CAP      = 'h40;  // read-only: link-table capacity of this build
   localparam int REG_VERSION       = 'h44;  // read-only: MAP_VERSION
+  localparam int REG_STATUS        = 'h48;  // read-only: STATUS_* error bits of the last run (sticky)
 
-  localparam int MAP_VERSION       = 'h0001_0000;  // major 1, minor 0
+  localparam int MAP_VERSION       = 'h0001_0001;  // major 1, minor 1 (REG_STATUS)
 
   localparam int CTRL_AP_START     = 0;
   localparam int CTRL_AP_DONE      = 1;
   localparam int CTRL_AP_IDLE      = 2;
   localparam int CTRL_AP_READY     = 3;
+
+  // REG_STATUS bits: set when a response of the run was not OKAY, cleared when the next run starts.
+  localparam int STATUS_RD_ERR     = 0;    // m00_axi: RRESP != OKAY (link table or descriptors)
+  localparam int STATUS_WR_ERR     = 1;    // m01_axi: BRESP != OKAY (completions)
 
   // --- memory records: every record is one 256-bit (32-byte) little-endian AXI beat ----------------
   localparam int RECORD_BYTES      = 32;

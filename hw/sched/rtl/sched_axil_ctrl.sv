@@ -40,7 +40,8 @@ module sched_axil_ctrl #(
   output      logic [63:0]       cmpl_addr,
   output      logic [31:0]       num_links,
   output      logic [31:0]       num_desc,
-  input  wire logic [63:0]       cycles
+  input  wire logic [63:0]       cycles,
+  input  wire logic [1:0]        status      // REG_STATUS: fabemu_sched_pkg::STATUS_* bits
 );
 
   logic              start_reg, start_next;
@@ -147,6 +148,7 @@ module sched_axil_ctrl #(
       fabemu_sched_pkg::REG_CYCLES_HI:     rd_word = cycles[63:32];
       fabemu_sched_pkg::REG_LINK_CAP:      rd_word = 32'(LINK_CAP);
       fabemu_sched_pkg::REG_VERSION:       rd_word = 32'(fabemu_sched_pkg::MAP_VERSION);
+      fabemu_sched_pkg::REG_STATUS:        rd_word = {30'd0, status};
       default:           rd_word = 32'd0;
     endcase
     do_read = s_axi_arvalid && !r_valid_reg;

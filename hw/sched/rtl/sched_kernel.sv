@@ -104,6 +104,8 @@ module sched_kernel #(
   state_t      state_reg, state_next;
   logic [63:0] cycles_reg, cycles_next;
   logic [LINK_ADDR_W-1:0] load_link_reg, load_link_next;
+  logic [1:0]  status_reg, status_next;   // STATUS_WR_ERR, STATUS_RD_ERR: sticky for the run
+  logic        rd_resp_err, wr_resp_err;
 
   logic rd_cmd_valid, rd_idle, rd_valid, rd_ready;
   logic [63:0] rd_cmd_addr;
@@ -135,6 +137,9 @@ module sched_kernel #(
     state_next = state_reg;
     cycles_next = (state_reg == ST_IDLE) ? cycles_reg : cycles_reg + 64'd1;
     load_link_next = load_link_reg;
+    status_next = status_reg;
+    status_next[fabemu_sched_pkg::STATUS_RD_ERR] = status_reg[fabemu_sched_pkg::STATUS_RD_ERR] || rd_resp_err;
+    status_next[fabemu_sched_pkg::STATUS_WR_ERR] = status_reg[fabemu_sched_pkg::STATUS_WR_ERR] || wr_resp_err;
     rd_cmd_valid = 1'b0;
     rd_cmd_addr = desc_addr;
     rd_cmd_count = num_desc;
@@ -144,6 +149,7 @@ module sched_kernel #(
       ST_IDLE: if (ap_start) begin
         cycles_next = 64'd1;
         load_link_next = '0;
+        status_next = '0;
         rd_cmd_valid = 1'b1;
         if (num_links != 0) begin
           rd_cmd_addr = links_addr;
@@ -200,9 +206,11 @@ module sched_kernel #(
     state_reg <= state_next;
     cycles_reg <= cycles_next;
     load_link_reg <= load_link_next;
+    status_reg <= status_next;
     if (rst) begin
       state_reg <= ST_IDLE;
       cycles_reg <= 64'd0;
+      status_reg <= '0;
     end
   end
 
@@ -216,12 +224,12 @@ module sched_kernel #(
     .s_axi_rvalid(s_axi_control_rvalid), .s_axi_rready(s_axi_control_rready),
     .ap_start(ap_start), .ap_done(ap_done), .ap_ready(ap_ready), .ap_idle(ap_idle), .interrupt(interrupt),
     .links_addr(links_addr), .desc_addr(desc_addr), .cmpl_addr(cmpl_addr),
-    .num_links(num_links), .num_desc(num_desc), .cycles(cycles_reg)
+    .num_links(num_links), .num_desc(num_desc), .cycles(cycles_reg), .status(status_reg)
   );
 
   sched_axi_rd #(.ADDR_W(C_M_AXI_ADDR_WIDTH), .DATA_W(C_M_AXI_DATA_WIDTH), .BURST_BEATS(fabemu_sched_pkg::BURST_BEATS)) rd (
     .clk(ap_clk), .rst(rst),
-    .cmd_valid(rd_cmd_valid), .cmd_addr(rd_cmd_addr), .cmd_count(rd_cmd_count), .idle(rd_idle),
+    .cmd_valid(rd_cmd_valid), .cmd_addr(rd_cmd_addr), .cmd_count(rd_cmd_count), .idle(rd_idle), .resp_err(rd_resp_err),
     .m_valid(rd_valid), .m_ready(rd_ready), .m_data(rd_data),
     .m_axi_araddr(m00_axi_araddr), .m_axi_arlen(m00_axi_arlen), .m_axi_arsize(m00_axi_arsize),
     .m_axi_arburst(m00_axi_arburst), .m_axi_arvalid(m00_axi_arvalid), .m_axi_arready(m00_axi_arready),
@@ -244,7 +252,7 @@ module sched_kernel #(
 
   sched_axi_wr #(.ADDR_W(C_M_AXI_ADDR_WIDTH), .DATA_W(C_M_AXI_DATA_WIDTH), .BURST_BEATS(fabemu_sched_pkg::BURST_BEATS)) wr (
     .clk(ap_clk), .rst(rst),
-    .cmd_valid(wr_cmd_valid), .cmd_addr(cmpl_addr), .cmd_count(num_desc), .idle(wr_idle),
+    .cmd_valid(wr_cmd_valid), .cmd_addr(cmpl_addr), .cmd_count(num_desc), .idle(wr_idle), .resp_err(wr_resp_err),
     .s_valid(core_m_valid), .s_ready(core_m_ready),
     .s_data(cmpl_word),
     .m_axi_awaddr(m01_axi_awaddr), .m_axi_awlen(m01_axi_awlen), .m_axi_awsize(m01_axi_awsize),
@@ -253,6 +261,28 @@ module sched_kernel #(
     .m_axi_wvalid(m01_axi_wvalid), .m_axi_wready(m01_axi_wready),
     .m_axi_bresp(m01_axi_bresp), .m_axi_bvalid(m01_axi_bvalid), .m_axi_bready(m01_axi_bready)
   );
+
+  // AXI handshake rules on every channel of the three interfaces, both directions (simulation only).
+  sched_axi_check #(.W(C_M_AXI_ADDR_WIDTH + 13), .NAME("m00_axi AR")) chk_m00_ar (.clk(ap_clk), .rst(rst),
+    .valid(m00_axi_arvalid), .ready(m00_axi_arready), .payload({m00_axi_araddr, m00_axi_arlen, m00_axi_arsize, m00_axi_arburst}));
+  sched_axi_check #(.W(C_M_AXI_DATA_WIDTH + 3), .NAME("m00_axi R")) chk_m00_r (.clk(ap_clk), .rst(rst),
+    .valid(m00_axi_rvalid), .ready(m00_axi_rready), .payload({m00_axi_rdata, m00_axi_rresp, m00_axi_rlast}));
+  sched_axi_check #(.W(C_M_AXI_ADDR_WIDTH + 13), .NAME("m01_axi AW")) chk_m01_aw (.clk(ap_clk), .rst(rst),
+    .valid(m01_axi_awvalid), .ready(m01_axi_awready), .payload({m01_axi_awaddr, m01_axi_awlen, m01_axi_awsize, m01_axi_awburst}));
+  sched_axi_check #(.W(C_M_AXI_DATA_WIDTH + C_M_AXI_DATA_WIDTH / 8 + 1), .NAME("m01_axi W")) chk_m01_w (.clk(ap_clk), .rst(rst),
+    .valid(m01_axi_wvalid), .ready(m01_axi_wready), .payload({m01_axi_wdata, m01_axi_wstrb, m01_axi_wlast}));
+  sched_axi_check #(.W(2), .NAME("m01_axi B")) chk_m01_b (.clk(ap_clk), .rst(rst),
+    .valid(m01_axi_bvalid), .ready(m01_axi_bready), .payload(m01_axi_bresp));
+  sched_axi_check #(.W(C_S_AXI_CONTROL_ADDR_WIDTH), .NAME("s_axi_control AW")) chk_ctl_aw (.clk(ap_clk), .rst(rst),
+    .valid(s_axi_control_awvalid), .ready(s_axi_control_awready), .payload(s_axi_control_awaddr));
+  sched_axi_check #(.W(36), .NAME("s_axi_control W")) chk_ctl_w (.clk(ap_clk), .rst(rst),
+    .valid(s_axi_control_wvalid), .ready(s_axi_control_wready), .payload({s_axi_control_wdata, s_axi_control_wstrb}));
+  sched_axi_check #(.W(2), .NAME("s_axi_control B")) chk_ctl_b (.clk(ap_clk), .rst(rst),
+    .valid(s_axi_control_bvalid), .ready(s_axi_control_bready), .payload(s_axi_control_bresp));
+  sched_axi_check #(.W(C_S_AXI_CONTROL_ADDR_WIDTH), .NAME("s_axi_control AR")) chk_ctl_ar (.clk(ap_clk), .rst(rst),
+    .valid(s_axi_control_arvalid), .ready(s_axi_control_arready), .payload(s_axi_control_araddr));
+  sched_axi_check #(.W(34), .NAME("s_axi_control R")) chk_ctl_r (.clk(ap_clk), .rst(rst),
+    .valid(s_axi_control_rvalid), .ready(s_axi_control_rready), .payload({s_axi_control_rdata, s_axi_control_rresp}));
 
 endmodule
 

@@ -1,4 +1,5 @@
-// Simple dual-port RAM (one write port, one registered read port) that synthesis maps to block RAM.
+// Simple dual-port RAM (one write port, one read port) that synthesis maps to block RAM, with the
+// block RAM's output register: read latency 2 (address at edge k, data on rd_data after edge k + 1).
 // Read-during-write of one address returns the old word: sched_hop_core forwards around it.
 `default_nettype none
 
@@ -10,7 +11,7 @@ module sched_sdp_ram #(
   input  wire logic              wr_en,
   input  wire logic [ADDR_W-1:0] wr_addr,
   input  wire logic [WIDTH-1:0]  wr_data,
-  input  wire logic              rd_en,    // rd_data holds its value while low
+  input  wire logic              rd_en,    // both read registers hold their value while low
   input  wire logic [ADDR_W-1:0] rd_addr,
   output      logic [WIDTH-1:0]  rd_data
 );
@@ -20,10 +21,14 @@ module sched_sdp_ram #(
   end
 
   (* ram_style = "block" *) logic [WIDTH-1:0] mem [2**ADDR_W];
+  logic [WIDTH-1:0] word_reg;  // the block RAM's read latch
 
   always_ff @(posedge clk) begin
     if (wr_en) mem[wr_addr] <= wr_data;
-    if (rd_en) rd_data <= mem[rd_addr];
+    if (rd_en) begin
+      word_reg <= mem[rd_addr];
+      rd_data <= word_reg;     // the block RAM's output register (DOA_REG/DOB_REG)
+    end
   end
 
 endmodule

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Proves with yosys that no input port of the scheduler kernel, nor of any of its modules, reaches an
+# output port through combinational logic only (every ready, valid and data output is a function of
+# registers), so no AXI input reaches an AXI output combinationally and modules can be placed apart.
+# Each design is elaborated and flattened (proc; flatten), then for its input ports the output cone
+# through combinational cells only (select %coe*: registers and RAM ports stop it) is intersected with
+# its output ports. Prints each offending output with the inputs that reach it.
+# Usage: hw/check_comb_paths.sh [rtl dir]. Exit 0: no path; 1: paths found; 77: yosys is not installed
+# (ctest reports the test as skipped). Logs in ${COMB_DIR:-/tmp/fabemu-comb}.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rtl=${1:-$here/sched/rtl}
+out=${COMB_DIR:-/tmp/fabemu-comb}
+if ! command -v yosys >/dev/null 2>&1; then
+  echo "check_comb_paths.sh: SKIPPED: yosys is not installed (apt-get install yosys) so the combinational-path check cannot run"
+  exit 77
+fi
+mkdir -p "$out"
+srcs="$rtl/fabemu_sched_pkg.sv $rtl/sched_skid.sv $rtl/sched_axi_check.sv $rtl/sched_sdp_ram.sv $rtl/sched_hop_core.sv $rtl/sched_axi_rd.sv $rtl/sched_axi_wr.sv $rtl/sched_axil_ctrl.sv $rtl/sched_kernel.sv"
+status=0
+for top in sched_skid sched_hop_core sched_axi_rd sched_axi_wr sched_axil_ctrl sched_kernel; do
+  list=$out/$top.outputs
+  # shellcheck disable=SC2086
+  if ! yosys -q -l "$out/$top.log" -p "read_verilog -sv $srcs; hierarchy -top $top; proc; flatten; opt_clean;
+        tee -q -o $list select -list i:* %coe* o:* %i" >/dev/null 2>&1; then
+    echo "check_comb_paths.sh: yosys failed on $top; see $out/$top.log" >&2
+    exit 1
+  fi
+  if [ ! -s "$list" ]; then
+    echo "$top: no combinational path from an input port to an output port"
+    continue
+  fi
+  status=1
+  while read -r port; do
+    name=${port#*/}
+    yosys -q -p "read_verilog -sv $srcs; hierarchy -top $top; proc; flatten; opt_clean;
+        tee -q -o $out/$top.inputs select -list o:$name %cie* i:* %i" >/dev/null 2>&1
+    echo "$top: COMBINATIONAL PATH to output $name from: $(sed 's|.*/||' "$out/$top.inputs" | tr '\n' ' ')"
+  done < "$list"
+done
+exit $status

@@ -64,11 +64,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string jstr(const std::string& s) {
-  // Invalid UTF-8 (a trace's node name) is replaced by U+FFFD rather than failing the report.
-  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 std::string fixed6(double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : "null"; }
 
 std::string shortest(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "null"; }
@@ -139,12 +134,12 @@ std::string report_to_json(const RunResult& r) {
   std::string out;
   out.reserve(1024 + 256 * (r.ranks.size() + r.collectives.size() + r.links.size()));
   auto it = std::back_inserter(out);
-  fmt::format_to(it, "{{\n  \"schema\": {},\n", jstr(kReportSchema));
-  fmt::format_to(it, "  \"workload\": {},\n  \"fabric\": {},\n  \"model\": {},\n  \"topology\": {},\n", jstr(r.workload),
-                 jstr(r.fabric), jstr(r.model), jstr(r.topology));
+  fmt::format_to(it, "{{\n  \"schema\": {},\n", json_quoted(kReportSchema));
+  fmt::format_to(it, "  \"workload\": {},\n  \"fabric\": {},\n  \"model\": {},\n  \"topology\": {},\n", json_quoted(r.workload),
+                 json_quoted(r.fabric), json_quoted(r.model), json_quoted(r.topology));
   fmt::format_to(it, "  \"npus\": {},\n  \"total_time_ps\": {},\n  \"total_time\": {},\n", r.npus, r.total.ps(),
-                 jstr(format_ps(r.total.ps())));
-  fmt::format_to(it, "  \"status\": {},\n  \"time_reached_ps\": {},\n", jstr(run_status_name(r.status)),
+                 json_quoted(format_ps(r.total.ps())));
+  fmt::format_to(it, "  \"status\": {},\n  \"time_reached_ps\": {},\n", json_quoted(run_status_name(r.status)),
                  r.reached.ps());
 
   out += "  \"ranks\": [";
@@ -169,8 +164,8 @@ std::string report_to_json(const RunResult& r) {
                    "\"members\": {}, \"algorithm\": {}, \"chunks\": {}, \"messages\": {}, \"message_bytes\": {}, "
                    "\"issued_first_ps\": {}, \"issued_last_ps\": {}, \"finished_ps\": {}, \"duration_ps\": {}, "
                    "\"algbw_GBps\": {}, \"busbw_GBps\": {}}}",
-                   i == 0 ? "" : ",", c.index, jstr(c.type), jstr(c.group), jstr(c.name), c.node_id, c.bytes,
-                   c.members, jstr(c.algorithm), c.chunks, c.messages, c.message_bytes, c.issued_first.ps(),
+                   i == 0 ? "" : ",", c.index, json_quoted(c.type), json_quoted(c.group), json_quoted(c.name), c.node_id, c.bytes,
+                   c.members, json_quoted(c.algorithm), c.chunks, c.messages, c.message_bytes, c.issued_first.ps(),
                    c.issued_last.ps(), c.finished.ps(), dur, fixed6(gbps(c.algbw_bytes_per_s)),
                    fixed6(gbps(c.busbw_bytes_per_s)));
   }
@@ -195,12 +190,12 @@ std::string report_to_json(const RunResult& r) {
                  r.messages, r.message_bytes, r.events, r.collectives_closed_form);
 
   out += "  \"warnings\": [";
-  for (size_t i = 0; i < r.warnings.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", jstr(r.warnings[i]));
+  for (size_t i = 0; i < r.warnings.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", json_quoted(r.warnings[i]));
   out += r.warnings.empty() ? "],\n" : "\n  ],\n";
   out += "  \"stuck\": [";
-  for (size_t i = 0; i < r.stuck.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", jstr(r.stuck[i]));
+  for (size_t i = 0; i < r.stuck.size(); ++i) fmt::format_to(it, "{}\n    {}", i == 0 ? "" : ",", json_quoted(r.stuck[i]));
   out += r.stuck.empty() ? "]" : "\n  ]";
-  for (const auto& [key, value] : r.sections) fmt::format_to(it, ",\n  {}: {}", jstr(key), value);
+  for (const auto& [key, value] : r.sections) fmt::format_to(it, ",\n  {}: {}", json_quoted(key), value);
   out += "\n}\n";
   return out;
 }
@@ -354,6 +349,10 @@ RunResult read_report_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) throw traces::TraceError({.file = path}, "cannot read the report");
   return report_from_json(ss.str(), path);
+}
+
+std::string json_quoted(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace fabemu::emu

@@ -27,6 +27,10 @@ double busbw_factor(const std::string& type, int32_t members);
 // compute_scale is printed in the shortest form that reads back to the same double.
 std::string report_to_json(const RunResult& result);
 
+// `s` as a JSON string literal, quotes included; invalid UTF-8 (a trace's node name) becomes U+FFFD rather
+// than failing the output. The report and the Chrome timeline write their strings with it.
+std::string json_quoted(const std::string& s);
+
 // Reads a report written by report_to_json. `source_name` (usually the file path) names the input in
 // errors. Human-friendly fields (total_time, duration_ps, *_gbps) are not read back: algbw/busbw are
 // recomputed with compute_bandwidths. Throws traces::TraceError "FILE: line L: ..." for malformed JSON

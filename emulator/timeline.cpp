@@ -2,6 +2,8 @@
 // stream as they arrive.
 #include "emulator/timeline.h"
 
+#include "emulator/report_json.h"
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -14,10 +16,6 @@ namespace fabemu::emu {
 namespace {
 
 constexpr size_t kBufferBytes = 1 << 16;
-
-std::string jstr(const std::string& s) {
-  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
 
 // Picoseconds as microseconds with 6 decimals: exact.
 std::string us(uint64_t ps) { return fmt::format("{}.{:06}", ps / 1'000'000, ps % 1'000'000); }
@@ -82,7 +80,7 @@ void ChromeTimeline::see_rank(int32_t rank) {
 void ChromeTimeline::see_thread(int32_t rank, int64_t tid, const std::string& name) {
   const int64_t pid = int64_t{rank} + 1;
   event(fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})", pid, tid,
-                    jstr(name)));
+                    json_quoted(name)));
   event(fmt::format(R"({{"name":"thread_sort_index","ph":"M","pid":{},"tid":{},"args":{{"sort_index":{}}}}})", pid,
                     tid, tid));
 }
@@ -104,7 +102,7 @@ void ChromeTimeline::node_slice(int32_t rank, int32_t track, const std::string& 
   const uint64_t dur = end > start ? (end - start).ps() : 0;
   event(fmt::format(
       R"({{"name":{},"cat":{},"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"node_id":{},"bytes":{}}}}})",
-      jstr(name.empty() ? k : name), jstr(k), int64_t{rank} + 1, tid, us(start.ps()), us(dur), node_id, bytes));
+      json_quoted(name.empty() ? k : name), json_quoted(k), int64_t{rank} + 1, tid, us(start.ps()), us(dur), node_id, bytes));
   ++slices_;
 }
 

@@ -11,7 +11,7 @@
 namespace fabemu::host::dpdk {
 
 namespace {
-constexpr uint16_t kBurst = 32;
+constexpr uint16_t kDataBurst = 32;  // tx burst of data frames
 }  // namespace
 
 uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
@@ -324,7 +324,7 @@ void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, 
                        PacedQueue* paced) {
   if (queue.empty()) return;
   const size_t given = queue.size();
-  const size_t sent = send_bursts(port, txq, queue, kBurst, [&](size_t from, uint16_t took) {
+  const size_t sent = send_bursts(port, txq, queue, kDataBurst, [&](size_t from, uint16_t took) {
     // Sent now: the actual departure of these frames (after tx_burst returned them as taken), one reading
     // for the messages' send times and the pacing's departures.
     const uint64_t ticks = clock_.ticks();

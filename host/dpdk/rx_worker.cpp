@@ -17,7 +17,7 @@
 namespace fabemu::host::dpdk {
 
 namespace {
-constexpr uint16_t kBurst = 32;      // tx burst of ACK/NACK frames
+constexpr uint16_t kFeedbackBurst = 32;  // tx burst of ACK/NACK frames
 constexpr uint32_t kAckEvery = 32;   // a partial ACK every this many packets of a message (a power of two)
 constexpr unsigned kRingSize = 65536;  // completions in flight worker -> main (2 MiB)
 // The NIC clock is sampled 8 times at start (100 us apart), then 1 ms later, the interval doubling to
@@ -294,7 +294,7 @@ void RxPath::feedback(uint32_t from, uint32_t to, uint64_t id, PacketKind kind, 
   tx_.push_back(m);
 }
 
-void RxPath::flush() { send_bursts(port_, queue_, tx_, kBurst, [](size_t, uint16_t) {}); }
+void RxPath::flush() { send_bursts(port_, queue_, tx_, kFeedbackBurst, [](size_t, uint16_t) {}); }
 
 // --- RxWorker --------------------------------------------------------------------------------------------
 

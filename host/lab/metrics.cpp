@@ -155,27 +155,23 @@ void reset_metrics(LiveMetrics& m) {
 
 // --- the server ----------------------------------------------------------------------------------------
 
-namespace {
-class Session;
-}
+class MetricsSession;  // one HTTP connection (below)
 
 struct MetricsServer::State {
   State(boost::asio::io_context& io, std::function<std::string()> r)
       : accept(std::make_shared<AcceptLoop>(tcp::acceptor(io), "metrics")), render(std::move(r)) {}
   std::shared_ptr<AcceptLoop> accept;
   std::function<std::string()> render;
-  std::list<std::weak_ptr<Session>> sessions;  // oldest first
+  std::list<std::weak_ptr<MetricsSession>> sessions;  // oldest first
   std::size_t max_connections = 0;
   RateLimitedLog limit_log;
   bool closed = false;
   std::atomic<uint64_t> requests{0};
 };
 
-namespace {
-
-class Session : public std::enable_shared_from_this<Session> {
+class MetricsSession : public std::enable_shared_from_this<MetricsSession> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<MetricsServer::State> state)
+  MetricsSession(tcp::socket socket, std::shared_ptr<MetricsServer::State> state)
       : socket_(std::move(socket)), timer_(socket_.get_executor()), state_(std::move(state)) {}
 
   void start() { read(); }
@@ -242,17 +238,19 @@ class Session : public std::enable_shared_from_this<Session> {
   http::response<http::string_body> res_;
 };
 
+namespace {
+
 // A new connection at the cap closes the oldest one (scrapers reconnect; a flood of idle connections
 // cannot lock them out).
 void admit(const std::shared_ptr<MetricsServer::State>& state, tcp::socket socket) {
   MetricsServer::State& st = *state;
-  st.sessions.remove_if([](const std::weak_ptr<Session>& w) { return w.expired(); });
+  st.sessions.remove_if([](const std::weak_ptr<MetricsSession>& w) { return w.expired(); });
   if (st.sessions.size() >= st.max_connections) {
     st.limit_log.warn(fmt::format("metrics: {} connections open (the limit): closing the oldest", st.sessions.size()));
     if (auto oldest = st.sessions.front().lock()) oldest->close();
     st.sessions.pop_front();
   }
-  auto s = std::make_shared<Session>(std::move(socket), state);
+  auto s = std::make_shared<MetricsSession>(std::move(socket), state);
   st.sessions.push_back(s);
   s->start();
 }
@@ -295,7 +293,7 @@ tcp::endpoint MetricsServer::local_endpoint() const { return state_->accept->acc
 
 std::size_t MetricsServer::connection_count() const {
   return static_cast<std::size_t>(std::count_if(state_->sessions.begin(), state_->sessions.end(),
-                                                [](const std::weak_ptr<Session>& w) { return !w.expired(); }));
+                                                [](const std::weak_ptr<MetricsSession>& w) { return !w.expired(); }));
 }
 
 std::size_t MetricsServer::max_connections() const { return state_->max_connections; }

@@ -1,8 +1,10 @@
 // Asynchronous FIFO between two unrelated clocks: 2^AW entries of W bits in distributed RAM (written in
 // the write clock, read asynchronously at the read pointer), Gray-coded pointers crossed by two-flop
-// synchronizers, registered full and empty flags (a push or pop reaches the other side 2 to 3 of its
-// clock edges later, so full and empty are pessimistic, never wrong). Push only when !w_full, pop
-// only when !r_empty; r_data is the oldest entry while !r_empty.
+// synchronizers, registered room and empty flags (a push or pop reaches the other side 2 to 3 of its
+// clock edges later, so both are pessimistic, never wrong). Push only when w_ready, pop only when
+// !r_empty; r_data is the oldest entry while !r_empty. w_ready is a register of positive polarity, so
+// a pipeline can use it as its clock enable and still map to shift-register LUTs (yosys's shregmap
+// takes no inverted enable).
 `default_nettype none
 
 module sched_async_fifo #(
@@ -13,7 +15,7 @@ module sched_async_fifo #(
   input  wire logic         w_rst,
   input  wire logic         w_push,
   input  wire logic [W-1:0] w_data,
-  output      logic         w_full,
+  output      logic         w_ready,       // not full
   input  wire logic         r_clk,
   input  wire logic         r_rst,
   input  wire logic         r_pop,
@@ -36,13 +38,13 @@ module sched_async_fifo #(
     wbin <= wbin_next;
     wgray <= gray(wbin_next);
     // Full: the next write pointer is a whole lap ahead of the read pointer (Gray: top two bits differ).
-    w_full <= gray(wbin_next) == {~rgray_w2[AW:AW-1], rgray_w2[AW-2:0]};
+    w_ready <= gray(wbin_next) != {~rgray_w2[AW:AW-1], rgray_w2[AW-2:0]};
     rgray_w1 <= rgray;
     rgray_w2 <= rgray_w1;
     if (w_rst) begin
       wbin <= '0;
       wgray <= '0;
-      w_full <= 1'b0;
+      w_ready <= 1'b1;
       rgray_w1 <= '0;
       rgray_w2 <= '0;
     end

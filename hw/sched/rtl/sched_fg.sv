@@ -58,24 +58,24 @@ module sched_fg #(
   localparam int HDR_W = (912 + DATA_W - 1) / DATA_W * DATA_W;
   localparam int EW = 912 + 64 + 14 + 3 * KW + 32;   // one FIFO entry
 
-  logic          f_valid, w_full, r_empty, r_pop;
+  logic          f_valid, w_ready, r_empty, r_pop;
   logic [911:0]  f_img, r_img;
   logic [63:0]   f_sched, r_sched;
   logic [13:0]   f_nbm1, r_nbm1;
   logic [KW-1:0] f_keep, f_icrc_last, f_icrc_pen, r_keep, r_icrc_last, r_icrc_pen;
   logic [31:0]   f_icrc, r_icrc;
 
-  assign s_ready = !w_full;
+  assign s_ready = w_ready;
 
-  sched_fg_build #(.KW(KW)) build (.clk, .rst, .en(!w_full), .s_valid, .s_sched, .s_roce, .s_dst_mac,
+  sched_fg_build #(.KW(KW)) build (.clk, .rst, .en(w_ready), .s_valid, .s_sched, .s_roce, .s_dst_mac,
     .s_src_mac, .s_src_ip, .s_dst_ip, .s_src_port, .s_dst_port, .s_ip_id, .s_dscp, .s_ecn, .s_kind,
     .s_flags, .s_src_rank, .s_dst_rank, .s_seq, .s_count, .s_msg_id, .s_msg_len, .s_offset, .s_tx_time,
     .s_payload_bytes, .s_bth_opcode, .s_bth_se, .s_bth_m, .s_bth_a, .s_bth_tver, .s_bth_pkey, .s_bth_qp,
     .s_bth_psn, .f_valid, .f_img, .f_sched, .f_nbm1, .f_keep, .f_icrc_last, .f_icrc_pen, .f_icrc);
 
   sched_async_fifo #(.W(EW), .AW(FIFO_AW)) fifo (
-    .w_clk(clk), .w_rst(rst), .w_push(f_valid && !w_full),
-    .w_data({f_img, f_sched, f_nbm1, f_keep, f_icrc_last, f_icrc_pen, f_icrc}), .w_full,
+    .w_clk(clk), .w_rst(rst), .w_push(f_valid && w_ready),
+    .w_data({f_img, f_sched, f_nbm1, f_keep, f_icrc_last, f_icrc_pen, f_icrc}), .w_ready,
     .r_clk(tx_clk), .r_rst(tx_rst), .r_pop,
     .r_data({r_img, r_sched, r_nbm1, r_keep, r_icrc_last, r_icrc_pen, r_icrc}), .r_empty);
 

@@ -1,10 +1,12 @@
 // Frame generator, transmit clock domain: the pacing gate and the beat emitter. The FIFO's oldest
-// frame waits in the pending slot; it starts (its first beat is registered) at the edge where the
-// stream is free (idle, or the current frame's last beat transfers at that edge) and its scheduled
-// cycle is the next one (pend_sched <= cycle + 1), so on time its first beat is presented in exactly
-// cycle == pend_sched, and never earlier. A start after that counts in late_frames. Beats: the header
-// bytes shift out of a register (DATA_W bits per beat, zeros after them: the payload), the ICRC's
-// bytes are ORed into their lanes of the last beat (and of the one before when it straddles them).
+// frame waits in the pending slot (f_pop, the FIFO's read request, is combinational from f_empty as a
+// FIFO handshake is; hw/check_comb_paths.sh checks sched_fg, inside which it stays). It starts (its
+// first beat is registered) at the edge where the stream is free (idle, or the current frame's last
+// beat transfers at that edge) and its scheduled cycle is the next one (pend_sched <= cycle + 1), so
+// on time its first beat is presented in exactly cycle == pend_sched, and never earlier. A start after
+// that counts in late_frames. Beats: the header bytes shift out of a register (DATA_W bits per beat,
+// zeros after them: the payload), the ICRC's bytes are ORed into their lanes of the last beat (and of
+// the one before when it straddles them).
 `default_nettype none
 
 module sched_fg_tx #(
@@ -55,7 +57,9 @@ module sched_fg_tx #(
 
   assign xfer = busy && m_axis_tready;
   assign start = pend_valid && (!busy || (m_axis_tready && is_last)) && pend_sched <= cycle_p1;
-  assign f_pop = !f_empty && (!pend_valid || start);
+  // The slot is refilled in the cycle after it empties (frames are at least 2 beats, so the next one
+  // is there by the time the stream can take it), which keeps tready out of the FIFO's read side.
+  assign f_pop = !f_empty && !pend_valid;
 
   // Outputs: functions of registers only.
   always_comb begin

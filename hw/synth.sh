@@ -106,4 +106,12 @@ if [ "${FRAME_GEN:-0}" != 0 ]; then
     synth "sched_fg_$w" sched_fg "chparam -set DATA_W $w sched_fg;" $fg_srcs
     row "sched_fg_$w" "sched_fg/$w" -
   done
+  # Its CRC blocks alone: the header CRC over 56 bytes (what sched_frame_gen does in one cycle), the
+  # ICRC's 100-byte block, x^(8n) for the zero payload and the product that applies it.
+  for nb in 56 100; do
+    synth "sched_crc_lin_$nb" sched_crc_lin "chparam -set NB $nb sched_crc_lin;" "$rtl/sched_crc_lin.sv"
+    row "sched_crc_lin_$nb" "sched_crc_lin/$nb" -
+  done
+  synth sched_crc_xpow8 sched_crc_xpow8 "" "$rtl/sched_crc_mulmod.sv" "$rtl/sched_crc_xpow8.sv"
+  row sched_crc_xpow8 sched_crc_xpow8 -
 fi

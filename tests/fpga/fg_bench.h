@@ -119,7 +119,9 @@ class FgBench {
  public:
   static constexpr int kLanes = kDataW / 8;
 
-  FgBench() : top_(std::make_unique<V>(&ctx_, "fg")) {
+  // core_ps, tx_ps: the two clock periods (picoseconds).
+  explicit FgBench(uint64_t core_ps = kCorePs, uint64_t tx_ps = kTxPs)
+      : top_(std::make_unique<V>(&ctx_, "fg")), core_ps_(core_ps), tx_ps_(tx_ps) {
     V& t = *top_;
     t.rst = 1;
     t.tx_rst = 1;
@@ -178,10 +180,10 @@ class FgBench {
     t.tx_clk = 0;
     t.eval();
     if (core) {
-      next_core_ += kCorePs;
+      next_core_ += core_ps_;
       ++core_cycles_;
     }
-    if (tx) next_tx_ += kTxPs;
+    if (tx) next_tx_ += tx_ps_;
   }
 
   void drive_core() {
@@ -245,7 +247,7 @@ class FgBench {
       in_frame_ = true;
       out_.emplace_back();
       out_.back().first_cycle = cycle;
-      out_.back().first_ps = now_ - kTxPs;
+      out_.back().first_ps = now_ - tx_ps_;
     }
     if (!t.m_axis_tready) return;
     Observed& o = out_.back();
@@ -266,6 +268,7 @@ class FgBench {
 
   VerilatedContext ctx_;
   std::unique_ptr<V> top_;
+  uint64_t core_ps_, tx_ps_;
   uint64_t now_ = 0, next_core_ = 0, next_tx_ = 0, core_cycles_ = 0;
   std::mt19937_64 rng_;
   const std::vector<Departure>* deps_ = nullptr;

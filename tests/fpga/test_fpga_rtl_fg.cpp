@@ -122,6 +122,20 @@ TEST(FpgaRtlFg, FirstBeatAtItsScheduledCycle64) {
   check_frames(deps, got);
 }
 
+// Other clock pairs: a core clock faster than the transmit clock (500 MHz), and one just fast enough for
+// back-to-back two-beat frames (200 MHz: one frame per 4999 ps, the stream takes one per 6206 ps).
+TEST(FpgaRtlFg, FirstBeatAtItsScheduledCycleOtherClockRatios) {
+  for (const uint64_t core_ps : {2000u, 4999u}) {
+    SCOPED_TRACE(core_ps);
+    std::mt19937_64 rng(70 + core_ps);
+    const auto deps = free_stream(rng, 500, 512, 200);
+    Bench512 b(core_ps, kTxPs);
+    const auto got = b.run(deps, 100, 100, 9);
+    expect_exact(b, deps, got, 512);
+    check_frames(deps, got);
+  }
+}
+
 // Overlapping schedules (frames queue) and tready high 70% of the cycles.
 TEST(FpgaRtlFg, QueuedFramesLeaveAsSoonAsPossibleUnderBackPressure) {
   std::mt19937_64 rng(63);

@@ -92,7 +92,7 @@ for links in "${sizes[@]}"; do
   row "sched_kernel_$links" sched_kernel "$links"
 done
 
-fi
+fi  # FRAME_GEN != only
 
 # The frame generators (not part of the kernel): FRAME_GEN=1 hw/synth.sh [links...] adds their rows,
 # FRAME_GEN=only prints only them. sched_frame_gen: the single-clock 64-bit stage; sched_fg: the
@@ -114,4 +114,4 @@ if [ "${FRAME_GEN:-0}" != 0 ]; then
   done
   synth sched_crc_xpow8 sched_crc_xpow8 "" "$rtl/sched_crc_mulmod.sv" "$rtl/sched_crc_xpow8.sv"
   row sched_crc_xpow8 sched_crc_xpow8 -
-fi
+fi  # FRAME_GEN != only

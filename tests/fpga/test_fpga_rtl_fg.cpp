@@ -136,6 +136,39 @@ TEST(FpgaRtlFg, FirstBeatAtItsScheduledCycleOtherClockRatios) {
   }
 }
 
+// Frames up to the IPv4 limit (payload 65447 in fabemu mode, 65428 in RoCEv2 mode: total length 65535
+// and 65532): the ICRC's x^(8n) ROMs over their whole range (n up to 65428: high byte 255), beat
+// counts up to 1024 (512 bits) and 8192 (64 bits).
+TEST(FpgaRtlFg, FramesUpToTheIpv4Limit) {
+  std::mt19937_64 rng(72);
+  for (const int width : {512, 64}) {
+    SCOPED_TRACE(width);
+    std::vector<Departure> deps(width == 512 ? 60 : 12);
+    uint64_t sched = 200;
+    for (std::size_t i = 0; i < deps.size(); ++i) {
+      const bool roce = i % 2;
+      const uint32_t limit = roce ? 65428 : 65447;
+      const uint32_t payload = i < 2 ? limit : 9001 + static_cast<uint32_t>(rng() % (limit - 9000));
+      deps[i].spec = random_spec(rng, roce ? dp::WireMode::kRoceV2 : dp::WireMode::kFabemu, payload);
+      deps[i].sched = sched;
+      sched += beats(deps[i].spec, width) + rng() % 3;
+    }
+    ASSERT_EQ(frame_len(deps[0].spec), 14u + 65535u);
+    ASSERT_EQ(frame_len(deps[1].spec), 14u + 65532u);
+    if (width == 512) {
+      Bench512 b;
+      const auto got = b.run(deps, 100, 100, 10);
+      expect_exact(b, deps, got, 512);
+      check_frames(deps, got);
+    } else {
+      Bench64 b;
+      const auto got = b.run(deps, 100, 100, 11);
+      expect_exact(b, deps, got, 64);
+      check_frames(deps, got);
+    }
+  }
+}
+
 // Overlapping schedules (frames queue) and tready high 70% of the cycles.
 TEST(FpgaRtlFg, QueuedFramesLeaveAsSoonAsPossibleUnderBackPressure) {
   std::mt19937_64 rng(63);

@@ -10,7 +10,7 @@
 `default_nettype none
 
 module sched_fg #(
-  parameter int DATA_W  = 512,
+  parameter int DATA_W  = 512,               // a power of two, 64..512 (every frame >= 2 beats)
   parameter int FIFO_AW = 4                    // 16 built frames ahead of the gate
 ) (
   input  wire logic          clk,              // core clock domain

@@ -75,6 +75,7 @@ row() {
 
 printf '%-16s %6s %6s %5s %6s %6s %6s %4s %6s | %6s %5s %6s %6s %7s\n' module links LUT SRL FF RAMB36 RAMB18 DSP CARRY \
   levels muxf chains carry lutonly
+if [ "${FRAME_GEN:-0}" != only ]; then
 for m in sched_axi_rd sched_axi_wr sched_axil_ctrl; do
   synth "$m" "$m" "" "$rtl/fabemu_sched_pkg.sv" "$rtl/sched_skid.sv" "$rtl/$m.sv"
   row "$m" "$m" -
@@ -91,9 +92,26 @@ for links in "${sizes[@]}"; do
   row "sched_kernel_$links" sched_kernel "$links"
 done
 
-# The frame generator stage (sched_frame_gen.sv, not part of the kernel): FRAME_GEN=1 hw/synth.sh [links...]
-# adds its row (it has no link table, so one synthesis).
-if [ "${FRAME_GEN:-0}" = 1 ]; then
+fi  # FRAME_GEN != only
+
+# The frame generators (not part of the kernel): FRAME_GEN=1 hw/synth.sh [links...] adds their rows,
+# FRAME_GEN=only prints only them. sched_frame_gen: the single-clock 64-bit stage; sched_fg: the
+# line-rate generator (build pipeline, async FIFO, transmit gate) at DATA_W 512 and 64.
+if [ "${FRAME_GEN:-0}" != 0 ]; then
   synth sched_frame_gen sched_frame_gen "" "$rtl/sched_frame_gen.sv"
   row sched_frame_gen sched_frame_gen -
-fi
+  fg_srcs="$rtl/sched_axi_check.sv $rtl/sched_delay.sv $rtl/sched_crc_lin.sv $rtl/sched_crc_mulmod.sv $rtl/sched_crc_xpow8.sv $rtl/sched_csum_tree.sv $rtl/sched_csum_fold.sv $rtl/sched_fg_layout.sv $rtl/sched_fg_build.sv $rtl/sched_async_fifo.sv $rtl/sched_fg_tx.sv $rtl/sched_fg.sv"
+  for w in 512 64; do
+    # shellcheck disable=SC2086
+    synth "sched_fg_$w" sched_fg "chparam -set DATA_W $w sched_fg;" $fg_srcs
+    row "sched_fg_$w" "sched_fg/$w" -
+  done
+  # Its CRC blocks alone: the header CRC over 56 bytes (what sched_frame_gen does in one cycle), the
+  # ICRC's 100-byte block, x^(8n) for the zero payload and the product that applies it.
+  for nb in 56 100; do
+    synth "sched_crc_lin_$nb" sched_crc_lin "chparam -set NB $nb sched_crc_lin;" "$rtl/sched_crc_lin.sv"
+    row "sched_crc_lin_$nb" "sched_crc_lin/$nb" -
+  done
+  synth sched_crc_xpow8 sched_crc_xpow8 "" "$rtl/sched_crc_mulmod.sv" "$rtl/sched_crc_xpow8.sv"
+  row sched_crc_xpow8 sched_crc_xpow8 -
+fi  # FRAME_GEN != only

@@ -149,6 +149,8 @@ class Engine {
   void stop() noexcept { stop_requested_ = true; }
 
   std::size_t pending() const noexcept { return queue_.size(); }
+  // The time of the earliest pending event; Time::max() when none is pending.
+  Time next_time() const noexcept { return queue_.empty() ? Time::max() : queue_.next_time(); }
   uint64_t events_run() const noexcept { return events_run_; }
 
  private:

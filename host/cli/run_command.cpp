@@ -48,6 +48,11 @@ void add_input_options(CLI::App* cmd, run::RunArgs& a) {
                       "FPGA: the device computing the packet model's link times: hwemu (the RTL under Verilator, "
                       "default), model (the C++ cycle model) or xrt:N (board N, with --xclbin)");
   cmd->add_option("--xclbin", a.xclbin, "FPGA: the kernel's .xclbin for --device xrt:N (hw/sched/vitis)");
+  cmd->add_option("--fpga-interface", a.fpga_interface,
+                      "FPGA: hops (the host keeps the packets and sends the card every packet-hop, in conservative "
+                      "windows; default) or messages (the card keeps the packets: one descriptor in and one delivery "
+                      "record out per message; --device model only so far)")
+      ->check(CLI::IsMember({"hops", "messages"}));
 }
 
 // --fabric dpdk: the devices, the receive lcores, reliability.

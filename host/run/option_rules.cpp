@@ -52,7 +52,7 @@ void check_options(const RunArgs& a) {
                                               r.option, which, a.fabric));
     }
   };
-  static const Rule fpga[] = {{"--device", {"fpga"}}, {"--xclbin", {"fpga"}}};
+  static const Rule fpga[] = {{"--device", {"fpga"}}, {"--xclbin", {"fpga"}}, {"--fpga-interface", {"fpga"}}};
   check(fpga);
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},

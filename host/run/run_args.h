@@ -34,6 +34,7 @@ struct RunArgs {
   // --fabric fpga
   std::string device;
   std::string xclbin;
+  std::string fpga_interface = "hops";
   // --fabric dpdk
   std::string dpdk_port = "ring";
   double dpdk_ring_delay_us = 0;

@@ -113,22 +113,39 @@ for model in analytical packet; do
 done
 expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q -r "$tmp/packet2.json"
 cmp "$tmp/packet.json" "$tmp/packet2.json" || fail "two runs gave different reports"
-# --fabric fpga: the RTL under Verilator (hwemu) and the cycle model give the packet model's report (only
-# the fabric name, the event count and the "fpga" section differ); xrt:0 without a board is a clear error
-for dev in hwemu model; do
-  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device $dev -r "$tmp/fpga_$dev.json"
-  expect_text "$tmp/out" "packet-hops"
-  python3 - "$tmp/packet.json" "$tmp/fpga_$dev.json" <<'EOF2' || fail "--fabric fpga --device $dev differs from the packet model"
+# --fabric fpga: the RTL under Verilator (hwemu) and the cycle model (hop-level interface), and the card's
+# C++ reference (message-level) give the packet model's report (only the fabric name, the event count and
+# the "fpga" section differ); xrt:0 without a board is a clear error.
+# same_as_packet REPORT CHECK: REPORT equals packet.json but for those, and the python CHECK on its "fpga"
+# section f (and the packet report a) holds.
+same_as_packet() {
+  python3 - "$tmp/packet.json" "$1" "$2" <<'EOF2'
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
-assert b["fpga"]["hops"] > 0 and b["fpga"]["cycles"] > 0, b["fpga"]
+f = b["fpga"]
+assert eval(sys.argv[3]), f
 for r in (a, b):
     for k in ("fabric", "fpga"):
         r.pop(k, None)
     r["totals"].pop("events")
 assert a == b, [k for k in a if a[k] != b.get(k)]
 EOF2
+}
+for dev in hwemu model; do
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device $dev -r "$tmp/fpga_$dev.json"
+  expect_text "$tmp/out" "packet-hops"
+  same_as_packet "$tmp/fpga_$dev.json" 'f["interface"] == "hops" and f["hops"] > 0 and f["cycles"] > 0' ||
+    fail "--fabric fpga --device $dev differs from the packet model"
 done
+expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages -r "$tmp/fpga_msg.json"
+expect_text "$tmp/out" "host-card traffic"
+same_as_packet "$tmp/fpga_msg.json" '(f["interface"] == "messages" and f["messages"] == a["totals"]["messages"] and f["syncs"] > 0
+    and f["bytes_to_card"] >= 32 * f["messages"] and f["bytes_from_card"] >= 32 * f["messages"])' ||
+  fail "--fabric fpga --fpga-interface messages differs from the packet model"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device hwemu
+expect_text "$tmp/err" "run it with --fpga-interface hops"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fpga-interface messages
+expect_text "$tmp/err" "--fpga-interface needs --fabric fpga"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device xrt:0 --xclbin "$tmp/none.xclbin"
 expect_text "$tmp/err" "--device hwemu"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --device model

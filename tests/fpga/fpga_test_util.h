@@ -69,6 +69,19 @@ inline emu::NetworkConfig fat_tree_4x3x2() {
   return c;
 }
 
+// The randomized workloads every FPGA fabric is held to PacketFabric on: a topology, an MTU, and whether
+// the messages converge on one destination (incast).
+struct WorkloadCase {
+  const char* name;
+  emu::NetworkConfig (*config)();
+  uint32_t mtu;
+  bool incast;
+};
+inline constexpr WorkloadCase kWorkloadCases[] = {{"ring8", ring8, 1024, false},
+                                                  {"switch16_incast", switch16, 512, true},
+                                                  {"ring4_fc4", ring4_fc4, 4096, false},
+                                                  {"fat_tree", fat_tree_4x3x2, 1500, false}};
+
 inline std::vector<LinkEntry> link_table(const emu::Topology& t) {
   std::vector<LinkEntry> v;
   for (const emu::Link& l : t.links()) v.push_back(LinkEntry{l.rate.ps_per_byte_q32(), l.latency.ps(), 0});

@@ -13,12 +13,12 @@
 #include "host/fpga/fpga_fabric.h"
 #include "tests/emulator/walker_test_util.h"
 #include "tests/fpga/fpga_test_util.h"
+#include "tests/fpga/microbenchmarks.h"
 #include "traces/trace_set.h"
 
 namespace ft = fabemu::fpga_test;
 namespace fpga = fabemu::host::fpga;
 namespace emu = fabemu::emu;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -48,16 +48,8 @@ emu::NetworkConfig zero_latency_ring() {
 }  // namespace
 
 TEST(FpgaFabric, SameDeliveriesAsPacketFabric) {
-  const struct {
-    const char* name;
-    emu::NetworkConfig (*config)();
-    uint32_t mtu;
-    bool incast;
-  } cases[] = {{"ring8", ft::ring8, 1024, false},
-               {"switch16_incast", ft::switch16, 512, true},
-               {"ring4_fc4", ft::ring4_fc4, 4096, false},
-               {"fat_tree", ft::fat_tree_4x3x2, 1500, false},
-               {"zero_latency", zero_latency_ring, 2048, false}};
+  std::vector<ft::WorkloadCase> cases(std::begin(ft::kWorkloadCases), std::end(ft::kWorkloadCases));
+  cases.push_back({"zero_latency", zero_latency_ring, 2048, false});
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
     const auto config = c.config();
@@ -99,58 +91,48 @@ TEST(FpgaFabric, RejectsATopologyLargerThanTheKernel) {
 TEST(FpgaFabric, MicrobenchmarkReportsMatchSoftware) {
   FABEMU_REQUIRE_SHARED(traces_dir);
   using namespace emu::walker_test;
-  const fs::path cfg = traces_dir.parent_path() / "configs" / "astra-sim";
-  const emu::SystemConfig sys = fabemu::host::load_system_json((cfg / "system_ring_4chunks.json").string(), 1);
+  const emu::SystemConfig sys = ft::microbenchmark_system(traces_dir);
   double t_sw = 0;
   double t_hw = 0;
   uint64_t hops = 0;
   int n_runs = 0;
-  for (const int n : {4, 8, 16}) {
-    for (const char* coll : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}) {
-      for (const char* topo : {"Ring", "Switch", "FullyConnected"}) {
-        const std::string npus = std::to_string(n) + "npus";
-        const std::string what = std::string(coll) + " " + npus + " " + topo;
-        SCOPED_TRACE(what);
-        const fs::path prefix =
-            traces_dir / "astra-sim/examples/workload/microbenchmarks" / coll / (npus + "_1MB") / coll;
-        std::vector<std::string> files;
-        for (const auto& f : fabemu::traces::find_rank_files(prefix.string())) files.push_back(f.path);
-        ASSERT_EQ(files.size(), static_cast<std::size_t>(n)) << prefix;
-        const auto net = fabemu::host::load_network_yml((cfg / (std::string(topo) + "_" + npus + ".yml")).string());
-        const fabemu::traces::ProcessGroups groups(n);
-        ++n_runs;
-        uint64_t runs = 0;
-        const auto run = [&](bool fpga_fabric) {
-          emu::Engine engine(1 << 12);
-          emu::Topology topology(net);
-          emu::WalkerOptions o;
-          o.system = sys;
-          const auto t0 = std::chrono::steady_clock::now();
-          emu::RunResult r;
-          if (fpga_fabric) {
-            auto fabric = fpga::make_fpga_fabric(engine, topology, 4096, "hwemu");
-            emu::Walker w(*fabric, net, files, groups, std::move(o));
-            r = w.run();
-            hops += fabric->device_hops();
-            runs = fabric->device_runs();
-          } else {
-            emu::PacketFabric fabric(engine, topology, 4096);
-            emu::Walker w(fabric, net, files, groups, std::move(o));
-            r = w.run();
-          }
-          (fpga_fabric ? t_hw : t_sw) += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          return r;
-        };
-        const emu::RunResult sw = run(false);
-        emu::RunResult hw = run(true);
-        ASSERT_TRUE(sw.stuck.empty());
-        // The engine ran one window-flush event per device run on top of PacketFabric's events; every
-        // other number of the report is the same.
-        EXPECT_EQ(hw.events, sw.events + runs);
-        hw.events = sw.events;
-        EXPECT_EQ(emu::report_to_json(hw), emu::report_to_json(sw));
+  for (const ft::Microbenchmark& mb : ft::shared_microbenchmarks(traces_dir)) {
+    SCOPED_TRACE(mb.what);
+    ASSERT_EQ(mb.files.size(), static_cast<std::size_t>(mb.npus)) << mb.what;
+    const auto& files = mb.files;
+    const auto& net = mb.network;
+    const fabemu::traces::ProcessGroups groups(mb.npus);
+    ++n_runs;
+    uint64_t runs = 0;
+    const auto run = [&](bool fpga_fabric) {
+      emu::Engine engine(1 << 12);
+      emu::Topology topology(net);
+      emu::WalkerOptions o;
+      o.system = sys;
+      const auto t0 = std::chrono::steady_clock::now();
+      emu::RunResult r;
+      if (fpga_fabric) {
+        auto fabric = fpga::make_fpga_fabric(engine, topology, 4096, "hwemu");
+        emu::Walker w(*fabric, net, files, groups, std::move(o));
+        r = w.run();
+        hops += fabric->device_hops();
+        runs = fabric->device_runs();
+      } else {
+        emu::PacketFabric fabric(engine, topology, 4096);
+        emu::Walker w(fabric, net, files, groups, std::move(o));
+        r = w.run();
       }
-    }
+      (fpga_fabric ? t_hw : t_sw) += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return r;
+    };
+    const emu::RunResult sw = run(false);
+    emu::RunResult hw = run(true);
+    ASSERT_TRUE(sw.stuck.empty());
+    // The engine ran one window-flush event per device run on top of PacketFabric's events; every
+    // other number of the report is the same.
+    EXPECT_EQ(hw.events, sw.events + runs);
+    hw.events = sw.events;
+    EXPECT_EQ(emu::report_to_json(hw), emu::report_to_json(sw));
   }
   std::printf("microbenchmarks (%d runs, mtu 4096): software %.3f s, hw-emu %.3f s, %llu packet-hops on the RTL\n",
               n_runs, t_sw, t_hw, static_cast<unsigned long long>(hops));

@@ -1,0 +1,91 @@
+// FpgaMsgFabric: the fabric whose packet model runs on the card, behind the message-level interface
+// (`--fabric fpga --fpga-interface messages`; hw/sched/doc/msg_interface.md). The host hands the card one
+// descriptor per message (and each route once) and takes back one delivery record per message; the
+// packets, their hops, the link FIFOs and their events are the card's. The walker's engine keeps running
+// while the card works: the two are kept consistent by conservative synchronisation on watermarks, not by
+// kernel runs. The host promises a watermark W (every message ready before W is pushed) and the card
+// answers a bound K (every delivery of the messages it holds that happens before K has been recorded); the
+// host runs its events below min(K, the earliest delivery of a message it has not pushed yet) and syncs again
+// one picosecond before that, only while a delivery is unknown. W is the earliest of the host's next event and
+// the earliest delivery still unknown, so a sync never lets the card pass a time the host could still
+// send at.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "emulator/event_queue.h"
+#include "emulator/fabric.h"
+#include "emulator/packet_fabric.h"
+#include "emulator/slot_pool.h"
+#include "emulator/topology.h"
+#include "host/fpga/msg_device.h"
+
+namespace fabemu::host::fpga {
+
+class FpgaMsgFabric final : public emu::Fabric, private emu::EventTarget {
+ public:
+  // Loads the link table and the MTU into `device`. std::invalid_argument for mtu 0, no device, a
+  // topology without links or with a link of latency 0 (the card's lookahead), or more ranks than the
+  // descriptor holds. `engine` must outlive the fabric.
+  FpgaMsgFabric(emu::Engine& engine, emu::Topology topology, uint32_t mtu, std::unique_ptr<MsgSchedDevice> device);
+
+  // std::invalid_argument when src or dst is not an NPU of the topology, ready < now, or the message does
+  // not fit a descriptor (bytes >= 2^40, a route longer than 255 links), naming the message.
+  void send(const emu::Message& m, emu::Time ready) override;
+  using Fabric::send;
+  emu::Engine& engine() override { return engine_; }
+  void set_listener(emu::DeliveryListener* listener) override { listener_ = listener; }
+
+  // After the run: reads the card's per-link counters (link_stats).
+  void finish();
+  const emu::Topology& topology() const noexcept { return topology_; }
+  const emu::LinkStats& link_stats(emu::LinkId link) const noexcept { return stats_[link]; }
+  uint64_t messages_delivered() const noexcept { return delivered_; }
+  uint64_t messages_pushed() const noexcept { return pushed_; }
+  uint64_t routes_loaded() const noexcept { return routes_; }
+  uint64_t syncs() const noexcept { return syncs_; }
+  MsgSchedDevice& device() noexcept { return *device_; }
+
+ private:
+  static constexpr uint64_t kNever = ~uint64_t{0};
+  static constexpr uint64_t kSyncBit = uint64_t{1} << 63;     // | generation: a sync (stale ones are skipped)
+  static constexpr uint64_t kLoopbackBit = uint64_t{1} << 62; // | slot: a src == dst message becomes ready
+  // arg: kSyncBit | generation, kLoopbackBit | slot, or a slot of a delivery (or a loopback delivered).
+  void on_event(uint64_t arg) override;
+  void sync();
+  void arm_sync(uint64_t bound);
+  // The offset of `route` in the card's route array, staging it on first use.
+  uint32_t route_offset(std::span<const emu::LinkId> route);
+
+  emu::Engine& engine_;
+  emu::Topology topology_;
+  std::unique_ptr<MsgSchedDevice> device_;
+  emu::DeliveryListener* listener_ = nullptr;
+  std::vector<emu::LinkStats> stats_;
+  std::vector<emu::LinkId> route_buf_;
+  std::vector<uint64_t> route_latency_;          // per link
+  // Routes the card holds: hash of the link ids -> (offset, links) with that hash; the card's array mirrored.
+  std::unordered_multimap<uint64_t, std::pair<uint32_t, uint32_t>> route_index_;
+  std::vector<uint32_t> route_array_;
+  std::vector<uint32_t> staged_route_;           // appended at the next sync, before the descriptors
+  std::vector<hw::msg::MsgDesc> staged_;
+  std::vector<hw::msg::Delivery> records_;
+  emu::SlotPool<uint64_t> pending_;              // message ids of scheduled deliveries and parked loopbacks
+  uint64_t bound_ = kNever;     // every delivery before this is known (kNever: nothing is in flight)
+  uint64_t card_bound_ = kNever;  // the card's known-until at the last poll
+  uint64_t armed_at_ = kNever;  // time of the live sync event
+  uint64_t generation_ = 0;
+  uint64_t delivered_ = 0, pushed_ = 0, routes_ = 0, syncs_ = 0;
+};
+
+// `--fabric fpga --fpga-interface messages --device <spec>`: open_msg_device(spec) and the fabric over it.
+// `mtu` 0 means whole messages, as for PacketFabric.
+std::unique_ptr<FpgaMsgFabric> make_fpga_msg_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
+                                                    const std::string& device_spec);
+
+}  // namespace fabemu::host::fpga

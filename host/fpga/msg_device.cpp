@@ -1,0 +1,86 @@
+#include "host/fpga/msg_device.h"
+
+#include <optional>
+#include <stdexcept>
+
+#include "rtl_models/msg_sched_model.h"
+
+namespace fabemu::host::fpga {
+
+namespace {
+
+using hw::sched::RECORD_BYTES;
+
+// The card's status as the host reads it: known-until bound (8 bytes) and record count (8 bytes).
+constexpr uint64_t kStatusBytes = 16;
+// The doorbell: the queue's tail index (4 bytes, padded to 8) and the watermark (8 bytes).
+constexpr uint64_t kDoorbellBytes = 16;
+constexpr uint64_t kLinkCountBytes = 16;
+
+class ModelMsgDevice final : public MsgSchedDevice {
+ public:
+  std::string describe() const override { return "model (message-level C++ reference)"; }
+
+  void load(std::span<const hw::sched::LinkEntry> links, uint32_t mtu) override {
+    card_.emplace(links, mtu);
+    links_ = links.size();
+    count(links.size() * RECORD_BYTES + 4, 0, 2);  // the link table (one burst) and the MTU register
+  }
+  void append_route(std::span<const uint32_t> link_ids) override {
+    card().append_route(link_ids);
+    const uint64_t records = (link_ids.size() + hw::msg::ROUTE_LINKS_PER_RECORD - 1) / hw::msg::ROUTE_LINKS_PER_RECORD;
+    count(records * RECORD_BYTES, 0, 1);
+  }
+  void push(std::span<const hw::msg::MsgDesc> msgs) override {
+    if (msgs.empty()) return;
+    for (const auto& d : msgs) card().push(d);
+    count(msgs.size() * RECORD_BYTES, 0, 1);
+  }
+  void doorbell(uint64_t watermark) override {
+    card().advance(watermark);
+    count(kDoorbellBytes, 0, 1);
+    ++traffic_.doorbells;
+  }
+  uint64_t poll(std::vector<hw::msg::Delivery>& out) override {
+    const std::size_t n = card().take(out);
+    count(0, kStatusBytes + n * RECORD_BYTES, n == 0 ? 1 : 2);
+    ++traffic_.polls;
+    return card().known_until();
+  }
+  std::vector<LinkCount> read_link_counters() override {
+    std::vector<LinkCount> v(links_);
+    for (uint32_t l = 0; l < links_; ++l) v[l] = LinkCount{card().link_counters(l).bytes, card().link_counters(l).packets};
+    count(0, links_ * kLinkCountBytes, 1);
+    return v;
+  }
+  uint64_t card_events() override { return card().events(); }
+  uint64_t card_packet_hops() override { return card().packet_hops(); }
+
+ private:
+  rtl::MsgSchedModel& card() {
+    if (!card_) throw std::logic_error("message-level device: load() was not called");
+    return *card_;
+  }
+  void count(uint64_t to_card, uint64_t from_card, uint64_t transfers) {
+    traffic_.bytes_to_card += to_card;
+    traffic_.bytes_from_card += from_card;
+    traffic_.transfers += transfers;
+  }
+
+  std::optional<rtl::MsgSchedModel> card_;
+  std::size_t links_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec) {
+  if (spec == "model") return std::make_unique<ModelMsgDevice>();
+  if (spec == "hwemu" || spec.rfind("xrt:", 0) == 0) {
+    throw std::runtime_error("--fpga-interface messages: the message-level kernel exists as its C++ reference only "
+                             "(--device model); the RTL of device '" + spec +
+                             "' is the hop-level kernel: run it with --fpga-interface hops");
+  }
+  throw std::invalid_argument("unknown FPGA device '" + spec + "' (expected model, hwemu or xrt:<index>)");
+}
+
+}  // namespace fabemu::host::fpga

@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <utility>
@@ -251,6 +252,10 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
     started_ = true;
     clock_.restart();
     if (workers_.empty()) rx_paths_[0]->restart_clock();  // one time base for the pcap records
+    // The capture's timestamps are the wall clock's dates (README.md, "pcap"): clock_'s zero is now.
+    unix_zero_ns_ = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+    if (pcap_) pcap_->set_time_origin_ns(unix_zero_ns_);
   }
   model_.send(m, ready);  // validates, and schedules the modelled delivery
   Record r;
@@ -344,8 +349,10 @@ void DpdkFabric::close_pcap() {
   for (size_t q = 0; q < rx_pcaps_.size() && stats_.pcap_error.empty(); ++q) {
     PcapWriter& w = *rx_pcaps_[q];
     const uint64_t main0 = clock_.start_ticks(), rx0 = rx_paths_[q]->clock().start_ticks();
-    const int64_t shift = main0 >= rx0 ? -static_cast<int64_t>(clock_.ticks_to_ns(main0 - rx0))
-                                       : static_cast<int64_t>(clock_.ticks_to_ns(rx0 - main0));
+    // The receive lcore's records moved onto clock_, then to the date of clock_'s zero as the main file's.
+    const int64_t shift = (main0 >= rx0 ? -static_cast<int64_t>(clock_.ticks_to_ns(main0 - rx0))
+                                        : static_cast<int64_t>(clock_.ticks_to_ns(rx0 - main0))) +
+                          static_cast<int64_t>(unix_zero_ns_);
     const std::string merged = opt_.pcap + ".merging";
     try {
       merge_pcap(opt_.pcap, w.path(), shift, merged);

@@ -398,6 +398,7 @@ class DpdkFabric final : public RealtimeFabric,
   bool interrupted_ = false;
   std::string stall_;     // why the run stopped on a stall (empty: it did not)
   bool started_ = false;  // the first send() restarted the clock
+  uint64_t unix_zero_ns_ = 0;  // the Unix time (ns) of clock_'s zero: the capture's dates
   uint64_t last_poll_ps_ = 0;
   struct Stall {
     uint64_t from_ps, to_ps;  // wall

@@ -130,10 +130,19 @@ hd::AddressPlan address_plan(const RunArgs& a, const emu::Topology& topology) {
   return plan;
 }
 
+// EAL's arguments: the user's (after --) or the defaults without hugepages. Under -q, EAL logs errors only
+// (its start-up lines are notices and infos): the level comes first, so that a --log-level of the user's
+// still decides.
+std::vector<std::string> eal_args(const RunArgs& a) {
+  std::vector<std::string> v = a.eal_args.empty() ? hd::Eal::no_huge_args() : a.eal_args;
+  if (a.quiet) v.insert(v.begin(), "--log-level=error");
+  return v;
+}
+
 class DpdkBackend final : public RealtimeBackend {
  public:
   explicit DpdkBackend(const BackendContext& c) : args_(c.args) {
-    hd::Eal::start(args_.eal_args.empty() ? hd::Eal::no_huge_args() : args_.eal_args);
+    hd::Eal::start(eal_args(args_));
     eal_.started = true;
     const std::vector<unsigned> rx_lcores = receive_lcores(args_);
     const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));

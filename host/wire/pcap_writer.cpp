@@ -136,6 +136,11 @@ void PcapWriter::note_thread_failure() {
   if (error_.empty()) error_ = thread_failure();
 }
 
+std::pair<uint32_t, uint32_t> PcapWriter::stamp(uint64_t timestamp_ns) const noexcept {
+  const uint64_t t = timestamp_ns + origin_ns_;
+  return {static_cast<uint32_t>(t / 1'000'000'000), static_cast<uint32_t>(t % 1'000'000'000)};
+}
+
 void PcapWriter::write(std::span<const uint8_t> frame, uint64_t timestamp_ns) {
   write_zero_body(frame, frame.size(), 0, timestamp_ns);
 }
@@ -150,8 +155,8 @@ void PcapWriter::write_zero_body(std::span<const uint8_t> frame, size_t zeros_at
   const auto head = static_cast<uint32_t>(std::min<size_t>(zeros_at, incl));
   const auto zero_end = static_cast<uint32_t>(std::min<size_t>(zeros_at + zeros, incl));
   const uint32_t tail = incl - zero_end;
-  const MemRecord r{{static_cast<uint32_t>(timestamp_ns / 1'000'000'000),
-                     static_cast<uint32_t>(timestamp_ns % 1'000'000'000), incl, static_cast<uint32_t>(frame.size())},
+  const auto [sec, nsec] = stamp(timestamp_ns);
+  const MemRecord r{{sec, nsec, incl, static_cast<uint32_t>(frame.size())},
                     head,
                     zero_end - head};
   uint8_t* out = reserve(&r, sizeof r, size_t{head} + tail, 1);
@@ -167,8 +172,8 @@ void PcapWriter::write_run(const FrameSpec& first, uint32_t n, uint32_t last_byt
     throw std::invalid_argument("pcap " + path_ + ": write_run of " + std::to_string(n) +
                                 " frames: not a run encode_run makes");
   }
-  const MemRecord r{{static_cast<uint32_t>(timestamp_ns / 1'000'000'000),
-                     static_cast<uint32_t>(timestamp_ns % 1'000'000'000), 0, 0},
+  const auto [sec, nsec] = stamp(timestamp_ns);
+  const MemRecord r{{sec, nsec, 0, 0},
                     kRunBit | n,
                     last_bytes};
   uint8_t* out = reserve(&r, sizeof r, sizeof(FrameSpec), n);

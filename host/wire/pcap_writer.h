@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "emulator/time.h"
@@ -55,6 +56,9 @@ class PcapWriter {
   PcapWriter(const PcapWriter&) = delete;
   PcapWriter& operator=(const PcapWriter&) = delete;
 
+  // Added to every timestamp given after it: the Unix time (ns) of the caller's clock zero, so that a
+  // capture on a clock that starts with the run (the DPDK fabric's) carries wall-clock dates. 0 by default.
+  void set_time_origin_ns(uint64_t ns) noexcept { origin_ns_ = ns; }
   // One frame (without FCS) seen at `timestamp_ns` (the caller's clock: emulated or wall time). Frames
   // longer than snaplen are cut, their original length kept. std::runtime_error naming the path (a
   // failure of the thread's writes is reported by the next write() or close()).
@@ -114,6 +118,9 @@ class PcapWriter {
   int fd_ = -1;
   bool closed_ = false;
   bool stop_on_failure_ = false;
+  // A pcap record's seconds and nanoseconds for `timestamp_ns` on the caller's clock (+ origin_ns_).
+  std::pair<uint32_t, uint32_t> stamp(uint64_t timestamp_ns) const noexcept;
+  uint64_t origin_ns_ = 0;
   uint64_t frames_ = 0, waits_ = 0, waited_ns_ = 0, dropped_ = 0;
   std::string error_;
   std::vector<Buffer> buffers_;

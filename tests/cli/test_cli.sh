@@ -230,6 +230,10 @@ d = r["dpdk"]
 assert d["settings"]["ahead_us"] == 0 and d["frames_ahead"] == 0, (d["settings"], d["frames_ahead"])
 assert d["messages_completed"] == 96
 EOF2
+  # -q prints nothing, EAL's start-up lines included (a run without it shows them)
+  cat "$tmp/out" "$tmp/err" | grep -q "EAL:" || fail "a --fabric dpdk run printed no EAL line: the -q check below proves nothing"
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk -q -r "$tmp/dpdkq.json"
+  [ ! -s "$tmp/out" ] && [ ! -s "$tmp/err" ] || { cat "$tmp/out" "$tmp/err" >&2; fail "--fabric dpdk -q printed something"; }
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric software --dpdk-ahead 5
   expect_text "$tmp/err" "--dpdk-ahead needs --fabric dpdk"
   # check_device_report REPORT DELAY_NS BYTES_PER_SEC: a run through a device inside the ring pair has the

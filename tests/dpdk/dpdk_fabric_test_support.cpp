@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -97,7 +98,8 @@ Capture read_capture(const std::string& path, const host::dpdk::DecodeRules& rul
     if (pos + incl > bytes.size()) break;
     const uint64_t ns = uint64_t{sec} * 1'000'000'000 + nsec;
     if (ns < last_ns) ++c.out_of_order;
-    last_ns = ns;
+    if (c.frames == 0) c.first_ns = ns;
+    c.last_ns = last_ns = ns;
     host::dpdk::DecodedFrame f;
     if (host::dpdk::decode(std::span<const uint8_t>(&bytes[pos], incl), rules, f) != host::dpdk::Verdict::kOurs) {
       ++c.not_ours;
@@ -124,6 +126,10 @@ void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const
   EXPECT_GT(c.feedback, 0u);
   EXPECT_EQ(s.pcap, path);  // the report's capture line
   EXPECT_EQ(s.pcap_frames, c.frames);
+  const auto now_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  EXPECT_GE(c.first_ns, now_ns - uint64_t{120'000'000'000}) << "the capture's timestamps are not wall-clock dates";
+  EXPECT_LE(c.last_ns, now_ns);
 }
 
 void expect_second_wave_allocates_nothing(fd::DpdkPorts& ports, const fd::DpdkFabricOptions& options,

@@ -37,10 +37,12 @@ struct Capture {
   uint64_t not_ours = 0;                        // records decode() refused
   uint64_t out_of_order = 0;                    // records earlier than the one before
   bool whole = true;                            // no truncated record at the end
+  uint64_t first_ns = 0, last_ns = 0;           // the first and last records' timestamps
 };
 Capture read_capture(const std::string& path, const host::dpdk::DecodeRules& rules);
 // The capture of a run over the default plan of 8 ranks in `mode` holds every frame the stats say were
-// sent, in time order, each one ours: data frames (first transmissions and retransmissions), ACKs/NACKs.
+// sent, in time order, each one ours: data frames (first transmissions and retransmissions), ACKs/NACKs;
+// its timestamps are wall-clock dates (Unix time), within the two minutes before the call.
 void expect_capture_of(const std::string& path, host::dpdk::WireMode mode, const host::dpdk::DpdkStats& s);
 
 // The same times as the software model, every message once, every byte once.

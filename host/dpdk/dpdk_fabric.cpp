@@ -57,7 +57,9 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
     }
   }
   model_.set_listener(this);
-  // The retransmission timeout covers at least four partial-ACK intervals of the slowest link, paced.
+  // Paced, the NACK delay spans at least four frame times of the slowest link (a frame not due yet is not
+  // lost), and the retransmission timeout at least four partial-ACK intervals.
+  opt_.nack_delay = paced_nack_floor(opt_.nack_delay, model_.topology(), payload_, clock_);
   rto_ = RtoEstimator(paced_rto_floor(opt_.rto, model_.topology(), uint64_t{payload_} * kAckEvery, clock_));
   stats_.rto_max = rto_.rto();
   {

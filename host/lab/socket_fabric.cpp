@@ -30,7 +30,9 @@ SocketFabric::Impl::Impl(emu::Topology topology, std::unique_ptr<DatagramTranspo
     throw std::invalid_argument(fmt::format("socket fabric: {} local flags for {} NPUs", local_.size(), npus_));
   }
   model_.set_listener(this);
-  // At least four partial-ACK intervals of the slowest link, paced (as the DPDK fabric).
+  // Paced, at least four frame times of the slowest link for the NACK delay and four partial-ACK intervals
+  // for the retransmission timeout (as the DPDK fabric).
+  opt_.nack_delay = hd::paced_nack_floor(opt_.nack_delay, model_.topology(), opt_.payload, clock_);
   rto_ = hd::RtoEstimator(hd::paced_rto_floor(opt_.rto, model_.topology(), uint64_t{opt_.payload} * kAckEvery, clock_));
   if (opt_.start_realtime_ns != 0) {
     clock_.start_at_realtime(opt_.start_realtime_ns);

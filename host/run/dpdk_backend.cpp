@@ -176,6 +176,11 @@ class DpdkBackend final : public RealtimeBackend {
  private:
   void add_warnings(const hd::DpdkStats& st, emu::RunResult& result) const {
     if (!st.pcap_error.empty()) result.warnings.push_back("DPDK fabric: the --pcap capture failed: " + st.pcap_error);
+    const std::string nacks = hd::wire_nack_warning(
+        st, st.data_frames, "DPDK fabric",
+        fmt::format("{} us, --dpdk-nack-delay, at least {} frame times of the slowest link when paced",
+                    st.settings.nack_delay.ps() / 1'000'000, hd::kNackFrameGaps));
+    if (!nacks.empty()) result.warnings.push_back(nacks);
     if (args_.dpdk_rx_lcore == "all" && st.rx_lcore < 0) {
       result.warnings.push_back(
           "DPDK fabric: --dpdk-rx-lcore all found no worker lcore of EAL's (or one device looping frames back): the "

@@ -13,6 +13,7 @@
 #include "host/lab/socket_fabric.h"
 #include "host/run/backend.h"
 #include "host/run/exit_status.h"
+#include "host/run/live_endpoint.h"
 
 namespace fabemu::run {
 namespace {
@@ -76,14 +77,26 @@ class SocketBackend final : public RealtimeBackend {
     const auto npus = static_cast<uint32_t>(c.topology.npus());
     auto endpoints = loopback_endpoints(c.args.socket_base_port, npus);
     lab::SocketFabricOptions o = socket_options(c.args, c.plan.mtu);
+    if (!c.args.metrics.empty()) {
+      live_ = std::make_unique<LiveEndpoint>(c.args.metrics, c.topology.links().size(), "socket");
+      o.live = &live_->live();
+      if (!c.args.quiet) fmt::print(stderr, "fabemu: metrics on {}\n", live_->url());
+    }
     stop_signals_.emplace();
     fabric_ = std::make_unique<lab::SocketFabric>(c.topology, std::move(endpoints), std::vector<bool>(npus, true), o);
+  }
+
+  void add_to(emu::RunResult& result, std::string& /*section*/) const override {
+    const lab::SocketStats& st = fabric_->stats();
+    const std::string nacks = host::dpdk::wire_nack_warning(st, st.data_datagrams, "socket fabric", "");
+    if (!nacks.empty()) result.warnings.push_back(nacks);
   }
 
  protected:
   host::dpdk::RealtimeFabric& realtime() override { return *fabric_; }
 
  private:
+  std::unique_ptr<LiveEndpoint> live_;        // before the fabric: it writes the counters until it goes
   std::optional<StopSignals> stop_signals_;  // before the fabric: it polls the flag until it goes
   std::unique_ptr<lab::SocketFabric> fabric_;
 };

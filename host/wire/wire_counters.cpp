@@ -190,4 +190,16 @@ std::string wire_late_line(const WireStats& s) {
                      s.late == 0 ? std::string() : fmt::format(": by {} (emulated ns)", histogram_text(s.lateness_ns)));
 }
 
+std::string wire_nack_warning(const WireStats& s, uint64_t data_frames, std::string_view fabric,
+                              std::string_view nack_delay) {
+  const uint64_t injected = s.injected_drops + s.injected_duplicates + s.injected_reorders;
+  if (injected > 0 || static_cast<double>(s.nacks) <= kNackWarnShare * static_cast<double>(data_frames)) return {};
+  return fmt::format("{}: {} NACKs for {} data frames ({:.1f}%): frames were lost or reordered on the way, or a "
+                     "message's frames arrived further apart than the NACK delay{}; a clean path sends none, and each "
+                     "NACK is a frame on the wire",
+                     fabric, s.nacks, data_frames,
+                     data_frames == 0 ? 100.0 : 100.0 * static_cast<double>(s.nacks) / static_cast<double>(data_frames),
+                     nack_delay.empty() ? std::string() : fmt::format(" ({})", nack_delay));
+}
+
 }  // namespace fabemu::host::dpdk

@@ -116,4 +116,12 @@ std::string wire_detected_line(const WireStats& s);  // "  detected ...": duplic
 std::string wire_injected_line(const WireStats& s);  // "  injected faults ...", "" when none were injected
 std::string wire_late_line(const WireStats& s);      // "  late deliveries ..." (D > 0)
 
+// The run's warning about its NACKs, or "": more than kNackWarnShare of its `data_frames` NACKed, with no
+// fault injected (which explains them). `nack_delay` says what the delay was and how to set it ("" leaves it
+// out). Paced fabrics raise the NACK delay to several frame times (paced_nack_floor), so a clean path sends
+// none at any dilation.
+inline constexpr double kNackWarnShare = 0.01;
+std::string wire_nack_warning(const WireStats& s, uint64_t data_frames, std::string_view fabric,
+                              std::string_view nack_delay);
+
 }  // namespace fabemu::host::dpdk

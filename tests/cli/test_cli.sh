@@ -150,6 +150,28 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--device hwemu"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --device model
 expect_text "$tmp/err" "--device needs --fabric fpga; this run is on --fabric software"
+# --metrics on a single-host socket run: the run's counters served while it runs (dilation 20000: ~0.9 s)
+python3 - "$fabemu" "$ar" "$tmp" <<'EOF2' || fail "--fabric socket --metrics"
+import re, subprocess, sys, time, urllib.request
+fabemu, ar, tmp = sys.argv[1:4]
+p = subprocess.Popen([fabemu, "run", "-w", ar, "-n", tmp + "/ring4.yml", "-s", tmp + "/sys.json", "--fabric", "socket",
+                      "--dilation", "20000", "--metrics", "127.0.0.1:0", "-r", tmp + "/sock_metrics.json"],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+line = p.stderr.readline()
+m = re.search(r"metrics on (http://127\.0\.0\.1:\d+/metrics)", line)
+assert m, line
+body, t0 = "", time.time()
+while time.time() - t0 < 20:
+    body = urllib.request.urlopen(m.group(1), timeout=5).read().decode()
+    if re.search(r'fabemu_messages_sent_total\{role="run",fabric="socket"\} [1-9]', body):
+        break
+    time.sleep(0.05)
+assert 'fabemu_running{role="run",fabric="socket"}' in body, body
+assert re.search(r'fabemu_messages_sent_total\{role="run",fabric="socket"\} [1-9]', body), body
+assert p.wait(timeout=60) == 0, p.stderr.read()
+EOF2
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --metrics 127.0.0.1:0
+expect_text "$tmp/err" "--metrics needs --agents or --fabric socket; this run is on --fabric dpdk (its live metrics are not written yet)"
 # options of a fabric the run does not use, and options that contradict each other: errors, not ignored
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --pcap "$tmp/never.pcap"
 expect_text "$tmp/err" "--pcap needs --fabric dpdk; this run is on --fabric software, which does not use it"
@@ -329,7 +351,8 @@ EOF2
   # with the default action and forwards the SIGINT sent to it. stdbuf: EAL logs to stdout, which a pipe
   # would hold until the end)
   mkfifo "$tmp/eal_fifo"
-  timeout -s INT 60 stdbuf -oL -eL "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 50000 -q -r "$tmp/ealint.json" \
+  # (not -q: under it EAL prints errors only, and its start-up lines are the signal's cue)
+  timeout -s INT 60 stdbuf -oL -eL "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 50000 -r "$tmp/ealint.json" \
     -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-clie$$" --no-telemetry -l 0 > "$tmp/eal_fifo" 2>&1 &
   pid=$!
   # One reader to the end of the output: the run's first EAL line sends the signal.

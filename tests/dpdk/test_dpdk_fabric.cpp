@@ -297,6 +297,50 @@ TEST(DpdkFabric, DilatedRealTimeKeepsModelledTimesAndTakesTheWallTime) {
   EXPECT_EQ(frames_in(ports.a().pool()), 0u);
 }
 
+// Issue 47, item 3: paced at dilation 10000, the frames of a message leave a frame time x 10000 apart (a
+// frame of 1412 bytes of payload on a 25 GB/s link: 56.5 ns, 565 us of wall time), more than the 200 us default NACK delay,
+// so every receiver NACKed each message while its next frame was merely not due yet (89 NACKs for the 96 data
+// frames here before). The NACK delay is now at least four frame times of the slowest link: no NACK on a clean path.
+TEST(DpdkFabric, NoNackOnACleanPathAtDilation10000) {
+  REQUIRE_EAL();
+  fabemu::test::ScratchDir dir;
+  Workload w;
+  w.net = network({dim_at(DimTopology::kRing, 2, 25'000'000'000)});  // 25 GB/s
+  w.sys = system_config(CollectiveAlgo::kRing, 1, 1);
+  fabemu::traces::CollectiveSpec spec;
+  spec.type = ChakraProtoMsg::ALL_REDUCE;
+  spec.ranks = 2;
+  spec.size_bytes = uint64_t{64} << 10;  // two steps of 24 frames each way: ~30 ms of wall time
+  w.files = fabemu::traces::generate_collective(spec, dir.file("allreduce2"));
+  const RunResult sw = run_software(w);
+  auto ports = fd::DpdkPorts::ring("fabnack", port_config());
+  fd::DpdkFabricOptions opt;
+  opt.dilation = 10'000;
+  const DpdkRun d = run_dpdk(w, ports, opt);
+  expect_exact(sw, d);
+  EXPECT_EQ(d.stats.data_frames, 96u);
+  // None on an idle machine. A polling lcore descheduled for more than four frame times (2.3 ms; seen here
+  // with the load average at 7) sends the next frames that late, and the receiver's NACK is then right: a few
+  // are allowed, where before every message was NACKed while it arrived.
+  EXPECT_LE(d.stats.nacks, d.stats.data_frames / 20) << d.stats.poll_stalls << " polling stalls";
+  // 4 frame times (1412 bytes of payload at 25 GB/s: 56.48 ns) x 10000 on the wall clock: 2.259 ms.
+  const uint64_t payload = fd::max_payload_for_mtu(fd::WireMode::kFabemu, 1500);
+  EXPECT_EQ(payload, 1412u);
+  EXPECT_EQ(d.stats.settings.nack_delay.ps(), 4 * Rate::from_bytes_per_sec(25'000'000'000).ser(payload).ps() * 10'000);
+  if (d.stats.nacks * 100 <= d.stats.data_frames) {
+    EXPECT_EQ(fd::wire_nack_warning(d.stats, d.stats.data_frames, "DPDK fabric", ""), "");
+  }
+  fd::DpdkStats noisy = d.stats;
+  noisy.data_frames = 1000;
+  noisy.nacks = 20;
+  EXPECT_EQ(fd::wire_nack_warning(noisy, 2000, "DPDK fabric", ""), "");  // 20 of 2000 (1%) does not warn, 20 of 1000 does
+  EXPECT_EQ(fd::wire_nack_warning(noisy, noisy.data_frames, "DPDK fabric", "200 us"),
+            fmt::format("DPDK fabric: {} NACKs for {} data frames (2.0%): frames were lost or reordered on the way, or a "
+                        "message's frames arrived further apart than the NACK delay (200 us); a clean path sends none, "
+                        "and each NACK is a frame on the wire",
+                        noisy.nacks, noisy.data_frames));
+}
+
 // Issue 4, "Pacing": at a target rate far below the device's (a ring pair moves several Gb/s here), each
 // first link carries its target rate within 1% over its busy periods, and the walker's times stay the
 // software model's. 2 ranks, 16 ring all-reduces of 256 KiB one after the other at 1 Gb/s, dilation 1,

@@ -215,7 +215,7 @@ void add_output_options(CLI::App* cmd, run::RunArgs& a) {
                       "(host/lab/README.md); the packet model, --dilation paces it")
       ->type_name("LAB.yaml");
   cmd->add_option("--metrics", a.metrics,
-                      "With --agents: serve the coordinator's Prometheus metrics (GET /metrics) here during the run; with --fabric socket: the run's own")
+                      "With --agents: serve the coordinator's Prometheus metrics (GET /metrics) here during the run; with --fabric socket or dpdk: the run's own")
       ->type_name("ADDR:PORT");
 }
 }  // namespace

@@ -258,6 +258,7 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
     unix_zero_ns_ = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
     if (pcap_) pcap_->set_time_origin_ns(unix_zero_ns_);
+    if (opt_.live != nullptr) opt_.live->running.store(true, std::memory_order_relaxed);
   }
   model_.send(m, ready);  // validates, and schedules the modelled delivery
   Record r;
@@ -427,7 +428,39 @@ bool DpdkFabric::poll(const TscClock::Reading& reading) {
     }
     if (&ports_.a() != &ports_.b()) receive(ports_.a());
   }
+  if (opt_.live != nullptr && reading.wall.ps() - last_publish_ps_ >= kPublishPs) publish(reading.wall.ps());
   return rx_any_;
+}
+
+void DpdkFabric::publish(uint64_t wall_ps) {
+  // The main lcore's own counters: what it sent, the completions it took (the receive lcores' messages
+  // included), its frames; the receive side's frames when this lcore may read them (inline, or once the
+  // receive lcores have stopped); the senders' retransmissions; the model's clock and link bytes.
+  last_publish_ps_ = wall_ps;
+  LiveMetrics& m = *opt_.live;
+  const auto set = [](std::atomic<uint64_t>& c, uint64_t v) { c.store(v, std::memory_order_relaxed); };
+  uint64_t retransmissions = 0;
+  for (size_t i = 0; i < senders_.size(); ++i) retransmissions += senders_[i].stats().retransmissions;
+  uint64_t frames_tx = stats_.frames_tx, frames_rx = stats_.frames_rx, not_ours = stats_.not_ours;
+  if (!workers_running()) {
+    for (const auto& path : rx_paths_) {
+      frames_tx += path->stats().frames_tx;
+      frames_rx += path->stats().frames_rx;
+      not_ours += path->stats().not_ours;
+    }
+  }
+  set(m.messages_sent, stats_.messages);
+  set(m.bytes_sent, stats_.message_bytes);
+  set(m.messages_received, completed_messages_);
+  set(m.bytes_received, completed_bytes_);
+  set(m.frames_sent, frames_tx);
+  set(m.frames_received, frames_rx);
+  set(m.retransmissions, retransmissions);
+  set(m.not_ours, not_ours);
+  m.emulated_ps.store(static_cast<int64_t>(engine_.now().ps()), std::memory_order_relaxed);
+  const size_t links = std::min(m.link_bytes.size(), model_.topology().links().size());
+  for (size_t l = 0; l < links; ++l) set(m.link_bytes[l], model_.link_stats(static_cast<emu::LinkId>(l)).bytes);
+  m.link_count.store(links, std::memory_order_relaxed);
 }
 
 bool DpdkFabric::drain(emu::Duration limit) {
@@ -474,6 +507,10 @@ bool DpdkFabric::drain(emu::Duration limit) {
   emu::Time quiet_since = clock_.wall();
   while (clock_.wall() - quiet_since < emu::Duration::from_ms(2) && clock_.wall() - start <= limit) {
     if (poll()) quiet_since = clock_.wall();
+  }
+  if (opt_.live != nullptr) {  // the run's final counters, then not running
+    publish(clock_.wall().ps());
+    opt_.live->running.store(false, std::memory_order_relaxed);
   }
   close_pcap();
   return done;

@@ -51,6 +51,7 @@
 #include "host/wire/rto_estimator.h"
 #include "host/dpdk/rx_worker.h"
 #include "host/wire/frame.h"
+#include "host/wire/live_metrics.h"
 
 namespace fabemu::host::dpdk {
 
@@ -76,6 +77,9 @@ struct DpdkFabricOptions {
   emu::Duration rto = emu::Duration::from_ms(10);
   uint32_t window = 1024;             // messages in flight per (sender, receiver) pair; a power of two
   std::string pcap;                   // non-empty: every frame sent is captured there (both lcores' frames)
+  // When set, kept current about every millisecond by the main lcore (--metrics): its counters, the
+  // completions, the model's clock and link bytes (link_bytes sized to the topology's links).
+  LiveMetrics* live = nullptr;
   // A message the model has delivered but the wire has not, with no progress for this long (wall time; no
   // message completed and no ACK taken: NACKs alone, frames not ours and frames the fault injection drops
   // do not count): the run stops there, as on SIGINT, and
@@ -216,6 +220,8 @@ class DpdkFabric final : public RealtimeFabric,
   // pacing's now and the receive path's timers (poll() reads it).
   bool poll();
   bool poll(const TscClock::Reading& now);
+  // --metrics: the counters into opt_.live (the main lcore's, and the receive side's when readable).
+  void publish(uint64_t wall_ps);
   // The senders' packets, a run of one message at a time (Sender::next_runs, fill_run); with pacing, those
   // that are due at `now` (pace_run, which reads the clock again for a frame not due yet).
   void transmit(const TscClock::Reading& now);
@@ -398,6 +404,9 @@ class DpdkFabric final : public RealtimeFabric,
   bool interrupted_ = false;
   std::string stall_;     // why the run stopped on a stall (empty: it did not)
   bool started_ = false;  // the first send() restarted the clock
+  // --metrics: LiveMetrics published every kPublishPs of wall time (publish()).
+  static constexpr uint64_t kPublishPs = 1'000'000'000;
+  uint64_t last_publish_ps_ = 0;
   uint64_t unix_zero_ns_ = 0;  // the Unix time (ns) of clock_'s zero: the capture's dates
   uint64_t last_poll_ps_ = 0;
   struct Stall {

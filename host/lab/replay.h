@@ -14,10 +14,10 @@
 
 #include "emulator/config.h"
 #include "host/lab/lab.pb.h"
+#include "host/lab/live_metrics.h"
 
 namespace fabemu::lab {
 
-struct LiveMetrics;
 class DatagramTransport;
 class LabDataPort;
 

@@ -17,6 +17,7 @@
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_fabric.h"
 #include "host/run/backend.h"
+#include "host/run/live_endpoint.h"
 #include "host/run/exit_status.h"
 #include "host/run/lcore_ids.h"
 
@@ -148,6 +149,11 @@ class DpdkBackend final : public RealtimeBackend {
     const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
     ports_ = open_ports(args_, port_config(args_, c.topology, queues), queues, memif_);
     hd::DpdkFabricOptions o = fabric_options(args_, c.plan.mtu, rx_lcores);
+    if (!args_.metrics.empty()) {
+      live_ = std::make_unique<LiveEndpoint>(args_.metrics, c.topology.links().size(), "dpdk");
+      o.live = &live_->live();
+      if (!args_.quiet) fmt::print(stderr, "fabemu: metrics on {}\n", live_->url());
+    }
     fabric_ = std::make_unique<hd::DpdkFabric>(c.topology, address_plan(args_, c.topology), *ports_, o);
   }
 
@@ -199,6 +205,7 @@ class DpdkBackend final : public RealtimeBackend {
   EalSession eal_;
   MemifSocketFile memif_;
   std::unique_ptr<hd::DpdkPorts> ports_;
+  std::unique_ptr<LiveEndpoint> live_;  // before the fabric: it writes the counters until it goes
   std::unique_ptr<hd::DpdkFabric> fabric_;
 };
 

@@ -1,4 +1,4 @@
-// `fabemu run --metrics ADDR:PORT` on a single-host run (--fabric socket): the run's live counters served in
+// `fabemu run --metrics ADDR:PORT` on a single-host run (--fabric socket or dpdk): the run's live counters served in
 // Prometheus' text format (GET /metrics) while it runs, by a thread of the endpoint's own, with the families
 // the lab's agents and coordinator serve (host/lab/metrics.h, host/lab/README.md "Metrics").
 #pragma once

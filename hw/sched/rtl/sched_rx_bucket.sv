@@ -13,11 +13,11 @@ module sched_rx_bucket (
   // B1: per byte, any bit set and the top set bit's index.
   logic [63:0] v1;
   logic [7:0]  nz1;
-  logic [2:0]  top0 [8], top1 [8];
+  logic [23:0] top0, top1;                     // byte g's top bit at [3g +: 3]
   always_comb begin
     for (int g = 0; g < 8; g++) begin
-      top0[g] = 3'd0;
-      for (int k = 0; k < 8; k++) if (v[8 * g + k]) top0[g] = 3'(k);
+      top0[3 * g +: 3] = 3'd0;
+      for (int k = 0; k < 8; k++) if (v[8 * g + k]) top0[3 * g +: 3] = 3'(k);
     end
   end
   always_ff @(posedge clk) begin
@@ -33,7 +33,7 @@ module sched_rx_bucket (
   logic [5:0] top;
   always_comb begin
     top = '0;
-    for (int g = 0; g < 8; g++) if (nz1[g]) top = {3'(g), top1[g]};
+    for (int g = 0; g < 8; g++) if (nz1[g]) top = {3'(g), top1[3 * g +: 3]};
   end
   always_ff @(posedge clk) begin
     v2 <= v1;

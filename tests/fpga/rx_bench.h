@@ -213,6 +213,8 @@ class RxBench {
   VerilatedContext& context() { return ctx_; }
   uint64_t cycle() const { return cycle_; }
   const std::vector<Record>& records() const { return records_; }
+  // The `cycle` value of the clock in which each record was taken.
+  const std::vector<uint64_t>& record_cycles() const { return record_cycles_; }
   void set_record_ready(unsigned pct) { rec_ready_pct_ = pct; }
 
   // One clock with `beat` on the stream (nullptr: tvalid low) and `cycle` on the cycle input; true when
@@ -233,6 +235,7 @@ class RxBench {
     if (!t.rst && t.m_rec_valid && t.m_rec_ready) {
       records_.push_back(Record{t.m_rec_src, t.m_rec_dst, t.m_rec_frames, t.m_rec_msg_id, t.m_rec_bytes,
                                 t.m_rec_first_cycle, t.m_rec_last_cycle});
+      record_cycles_.push_back(cycle);
     }
     if (t.h_valid && t.h_ready) h_accepted_ = true;
     if (!t.rst && t.h_rsp_valid) {
@@ -317,6 +320,7 @@ class RxBench {
   std::mt19937_64 rng_{1};
   unsigned rec_ready_pct_ = 100;
   std::vector<Record> records_;
+  std::vector<uint64_t> record_cycles_;
   bool h_accepted_ = false, h_got_ = false;
   std::array<uint64_t, 6> h_rsp_{};
 };

@@ -121,7 +121,7 @@ fi  # FRAME_GEN != only
 # only them: sched_rx at DATA_W 512 and 64 (1024 flows, 48-bit histogram counts), and its latency
 # histogram and per-flow stages alone.
 if [ "${RX:-0}" != 0 ]; then
-  rx_srcs="$rtl/sched_axi_check.sv $rtl/sched_delay.sv $rtl/sched_sdp_ram.sv $rtl/sched_crc_lin.sv $rtl/sched_csum_tree.sv $rtl/sched_csum_fold.sv $rtl/sched_async_fifo.sv $rtl/sched_rx_rmw.sv $rtl/sched_rx_capture.sv $rtl/sched_rx_parse.sv $rtl/sched_rx_mulq.sv $rtl/sched_rx_bucket.sv $rtl/sched_rx_lat.sv $rtl/sched_rx_flow.sv $rtl/sched_rx.sv"
+  rx_srcs="$rtl/sched_axi_check.sv $rtl/sched_delay.sv $rtl/sched_sdp_ram.sv $rtl/sched_crc_lin.sv $rtl/sched_csum_tree.sv $rtl/sched_csum_fold.sv $rtl/sched_async_fifo.sv $rtl/sched_rx_rmw.sv $rtl/sched_rx_usum.sv $rtl/sched_rx_capture.sv $rtl/sched_rx_parse.sv $rtl/sched_rx_mulq.sv $rtl/sched_rx_bucket.sv $rtl/sched_rx_lat.sv $rtl/sched_rx_flow.sv $rtl/sched_rx.sv"
   for w in 512 64; do
     # shellcheck disable=SC2086
     synth "sched_rx_$w" sched_rx "chparam -set DATA_W $w sched_rx;" $rx_srcs

@@ -68,8 +68,7 @@ class RxRef {
     rules_.mode = c.roce ? dp::WireMode::kRoceV2 : dp::WireMode::kFabemu;
     rules_.port_lo = c.port_lo;
     rules_.port_hi = c.port_hi;
-    rules_.verify_udp_checksum = false;
-    rules_.verify_icrc = false;
+    rules_.verify_icrc = false;   // sched_rx checks the UDP checksum, not the ICRC
   }
 
   dp::Verdict frame(std::span<const uint8_t> f, uint64_t cycle) {

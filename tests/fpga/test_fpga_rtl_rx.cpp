@@ -138,6 +138,19 @@ void fix_ip_checksum(std::vector<uint8_t>& f) {
   f[25] = static_cast<uint8_t>(c);
 }
 
+// The UDP checksum recomputed after a change, so that the change is what decode() finds.
+void fix_udp_checksum(std::vector<uint8_t>& f) {
+  const auto be16 = [&](size_t i) { return static_cast<uint32_t>(f[i] << 8 | f[i + 1]); };
+  const size_t len = be16(38);
+  f[40] = 0;
+  f[41] = 0;
+  const uint32_t pseudo = be16(26) + be16(28) + be16(30) + be16(32) + 17 + static_cast<uint32_t>(len);
+  uint16_t c = static_cast<uint16_t>(~dp::ones_complement_sum({f.data() + 34, len}, pseudo));
+  if (c == 0) c = 0xFFFF;
+  f[40] = static_cast<uint8_t>(c >> 8);
+  f[41] = static_cast<uint8_t>(c);
+}
+
 // Frames that are not ours for every reason sched_rx checks, each made from a good frame and then
 // classified by decode() (the reference counts decode()'s verdict, and the test checks every reason
 // was made).
@@ -146,7 +159,7 @@ std::vector<std::vector<uint8_t>> corrupt_frames(std::mt19937_64& rng, const RxC
   const size_t fh = cfg.roce ? 54 : 42;   // the fabemu header's offset
   RxRef probe(cfg);
   for (int round = 0; round < 6; ++round) {
-    for (int kind = 0; kind < 18; ++kind) {
+    for (int kind = 0; kind < 20; ++kind) {
       auto msg = message(rng, cfg.roce, 1, 2, 77 + static_cast<uint64_t>(round), 3, static_cast<uint32_t>(rng() % 300));
       dp::FrameSpec& s = msg[1];
       if (!cfg.roce) s.dst.port = cfg.port_lo;
@@ -161,10 +174,10 @@ std::vector<std::vector<uint8_t>> corrupt_frames(std::mt19937_64& rng, const RxC
         case 6: f[26] ^= 0x10; break;                                              // IPv4 checksum
         case 7: f[23] = 6; fix_ip_checksum(f); break;                              // TCP
         case 8: f[38] ^= 0x01; break;                                              // UDP length != IP length - 20
-        case 9: f[37] ^= 0x40; break;                                              // destination port
-        case 10: f[fh + 1] ^= 0x01; break;                                         // magic
-        case 11: f[fh + 4] = 2; break;                                             // version
-        case 12: f[fh + 20] ^= 0x80; break;                                        // a field under the CRC
+        case 9: f[37] ^= 0x40; fix_udp_checksum(f); break;                         // destination port
+        case 10: f[fh + 1] ^= 0x01; fix_udp_checksum(f); break;                    // magic
+        case 11: f[fh + 4] = 2; fix_udp_checksum(f); break;                        // version
+        case 12: f[fh + 20] ^= 0x80; fix_udp_checksum(f); break;                   // a field under the CRC
         case 13: {                                                                 // seq >= count, CRC right
           s.hdr.seq = s.hdr.count;
           f = encode(s);
@@ -183,6 +196,7 @@ std::vector<std::vector<uint8_t>> corrupt_frames(std::mt19937_64& rng, const RxC
           if (cfg.roce && round % 2 == 0) f[42] = 0x64;
           else if (cfg.roce) f[43] |= 0x01;
           else f[fh + 8] ^= 1;
+          fix_udp_checksum(f);
           break;
         case 17:                                                                   // RoCEv2: pad past the length
           if (cfg.roce) {
@@ -194,6 +208,14 @@ std::vector<std::vector<uint8_t>> corrupt_frames(std::mt19937_64& rng, const RxC
           } else {
             f[fh + 6] ^= 0x40;
           }
+          fix_udp_checksum(f);
+          break;
+        case 18:                                                                   // a byte the UDP checksum covers
+          f[34 + rng() % (f.size() - 34)] ^= static_cast<uint8_t>(1 + rng() % 255);
+          break;
+        case 19:                                                                   // no UDP checksum (0)
+          f[40] = 0;
+          f[41] = 0;
           break;
       }
       made.insert(probe.frame(f, 0));
@@ -215,6 +237,7 @@ void run_corrupt(bool roce, uint64_t seed) {
   const auto frames = corrupt_frames(rng, cfg, made);
   std::set<dp::Verdict> want = {dp::Verdict::kOurs,        dp::Verdict::kTruncated,    dp::Verdict::kNotIpv4,
                                 dp::Verdict::kBadIpHeader, dp::Verdict::kBadIpChecksum, dp::Verdict::kNotUdp,
+                                dp::Verdict::kBadUdpChecksum,
                                 dp::Verdict::kWrongPort,   dp::Verdict::kBadMagic,      dp::Verdict::kBadVersion,
                                 dp::Verdict::kBadHeaderCrc, dp::Verdict::kBadFields};
   if (roce) want.insert(dp::Verdict::kBadBth);

@@ -1,7 +1,7 @@
 // The card's receive path, the mirror of sched_fg: an AXI4-Stream slave of DATA_W bits (byte 0 of a
 // frame in tdata[7:0], tkeep, tlast, no FCS), in the receive (MAC) clock domain with the MAC's
 // free-running `cycle` counter. Per frame: the first beat's cycle as its timestamp (sched_rx_capture);
-// the verdict of host/wire's decode() (UDP checksum and ICRC not checked), counted by reason
+// the verdict of host/wire's decode() (the RoCEv2 ICRC not checked), counted by reason
 // (sched_rx_parse); for frames that are ours, the latency histogram (sched_rx_lat); for data frames
 // that are ours, the per-flow counters, sequence tracking and per-message arrival records
 // (sched_rx_flow). One frame per cycle sustained; every output is a register or a function of
@@ -61,9 +61,10 @@ module sched_rx #(
   logic [15:0]   f_nbb;
   logic [KW-1:0] f_keep;
   logic [63:0]   f_cycle;
+  logic [31:0]   f_usum;
   sched_rx_capture #(.DATA_W(DATA_W)) capture (.clk, .rst, .accept(s_axis_tvalid && ready_reg),
     .tdata(s_axis_tdata), .tkeep(s_axis_tkeep), .tlast(s_axis_tlast), .cycle, .f_valid, .f_hdr, .f_nbb,
-    .f_keep, .f_cycle);
+    .f_keep, .f_cycle, .f_usum);
 
   logic        p_valid, p_ce;
   logic [3:0]  p_verdict;
@@ -73,7 +74,7 @@ module sched_rx #(
   logic [15:0] p_payload;
   logic [19:0] p_len;
   sched_rx_parse #(.KW(KW)) parse (.clk, .rst, .cfg_roce, .cfg_port_lo, .cfg_port_hi, .f_valid, .f_hdr,
-    .f_nbb, .f_keep, .f_cycle, .p_valid, .p_verdict, .p_kind, .p_src, .p_dst, .p_seq, .p_count, .p_msg_id,
+    .f_nbb, .f_keep, .f_cycle, .f_usum, .p_valid, .p_verdict, .p_kind, .p_src, .p_dst, .p_seq, .p_count, .p_msg_id,
     .p_tx_time, .p_cycle, .p_payload, .p_len, .p_ce);
 
   logic ours, data;

@@ -1,11 +1,12 @@
 // Receive path, parse stages Q1..Q6: classifies one frame record per cycle as host/wire's decode()
-// does with verify_udp_checksum and verify_icrc off (DecodeRules), in decode()'s order, so that a frame
-// gets the first reason that applies (the Verdict numbers of host/wire/frame.h; 0 = ours): lengths,
-// EtherType, IPv4 version/IHL/fragment, IPv4 header checksum (sched_csum_tree, sched_csum_fold), UDP,
-// the destination port (RoCEv2: 4791; fabemu mode: [port_lo, port_hi]), the BTH (TVer, opcode, pad),
-// the fabemu header's magic, version, CRC-32 (sched_crc_lin, two stages) and field consistency. The
-// UDP checksum and the RoCEv2 ICRC are not checked. Every condition is a register by Q5; the verdict and
-// the frame's fields leave registered at Q6.
+// does with verify_icrc off (DecodeRules), in decode()'s order, so that a frame gets the first reason
+// that applies (the Verdict numbers of host/wire/frame.h; 0 = ours): lengths, EtherType, IPv4
+// version/IHL/fragment, IPv4 header checksum (sched_csum_tree, sched_csum_fold), UDP, the UDP checksum
+// (the segment's word sum from sched_rx_usum plus the pseudo-header, folded; a zero checksum field is
+// not checked in RoCEv2 mode), the destination port (RoCEv2: 4791; fabemu mode: [port_lo, port_hi]),
+// the BTH (TVer, opcode, pad), the fabemu header's magic, version, CRC-32 (sched_crc_lin, two stages)
+// and field consistency. The RoCEv2 ICRC is not checked. Every condition is a register by Q5; the
+// verdict and the frame's fields leave registered at Q6.
 `default_nettype none
 
 module sched_rx_parse #(
@@ -24,6 +25,7 @@ module sched_rx_parse #(
   input  wire logic [15:0]   f_nbb,
   input  wire logic [KW-1:0] f_keep,
   input  wire logic [63:0]   f_cycle,
+  input  wire logic [31:0]   f_usum,           // the UDP segment's word sum
   // Q6: verdict and fields.
   output      logic          p_valid,
   output      logic [3:0]    p_verdict,
@@ -93,6 +95,24 @@ module sched_rx_parse #(
   logic [15:0] ipc4;
   sched_csum_tree #(.N(10)) ip_tree (.clk, .en(1'b1), .words(ipw0), .q(ipsum2));
   sched_csum_fold ip_fold (.clk, .en(1'b1), .sum(ipsum2), .q(ipc4));
+  // UDP checksum: the segment's sum plus the pseudo-header (source and destination address, protocol
+  // 17, UDP length) in Q1 and Q2, pre-folded in Q3, folded in Q4 and Q5 (right when q == 0). In RoCEv2
+  // mode a zero checksum field means none (decode(): the ICRC protects the packet).
+  logic [32:0] us1;
+  logic [17:0] ups1;
+  logic [33:0] ut2;
+  logic [19:0] uf3;
+  logic [15:0] udpc5;
+  logic        uzero1;
+  always_ff @(posedge clk) begin
+    us1 <= (33'(f_usum) + 33'(be16(f_hdr, 26))) + (33'(be16(f_hdr, 28)) + 33'(be16(f_hdr, 30)));
+    ups1 <= (18'(be16(f_hdr, 32)) + 18'(be16(f_hdr, 38))) + 18'd17;
+    uzero1 <= cfg_roce && be16(f_hdr, 40) == 16'd0;
+    ut2 <= 34'(us1) + 34'(ups1);
+    uf3 <= 20'(ut2[15:0]) + 20'(ut2[33:16]);
+  end
+  sched_csum_fold udp_fold (.clk, .en(1'b1), .sum(24'(uf3)), .q(udpc5));
+
   // Header CRC of bytes 0..55 (Q1, Q2).
   logic [31:0] hcrc2;
   sched_crc_lin #(.NB(56), .INIT(HDR_INIT)) hdr_crc (.clk, .en(1'b1), .d(fh0[447:0]), .q(hcrc2));
@@ -197,6 +217,8 @@ module sched_rx_parse #(
     .d({c_etype2, c_iphdr2, c_proto2, t_iplen28_2, t_udplen2, c_port2, t_l4_12_2, c_bth2, t_l4_76_2}),
     .q({c_etype5, c_iphdr5, c_proto5, t_iplen28_5, t_udplen5, c_port5, t_l4_12_5, c_bth5, t_l4_76_5}));
   sched_delay #(.W(1), .N(3)) d_c2b (.clk, .en(1'b1), .d(c_pad2), .q(c_pad5));
+  logic uzero5;
+  sched_delay #(.W(1), .N(4)) d_uz (.clk, .en(1'b1), .d(uzero1), .q(uzero5));
   sched_delay #(.W(8), .N(2)) d_c3 (.clk, .en(1'b1),
     .d({t_n14_3, t_n34_3, t_ipn3, c_magic3, h4_3, t_h60_3, c_ver3, c_crc3}),
     .q({t_n14_5, t_n34_5, t_ipn5, c_magic5, h4_5, t_h60_5, c_ver5, c_crc5}));
@@ -212,6 +234,7 @@ module sched_rx_parse #(
     else if (c_ip5) verdict5 = 4'd4;                            // kBadIpChecksum
     else if (c_proto5) verdict5 = 4'd5;                         // kNotUdp
     else if (t_iplen28_5 || t_udplen5) verdict5 = 4'd1;
+    else if (!uzero5 && udpc5 != 16'd0) verdict5 = 4'd6;        // kBadUdpChecksum
     else if (c_port5) verdict5 = 4'd7;                          // kWrongPort
     else if (t_l4_12_5) verdict5 = 4'd1;
     else if (c_bth5) verdict5 = 4'd8;                           // kBadBth

@@ -18,15 +18,18 @@ fi
 mkdir -p "$out"
 srcs="$rtl/fabemu_sched_pkg.sv $rtl/sched_skid.sv $rtl/sched_axi_check.sv $rtl/sched_sdp_ram.sv $rtl/sched_hop_core.sv $rtl/sched_axi_rd.sv $rtl/sched_axi_wr.sv $rtl/sched_axil_ctrl.sv $rtl/sched_kernel.sv"
 fg_srcs="$rtl/sched_axi_check.sv $rtl/sched_delay.sv $rtl/sched_crc_lin.sv $rtl/sched_crc_mulmod.sv $rtl/sched_crc_xpow8.sv $rtl/sched_csum_tree.sv $rtl/sched_csum_fold.sv $rtl/sched_fg_layout.sv $rtl/sched_fg_build.sv $rtl/sched_async_fifo.sv $rtl/sched_fg_tx.sv $rtl/sched_fg.sv"
+rx_srcs="$rtl/sched_axi_check.sv $rtl/sched_delay.sv $rtl/sched_sdp_ram.sv $rtl/sched_crc_lin.sv $rtl/sched_csum_tree.sv $rtl/sched_csum_fold.sv $rtl/sched_async_fifo.sv $rtl/sched_rx_rmw.sv $rtl/sched_rx_usum.sv $rtl/sched_rx_capture.sv $rtl/sched_rx_parse.sv $rtl/sched_rx_mulq.sv $rtl/sched_rx_bucket.sv $rtl/sched_rx_lat.sv $rtl/sched_rx_flow.sv $rtl/sched_rx.sv"
 status=0
 # The kernel's modules, then the line-rate frame generator's FIFO and the whole generator (about 20 s:
 # yosys evaluates its CRC tables). sched_fg_build alone passes too but costs another 20 s; sched_fg_tx
-# alone has a path by design: its FIFO read request f_pop is !f_empty && slot empty.
+# alone has a path by design: its FIFO read request f_pop is !f_empty && slot empty. Then the receive
+# path, sched_rx (its sched_rx_rmw alone has one by design too: h_take is h_valid && the port is free).
 for top in sched_skid sched_hop_core sched_axi_rd sched_axi_wr sched_axil_ctrl sched_kernel \
-           sched_async_fifo sched_fg; do
+           sched_async_fifo sched_fg sched_rx; do
   case $top in
     sched_async_fifo) srcs_top=$rtl/sched_async_fifo.sv ;;
     sched_fg) srcs_top=$fg_srcs ;;
+    sched_rx) srcs_top=$rx_srcs ;;
     *) srcs_top=$srcs ;;
   esac
   list=$out/$top.outputs

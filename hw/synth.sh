@@ -13,7 +13,8 @@
 # its routing, 0.6 to 1 ns per carry chain of up to 64 bits, 0.6 ns of clock-to-out, setup and clock
 # uncertainty: levels <= 6 and lutonly <= 6, no chain longer than 64 bits (16 CARRY4) on a path.
 # Yosys gives no timing: a Vivado implementation on a lab machine must confirm.
-# Usage: hw/synth.sh [links...]   (links a power of two, 2..65536; default 256 4096). Logs in
+# Usage: hw/synth.sh [links...]   (links a power of two, 2..65536; default 256 4096; FRAME_GEN=1 or
+# only and RX=1 or only add or select the frame generators' and the receive path's rows). Logs in
 # ${SYNTH_DIR:-/tmp/fabemu-synth}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,7 +76,7 @@ row() {
 
 printf '%-16s %6s %6s %5s %6s %6s %6s %4s %6s | %6s %5s %6s %6s %7s\n' module links LUT SRL FF RAMB36 RAMB18 DSP CARRY \
   levels muxf chains carry lutonly
-if [ "${FRAME_GEN:-0}" != only ]; then
+if [ "${FRAME_GEN:-0}" != only ] && [ "${RX:-0}" != only ]; then
 for m in sched_axi_rd sched_axi_wr sched_axil_ctrl; do
   synth "$m" "$m" "" "$rtl/fabemu_sched_pkg.sv" "$rtl/sched_skid.sv" "$rtl/$m.sv"
   row "$m" "$m" -
@@ -92,12 +93,12 @@ for links in "${sizes[@]}"; do
   row "sched_kernel_$links" sched_kernel "$links"
 done
 
-fi  # FRAME_GEN != only
+fi  # FRAME_GEN != only, RX != only
 
 # The frame generators (not part of the kernel): FRAME_GEN=1 hw/synth.sh [links...] adds their rows,
 # FRAME_GEN=only prints only them. sched_frame_gen: the single-clock 64-bit stage; sched_fg: the
 # line-rate generator (build pipeline, async FIFO, transmit gate) at DATA_W 512 and 64.
-if [ "${FRAME_GEN:-0}" != 0 ]; then
+if [ "${FRAME_GEN:-0}" != 0 ] && [ "${RX:-0}" != only ]; then
   synth sched_frame_gen sched_frame_gen "" "$rtl/sched_frame_gen.sv"
   row sched_frame_gen sched_frame_gen -
   fg_srcs="$rtl/sched_axi_check.sv $rtl/sched_delay.sv $rtl/sched_crc_lin.sv $rtl/sched_crc_mulmod.sv $rtl/sched_crc_xpow8.sv $rtl/sched_csum_tree.sv $rtl/sched_csum_fold.sv $rtl/sched_fg_layout.sv $rtl/sched_fg_build.sv $rtl/sched_async_fifo.sv $rtl/sched_fg_tx.sv $rtl/sched_fg.sv"
@@ -115,3 +116,20 @@ if [ "${FRAME_GEN:-0}" != 0 ]; then
   synth sched_crc_xpow8 sched_crc_xpow8 "" "$rtl/sched_crc_mulmod.sv" "$rtl/sched_crc_xpow8.sv"
   row sched_crc_xpow8 sched_crc_xpow8 -
 fi  # FRAME_GEN != only
+
+# The receive path (not part of the kernel): RX=1 hw/synth.sh [links...] adds its rows, RX=only prints
+# only them: sched_rx at DATA_W 512 and 64 (1024 flows, 48-bit histogram counts), and its latency
+# histogram and per-flow stages alone.
+if [ "${RX:-0}" != 0 ]; then
+  rx_srcs="$rtl/sched_axi_check.sv $rtl/sched_delay.sv $rtl/sched_sdp_ram.sv $rtl/sched_crc_lin.sv $rtl/sched_csum_tree.sv $rtl/sched_csum_fold.sv $rtl/sched_async_fifo.sv $rtl/sched_rx_rmw.sv $rtl/sched_rx_usum.sv $rtl/sched_rx_capture.sv $rtl/sched_rx_parse.sv $rtl/sched_rx_mulq.sv $rtl/sched_rx_bucket.sv $rtl/sched_rx_lat.sv $rtl/sched_rx_flow.sv $rtl/sched_rx.sv"
+  for w in 512 64; do
+    # shellcheck disable=SC2086
+    synth "sched_rx_$w" sched_rx "chparam -set DATA_W $w sched_rx;" $rx_srcs
+    row "sched_rx_$w" "sched_rx/$w" -
+  done
+  for m in sched_rx_lat sched_rx_flow; do
+    # shellcheck disable=SC2086
+    synth "$m" "$m" "" $rx_srcs
+    row "$m" "$m" -
+  done
+fi  # RX

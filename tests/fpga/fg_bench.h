@@ -113,6 +113,42 @@ uint8_t byte_at(const W& w, int i) {
 }
 inline bool bit_at(uint64_t v, int i) { return (v >> i) & 1; }
 
+// Drives sched_fg's descriptor inputs (V: Vsched_fg or Vsched_fg64) with departure `d` (s_valid untouched).
+template <class V>
+void drive_descriptor(V& t, const Departure& d) {
+  const dp::FrameSpec& s = d.spec;
+  t.s_sched = d.sched;
+  t.s_roce = s.mode == dp::WireMode::kRoceV2;
+  t.s_dst_mac = mac_bits(s.dst.mac);
+  t.s_src_mac = mac_bits(s.src.mac);
+  t.s_src_ip = s.src.ip;
+  t.s_dst_ip = s.dst.ip;
+  t.s_src_port = s.src.port;
+  t.s_dst_port = s.dst.port;
+  t.s_ip_id = s.ip_id;
+  t.s_dscp = s.dscp;
+  t.s_ecn = static_cast<uint8_t>(s.ecn);
+  t.s_kind = static_cast<uint8_t>(s.hdr.kind);
+  t.s_flags = s.hdr.flags;
+  t.s_src_rank = s.hdr.src_rank;
+  t.s_dst_rank = s.hdr.dst_rank;
+  t.s_msg_id = s.hdr.message_id;
+  t.s_seq = s.hdr.seq;
+  t.s_count = s.hdr.count;
+  t.s_msg_len = s.hdr.message_length;
+  t.s_offset = s.hdr.offset;
+  t.s_tx_time = s.hdr.tx_time_ps;
+  t.s_payload_bytes = static_cast<uint16_t>(s.hdr.kind == dp::PacketKind::kData ? s.payload_bytes : 0);
+  t.s_bth_opcode = s.bth.opcode;
+  t.s_bth_se = s.bth.solicited;
+  t.s_bth_m = s.bth.mig_req;
+  t.s_bth_a = s.bth.ack_req;
+  t.s_bth_tver = s.bth.tver;
+  t.s_bth_pkey = s.bth.pkey;
+  t.s_bth_qp = s.bth.dest_qp;
+  t.s_bth_psn = s.bth.psn;
+}
+
 // V: Vsched_fg (DATA_W 512) or Vsched_fg64.
 template <class V, int kDataW>
 class FgBench {
@@ -193,38 +229,7 @@ class FgBench {
       return;
     }
     t.s_valid = rng_() % 100 < valid_pct_;
-    const Departure& d = (*deps_)[next_];
-    const dp::FrameSpec& s = d.spec;
-    t.s_sched = d.sched;
-    t.s_roce = s.mode == dp::WireMode::kRoceV2;
-    t.s_dst_mac = mac_bits(s.dst.mac);
-    t.s_src_mac = mac_bits(s.src.mac);
-    t.s_src_ip = s.src.ip;
-    t.s_dst_ip = s.dst.ip;
-    t.s_src_port = s.src.port;
-    t.s_dst_port = s.dst.port;
-    t.s_ip_id = s.ip_id;
-    t.s_dscp = s.dscp;
-    t.s_ecn = static_cast<uint8_t>(s.ecn);
-    t.s_kind = static_cast<uint8_t>(s.hdr.kind);
-    t.s_flags = s.hdr.flags;
-    t.s_src_rank = s.hdr.src_rank;
-    t.s_dst_rank = s.hdr.dst_rank;
-    t.s_msg_id = s.hdr.message_id;
-    t.s_seq = s.hdr.seq;
-    t.s_count = s.hdr.count;
-    t.s_msg_len = s.hdr.message_length;
-    t.s_offset = s.hdr.offset;
-    t.s_tx_time = s.hdr.tx_time_ps;
-    t.s_payload_bytes = static_cast<uint16_t>(s.hdr.kind == dp::PacketKind::kData ? s.payload_bytes : 0);
-    t.s_bth_opcode = s.bth.opcode;
-    t.s_bth_se = s.bth.solicited;
-    t.s_bth_m = s.bth.mig_req;
-    t.s_bth_a = s.bth.ack_req;
-    t.s_bth_tver = s.bth.tver;
-    t.s_bth_pkey = s.bth.pkey;
-    t.s_bth_qp = s.bth.dest_qp;
-    t.s_bth_psn = s.bth.psn;
+    drive_descriptor(t, (*deps_)[next_]);
   }
   void sample_core() {
     V& t = *top_;

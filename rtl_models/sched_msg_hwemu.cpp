@@ -150,6 +150,8 @@ uint64_t SchedMsgHwEmu::packet_hops() {
   return top_->n_hops;
 }
 
+uint64_t SchedMsgHwEmu::scan_cycles() const { return top_->n_scan; }
+
 bool SchedMsgHwEmu::pool_error() const { return top_->err_pool != 0; }
 
 }  // namespace fabemu::rtl

@@ -66,8 +66,9 @@ class SchedMsgHwEmu {
   bool pool_error() const;
 
   uint64_t cycles() const noexcept { return cycles_; }
-  // Cycles the core spent with work to do (not idle) so far.
+  // Cycles the core spent with work to do (not idle) so far, and of those, computing its bound.
   uint64_t busy_cycles() const noexcept { return busy_cycles_; }
+  uint64_t scan_cycles() const;
 
  private:
   void tick();

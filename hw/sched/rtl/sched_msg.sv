@@ -52,6 +52,7 @@ module sched_msg #(
   output      logic                   err_pool,   // sticky: the pool ran out; the core has stopped
   output      logic [63:0]            n_events,
   output      logic [63:0]            n_hops,
+  output      logic [63:0]            n_scan,     // cycles spent computing known_until (throughput figures)
   // link counters, read while idle: data three cycles after the address
   input  wire logic [LINK_ADDR_W-1:0] cnt_addr,
   output      logic [63:0]            cnt_bytes,
@@ -77,12 +78,11 @@ module sched_msg #(
   logic [PA-1:0] l_head [2**LA], l_tail [2**LA];
   logic l_ne [2**LA];
   logic [LA-1:0] route [2**RA];
-  logic [63:0] m_id [2**MA], m_suf [2**MA], m_ed [2**MA];
+  logic [63:0] m_id [2**MA], m_suf [2**MA];
   logic [39:0] m_bytes [2**MA], m_pk [2**MA];
   logic [31:0] m_lastb [2**MA];
   logic [7:0] m_hops [2**MA];
   logic [RA-1:0] m_route [2**MA];
-  logic m_rec [2**MA], m_val [2**MA];
   logic [63:0] p_far [2**PA];
   logic [MA-1:0] p_msg [2**PA];
   logic [7:0] p_hop [2**PA];
@@ -103,8 +103,7 @@ module sched_msg #(
   logic [31:0] mr_lastb;
   logic [7:0] mr_hops;
   logic [RA-1:0] mr_route;
-  logic mr_rec, mr_val;
-  logic [63:0] mr_ed, pr_far;
+  logic [63:0] pr_far;
   logic [MA-1:0] pr_msg;
   logic [7:0] pr_hop;
   logic [39:0] pr_cnt;
@@ -119,9 +118,8 @@ module sched_msg #(
     lr_rate <= l_rate[la_q]; lr_lat <= l_lat[la_q]; lr_free <= l_free[la_q]; lr_cb <= l_cb[la_q];
     lr_cp <= l_cp[la_q]; lr_head <= l_head[la_q]; lr_tail <= l_tail[la_q]; lr_ne <= l_ne[la_q];
     rt_rd <= route[ra_q];
-    mr_id <= m_id[ma_q]; mr_suf <= m_suf[ma_q]; mr_ed <= m_ed[ma_q]; mr_bytes <= m_bytes[ma_q];
+    mr_id <= m_id[ma_q]; mr_suf <= m_suf[ma_q]; mr_bytes <= m_bytes[ma_q];
     mr_pk <= m_pk[ma_q]; mr_lastb <= m_lastb[ma_q]; mr_hops <= m_hops[ma_q]; mr_route <= m_route[ma_q];
-    mr_rec <= m_rec[ma_q]; mr_val <= m_val[ma_q];
     pr_far <= p_far[pa_q]; pr_msg <= p_msg[pa_q]; pr_hop <= p_hop[pa_q]; pr_cnt <= p_cnt[pa_q];
     pr_last <= p_last[pa_q]; pr_bytes <= p_bytes[pa_q]; pr_next <= p_next[pa_q];
     fs_top <= fstack[PA'(fsp - 1'b1)];
@@ -142,6 +140,13 @@ module sched_msg #(
   sched_msg_div #(.NW(40), .DW(32)) div (
     .clk, .rst, .start(div_start), .num(dq_bytes), .den(cfg_mtu), .done(div_done), .quot(div_q), .rem(div_r));
 
+  logic          ks_wr, ks_live, ks_start, ks_done;
+  logic [MA-1:0] ks_m;
+  logic [63:0]   ks_ed, ks_min;
+  sched_msg_kscan #(.MA(MA)) kscan (
+    .clk, .rst, .wr(ks_wr), .wr_m(ks_m), .wr_live(ks_live), .wr_ed(ks_ed), .start(ks_start), .limit(mfresh),
+    .done(ks_done), .kmin(ks_min));
+
   logic [63:0]  mul_a;
   logic [39:0]  mul_b;
   logic [95:0]  mul_p;  // products used: ser (32 x 64 bits) and the low 64 bits of (packets - 1) x ser
@@ -149,7 +154,7 @@ module sched_msg #(
   wire logic [63:0] mul_ceil = mul_p[95:32] + {63'd0, |mul_p[31:0]};  // ser = ceil(n * q / 2^32)
 
   // ---- registers of the state machine ----------------------------------------------------------------
-  logic [63:0] w_q, seq, now, dq_ready, dq_id, tot, ser_a, ser_b, big, kacc, hp_time;
+  logic [63:0] w_q, seq, now, dq_ready, dq_id, tot, ser_a, ser_b, big, hp_time;
   logic [7:0]  dq_hops, h, fwd_hop;
   logic [RA-1:0] dq_route, rlen;
   logic [WW-1:0] what, hp_what;
@@ -158,8 +163,7 @@ module sched_msg #(
   logic [PA-1:0] e, p;
   logic [31:0] fwd_bytes;
   logic fwd_last, fwd;
-  logic [MA:0] kidx;
-  logic kv1, kv2, k_dirty;
+  logic k_dirty;
   logic [MA:0] unrec;
 
   wire logic out_free = !r_valid || r_ready;
@@ -197,14 +201,14 @@ module sched_msg #(
       st <= S_IDLE;
       rt_ready <= 1'b0; d_ready <= 1'b0; r_valid <= 1'b0; idle <= 1'b0; err_pool <= 1'b0;
       w_q <= '0; seq <= '0; rlen <= '0; fsp <= '0; pfresh <= '0; msp <= '0; mfresh <= '0;
-      known_until <= '1; k_dirty <= 1'b0; unrec <= '0; n_events <= '0; n_hops <= '0;
-      div_start <= 1'b0; kv1 <= 1'b0; kv2 <= 1'b0;
+      known_until <= '1; k_dirty <= 1'b0; unrec <= '0; n_events <= '0; n_hops <= '0; n_scan <= '0;
+      div_start <= 1'b0; ks_start <= 1'b0; ks_wr <= 1'b0;
     end else begin
       rt_ready <= 1'b1;
       if (rt_valid && rt_ready) rlen <= rlen + 1'b1;
       if (wm_wr && wm > w_q) w_q <= wm;
       if (r_valid && r_ready) r_valid <= 1'b0;
-      div_start <= 1'b0;
+      div_start <= 1'b0; ks_start <= 1'b0; ks_wr <= 1'b0;
       d_ready <= 1'b0;
       idle <= 1'b0;
       cnt_bytes <= lr_cb;
@@ -224,7 +228,7 @@ module sched_msg #(
             if (unrec == 0) begin
               known_until <= '1; k_dirty <= 1'b0;
             end else begin
-              kidx <= '0; kacc <= '1; kv1 <= 1'b0; kv2 <= 1'b0; st <= S_K;
+              ks_start <= 1'b1; st <= S_K;
             end
           end else begin
             d_ready <= m_avail && !(d_valid && d_ready);
@@ -232,13 +236,10 @@ module sched_msg #(
           end
         end
         S_HALT: ;
-        S_K: begin  // known_until: the least m_ed of the messages whose record is not out, one slot a cycle
-          kv1 <= kidx < mfresh;
-          if (kidx < mfresh) begin ma_q <= kidx[MA-1:0]; kidx <= kidx + 1'b1; end
-          kv2 <= kv1;
-          if (kv2 && mr_val && !mr_rec && mr_ed < kacc) kacc <= mr_ed;
-          if (!(kidx < mfresh) && !kv1 && !kv2) begin
-            known_until <= kacc; k_dirty <= 1'b0; st <= S_IDLE;
+        S_K: begin  // known_until: sched_msg_kscan's least ed of the messages whose record is not out
+          n_scan <= n_scan + 1'b1;
+          if (ks_done) begin
+            known_until <= ks_min; k_dirty <= 1'b0; st <= S_IDLE;
           end
         end
         S_HP: if (h_ready) begin seq <= seq + 1'b1; st <= hp_next; end
@@ -258,8 +259,8 @@ module sched_msg #(
         end
         S_P_HEAP: if (h_ready) begin
           m_id[m] <= dq_id; m_bytes[m] <= dq_bytes; m_hops[m] <= dq_hops; m_route[m] <= dq_route;
-          m_pk[m] <= pk; m_lastb[m] <= lastb; m_suf[m] <= tot; m_ed[m] <= dq_ready + tot;
-          m_rec[m] <= 1'b0; m_val[m] <= 1'b1;
+          m_pk[m] <= pk; m_lastb[m] <= lastb; m_suf[m] <= tot;
+          ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= dq_ready + tot;
           unrec <= unrec + 1'b1; seq <= seq + 1'b1; st <= S_IDLE;
         end
         // ---- class 0: the message enters its first link as one run of all its packets ----
@@ -289,9 +290,10 @@ module sched_msg #(
             n_hops <= n_hops + 64'(mr_pk);
             if (rec_inject) begin
               r_valid <= 1'b1; r_id <= mr_id; r_time <= inj_free + lr_lat; r_packets <= mr_pk[31:0];
-              m_rec[m] <= 1'b1; unrec <= unrec - 1'b1;
+              ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b0; unrec <= unrec - 1'b1;
             end else begin
-              m_suf[m] <= suf_next; m_ed[m] <= inj_free + lr_lat + suf_next;
+              m_suf[m] <= suf_next;
+              ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= inj_free + lr_lat + suf_next;
             end
             if (lr_ne) begin
               p_next[lr_tail] <= p_alloc;
@@ -344,7 +346,7 @@ module sched_msg #(
         S_FIN: begin  // the packet is through: its entry back to the free list, its message too if last
           fstack[fsp[PA-1:0]] <= e; fsp <= fsp + 1'b1;
           if (fwd_last) begin
-            m_val[m] <= 1'b0; mstack[msp[MA-1:0]] <= m; msp <= msp + 1'b1;
+            mstack[msp[MA-1:0]] <= m; msp <= msp + 1'b1;  // its record is out: not live
           end
           st <= S_IDLE;
         end
@@ -362,9 +364,10 @@ module sched_msg #(
           n_hops <= n_hops + 1'b1;
           if (rec_fwd) begin
             r_valid <= 1'b1; r_id <= mr_id; r_time <= fw_far; r_packets <= mr_pk[31:0];
-            m_rec[m] <= 1'b1; unrec <= unrec - 1'b1;
+            ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b0; unrec <= unrec - 1'b1;
           end else if (fwd_last) begin
-            m_suf[m] <= suf_next; m_ed[m] <= fw_far + suf_next;
+            m_suf[m] <= suf_next;
+            ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= fw_far + suf_next;
           end
           if (lr_ne) begin
             p_next[lr_tail] <= p;

@@ -224,7 +224,7 @@ module sched_msg #(
           end else if (ev_ready) begin
             now <= top_time; what <= h_top[WW-1:0]; n_events <= n_events + 1'b1; k_dirty <= 1'b1;
             st <= h_top[EW-65] ? S_L0 : S_I0;
-          end else if (k_dirty) begin
+          end else if (k_dirty && h_ready && !(d_valid && m_avail)) begin  // after the events and descriptors
             if (unrec == 0) begin
               known_until <= '1; k_dirty <= 1'b0;
             end else begin
@@ -232,7 +232,7 @@ module sched_msg #(
             end
           end else begin
             d_ready <= m_avail && !(d_valid && d_ready);
-            idle <= h_ready && !wm_wr;
+            idle <= h_ready && !wm_wr && !k_dirty;
           end
         end
         S_HALT: ;

@@ -3,7 +3,7 @@
 // packets in a pool with a free list, a message table and a min-heap of events keyed by (time, class,
 // sequence). Descriptors stream in (valid/ready), the watermark W is a register write, delivery records
 // stream out (valid/ready). One event at a time, by a multi-cycle state machine (sched_msg.md gives the
-// cycles); every block RAM is read through a registered address (data two cycles after the address).
+// cycles); every block RAM is read at the address a state sets, the word registered for the next state.
 // A message enters its first link's FIFO as one run entry (all its packets, counted), split one packet at
 // a time as they leave: the same departures, counters and records as eager segmentation.
 `default_nettype none
@@ -66,10 +66,10 @@ module sched_msg #(
 
   typedef enum logic [5:0] {
     S_IDLE, S_HALT, S_HP, S_K,
-    S_P_RT, S_P_RTW, S_P_LA, S_P_LAW, S_P_ACC, S_P_DIV, S_P_HEAP,
-    S_I0, S_I0W, S_I1, S_I1W, S_I2, S_I2W, S_I3, S_I3W, S_I4, S_I4W, S_I5, S_I5W, S_I6, S_I7,
-    S_L0, S_L0W, S_L1, S_L1W, S_L2, S_L2W, S_L3, S_L3W, S_LA1, S_LBW, S_LB2, S_FIN,
-    S_F0, S_F0W, S_F1, S_F1W, S_F2, S_F2W, S_F3
+    S_P_RT, S_P_LA, S_P_ACC, S_P_DIV, S_P_HEAP,
+    S_I0, S_I1, S_I2, S_I3, S_I3W, S_I4, S_I4W, S_I5, S_I5W, S_I6, S_I7,
+    S_L0, S_L1, S_L2, S_L3, S_L3W, S_LA1, S_LB2, S_FIN,
+    S_F0, S_F1, S_F2, S_F2W, S_F3
   } state_t;
   state_t st, hp_next;
 
@@ -93,7 +93,9 @@ module sched_msg #(
   logic [PA-1:0] fstack [2**PA];   // free pool entries
   logic [MA-1:0] mstack [2**MA];   // free message slots
 
-  logic [LA-1:0] la_q;  logic [RA-1:0] ra_q;  logic [MA-1:0] ma_q;  logic [PA-1:0] pa_q;
+  // Read addresses: *_n is the address of this cycle (set by the state, else held in *_q); the words are
+  // in the read registers (lr_*, rt_rd, mr_*, pr_*) in the next cycle.
+  logic [LA-1:0] la_q, la_n;  logic [RA-1:0] ra_q, ra_n;  logic [MA-1:0] ma_q, ma_n;  logic [PA-1:0] pa_q, pa_n;
   logic [63:0] lr_rate, lr_lat, lr_free, lr_cb, lr_cp;
   logic [PA-1:0] lr_head, lr_tail;
   logic lr_ne;
@@ -115,13 +117,14 @@ module sched_msg #(
   logic [MA:0] msp, mfresh;
 
   always_ff @(posedge clk) begin
-    lr_rate <= l_rate[la_q]; lr_lat <= l_lat[la_q]; lr_free <= l_free[la_q]; lr_cb <= l_cb[la_q];
-    lr_cp <= l_cp[la_q]; lr_head <= l_head[la_q]; lr_tail <= l_tail[la_q]; lr_ne <= l_ne[la_q];
-    rt_rd <= route[ra_q];
-    mr_id <= m_id[ma_q]; mr_suf <= m_suf[ma_q]; mr_bytes <= m_bytes[ma_q];
-    mr_pk <= m_pk[ma_q]; mr_lastb <= m_lastb[ma_q]; mr_hops <= m_hops[ma_q]; mr_route <= m_route[ma_q];
-    pr_far <= p_far[pa_q]; pr_msg <= p_msg[pa_q]; pr_hop <= p_hop[pa_q]; pr_cnt <= p_cnt[pa_q];
-    pr_last <= p_last[pa_q]; pr_bytes <= p_bytes[pa_q]; pr_next <= p_next[pa_q];
+    la_q <= la_n; ra_q <= ra_n; ma_q <= ma_n; pa_q <= pa_n;
+    lr_rate <= l_rate[la_n]; lr_lat <= l_lat[la_n]; lr_free <= l_free[la_n]; lr_cb <= l_cb[la_n];
+    lr_cp <= l_cp[la_n]; lr_head <= l_head[la_n]; lr_tail <= l_tail[la_n]; lr_ne <= l_ne[la_n];
+    rt_rd <= route[ra_n];
+    mr_id <= m_id[ma_n]; mr_suf <= m_suf[ma_n]; mr_bytes <= m_bytes[ma_n];
+    mr_pk <= m_pk[ma_n]; mr_lastb <= m_lastb[ma_n]; mr_hops <= m_hops[ma_n]; mr_route <= m_route[ma_n];
+    pr_far <= p_far[pa_n]; pr_msg <= p_msg[pa_n]; pr_hop <= p_hop[pa_n]; pr_cnt <= p_cnt[pa_n];
+    pr_last <= p_last[pa_n]; pr_bytes <= p_bytes[pa_n]; pr_next <= p_next[pa_n];
     fs_top <= fstack[PA'(fsp - 1'b1)];
     ms_top <= mstack[MA'(msp - 1'b1)];
   end
@@ -182,6 +185,25 @@ module sched_msg #(
   assign h_push = h_ready && (st == S_P_HEAP || st == S_HP);
   assign h_pop = st == S_IDLE && !(d_valid && d_ready) && ev_ready && !err_pool;
 
+  always_comb begin
+    la_n = la_q; ra_n = ra_q; ma_n = ma_q; pa_n = pa_q;
+    unique case (st)
+      S_IDLE: la_n = cnt_addr;                       // the counter port
+      S_P_RT: ra_n = dq_route + RA'(h);              // the route's latencies: link id, then latency
+      S_P_LA: la_n = rt_rd;
+      S_I0: ma_n = MA'(what);                        // inject: message, its first link id, the link
+      S_I1: ra_n = mr_route;
+      S_I2: la_n = rt_rd;
+      S_L0: la_n = LA'(what);                        // leave: link, head entry, its message
+      S_L1: pa_n = lr_head;
+      S_L2: ma_n = pr_msg;
+      S_L3: if (!run && e != lr_tail) pa_n = pr_next;  // the new head
+      S_F0: ra_n = mr_route + RA'(fwd_hop);          // forward: next link id, the link
+      S_F1: la_n = rt_rd;
+      default: ;
+    endcase
+  end
+
   // Event arithmetic of S_I7 (inject) and S_F3 (forward).
   wire logic [63:0] inj_free = depart + big + ser_b;
   wire logic [63:0] inj_far = depart + (mr_pk == 40'd1 ? ser_b : ser_a) + lr_lat;
@@ -215,7 +237,6 @@ module sched_msg #(
       cnt_packets <= lr_cp;
       unique case (st)
         S_IDLE: begin
-          la_q <= cnt_addr;
           if (err_pool) st <= S_HALT;
           else if (d_valid && d_ready) begin
             dq_ready <= d_ready_ps; dq_id <= d_id; dq_bytes <= d_bytes; dq_hops <= d_hops; dq_route <= d_route;
@@ -244,10 +265,8 @@ module sched_msg #(
         end
         S_HP: if (h_ready) begin seq <= seq + 1'b1; st <= hp_next; end
         // ---- a descriptor: the route's latencies, the packet count, a message slot, a class-0 event ----
-        S_P_RT: begin ra_q <= dq_route + RA'(h); st <= S_P_RTW; end
-        S_P_RTW: st <= S_P_LA;
-        S_P_LA: begin la_q <= rt_rd; st <= S_P_LAW; end
-        S_P_LAW: st <= S_P_ACC;
+        S_P_RT: st <= S_P_LA;
+        S_P_LA: st <= S_P_ACC;
         S_P_ACC: begin
           tot <= tot + lr_lat; h <= h + 1'b1;
           st <= h + 1'b1 == dq_hops ? S_P_DIV : S_P_RT;
@@ -264,12 +283,9 @@ module sched_msg #(
           unrec <= unrec + 1'b1; seq <= seq + 1'b1; st <= S_IDLE;
         end
         // ---- class 0: the message enters its first link as one run of all its packets ----
-        S_I0: begin m <= MA'(what); ma_q <= MA'(what); st <= S_I0W; end
-        S_I0W: st <= S_I1;
-        S_I1: begin ra_q <= mr_route; st <= S_I1W; end
-        S_I1W: st <= S_I2;
-        S_I2: begin la_q <= rt_rd; l <= rt_rd; st <= S_I2W; end
-        S_I2W: st <= S_I3;
+        S_I0: begin m <= MA'(what); st <= S_I1; end
+        S_I1: st <= S_I2;
+        S_I2: begin l <= rt_rd; st <= S_I3; end
         S_I3: begin mul_a <= lr_rate; mul_b <= 40'(cfg_mtu); st <= S_I3W; end
         S_I3W: begin mul_b <= 40'(mr_lastb); st <= S_I4; end
         S_I4: begin ser_a <= mul_ceil; st <= S_I4W; end
@@ -305,12 +321,9 @@ module sched_msg #(
           end
         end
         // ---- class 1: link l's head packet reaches the far end ----
-        S_L0: begin l <= LA'(what); la_q <= LA'(what); st <= S_L0W; end
-        S_L0W: st <= S_L1;
-        S_L1: begin e <= lr_head; pa_q <= lr_head; st <= S_L1W; end
-        S_L1W: st <= S_L2;
-        S_L2: begin m <= pr_msg; ma_q <= pr_msg; st <= S_L2W; end
-        S_L2W: st <= S_L3;
+        S_L0: begin l <= LA'(what); st <= S_L1; end
+        S_L1: begin e <= lr_head; st <= S_L2; end
+        S_L2: begin m <= pr_msg; st <= S_L3; end
         S_L3: begin
           fwd_hop <= pr_hop + 1'b1;
           fwd <= fwd_now;
@@ -324,7 +337,7 @@ module sched_msg #(
               l_ne[l] <= 1'b0;
               st <= fwd_now ? S_F0 : S_FIN;
             end else begin
-              l_head[l] <= pr_next; pa_q <= pr_next; st <= S_LBW;
+              l_head[l] <= pr_next; st <= S_LB2;  // the new head's far end: pa_n = pr_next
             end
           end
         end
@@ -341,7 +354,6 @@ module sched_msg #(
             end
           end
         end
-        S_LBW: st <= S_LB2;
         S_LB2: begin hp_time <= pr_far; hp_what <= WW'(l); hp_next <= fwd ? S_F0 : S_FIN; st <= S_HP; end
         S_FIN: begin  // the packet is through: its entry back to the free list, its message too if last
           fstack[fsp[PA-1:0]] <= e; fsp <= fsp + 1'b1;
@@ -351,10 +363,8 @@ module sched_msg #(
           st <= S_IDLE;
         end
         // ---- the packet enters the next link of its route ----
-        S_F0: begin ra_q <= mr_route + RA'(fwd_hop); st <= S_F0W; end
-        S_F0W: st <= S_F1;
-        S_F1: begin la_q <= rt_rd; l <= rt_rd; st <= S_F1W; end
-        S_F1W: st <= S_F2;
+        S_F0: st <= S_F1;
+        S_F1: begin l <= rt_rd; st <= S_F2; end
         S_F2: begin mul_a <= lr_rate; mul_b <= 40'(fwd_bytes); st <= S_F2W; end
         S_F2W: st <= S_F3;
         S_F3: if (!rec_fwd || out_free) begin

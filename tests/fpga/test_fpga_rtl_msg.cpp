@@ -199,6 +199,26 @@ TEST(SchedMsgRtl, FullPoolRaisesTheStickyErrorWithoutCorruption) {
   EXPECT_EQ(b, std::vector<msg::Delivery>(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(b.size())));
 }
 
+// More messages between two watermarks than the message table holds: the descriptor stream stalls (the
+// core takes no descriptor it has no slot for) and, nothing being processable below the watermark, the
+// harness reports it.
+TEST(SchedMsgRtl, FullMessageTableStallsTheDescriptorStream) {
+  const std::vector<fabemu::hw::sched::LinkEntry> links{{1u << 20, 500, 0}};
+  SchedMsgHwEmu card(links, 1024);
+  card.append_route(std::vector<uint32_t>{0});
+  card.advance(1'000);
+  for (uint64_t i = 0; i < (uint64_t{1} << SchedMsgHwEmu::kMsgAw) + 3; ++i) {
+    card.push(msg::MsgDesc{2'000 + i, i, 100, 1, 0, 0, 1});
+  }
+  try {
+    card.advance(1'500);
+    FAIL() << "more messages than slots were taken";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("message table (4096 messages) is full"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(card.pool_error());
+}
+
 TEST(FpgaMsgFabricHwEmu, SameDeliveriesAsPacketFabric) {
   for (const ft::WorkloadCase& c : ft::kWorkloadCases) {
     SCOPED_TRACE(c.name);

@@ -19,7 +19,8 @@ module sched_msg #(
   // configuration, stable from reset on
   input  wire logic [31:0]            cfg_mtu,         // >= 1
   input  wire logic [PKT_AW:0]        cfg_pool_slots,  // pool entries used, 1..2^PKT_AW (tests shrink it)
-  // link table: one write a cycle, before the first descriptor (clears the link's FIFO and counters)
+  // link table: one write a cycle while idle, before the first descriptor (clears the link's FIFO and
+  // counters)
   input  wire logic                   lt_wr,
   input  wire logic [LINK_ADDR_W-1:0] lt_addr,
   input  wire logic [63:0]            lt_rate,
@@ -214,10 +215,6 @@ module sched_msg #(
   wire logic rec_fwd = fwd_last && fwd_hop == last_hop;
 
   always_ff @(posedge clk) begin
-    if (lt_wr) begin
-      l_rate[lt_addr] <= lt_rate; l_lat[lt_addr] <= lt_latency; l_free[lt_addr] <= lt_free;
-      l_ne[lt_addr] <= 1'b0; l_cb[lt_addr] <= '0; l_cp[lt_addr] <= '0;
-    end
     if (rt_valid && rt_ready) route[rlen] <= rt_link;
     if (rst) begin
       st <= S_IDLE;
@@ -237,6 +234,12 @@ module sched_msg #(
       cnt_packets <= lr_cp;
       unique case (st)
         S_IDLE: begin
+          // The link table is written in this state only, so that each link array has one write port
+          // (its writes are exclusive by state) and maps to block RAM.
+          if (lt_wr) begin
+            l_rate[lt_addr] <= lt_rate; l_lat[lt_addr] <= lt_latency; l_free[lt_addr] <= lt_free;
+            l_ne[lt_addr] <= 1'b0; l_cb[lt_addr] <= '0; l_cp[lt_addr] <= '0;
+          end
           if (err_pool) st <= S_HALT;
           else if (d_valid && d_ready) begin
             dq_ready <= d_ready_ps; dq_id <= d_id; dq_bytes <= d_bytes; dq_hops <= d_hops; dq_route <= d_route;

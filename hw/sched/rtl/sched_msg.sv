@@ -54,7 +54,7 @@ module sched_msg #(
   output      logic [63:0]            n_events,
   output      logic [63:0]            n_hops,
   output      logic [63:0]            n_scan,     // cycles spent computing known_until (throughput figures)
-  // link counters, read while idle: data three cycles after the address
+  // link counters, read while idle: data two cycles after the address
   input  wire logic [LINK_ADDR_W-1:0] cnt_addr,
   output      logic [63:0]            cnt_bytes,
   output      logic [63:0]            cnt_packets

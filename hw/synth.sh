@@ -13,8 +13,9 @@
 # its routing, 0.6 to 1 ns per carry chain of up to 64 bits, 0.6 ns of clock-to-out, setup and clock
 # uncertainty: levels <= 6 and lutonly <= 6, no chain longer than 64 bits (16 CARRY4) on a path.
 # Yosys gives no timing: a Vivado implementation on a lab machine must confirm.
-# Usage: hw/synth.sh [links...]   (links a power of two, 2..65536; default 256 4096; FRAME_GEN=1 or
-# only and RX=1 or only add or select the frame generators' and the receive path's rows). Logs in
+# Usage: [FRAME_GEN=1|only] [RX=1|only] [MSG=1|only] hw/synth.sh [links...]   (links a power of two,
+# 2..65536; default 256 4096; FRAME_GEN, RX and MSG add (1) or select (only) the rows of the frame
+# generators, the receive path and the message-level core). Logs in
 # ${SYNTH_DIR:-/tmp/fabemu-synth}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,7 +77,7 @@ row() {
 
 printf '%-16s %6s %6s %5s %6s %6s %6s %4s %6s | %6s %5s %6s %6s %7s\n' module links LUT SRL FF RAMB36 RAMB18 DSP CARRY \
   levels muxf chains carry lutonly
-if [ "${FRAME_GEN:-0}" != only ] && [ "${RX:-0}" != only ]; then
+if [ "${FRAME_GEN:-0}" != only ] && [ "${RX:-0}" != only ] && [ "${MSG:-0}" != only ]; then
 for m in sched_axi_rd sched_axi_wr sched_axil_ctrl; do
   synth "$m" "$m" "" "$rtl/fabemu_sched_pkg.sv" "$rtl/sched_skid.sv" "$rtl/$m.sv"
   row "$m" "$m" -
@@ -93,7 +94,25 @@ for links in "${sizes[@]}"; do
   row "sched_kernel_$links" sched_kernel "$links"
 done
 
-fi  # FRAME_GEN != only, RX != only
+fi  # FRAME_GEN != only && RX != only && MSG != only
+
+# The message-level core (issue 46 item 2): MSG=1 hw/synth.sh adds its rows, MSG=only prints only them.
+# sched_msg at the hw-emu build's sizes (rtl_models/CMakeLists.txt: 1024 links, 2^16 route link ids, 4096
+# messages, 16384 pool entries), its event heap at that size (2^14 nodes of 141 bits), its bound scan and its divider.
+if [ "${MSG:-0}" != 0 ]; then
+  msg_srcs="$rtl/sched_msg_heap.sv $rtl/sched_msg_div.sv $rtl/sched_msg_kscan.sv $rtl/sched_msg.sv"
+  # shellcheck disable=SC2086
+  synth sched_msg sched_msg "chparam -set LINK_ADDR_W 10 -set ROUTE_AW 16 -set MSG_AW 12 -set PKT_AW 14 sched_msg;" $msg_srcs
+  row sched_msg sched_msg 1024
+  synth sched_msg_heap sched_msg_heap "chparam -set EW 141 -set HI 14 sched_msg_heap;" "$rtl/sched_msg_heap.sv"
+  row sched_msg_heap sched_msg_heap -
+  synth sched_msg_kscan sched_msg_kscan "chparam -set MA 12 sched_msg_kscan;" "$rtl/sched_msg_kscan.sv"
+  row sched_msg_kscan sched_msg_kscan -
+  synth sched_msg_div sched_msg_div "" "$rtl/sched_msg_div.sv"
+  row sched_msg_div sched_msg_div -
+fi
+
+if [ "${MSG:-0}" = only ]; then exit 0; fi
 
 # The frame generators (not part of the kernel): FRAME_GEN=1 hw/synth.sh [links...] adds their rows,
 # FRAME_GEN=only prints only them. sched_frame_gen: the single-clock 64-bit stage; sched_fg: the

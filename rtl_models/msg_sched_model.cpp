@@ -15,7 +15,7 @@ std::string desc_name(const hw::msg::MsgDesc& d) {
 }
 }  // namespace
 
-MsgSchedModel::MsgSchedModel(std::span<const hw::sched::LinkEntry> links, uint32_t mtu) : mtu_(mtu) {
+void check_msg_card(std::span<const hw::sched::LinkEntry> links, uint32_t mtu) {
   if (mtu == 0) throw std::invalid_argument("MsgSchedModel: the MTU must be at least 1 byte");
   if (links.empty()) throw std::invalid_argument("MsgSchedModel: the link table is empty");
   for (std::size_t i = 0; i < links.size(); ++i) {
@@ -24,35 +24,47 @@ MsgSchedModel::MsgSchedModel(std::span<const hw::sched::LinkEntry> links, uint32
                                   " has latency 0; the message-level card needs every link latency >= 1 ps "
                                   "(its lookahead toward the host)");
     }
-    links_.push_back(Link{links[i].rate_q32, links[i].latency_ps, links[i].free_ps});
   }
-  counters_.resize(links.size());
 }
 
-void MsgSchedModel::append_route(std::span<const uint32_t> link_ids) {
+void check_msg_route(std::span<const uint32_t> link_ids, std::size_t links) {
   for (const uint32_t l : link_ids) {
-    if (l >= links_.size()) {
+    if (l >= links) {
       throw std::invalid_argument("MsgSchedModel: route link " + std::to_string(l) + " is past the link table (" +
-                                  std::to_string(links_.size()) + " links)");
+                                  std::to_string(links) + " links)");
     }
   }
-  route_.insert(route_.end(), link_ids.begin(), link_ids.end());
 }
 
-void MsgSchedModel::push(const hw::msg::MsgDesc& d) {
-  if (d.ready_ps < watermark_) {
+void check_msg_desc(const hw::msg::MsgDesc& d, uint64_t watermark, std::size_t route_size) {
+  if (d.ready_ps < watermark) {
     throw std::invalid_argument("MsgSchedModel: " + desc_name(d) + " is ready at " + std::to_string(d.ready_ps) +
-                                " ps, below the watermark " + std::to_string(watermark_) + " ps");
+                                " ps, below the watermark " + std::to_string(watermark) + " ps");
   }
-  if (d.hops == 0 || d.hops > hw::msg::kMaxHops || d.route > route_.size() || d.hops > route_.size() - d.route) {
+  if (d.hops == 0 || d.hops > hw::msg::kMaxHops || d.route > route_size || d.hops > route_size - d.route) {
     throw std::invalid_argument("MsgSchedModel: " + desc_name(d) + " has route [" + std::to_string(d.route) + ", +" +
                                 std::to_string(d.hops) + ") outside the route array of " +
-                                std::to_string(route_.size()) + " links");
+                                std::to_string(route_size) + " links");
   }
   if (d.bytes > hw::msg::kMaxMsgBytes) {
     throw std::invalid_argument("MsgSchedModel: " + desc_name(d) + " has " + std::to_string(d.bytes) +
                                 " bytes, more than the descriptor's 40-bit field");
   }
+}
+
+MsgSchedModel::MsgSchedModel(std::span<const hw::sched::LinkEntry> links, uint32_t mtu) : mtu_(mtu) {
+  check_msg_card(links, mtu);
+  for (const auto& l : links) links_.push_back(Link{l.rate_q32, l.latency_ps, l.free_ps});
+  counters_.resize(links.size());
+}
+
+void MsgSchedModel::append_route(std::span<const uint32_t> link_ids) {
+  check_msg_route(link_ids, links_.size());
+  route_.insert(route_.end(), link_ids.begin(), link_ids.end());
+}
+
+void MsgSchedModel::push(const hw::msg::MsgDesc& d) {
+  check_msg_desc(d, watermark_, route_.size());
   const uint32_t m = messages_.acquire();
   Message& msg = messages_[m];
   msg.d = d;

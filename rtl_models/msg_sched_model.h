@@ -26,6 +26,12 @@
 
 namespace fabemu::rtl {
 
+// The checks of MsgSchedModel's constructor, append_route and push (std::invalid_argument), shared with the
+// hw-emu of the RTL card (rtl_models/sched_msg_hwemu.h), which makes them on the host side.
+void check_msg_card(std::span<const hw::sched::LinkEntry> links, uint32_t mtu);
+void check_msg_route(std::span<const uint32_t> link_ids, std::size_t links);
+void check_msg_desc(const hw::msg::MsgDesc& d, uint64_t watermark, std::size_t route_size);
+
 class MsgSchedModel {
  public:
   struct LinkCounters {

@@ -51,7 +51,7 @@ void add_input_options(CLI::App* cmd, run::RunArgs& a) {
   cmd->add_option("--fpga-interface", a.fpga_interface,
                       "FPGA: hops (the host keeps the packets and sends the card every packet-hop, in conservative "
                       "windows; default) or messages (the card keeps the packets: one descriptor in and one delivery "
-                      "record out per message; --device model only so far)")
+                      "record out per message; --device model, the default here, or hwemu: the card's RTL under Verilator)")
       ->check(CLI::IsMember({"hops", "messages"}));
 }
 

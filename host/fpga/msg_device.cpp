@@ -1,9 +1,13 @@
 #include "host/fpga/msg_device.h"
 
 #include <optional>
+#include <utility>
 #include <stdexcept>
 
 #include "rtl_models/msg_sched_model.h"
+#ifdef FABEMU_HAVE_VERILATOR
+#include "rtl_models/sched_msg_hwemu.h"
+#endif
 
 namespace fabemu::host::fpga {
 
@@ -17,9 +21,13 @@ constexpr uint64_t kStatusBytes = 16;
 constexpr uint64_t kDoorbellBytes = 16;
 constexpr uint64_t kLinkCountBytes = 16;
 
-class ModelMsgDevice final : public MsgSchedDevice {
+// A card behind the protocol: `Card` is MsgSchedModel (the "model" device) or SchedMsgHwEmu (the Verilated
+// RTL, "hwemu"): the same calls, so the same traffic is counted for both.
+template <class Card>
+class CardMsgDevice final : public MsgSchedDevice {
  public:
-  std::string describe() const override { return "model (message-level C++ reference)"; }
+  explicit CardMsgDevice(std::string what) : what_(std::move(what)) {}
+  std::string describe() const override { return what_; }
 
   void load(std::span<const hw::sched::LinkEntry> links, uint32_t mtu) override {
     card_.emplace(links, mtu);
@@ -57,7 +65,7 @@ class ModelMsgDevice final : public MsgSchedDevice {
   uint64_t card_packet_hops() override { return card().packet_hops(); }
 
  private:
-  rtl::MsgSchedModel& card() {
+  Card& card() {
     if (!card_) throw std::logic_error("message-level device: load() was not called");
     return *card_;
   }
@@ -67,18 +75,25 @@ class ModelMsgDevice final : public MsgSchedDevice {
     traffic_.transfers += transfers;
   }
 
-  std::optional<rtl::MsgSchedModel> card_;
+  std::string what_;
+  std::optional<Card> card_;
   std::size_t links_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec) {
-  if (spec == "model") return std::make_unique<ModelMsgDevice>();
+  if (spec == "model") return std::make_unique<CardMsgDevice<rtl::MsgSchedModel>>("model (message-level C++ reference)");
+#ifdef FABEMU_HAVE_VERILATOR
+  if (spec == "hwemu") {
+    return std::make_unique<CardMsgDevice<rtl::SchedMsgHwEmu>>("hwemu (Verilated sched_msg, the message-level RTL core)");
+  }
+#endif
   if (spec == "hwemu" || spec.rfind("xrt:", 0) == 0) {
-    throw std::runtime_error("--fpga-interface messages: the message-level kernel exists as its C++ reference only "
-                             "(--device model); the RTL of device '" + spec +
-                             "' is the hop-level kernel: run it with --fpga-interface hops");
+    throw std::runtime_error("--fpga-interface messages: device '" + spec + "' has no message-level kernel" +
+                             (spec == "hwemu" ? std::string(" in this build (no Verilator)") : std::string(" yet")) +
+                             "; run it with --fpga-interface hops, or use --device model" +
+                             (spec == "hwemu" ? "" : " or hwemu"));
   }
   throw std::invalid_argument("unknown FPGA device '" + spec + "' (expected model, hwemu or xrt:<index>)");
 }

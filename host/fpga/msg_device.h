@@ -62,8 +62,9 @@ class MsgSchedDevice {
 };
 
 // "model": the card's C++ reference (rtl_models/msg_sched_model.h) behind this interface; the counted
-// traffic is what the protocol would move. "hwemu" and "xrt:N": std::runtime_error saying that the
-// message-level kernel exists as the C++ reference only so far (--fpga-interface hops runs them).
+// traffic is what the protocol would move. "hwemu" (builds with Verilator): the RTL core sched_msg,
+// Verilated and clocked (rtl_models/sched_msg_hwemu.h), with the same traffic counted. "xrt:N" (and
+// "hwemu" without Verilator): std::runtime_error (--fpga-interface hops runs them).
 std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec);
 
 }  // namespace fabemu::host::fpga

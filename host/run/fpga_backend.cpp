@@ -1,7 +1,7 @@
 // `--fabric fpga`: the FPGA scheduler runs the packet model. `--fpga-interface hops` (default): the host
 // keeps the packets and the kernel computes every packet-hop (--device hwemu, model or xrt:N with
 // --xclbin). `--fpga-interface messages`: the card keeps the packets, one descriptor in and one delivery
-// record out per message (--device model). host/fpga/README.md.
+// record out per message (--device model, the default, or hwemu). host/fpga/README.md.
 #include <fmt/core.h>
 
 #include <memory>

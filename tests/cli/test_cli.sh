@@ -142,7 +142,11 @@ expect_text "$tmp/out" "host-card traffic"
 same_as_packet "$tmp/fpga_msg.json" '(f["interface"] == "messages" and f["messages"] == a["totals"]["messages"] and f["syncs"] > 0
     and f["bytes_to_card"] >= 32 * f["messages"] and f["bytes_from_card"] >= 32 * f["messages"])' ||
   fail "--fabric fpga --fpga-interface messages differs from the packet model"
-expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device hwemu
+expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device hwemu -r "$tmp/fpga_msg_hwemu.json"
+same_as_packet "$tmp/fpga_msg_hwemu.json" '(f["interface"] == "messages" and f["device"].startswith("hwemu")
+    and f["messages"] == a["totals"]["messages"])' ||
+  fail "--fabric fpga --fpga-interface messages --device hwemu differs from the packet model"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device xrt:0
 expect_text "$tmp/err" "run it with --fpga-interface hops"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fpga-interface messages
 expect_text "$tmp/err" "--fpga-interface needs --fabric fpga"

@@ -102,7 +102,7 @@ TEST(FpgaMsgFabric, RefusesWhatTheCardCannotTake) {
   EXPECT_NE(what({7, 0, 8, 10, 0}).find("message 7 (rank 0 to 8): the topology has NPUs 0..7"), std::string::npos);
   EXPECT_NE(what({9, 1, 2, uint64_t{1} << 40, 0}).find("message 9 (rank 1 to 2): 1099511627776 bytes"),
             std::string::npos);
-  EXPECT_THROW(fpga::make_fpga_msg_fabric(engine, emu::Topology(ft::ring8()), 4096, "hwemu"), std::runtime_error);
+  EXPECT_THROW(fpga::make_fpga_msg_fabric(engine, emu::Topology(ft::ring8()), 4096, "xrt:0"), std::runtime_error);
 }
 
 TEST(MsgSchedModel, RejectsDescriptorsBelowTheWatermarkOrOutsideTheRoutes) {

@@ -1,0 +1,154 @@
+// Binary min-heap of sched_msg's events in block RAM: entries are compared whole as unsigned numbers, so
+// with the key {time, class, sequence} in the top bits (the sequence unique) the minimum is the next event in
+// MsgSchedModel's order. One operation at a time (push or pop); `ready` is high between operations and
+// `top` (the minimum, registered) is valid whenever ready && !empty. Node j (1-based) lives in lane j[1:0]
+// at word j >> 2 of four RAMs, so the four grandchildren of node i are word i of the four lanes: on the
+// way down, the read of the next level's children does not wait for this level's compare (one cycle per
+// level). Push sifts up (two cycles per level climbed), pop sifts the last entry down (one per level).
+`default_nettype none
+
+module sched_msg_heap #(
+  parameter int EW = 140,  // entry width, bits
+  parameter int HI = 12    // index width: holds up to 2^HI - 1 entries (HI >= 3)
+) (
+  input  wire logic          clk,
+  input  wire logic          rst,
+  input  wire logic          push,    // with ready: insert `din`
+  input  wire logic [EW-1:0] din,
+  input  wire logic          pop,     // with ready and !empty: remove `top` (push has priority; never both)
+  output      logic          ready,
+  output      logic          empty,
+  output      logic [EW-1:0] top
+);
+
+  localparam int WA = HI - 2;
+  typedef enum logic [2:0] {H_IDLE, H_UP, H_UP_CMP, H_LAST, H_DOWN} hstate_t;
+
+  logic [4*EW-1:0] rd;           // registered reads of the four lanes (lane k at bits EW*k)
+  logic [EW-1:0]   x;            // the entry being placed
+  logic [HI-1:0]   i;            // its current node
+  logic [HI-1:0]   size;         // entries
+  logic [1:0]      last_lane;    // the last node before a pop
+  hstate_t st;
+
+  // Writes: one node a cycle, in its lane. Reads: one word a cycle, all four lanes.
+  logic          we;
+  logic [HI-1:0] wnode;
+  logic [EW-1:0] wdata;
+  logic          re;
+  logic [WA-1:0] raddr;
+
+  genvar k;
+  generate
+    for (k = 0; k < 4; k = k + 1) begin : g_lane
+      (* ram_style = "block" *) logic [EW-1:0] mem [2**WA];
+      always_ff @(posedge clk) begin
+        if (we && wnode[1:0] == k) mem[wnode[HI-1:2]] <= wdata;
+        if (re) rd[EW*k +: EW] <= mem[raddr];
+      end
+    end
+  endgenerate
+
+  wire logic [HI-1:0] parent = i >> 1;
+  wire logic [HI-1:0] child  = {i[HI-2:0], 1'b0};
+  // Node i's children are in the word read last (word i >> 1), lanes 0 and 1 (i even) or 2 and 3 (i odd).
+  wire logic [EW-1:0] c0 = i[0] ? rd[2*EW +: EW] : rd[0 +: EW];
+  wire logic [EW-1:0] c1 = i[0] ? rd[3*EW +: EW] : rd[EW +: EW];
+  wire logic          has_child = child != 0 && child <= size;
+  wire logic          right_less = child + 1'b1 <= size && c1 < c0;
+  wire logic [EW-1:0] least = right_less ? c1 : c0;
+  wire logic          descend = has_child && least < x;
+  wire logic [EW-1:0] pval = rd[EW*parent[1:0] +: EW];
+  wire logic [EW-1:0] last_val = rd[EW*last_lane +: EW];
+
+  always_comb begin
+    we = 1'b0;
+    wnode = i;
+    wdata = x;
+    re = 1'b0;
+    raddr = parent[WA+1:2];
+    unique case (st)
+      H_IDLE: begin
+        raddr = size[WA+1:2];           // a pop reads the last node
+        re = ready && !push && pop && !empty && size != 1;
+      end
+      H_UP: begin
+        if (i == 1) we = 1'b1;
+        else re = 1'b1;
+      end
+      H_UP_CMP: begin
+        we = 1'b1;
+        if (x < pval) wdata = pval;
+      end
+      H_LAST: begin                     // the root's children: word 0
+        re = 1'b1;
+        raddr = '0;
+      end
+      H_DOWN: begin
+        we = 1'b1;
+        if (descend) begin
+          wdata = least;
+          re = 1'b1;                    // the grandchildren: word i (truncated: beyond size, unused)
+          raddr = i[WA-1:0];
+        end
+      end
+      default: ;
+    endcase
+  end
+
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      st <= H_IDLE;
+      size <= '0;
+      ready <= 1'b0;
+      empty <= 1'b1;
+      i <= '0;
+      last_lane <= '0;
+    end else begin
+      if (we && wnode == 1) top <= wdata;
+      unique case (st)
+        H_IDLE: begin
+          ready <= 1'b1;
+          if (ready && push) begin
+            x <= din;
+            i <= size + 1'b1;
+            size <= size + 1'b1;
+            empty <= 1'b0;
+            ready <= 1'b0;
+            st <= H_UP;
+          end else if (ready && pop && !empty) begin
+            size <= size - 1'b1;
+            ready <= 1'b0;
+            if (size == 1) begin
+              empty <= 1'b1;
+              st <= H_IDLE;
+            end else begin
+              last_lane <= size[1:0];
+              st <= H_LAST;
+            end
+          end
+        end
+        H_UP: st <= i == 1 ? H_IDLE : H_UP_CMP;
+        H_UP_CMP: begin
+          if (x < pval) begin
+            i <= parent;
+            st <= H_UP;
+          end else st <= H_IDLE;
+        end
+        H_LAST: begin
+          x <= last_val;
+          i <= 1;
+          st <= H_DOWN;                  // with word 0 (the root's children) in rd
+        end
+        H_DOWN: begin
+          if (descend) i <= right_less ? child + 1'b1 : child;
+          else st <= H_IDLE;
+        end
+        default: st <= H_IDLE;
+      endcase
+    end
+  end
+
+endmodule
+
+`default_nettype wire

@@ -110,9 +110,9 @@ void FpgaMsgFabric::sync() {
   staged_.clear();
   device_->doorbell(watermark);
   records_.clear();
-  card_bound_ = device_->poll(records_);
+  const uint64_t card_bound = device_->poll(records_);
   for (const hw::msg::Delivery& d : records_) engine_.at(emu::Time::from_ps(d.time_ps), *this, pending_.acquire(d.id));
-  bound_ = card_bound_;  // nothing is staged now; kNever when every record is out
+  bound_ = card_bound;  // nothing is staged now; kNever when every record is out
   arm_sync(bound_);
 }
 

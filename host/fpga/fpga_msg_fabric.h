@@ -77,7 +77,6 @@ class FpgaMsgFabric final : public emu::Fabric, private emu::EventTarget {
   std::vector<hw::msg::Delivery> records_;
   emu::SlotPool<uint64_t> pending_;              // message ids of scheduled deliveries and parked loopbacks
   uint64_t bound_ = kNever;     // every delivery before this is known (kNever: nothing is in flight)
-  uint64_t card_bound_ = kNever;  // the card's known-until at the last poll
   uint64_t armed_at_ = kNever;  // time of the live sync event
   uint64_t generation_ = 0;
   uint64_t delivered_ = 0, pushed_ = 0, routes_ = 0, syncs_ = 0;

@@ -35,6 +35,7 @@
 #include "host/dpdk/dpdk_fabric.h"
 #include "host/dpdk/link_pacer.h"
 #include "tests/emulator/walker_test_util.h"
+#include "tests/support/sanitizers.h"
 #include "tests/support/alloc_counter.h"
 #include "traces/generate.h"
 #include "traces/trace_set.h"
@@ -1122,14 +1123,17 @@ TEST(DpdkFabric, ARankSendsOnItsLinksInParallel) {
         static_cast<unsigned long long>(d.stats.poll_gap_max_ns), 100 * share);
     // A run disturbed by the host (the polling thread descheduled for milliseconds: +6-18% with a CPU hog
     // alongside, +185-197% sharing a core with another test) is run again; the head-of-line bug this
-    // guards against gives +445% in every run, at a full core.
-    if (median > 0.1 && attempt < 5) continue;
-    if (median > 0.1 && share < 0.8) {
+    // guards against gives +445% in every run, at a full core. Under AddressSanitizer the polling thread
+    // itself is slower (+11-12% in all five runs of a CI run at a full core, 84-95 stalls of up to 6 ms):
+    // the bound there is +50%, still far below the bug's.
+    const double bound = FABEMU_ASAN ? 0.5 : 0.1;
+    if (median > bound && attempt < 5) continue;
+    if (median > bound && share < 0.8) {
       GTEST_SKIP() << "the host gave the polling thread " << std::lround(100 * share) << "% of a core in the last of "
                    << attempt << " runs (deviation +" << std::lround(100 * median)
                    << "%): too loaded to time the links; the exact times and counts were checked";
     }
-    EXPECT_LT(median, 0.1) << fd::format_dpdk_stats(d.stats);
+    EXPECT_LT(median, bound) << fd::format_dpdk_stats(d.stats);
     break;
   }
 }

@@ -229,7 +229,7 @@ void Walker::Impl::step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t 
 void Walker::Impl::coll_delivered(uint32_t id) {
   const Msg M = msgs_[id];
   msgs_.release(id);
-  slices_.write(M.src, M.dst, M.bytes, M.sent, engine_.now(), M.result);
+  message_log_.delivered(M.src, M.dst, M.bytes, M.sent, engine_.now(), M.result);
   Instance& I = collectives_[M.inst];
   ChunkState& C = collectives_.started_chunk(I, M.chunk);
   const auto mi = static_cast<size_t>(M.member);
@@ -263,7 +263,7 @@ void Walker::Impl::evaluate_closed_form(uint32_t inst, uint32_t chunk, ChunkStat
     const Time begin = C.start[static_cast<size_t>(m)] + (P.steps > 0 ? costs_.endpoint_delay : Duration::zero());
     cf.set_position(x, CollectiveTable::member_rank(I, m), begin);
   }
-  const ClosedForm::Totals totals = cf.run(S, P, flow_of(I, chunk), I.result, slices_);
+  const ClosedForm::Totals totals = cf.run(S, P, flow_of(I, chunk), I.result, message_log_);
   CollectiveResult& cr = result_.collectives[I.result];
   cr.messages += totals.messages;
   cr.message_bytes += totals.bytes;

@@ -99,6 +99,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   void set_up_compute_model();
   void note_custom_collectives();
   void open_traces();
+  WalkProgress progress() const;
   RunResult collect_results();
   void account(RankState& R);
   traces::Location where(int32_t rank, const Node& node) const;
@@ -169,7 +170,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   SlotPool<Action> actions_;
   P2pMatcher p2p_;
   RunDiagnostics diagnostics_;
-  MessageSlices slices_;
+  MessageLog message_log_;
 };
 
 }  // namespace fabemu::emu

@@ -208,6 +208,10 @@ void add_output_options(CLI::App* cmd, run::RunArgs& a) {
   cmd->add_option("--timeline,-t", a.timeline, "Write a Chrome/Perfetto trace timeline to this file");
   cmd->add_option("--timeline-messages", a.timeline_messages,
                       "Timeline: message slices written at most (default 1000000; collectives are always there)");
+  cmd->add_option("--link-series", a.link_series,
+                      "Report: each link's busy time over the run in this many bins (even, 2-65536; packet model), "
+                      "the report's link_series")
+      ->type_name("BINS");
   cmd->add_option("--top", a.top, "Slowest collectives listed in the summary (default 5)")->check(CLI::Range(0, 1000));
   cmd->add_flag("--quiet,-q", a.quiet, "Print nothing but errors (use with --report)");
   cmd->add_option("--agents", a.agents,

@@ -29,6 +29,7 @@ struct RunArgs {
   std::string report;
   std::string timeline;
   uint64_t timeline_messages = 1'000'000;
+  uint32_t link_series = 0;  // --link-series BINS (0: none)
   size_t top = 5;
   bool quiet = false;
   // --fabric fpga

@@ -99,6 +99,25 @@ void summary_tables(report::HtmlPage& page, const TraceAnalysis& a) {
   }
 }
 
+// Compute and the longest chain per rank, by duration; a trace without durations (generated ones time compute by
+// the roofline) by num_ops and by the chain's nodes instead, so that no chart is empty.
+void compute_charts(report::HtmlPage& page, const TraceAnalysis& a) {
+  const bool durations = a.compute_us.max > 0;
+  std::vector<double> compute, chain;
+  for (const auto& r : a.ranks) {
+    compute.push_back(static_cast<double>(durations ? r.compute_us : r.num_ops));
+    chain.push_back(static_cast<double>(a.chain_us.max > 0 ? r.chain_us : r.chain_ids.size()));
+  }
+  page.bar_chart({.title = durations ? fmt::format("Compute per rank: COMP_NODE duration (CV {})", cv_text(a.compute_us.cv))
+                                     : fmt::format("Compute per rank: COMP_NODE num_ops (no durations; CV {})",
+                                                   cv_text(a.num_ops.cv)),
+                  .labels = rank_labels(a.ranks.size()), .values = compute, .unit = durations ? "us" : "ops"});
+  page.bar_chart({.title = a.chain_us.max > 0
+                               ? fmt::format("Longest dependency chain per rank (CV {})", cv_text(a.chain_us.cv))
+                               : std::string("Longest dependency chain per rank, in nodes (no durations)"),
+                  .labels = rank_labels(a.ranks.size()), .values = chain, .unit = a.chain_us.max > 0 ? "us" : "nodes"});
+}
+
 void per_rank_charts(report::HtmlPage& page, const TraceAnalysis& a) {
   std::set<int32_t> deviating;
   for (const size_t i : a.worst_first) {
@@ -107,12 +126,10 @@ void per_rank_charts(report::HtmlPage& page, const TraceAnalysis& a) {
   page.section("Per rank");
   report::StackedBarChart bytes{.title = "Bytes sent per rank: collectives (comm_size) and SENDs", .unit = "bytes"};
   bytes.labels = rank_labels(a.ranks.size());
-  std::vector<double> coll, sends, compute, chain;
+  std::vector<double> coll, sends;
   for (const auto& r : a.ranks) {
     coll.push_back(static_cast<double>(r.collective_bytes));
     sends.push_back(static_cast<double>(r.send_bytes));
-    compute.push_back(static_cast<double>(r.compute_us));
-    chain.push_back(static_cast<double>(r.chain_us));
   }
   bytes.series = {{"collectives", coll}, {"SEND", sends}};
   page.stacked_bars(bytes);
@@ -123,10 +140,7 @@ void per_rank_charts(report::HtmlPage& page, const TraceAnalysis& a) {
     if (deviating.count(a.ranks[r].rank) != 0) coll_bars.highlight.push_back(r);
   }
   page.bar_chart(coll_bars);
-  page.bar_chart({.title = fmt::format("Compute per rank: COMP_NODE duration (CV {})", cv_text(a.compute_us.cv)),
-                  .labels = rank_labels(a.ranks.size()), .values = compute, .unit = "us"});
-  page.bar_chart({.title = fmt::format("Longest dependency chain per rank (CV {})", cv_text(a.chain_us.cv)),
-                  .labels = rank_labels(a.ranks.size()), .values = chain, .unit = "us"});
+  compute_charts(page, a);
 }
 
 }  // namespace
@@ -151,7 +165,11 @@ std::string analysis_html(const TraceAnalysis& a, const AnalysisInputs& inputs) 
   imbalance_table(page, a);
   per_rank_charts(page, a);
   page.section("Traffic matrix");
-  page.heatmap(traffic_heatmap("Point-to-point bytes (SEND nodes)", a.p2p, a.ranks.size()));
+  if (a.p2p.empty()) {
+    page.paragraph("No SEND nodes: no point-to-point traffic.");
+  } else {
+    page.heatmap(traffic_heatmap("Point-to-point bytes (SEND nodes)", a.p2p, a.ranks.size()));
+  }
   if (inputs.implied != nullptr) {
     page.paragraph(fmt::format("Collectives as messages on {} ({}).", inputs.network, inputs.implied->algorithms));
     page.heatmap(traffic_heatmap("Collective bytes under the network's algorithms", inputs.implied->matrix,

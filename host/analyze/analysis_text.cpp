@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "host/analyze/analysis_output.h"
 #include "traces/info.h"
@@ -50,14 +51,21 @@ void print_imbalances(std::FILE* out, const TraceAnalysis& a, size_t max_listed)
   }
 }
 
-void print_summaries(std::FILE* out, const std::string& title, const std::vector<CollectiveSummary>& rows, bool groups) {
+// The summaries, those with imbalanced instances first (most first, then the worst CV), at most `max_listed`.
+void print_summaries(std::FILE* out, const std::string& title, std::vector<CollectiveSummary> rows, bool groups,
+                     size_t max_listed) {
   if (rows.empty()) return;
+  std::stable_sort(rows.begin(), rows.end(), [](const CollectiveSummary& x, const CollectiveSummary& y) {
+    return std::tie(y.imbalanced, y.worst_cv) < std::tie(x.imbalanced, x.worst_cv);
+  });
   fmt::print(out, "\n{}\n  {:<16} {:>6} {:>10} {:>11} {:>14} {:>9}\n", title, groups ? "group" : "type",
              groups ? "ranks" : "", "instances", "imbalanced", "bytes", "worst CV");
-  for (const auto& s : rows) {
+  for (size_t i = 0; i < rows.size() && i < max_listed; ++i) {
+    const auto& s = rows[i];
     fmt::print(out, "  {:<16} {:>6} {:>10} {:>11} {:>14} {:>9}\n", groups ? group_label(s.key) : s.key,
                groups ? fmt::format("{}", s.ranks) : "", s.instances, s.imbalanced, s.bytes, cv_text(s.worst_cv));
   }
+  if (rows.size() > max_listed) fmt::print(out, "  ... and {} more (--max-listed N, or --json)\n", rows.size() - max_listed);
 }
 
 void print_matrix(std::FILE* out, const std::string& title, const TrafficMatrix& m, size_t ranks, size_t max_listed) {
@@ -136,8 +144,8 @@ std::vector<int32_t> missing_ranks(const CollectiveInstance& I, const TraceAnaly
 void print_analysis(std::FILE* out, const TraceAnalysis& a, const AnalysisInputs& inputs, size_t max_listed) {
   fmt::print(out, "Workload     {}: {} rank{}\n", a.prefix, a.ranks.size(), a.ranks.size() == 1 ? "" : "s");
   print_imbalances(out, a, max_listed);
-  print_summaries(out, "By process group", a.by_group, true);
-  print_summaries(out, "By collective type", a.by_type, false);
+  print_summaries(out, "By process group", a.by_group, true, max_listed);
+  print_summaries(out, "By collective type", a.by_type, false, max_listed);
   print_matrix(out, "Point-to-point (SEND nodes; bytes, src rank x dst rank)", a.p2p, a.ranks.size(), max_listed);
   if (inputs.implied != nullptr) {
     print_matrix(out, fmt::format("Collectives on {} ({})", inputs.network, inputs.implied->algorithms),

@@ -1,6 +1,7 @@
 #include "host/analyze/rank_graph.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace fabemu::analyze {
 
@@ -39,24 +40,26 @@ Chain RankGraph::longest_chain() const {
       }
     }
   }
-  std::vector<uint64_t> reach(n, 0);  // the heaviest path ending just before the node
-  std::vector<int64_t> from(n, -1);    // the node before it on that path
+  // The heaviest path ending just before each node, as (duration, nodes): among paths of equal duration (a trace
+  // without durations: all of them) the one with the most nodes.
+  std::vector<std::pair<uint64_t, uint64_t>> reach(n, {0, 0});
+  std::vector<int64_t> from(n, -1);  // the node before it on that path
   std::vector<uint32_t> ready;
   for (size_t i = 0; i < n; ++i) {
     if (waiting[i] == 0) ready.push_back(static_cast<uint32_t>(i));
   }
   int64_t last = -1;
-  uint64_t longest = 0;
+  std::pair<uint64_t, uint64_t> longest{0, 0};
   while (!ready.empty()) {
     const uint32_t i = ready.back();
     ready.pop_back();
-    const uint64_t total = reach[i] + nodes_[i].duration_us;
-    if (last < 0 || total > longest) {
+    const std::pair<uint64_t, uint64_t> total{reach[i].first + nodes_[i].duration_us, reach[i].second + 1};
+    if (total > longest) {
       last = i;
       longest = total;
     }
     for (const uint32_t c : children[i]) {
-      if (total > reach[c] || from[c] < 0) {
+      if (total > reach[c]) {
         reach[c] = total;
         from[c] = i;
       }
@@ -65,7 +68,7 @@ Chain RankGraph::longest_chain() const {
   }
   Chain chain;
   if (last < 0) return chain;
-  chain.duration_us = longest;
+  chain.duration_us = longest.first;
   for (int64_t i = last; i >= 0; i = from[static_cast<size_t>(i)]) {
     chain.ids.push_back(nodes_[static_cast<size_t>(i)].id);
   }

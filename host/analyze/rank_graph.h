@@ -22,7 +22,7 @@ struct GraphNode {
   std::vector<uint64_t> ctrl_deps;
 };
 
-// The longest path through the graph where a path weighs the duration_micros of its nodes.
+// The longest path through the graph where a path weighs the duration_micros of its nodes (ties: the most nodes).
 struct Chain {
   uint64_t duration_us = 0;
   std::vector<uint64_t> ids;  // first to last

@@ -30,7 +30,7 @@ for i, line in enumerate(open(src)):
                     key = next(k for k in a if k != "name")
                     size = int(a[key])
                     a[key] = str(size * 2) if isinstance(a[key], str) else size * 2
-            pg = next((a.get("stringVal", "") for a in rec["attr"] if a["name"] == "pg_name"), "")
+            pg = next((a.get("string_val", "") for a in rec["attr"] if a["name"] == "pg_name"), "")
             open(note, "w").write(f"{rec['id']} {size} {pg}\n")
             done = True
     out.append(json.dumps(rec))

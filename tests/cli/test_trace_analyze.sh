@@ -61,6 +61,23 @@ assert sum(t["imbalanced"] for t in types.values()) == 1, types
 assert doc["ranks"] == 8 and len(doc["per_rank"]) == 8
 PY
 
+# --- the collectives' matrix is what `fabemu run` sends: its totals are the run report's, message for message ----
+src=$(cd "$(dirname "$0")/../.." && pwd)
+expect_status 0 "$fabemu" trace generate llm --layers 2 --hidden 256 --ffn 1024 --heads 4 --vocab 1000 --seq 128 \
+  --global-batch 8 --tp 2 --pp 2 --dp 2 -j 1 -q -o "$tmp/even/llm"
+expect_status 0 "$fabemu" run -w "$tmp/even/llm" -f "$src/traces/samples/fabric_2d.yaml" -r "$tmp/run.json"
+expect_status 0 "$fabemu" trace analyze "$tmp/even/llm" -f "$src/traces/samples/fabric_2d.yaml" --json
+python3 - "$tmp/out" "$tmp/run.json" <<'PY'
+import json, sys
+a, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+coll = a["collective_traffic"]
+p2p = a["p2p"]
+want = (r["totals"]["messages"], r["totals"]["message_bytes"])
+got = (coll["messages"] + p2p["messages"], coll["bytes"] + p2p["bytes"])
+assert got == want and coll["messages"] > 0, f"analyze {got} != run {want}"
+print(f"collective + SEND traffic = the run's: {want[0]} messages, {want[1]} bytes")
+PY
+
 # --- the HTML page ------------------------------------------------------------------------------------------
 expect_status 0 "$fabemu" trace analyze "$tmp/llm/llm" --html "$tmp/page.html"
 expect_text "$tmp/out" "wrote $tmp/page.html"

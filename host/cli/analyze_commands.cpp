@@ -60,22 +60,23 @@ int run_analyze(const AnalyzeArgs& a) {
   return kExitOk;
 }
 
-// Runs graphviz's `dot -Tsvg` on `dot_file`, writing `svg_file`; a clear error when dot is absent or fails.
-void run_graphviz(const std::string& dot_file, const std::string& svg_file) {
+// Runs graphviz's `dot -Tsvg` on `dot_file`, writing `svg_file`; a clear error naming `output` when dot is absent
+// or fails.
+void run_graphviz(const std::string& dot_file, const std::string& svg_file, const std::string& output) {
   const char* argv[] = {"dot", "-Tsvg", "-o", svg_file.c_str(), dot_file.c_str(), nullptr};
   pid_t pid = 0;
   const int err = posix_spawnp(&pid, "dot", nullptr, nullptr, const_cast<char* const*>(argv), environ);
   if (err == ENOENT) {
     throw std::runtime_error(fmt::format("{}: an SVG needs graphviz's `dot`, which is not installed (Debian package "
                                          "graphviz; host/tools/install-deps.sh installs it), or write DOT: -o FILE.dot",
-                                         svg_file));
+                                         output));
   }
   if (err != 0) throw std::runtime_error(fmt::format("cannot run graphviz's dot: {}", std::strerror(err)));
   int wstatus = 0;
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    throw std::runtime_error(fmt::format("graphviz's dot failed on {} (exit status {})", dot_file,
+    throw std::runtime_error(fmt::format("{}: graphviz's dot failed (exit status {})", output,
                                          WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1));
   }
 }
@@ -109,7 +110,7 @@ int run_graph(const GraphArgs& a) {
     const std::string dot_file = a.out + ".dot.tmp";
     traces::write_text(dot_file, g.dot);
     try {
-      run::write_via_temporary(a.out, [&](const std::string& temp) { run_graphviz(dot_file, temp); });
+      run::write_via_temporary(a.out, [&](const std::string& temp) { run_graphviz(dot_file, temp, a.out); });
     } catch (...) {
       traces::remove_files({dot_file});
       throw;

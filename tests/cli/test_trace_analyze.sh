@@ -119,6 +119,9 @@ if command -v dot >/dev/null; then
 else
   echo "graphviz absent: SVG checks skipped"
 fi
+expect_status 2 env PATH=/nonexistent "$fabemu" trace graph "$tmp/ar/ar" --rank 1 -o "$tmp/nodot.svg"
+expect_text "$tmp/err" "$tmp/nodot.svg: an SVG needs graphviz's \`dot\`, which is not installed"
+[ ! -e "$tmp/nodot.svg" ] && [ -z "$(ls -A "$tmp" | grep -E "fabemu-tmp|dot.tmp")" ] || fail "a failed SVG left files behind"
 expect_status 0 "$fabemu" trace graph "$tmp/llm/llm" --rank 0 --around 1 --depth 1
 grep -q '^digraph "rank 0"' "$tmp/out" || fail "no DOT on stdout"
 expect_status 2 "$fabemu" trace graph "$tmp/llm/llm" --rank 0 --max-nodes 5

@@ -83,7 +83,7 @@ struct RankAnalysis {
 struct TraceAnalysis {
   std::string prefix;
   std::vector<RankAnalysis> ranks;
-  std::vector<CollectiveInstance> collectives;  // by group, then seq
+  std::vector<CollectiveInstance> collectives;  // in the order first read (rank 0's file first)
   std::vector<size_t> worst_first;              // indices of the not-balanced instances, worst first
   std::vector<CollectiveSummary> by_group;
   std::vector<CollectiveSummary> by_type;

@@ -226,16 +226,11 @@ void Walker::Impl::loaded(int32_t r, const Node& node) {
     groups_.add_from_metadata_node(node, where(r, node));
     return;
   }
-  if (node.type() != ChakraProtoMsg::COMM_COLL_NODE) return;
-  // Only what the matching needs (comm_info reads every attribute, issue_collective does that once).
-  const auto type = traces::attr_int(node, "comm_type");
-  if (!type || !ChakraProtoMsg::CollectiveCommType_IsValid(static_cast<int>(*type))) return;  // issue says why
-  const traces::ProcessGroup* pg = groups_.find(traces::attr_string(node, "pg_name").value_or(""));
-  if (pg == nullptr) return;  // issue_collective says why
-  RankState& R = ranks_[static_cast<size_t>(r)];
-  const uint32_t g = group_index(pg->name);
-  if (R.group_seq.size() <= g) R.group_seq.resize(g + 1, 0);
-  R.coll_seq.emplace(&node, LoadedCollective{pg, g, R.group_seq[g]++});
+  // A node it does not place (no valid comm_type, an unknown group): issue_collective says why.
+  const auto place = collective_order_.place(r, node, groups_);
+  if (!place) return;
+  ranks_[static_cast<size_t>(r)].coll_seq.emplace(
+      &node, LoadedCollective{place->pg, group_index(place->pg->name), place->seq});
 }
 
 void Walker::Impl::pump(int32_t r) {

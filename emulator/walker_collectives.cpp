@@ -93,10 +93,7 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
   I.bytes = type == ChakraProtoMsg::BARRIER ? 0 : bytes;
   I.pg = all ? nullptr : pg;
   I.n = all ? static_cast<int32_t>(ranks_.size()) : static_cast<int32_t>(pg->ranks.size());
-  I.chunks = (bytes == 0 || type == ChakraProtoMsg::BARRIER)
-                 ? 1u
-                 : static_cast<uint32_t>(std::max<int64_t>(1, options_.system.preferred_dataset_splits));
-  if (I.chunks > bytes && bytes > 0) I.chunks = static_cast<uint32_t>(bytes);
+  I.chunks = collective_chunks(type, bytes, options_.system.preferred_dataset_splits);
   plan_collective(CollectiveRequest{type, all, I.n, &info.involved_dim}, plan_, I.plan, diagnostics_.algo_warnings);
   const auto n = static_cast<size_t>(I.n);
   I.issued.assign(n, Time{});

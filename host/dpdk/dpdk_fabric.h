@@ -14,7 +14,8 @@
 // (dilated wall clock; not paced with D = 0, "as fast as possible").
 //
 // The class in parts, one file each: dpdk_fabric.cpp (making, send, one round of I/O: poll, drain),
-// dpdk_transmit.cpp (frames built, paced, held, flushed), dpdk_receive.cpp (the delay line, completions,
+// dpdk_transmit.cpp (a transmit lane's frames built, paced, held, flushed), dpdk_tx_lanes.cpp (the lanes on
+// transmit lcores: hand-overs, feedback, their rounds), dpdk_receive.cpp (the delay line, completions,
 // feedback, the RTO), dpdk_fabric_stats.cpp (stats()). The devices are dpdk_ports.h, the stats and their
 // report dpdk_stats.h.
 #pragma once

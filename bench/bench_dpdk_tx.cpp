@@ -47,6 +47,7 @@
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 
 #include <array>
 #include <atomic>
@@ -604,24 +605,32 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// One lcore's state, made on that lcore (its own malloc arena: no cache line of it next to another lcore's,
+// as the fabric's lanes fill their own queues and tables on their lcores).
 struct AggregateLane {
-  Loop loop;
-  Pacer pacer;
+  std::optional<Loop> loop;
+  std::optional<Pacer> pacer;
   Target target;
   uint64_t end_tsc = 0, sent = 0;
   double cpu_seconds = 0;  // the CPU time its thread got (the machine is shared: the wall rate depends on it)
   const char* error = nullptr;
-  std::atomic<bool> done{false};
   fd::WireMode mode;
-  uint32_t payload;
-  AggregateLane(fd::WireMode m, uint32_t p, uint32_t packets, Target t)
-      : loop(m, p, packets), pacer(Pacing::kOff, p, loop.records), target(t), mode(m), payload(p) {}
+  uint32_t payload, packets;
+  alignas(64) std::atomic<bool> ready{false}, go{false};
+  alignas(64) std::atomic<bool> done{false};
+  AggregateLane(fd::WireMode m, uint32_t p, uint32_t n, Target t) : target(t), mode(m), payload(p), packets(n) {}
   static int run(void* self) {
     auto& a = *static_cast<AggregateLane*>(self);
+    a.loop.emplace(a.mode, a.payload, a.packets);
+    a.pacer.emplace(Pacing::kOff, a.payload, a.loop->records);
+    a.ready.store(true, std::memory_order_release);
+    while (!a.go.load(std::memory_order_acquire)) rte_pause();
     const double cpu0 = thread_cpu_seconds();
-    a.sent = runs_loop([&a] { return rte_rdtsc() < a.end_tsc; }, a.target, a.loop, a.pacer, a.mode, a.payload,
+    a.sent = runs_loop([&a] { return rte_rdtsc() < a.end_tsc; }, a.target, *a.loop, *a.pacer, a.mode, a.payload,
                        Pacing::kOff, a.error);
     a.cpu_seconds = thread_cpu_seconds() - cpu0;
+    a.loop.reset();  // freed on its own lcore too
+    a.pacer.reset();
     a.done.store(true, std::memory_order_release);
     return 0;
   }
@@ -649,14 +658,20 @@ void aggregate_tx(benchmark::State& state, fd::WireMode mode, uint32_t payload, 
                                  : Target{d.null_queues.get(), nullptr, static_cast<uint16_t>(i)};
       lanes.push_back(std::make_unique<AggregateLane>(mode, payload, packets, t));
     }
-    const uint64_t start = rte_rdtsc();
-    const uint64_t end = start + rte_get_tsc_hz() / 1000 * ms;
     for (unsigned i = 0; i < lcores; ++i) {
-      lanes[i]->end_tsc = end;
       if (rte_eal_remote_launch(&AggregateLane::run, lanes[i].get(), i + 1) != 0) {
         state.SkipWithError("rte_eal_remote_launch failed");
         return;
       }
+    }
+    for (const auto& l : lanes) {
+      while (!l->ready.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const uint64_t start = rte_rdtsc();
+    const uint64_t end = start + rte_get_tsc_hz() / 1000 * ms;
+    for (const auto& l : lanes) {
+      l->end_tsc = end;
+      l->go.store(true, std::memory_order_release);
     }
     for (const auto& l : lanes) {
       while (!l->done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));

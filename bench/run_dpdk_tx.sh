@@ -67,7 +67,7 @@ if [[ $mode == aggregate ]]; then
     for cpu in 0 1; do
       FABEMU_BENCH_AGG_MS=$((secs * 1000)) \
         FABEMU_BENCH_EAL_ARGS="--no-huge -m 1024 --no-pci --no-shconf --file-prefix fabemu-aggr$cpu-$$-$r --no-telemetry --lcores 0@$cpu,1@$cpu" \
-        "$bench" --benchmark_filter="^aggregate/.*nulls.*/lcores_1.*${filter#^}" --benchmark_format=json \
+        "$bench" --benchmark_filter="^aggregate/.*nulls.*${filter#^}.*/lcores_1" --benchmark_format=json \
         > "$out/ref_${r}_$cpu.json" 2> /dev/null &
     done
     wait

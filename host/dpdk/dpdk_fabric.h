@@ -263,7 +263,9 @@ class DpdkFabric final : public RealtimeFabric,
   // The lane of a sender's source rank (links are sharded by source rank).
   TxLane& lane_of(uint32_t src) noexcept { return *lanes_[lanes_.size() == 1 ? 0 : src % lanes_.size()]; }
   bool tx_lcores_on() const noexcept { return !tx_workers_.empty(); }
-  // TxLaneLoop: one round of a transmit lcore: hand-overs into its Senders, feedback, the RTO, transmit().
+  // TxLaneLoop: a lane's state made (on its lcore); one round of a transmit lcore: hand-overs into its
+  // Senders, feedback, the RTO, transmit().
+  void tx_lane_start(TxLane& lane) override;
   void tx_lane_round(TxLane& lane) override;
   // The hand-overs waiting for their pair's window, submitted in order where it has room.
   void submit_backlog(TxLane& lane);
@@ -344,6 +346,8 @@ class DpdkFabric final : public RealtimeFabric,
   std::vector<std::unique_ptr<TxLane>> lanes_;
   std::vector<std::unique_ptr<TxWorker>> tx_workers_;
   std::vector<uint64_t> handed_;  // by lane: messages handed over (the main lcore's count)
+  SenderConfig lane_senders_;     // each lane's senders' (tx_lane_start)
+  uint16_t lane_queues_ = 1;      // each lane's transmit queues of port A (one per receive path)
   // With transmit lcores: the next wire id of each pair (ids are consecutive per pair, from 0), so that the
   // main lcore knows a message's id before its lane's Sender gives it.
   std::pmr::unordered_map<uint64_t, uint64_t> pair_ids_{&record_pool_};

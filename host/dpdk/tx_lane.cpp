@@ -47,8 +47,6 @@ void TxLane::make_rings(unsigned ring_size) {
   if (feedback == nullptr) throw fail("rte_ring_create (feedback)");
   notices = rte_ring_create_elem(fmt::format("fe_txn{}", n).c_str(), sizeof(TxRetransmitted), ring_size, socket, flags);
   if (notices == nullptr) throw fail("rte_ring_create_elem (notices)");
-  backlog.reserve(ring_size);
-  pending_notices.reserve(4096);
 }
 
 TxWorker::TxWorker(TxLaneLoop& loop, TxLane& lane, unsigned lcore) : loop_(loop), lane_(lane), lcore_(lcore) {
@@ -67,6 +65,7 @@ int TxWorker::entry(void* self) { return static_cast<TxWorker*>(self)->run(); }
 
 int TxWorker::run() noexcept {
   try {
+    loop_.tx_lane_start(lane_);  // its state made here, on its own lcore
     while (!stop_.load(std::memory_order_acquire) && !Eal::stop_requested()) loop_.tx_lane_round(lane_);
   } catch (const std::exception& e) {
     failure_ = fmt::format("TX lcore {}: {}", lcore_, e.what());

@@ -154,7 +154,7 @@ struct TxLane {
   rte_ring* notices = nullptr;
   std::vector<TxHandOver> backlog;
   std::array<TxHandOver, 32> taken{};  // a round's hand-overs off the ring
-  std::vector<uint8_t> scratch = std::vector<uint8_t>(16384);  // decode_mbuf's
+  std::vector<uint8_t> scratch;  // decode_mbuf's
   std::vector<TxRetransmitted> pending_notices;  // the notice ring was full
   uint64_t rto_generation = 0;
   // Main -> lane: drain() asks the lane to say when it is settled.
@@ -173,13 +173,16 @@ struct TxLane {
     for (const auto& q : data) n += q.size();
     return n;
   }
-  // Creates the three rings (names unique in the process); std::runtime_error when it cannot.
+  // Creates the three rings (names unique in the process); std::runtime_error when it cannot. The rest of
+  // its state is made by the lcore that runs it (TxLaneLoop::tx_lane_start).
   void make_rings(unsigned ring_size);
 };
 
 // What a TxWorker runs, a round at a time (DpdkFabric).
 class TxLaneLoop {
  public:
+  // The lane's state (senders, templates, queues, tables), made by the lcore that runs it.
+  virtual void tx_lane_start(TxLane& lane) = 0;
   virtual void tx_lane_round(TxLane& lane) = 0;
 
  protected:

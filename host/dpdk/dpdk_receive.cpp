@@ -212,7 +212,9 @@ bool DpdkFabric::handle(const DecodedFrame& f, rte_mbuf* m) {
   }
   // The sender's lcore takes it (its senders are its own): the frame itself, decoded again there (ACKs
   // and NACKs are a frame in 32 and more; a copy of the decoded NACK list would not have a fixed size).
-  return rte_ring_sp_enqueue(lane.feedback, m) == 0;  // full: dropped here, as a device would (counted)
+  // A full ring (65,536 frames behind): the frame is dropped here, as a lost ACK/NACK; a later ACK, NACK or
+  // the RTO recovers.
+  return rte_ring_sp_enqueue(lane.feedback, m) == 0;
 }
 
 void DpdkFabric::handle_in(TxLane& lane, const DecodedFrame& f) {

@@ -43,6 +43,7 @@ struct RunArgs {
   uint64_t dpdk_ring_ecn_bytes = 0;
   std::vector<std::string> dpdk_devargs;
   std::string dpdk_rx_lcore = "auto";
+  std::string dpdk_tx_lcore = "off";
   std::string dpdk_verify_checksums = "auto";
   uint32_t dpdk_stall_timeout_ms = 10'000;
   uint32_t dpdk_ahead_us = 20;

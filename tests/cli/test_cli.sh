@@ -501,6 +501,55 @@ EOF2
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1,1 -q -- \
     --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-11$$" --no-telemetry --lcores 0@0,1@1,2@1
   expect_text "$tmp/err" "receive lcore 1 is listed twice"
+  # transmit lcores (--dpdk-tx-lcore 2 and 2,3, the receive side on lcore 1; four lcores on two cores: EAL
+  # --lcores): the report of --dpdk-tx-lcore off but the DPDK section, each transmit lcore with its share
+  for tx in 2 2,3; do
+    expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
+      --dpdk-rx-lcore 1 --dpdk-tx-lcore $tx -r "$tmp/tx_$tx.json" -- --no-huge -m 512 --no-pci --no-shconf \
+      --file-prefix "fabemu-cli-tx$$" --no-telemetry --lcores 0@0,1@1,2@1,3@1
+    expect_text "$tmp/out" "    transmit lcore 2  port A queue 0: "
+  done
+  python3 - "$tmp/lc_off.json" "$tmp/tx_2.json" "$tmp/tx_2,3.json" <<'EOF2' || fail "--dpdk-tx-lcore"
+import json, sys
+off, one, two = (json.load(open(f)) for f in sys.argv[1:4])
+off.pop("dpdk")
+for r, lanes in ((one, [(2, 0)]), (two, [(2, 0), (3, 1)])):
+  d = r.pop("dpdk")
+  lc = d["tx_lcores"]
+  assert [(l["lcore"], l["queue"]) for l in lc] == lanes, lc
+  assert all(l["frames"] > 0 and l["messages"] > 0 for l in lc), lc
+  assert sum(l["frames"] for l in lc) == d["data_frames"] + d["retransmissions"], lc
+  assert sum(l["data_frames"] for l in lc) == d["data_frames"] and sum(l["messages"] for l in lc) == d["messages"], lc
+  assert d["rx_lcore"] == 1 and d["messages_completed"] == 96 and d["bytes_completed"] == d["message_bytes"]
+  assert r == off, [k for k in r if r[k] != off.get(k)]
+EOF2
+  for bad in 2, 2,,3 a,b -1 2,x 99999999999; do
+    expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-tx-lcore "$bad" -q
+    expect_text "$tmp/err" "expected off, auto, all, an lcore id (0-9999) or a comma list of lcore ids, got $bad"
+  done
+  for bad in "0:not an idle worker lcore" "7:not an idle worker lcore" "1:lcore 1 is a receive lcore" \
+             "2,2:lcore 2 is listed twice"; do
+    expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1 \
+      --dpdk-tx-lcore "${bad%%:*}" -q -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-txb$$" \
+      --no-telemetry --lcores 0@0,1@1,2@1,3@1
+    expect_text "$tmp/err" "--dpdk-tx-lcore"
+    expect_text "$tmp/err" "${bad#*:}"
+  done
+  # more transmit queues than the device has (net_pcap: one per tx_pcap file), and memif (which pairs queues)
+  python3 -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<IHHiIII",0xa1b2c3d4,2,4,0,0,65535,1))' \
+    "$tmp/empty.pcap"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1 \
+    --dpdk-tx-lcore 2,3 --dpdk-devargs "net_pcap_txa,rx_pcap=$tmp/empty.pcap,tx_pcap=$tmp/txa.pcap" \
+    --dpdk-devargs "net_pcap_txb,rx_pcap=$tmp/empty.pcap,tx_pcap=$tmp/txb.pcap" -q -- --no-huge -m 512 --no-pci \
+    --no-shconf --file-prefix "fabemu-cli-txq$$" --no-telemetry --lcores 0@0,1@1,2@1,3@1
+  expect_text "$tmp/err" "--dpdk-tx-lcore 2,3: 2 transmit lcores take 2 transmit queues of port A"
+  expect_text "$tmp/err" "the device has at most 1 / 1"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif \
+    --dpdk-rx-lcore 1 --dpdk-tx-lcore 2,3 -q -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-txm$$" \
+    --no-telemetry --lcores 0@0,1@1,2@1,3@1
+  expect_text "$tmp/err" "--dpdk-tx-lcore 2,3: memif pairs each transmit queue"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --dpdk-tx-lcore 2 -q
+  expect_text "$tmp/err" "--dpdk-tx-lcore needs --fabric dpdk"
   # an address plan with fewer ranks than the topology has NPUs: the error names the file
   printf 'ranks:\n  - {rank: 0, mac: "02:fe:00:00:00:01", ip: 198.18.0.1}\n' > "$tmp/plan1.yaml"
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --address-plan "$tmp/plan1.yaml" -q

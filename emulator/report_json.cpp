@@ -233,6 +233,11 @@ json parse_report(const std::string& text, const std::string& source_name) {
       msg = msg.substr(p + 2);
     }
     throw traces::TraceError(where, "not a JSON report: " + msg);
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double's range (nlohmann's out_of_range.406 while parsing): no position is given.
+    std::string msg = e.what();
+    if (const auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    throw traces::TraceError(traces::Location{.file = source_name}, "not a JSON report: " + msg);
   }
 }
 

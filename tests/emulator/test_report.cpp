@@ -491,6 +491,19 @@ TEST(Summary, PartialRunShowsTheTimeReachedAndUnfinishedRanks) {
   EXPECT_EQ(report_from_json(old, "old.json").reached, sample().total);
 }
 
+// A number beyond a double's range is a located error of the reader, not nlohmann's out_of_range (found by
+// fuzz_report_json: "3236E878" in a report).
+TEST(ReportJson, ANumberOutOfRangeIsALocatedError) {
+  try {
+    report_from_json("{\"schema\": \"fabemu.report/2\", \"npus\": 3236E878}", "big.json");
+    FAIL() << "no error";
+  } catch (const traces::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("big.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a JSON report: number overflow parsing '3236E878'"), std::string::npos)
+        << e.what();
+  }
+}
+
 // A report written before the per-rank traffic keys reads back with 0 traffic, the rest unchanged.
 TEST(ReportJson, ReportWithoutRankTrafficReadsAsZero) {
   std::string old = report_to_json(sample());

@@ -10,3 +10,17 @@ expect_status() {  # expect_status N command...: stdout in $tmp/out, stderr in $
 expect_text() {  # expect_text FILE TEXT
   grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "missing '$2' in $1"; }
 }
+# Headless Chromium (Debian's chromium), no network: browser_dom PAGE DOM writes the page's DOM after load
+# and fails on console errors or network requests; browser_screenshot PAGE PNG HEIGHT writes a screenshot.
+chrome=(chromium --headless --no-sandbox --disable-gpu --host-resolver-rules="MAP * ~NOTFOUND"
+        --enable-logging=stderr --v=0 --user-data-dir="$tmp/chrome")
+browser_dom() {
+  "${chrome[@]}" --dump-dom "file://$1" >"$2" 2>"$tmp/chrome.log" || { cat "$tmp/chrome.log" >&2; fail "chromium failed"; }
+  if grep -E 'CONSOLE|Uncaught|ERR_NAME_NOT_RESOLVED|net::ERR' "$tmp/chrome.log"; then fail "console errors or network requests"; fi
+}
+browser_screenshot() {
+  "${chrome[@]}" --hide-scrollbars --window-size="1200,$3" --screenshot="$2" "file://$1" >/dev/null 2>"$tmp/chrome.log" \
+    || { cat "$tmp/chrome.log" >&2; fail "chromium screenshot failed"; }
+  [ -s "$2" ] || fail "no screenshot $2"
+  echo "screenshot: $2"
+}

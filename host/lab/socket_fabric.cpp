@@ -102,6 +102,8 @@ void SocketFabric::Impl::send(const emu::Message& m, emu::Time ready) {
   r.bytes = m.bytes;
   r.flow = m.flow;
   r.coll = m.coll;
+  r.ready = ready;
+  r.handed = clock_.as_fast_as_possible() ? engine_.now() : clock_.emulated();
   r.src_local = local_[r.src];
   r.dst_local = local_[r.dst];
   const uint64_t key = next_key_++;
@@ -214,6 +216,7 @@ void SocketFabric::Impl::on_delivered(uint64_t id, emu::Time at) {
     } else {
       ++stats_.on_time;
     }
+    if (r.coll != emu::Message::kNoCollective) coll_spans_.add(r.coll, r.bytes, r.ready, r.handed, at, r.arrived_emulated);
   }
   r.delivered = true;
   ++stats_.deliveries;

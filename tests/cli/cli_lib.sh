@@ -24,3 +24,9 @@ browser_screenshot() {
   [ -s "$2" ] || fail "no screenshot $2"
   echo "screenshot: $2"
 }
+# Whether FABEMU was built with DPDK (its `run --help` has --dpdk-port). Not `... | grep -q`: under pipefail,
+# grep quitting at the first match can kill the writer with SIGPIPE and fail the pipeline at random.
+built_with_dpdk() {
+  "$1" run --help >"$tmp/run_help.txt"
+  grep -q -- "--dpdk-port" "$tmp/run_help.txt"
+}

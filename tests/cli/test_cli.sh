@@ -211,7 +211,7 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "--device needs --fabric fpga; this run is on --fabric software"
 # --metrics on a single-host socket or DPDK run: the run's counters served while it runs (dilation 20000: ~0.9 s)
 for fab in socket dpdk; do
-  "$fabemu" run --help | grep -q -- "--dpdk-port" || [ "$fab" = socket ] || continue  # a build without DPDK
+  built_with_dpdk "$fabemu" || [ "$fab" = socket ] || continue  # a build without DPDK
 python3 - "$fabemu" "$ar" "$tmp" "$fab" <<'EOF2' || fail "--fabric $fab --metrics"
 import re, subprocess, sys, time, urllib.request
 fabemu, ar, tmp, fab = sys.argv[1:5]
@@ -287,7 +287,7 @@ expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --
 expect_text "$tmp/err" "sets a device inside fabemu's in-process ring pair (--dpdk-port ring, the default): it does not apply to --dpdk-port memif"
 # --fabric dpdk (a ring pair in this process): the model's times, every byte reassembled, and the report's
 # "dpdk" section with the measured-vs-modelled deviation of the one collective (dilation 1000)
-if "$fabemu" run --help | grep -q -- '--dilation'; then
+if built_with_dpdk "$fabemu"; then
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dilation 1000 -r "$tmp/dpdk.json"
   grep -q "Measured vs modelled" "$tmp/out" || fail "--fabric dpdk printed no measured-vs-modelled section"
   python3 - "$tmp/dpdk.json" <<'EOF2' || fail "the --fabric dpdk report is wrong"

@@ -51,7 +51,7 @@ expect_text "$tmp/analytical.html" "The analytical model keeps no per-link state
 check_charts "$tmp/analytical.html" 6 >/dev/null
 
 # --- the DPDK fabric: measured vs modelled per collective ----------------------------------------------------
-if "$fabemu" run --help | grep -q -- "--dpdk-port"; then
+if built_with_dpdk "$fabemu"; then
   expect_status 0 "$fabemu" "${sample[@]}" --mtu 65536 --fabric dpdk --dilation 2000 -q --html "$tmp/dpdk.html" -r "$tmp/dpdk.json"
   expect_text "$tmp/dpdk.html" "<h2>Measured vs modelled</h2>"
   expect_text "$tmp/dpdk.html" "From the report&#39;s &quot;dpdk&quot; section"
@@ -66,6 +66,33 @@ PY
 else
   echo "built without DPDK: the measured-vs-modelled page is not checked"
 fi
+
+# --- the socket fabric: measured vs modelled too, the modelled spans equal to the DPDK fabric's ---------------
+expect_status 0 "$fabemu" trace generate collective --type all_reduce -n 4 --size 1MB --count 3 -o "$tmp/ar/ar"
+printf 'topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ 50 ]\nlatency: [ 500 ]\n' > "$tmp/ring4.yml"
+ring=(run -w "$tmp/ar/ar" -n "$tmp/ring4.yml" --dilation 1000 -q)
+expect_status 0 "$fabemu" "${ring[@]}" --fabric socket --html "$tmp/socket.html" -r "$tmp/socket.json"
+expect_text "$tmp/socket.html" "From the report&#39;s &quot;socket&quot; section"
+others=()
+if built_with_dpdk "$fabemu"; then
+  expect_status 0 "$fabemu" "${ring[@]}" --fabric dpdk -r "$tmp/dpdk_ring.json"
+  others=("$tmp/dpdk_ring.json")
+fi
+python3 - "$tmp/socket.json" "${others[@]}" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+spans = r["socket"]["collectives"]
+assert [c["index"] for c in spans] == [0, 1, 2], spans
+for c in spans:
+    coll = r["collectives"][c["index"]]
+    assert c["messages"] == coll["messages"] and c["bytes"] == coll["message_bytes"], (c, coll)
+    assert c["modelled_ps"] > 0 and c["measured_ps"] > 0, c
+    assert abs(c["deviation"] - (c["measured_ps"] / c["modelled_ps"] - 1)) < 1e-6, c
+for other in sys.argv[2:]:
+    d = json.load(open(other))["dpdk"]["collectives"]
+    assert [c["modelled_ps"] for c in d] == [c["modelled_ps"] for c in spans], (d, spans)
+print("socket: modelled spans", [c["modelled_ps"] for c in spans], "equal on DPDK" if sys.argv[2:] else "")
+PY
 
 # --- bad input: a page that cannot be written is refused before the run --------------------------------------
 expect_status 2 "$fabemu" "${sample[@]}" -q --html "$tmp/no/such/dir/page.html"

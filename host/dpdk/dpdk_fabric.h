@@ -157,6 +157,7 @@ class DpdkFabric final : public RealtimeFabric,
   ReportSection report_section() override;
 
   const emu::PacketFabric& model() const noexcept override { return model_; }
+  emu::PacketFabric& mutable_model() noexcept override { return model_; }
   const emu::Topology& topology() const noexcept { return model_.topology(); }
   // Refreshed on every call (counters of the senders and receivers are summed here; those of a receive
   // lcore once it has stopped).

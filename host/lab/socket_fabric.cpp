@@ -332,6 +332,7 @@ host::dpdk::RealtimeFabric::ReportSection SocketFabric::report_section() {
   return {"socket", socket_stats_to_json(stats()), format_socket_stats(stats())};
 }
 const emu::PacketFabric& SocketFabric::model() const noexcept { return impl_->model(); }
+emu::PacketFabric& SocketFabric::mutable_model() noexcept { return impl_->mutable_model(); }
 const SocketStats& SocketFabric::stats() { return impl_->stats(); }
 const std::vector<udp::endpoint>& SocketFabric::endpoints() const noexcept { return impl_->endpoints(); }
 void SocketFabric::set_remote_endpoint(uint32_t rank, const udp::endpoint& endpoint) {

@@ -42,6 +42,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   bool stalled() const noexcept { return !stall_.empty(); }
   const std::string& stall_reason() const noexcept { return stall_; }
   const emu::PacketFabric& model() const noexcept { return model_; }
+  emu::PacketFabric& mutable_model() noexcept { return model_; }
   const SocketStats& stats();
   const std::vector<udp::endpoint>& endpoints() const noexcept { return udp_ != nullptr ? udp_->endpoints() : no_endpoints_; }
   void set_remote_endpoint(uint32_t rank, const udp::endpoint& ep);

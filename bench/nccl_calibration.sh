@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The NCCL model against every published nccl-tests table (../shared/calibration/nccl-tests): per table the
-# median and maximum |error| of busbw over sizes >= 64 KiB and of time below 64 KiB (docs/nccl.md).
+# The NCCL model, and ASTRA-sim's semantics on the same topology, against every published nccl-tests table
+# (../shared/calibration/nccl-tests): per table the median and maximum |error| of busbw over sizes >= 64 KiB
+# and of time below 64 KiB (docs/nccl.md).
 # Usage: bench/nccl_calibration.sh [path/to/fabemu] [-v: print every size]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,12 +21,18 @@ cases=(
   "rtx2080ti_1n2_allreduce_pcie-nop2p.tsv pcie_2x_nop2p.yaml all_reduce"
   "rtx2080ti_1n2_allgather_pcie-nop2p.tsv pcie_2x_nop2p.yaml all_gather"
 )
-printf "%-44s %-26s %s\n" table preset "busbw >= 64 KiB | time < 64 KiB"
+# Both semantics on the same table: NCCL's (the model) and ASTRA-sim's (a fabemu run per size on the preset's
+# topology, --semantics astra), to show what the NCCL model changes.
+printf "%-40s %-20s %-7s %s\n" table preset semantic "busbw >= 64 KiB | time < 64 KiB"
 for c in "${cases[@]}"; do
   read -r table preset coll extra <<<"$c"
-  out=$("$FABEMU" bench collective "$coll" -q -s "traces/systems/$preset" --compare "$DIR/$table" ${extra:+$extra})
-  [ "$VERBOSE" = -v ] && echo "$out"
-  bus=$(grep '^# busbw' <<<"$out" | sed 's/.*: //')
-  tim=$(grep '^# time' <<<"$out" | sed 's/.*: //')
-  printf "%-44s %-26s %s | %s\n" "${table%.tsv}" "${preset%.yaml}" "$bus" "$tim"
+  for sem in nccl astra; do
+    opts=(bench collective "$coll" -q -s "traces/systems/$preset" --compare "$DIR/$table" --semantics "$sem")
+    [ "$sem" = nccl ] && [ -n "${extra:-}" ] && opts+=("$extra")
+    out=$("$FABEMU" "${opts[@]}")
+    [ "$VERBOSE" = -v ] && echo "$out"
+    bus=$(grep '^# busbw' <<<"$out" | sed 's/.*: //')
+    tim=$(grep '^# time' <<<"$out" | sed 's/.*: //')
+    printf "%-40s %-20s %-7s %s | %s\n" "${table%.tsv}" "${preset%.yaml}" "$sem" "$bus" "$tim"
+  done
 done

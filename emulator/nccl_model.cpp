@@ -144,7 +144,7 @@ double bus_bandwidth(const System& s, Func f, Algo a, Proto p) {
 }
 
 double algorithm_bandwidth(const System& s, Func f, Algo a, Proto p) {
-  const double bus = bus_bandwidth(s, f, a, p);
+  const double bus = bus_bandwidth(s, f, a, p) * s.bandwidth_efficiency[P(p)];
   const bool ag_rs = f == Func::kAllGather || f == Func::kReduceScatter;
   if (a != Algo::kRing && ag_rs) return bus;
   if (a == Algo::kRing || a == Algo::kNvls || a == Algo::kNvlsTree) {
@@ -157,7 +157,7 @@ double latency(const System& s, Func f, Algo a, Proto p) {
   const int ai = nccl_index(a);
   const int intra_hw = s.intra == Link::kNvlink ? 0 : 1;
   const int32_t ppn = s.gpus_per_node;
-  const double k = s.hop_latency_scale;
+  const double k = s.hop_latency_scale[P(p)];
   double intra = kHopLat[intra_hw][ai][P(p)] * k;
   double inter = (ppn == 1 ? kHopLat[kNetHw][kTreeI][P(p)] : kHopLat[kNetHw][ai][P(p)]) * k + s.net_latency_us;
   if (p == Proto::kSimple) inter += s.net_latency_us;  // the flush
@@ -195,7 +195,12 @@ void check(const System& s) {
   if (s.nvls && (s.nvls_channels < 2 || s.nvls_channels > 64)) bad("nvls_channels must be 2..64 with nvls");
   if (s.nvls && s.gpu < Gpu::kHopper) bad("nvls needs a hopper or blackwell GPU (NVSwitch 3rd generation)");
   if (!(s.call_overhead_us >= 0) || !std::isfinite(s.call_overhead_us)) bad("call_overhead_us must be >= 0");
-  if (!(s.hop_latency_scale > 0) || !std::isfinite(s.hop_latency_scale)) bad("hop_latency_scale must be > 0");
+  for (size_t p = 0; p < kProtos; ++p) {
+    const auto ok = [](double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; };
+    if (!ok(s.hop_latency_scale[p], 1e-3, 1e3)) bad("hop_latency_scale must be 0.001..1000");
+    if (!ok(s.bandwidth_efficiency[p], 1e-3, 1)) bad("bandwidth_efficiency must be 0.001..1");
+    if (!ok(s.ramp_bytes[p], 0, 1e12)) bad("ramp_bytes must be 0..1e12");
+  }
   if (!(s.net_latency_us >= 0) || !std::isfinite(s.net_latency_us)) bad("net_latency_us must be >= 0");
 }
 
@@ -237,7 +242,9 @@ std::optional<Choice> Model::evaluate(Func func, Algo algo, Proto proto, uint64_
   }
   Choice c{algo, proto, Duration::zero(), lat, bw};
   const Rate per_byte = Rate::from_bytes_per_sec(static_cast<uint64_t>(std::llround(bw * 1e9)));
-  c.time = us_to_duration(lat) + per_byte.ser(bytes);
+  // The ramp: a pipeline runs at `bw` once ramp_bytes are in flight (whole bytes).
+  const auto ramp = static_cast<uint64_t>(std::llround(sys_.ramp_bytes[P(proto)]));
+  c.time = us_to_duration(lat) + per_byte.ser(bytes) + per_byte.ser(ramp);
   return c;
 }
 

@@ -33,6 +33,11 @@ enum class Gpu : uint8_t { kVolta, kAmpere, kHopper, kBlackwell };
 // The link class inside a node: NCCL's NVLINK or PCI hop latencies.
 enum class Link : uint8_t { kNvlink, kPcie };
 
+// The calibration's fitted values (System's defaults), LL, LL128, Simple.
+inline constexpr std::array<double, kProtos> kFittedHopLatencyScale{1.733, 1.714, 1.158};
+inline constexpr std::array<double, kProtos> kFittedBandwidthEfficiency{0.756, 0.462, 0.9};
+inline constexpr std::array<double, kProtos> kFittedRampBytes{0, 671387, 3484800};
+
 struct System {
   int32_t gpus_per_node = 1;
   int32_t nodes = 1;
@@ -51,14 +56,26 @@ struct System {
   // In-network reduction (SHARP) between nodes: CollNet direct and chain.
   bool collnet = false;
   // Fixed cost of every call that NCCL's model leaves out (kernel launch, the benchmark's own per-iteration
-  // work), microseconds; and a factor on every hop latency. Both are fitted per class of system: docs/nccl.md.
+  // work), microseconds: fitted per class of system (its small-size times), in the system's file.
   double call_overhead_us = 0;
-  double hop_latency_scale = 1;
+  // fabemu's calibration of NCCL's model, per protocol (LL, LL128, Simple), fitted once across every validated
+  // class of system together (docs/nccl.md; bench/nccl_fit.py), never per table: a factor on every hop
+  // latency, a factor on the algorithm bandwidth, and the bytes a pipeline needs in flight before it runs at
+  // that bandwidth (time = latency + (bytes + ramp) / bandwidth). pure_nccl() sets NCCL's own (1, 1, 0).
+  std::array<double, kProtos> hop_latency_scale = kFittedHopLatencyScale;
+  std::array<double, kProtos> bandwidth_efficiency = kFittedBandwidthEfficiency;
+  std::array<double, kProtos> ramp_bytes = kFittedRampBytes;
   // What the tuner may choose from (NCCL_ALGO / NCCL_PROTO); all by default (LL128 as NCCL enables it).
   std::array<bool, kAlgos> algos{true, true, true, true, true, true};
   std::array<bool, kProtos> protos{true, true, true};
 
   int32_t ranks() const { return gpus_per_node * nodes; }
+  // NCCL's model as published: no hop latency scale, full bandwidth, no ramp.
+  void pure_nccl() {
+    hop_latency_scale = {1, 1, 1};
+    bandwidth_efficiency = {1, 1, 1};
+    ramp_bytes = {0, 0, 0};
+  }
 };
 
 // One algorithm/protocol of one collective on one system, before the size is known: NCCL's latency (the

@@ -1,8 +1,11 @@
 // `fabemu bench collective`: nccl-tests' sweep on the NCCL model of a system (host/nccl/collective_bench.h).
 #include <fmt/core.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -11,7 +14,9 @@
 #include "host/config/fabric_config.h"
 #include "host/nccl/collective_bench.h"
 #include "host/nccl/nccl_tests_table.h"
+#include "emulator/report_json.h"
 #include "host/run/output_file.h"
+#include "host/run/run.h"
 #include "traces/generate.h"
 
 namespace fabemu::cli {
@@ -25,8 +30,57 @@ struct BenchArgs {
   std::string datatype = "float", op = "sum";
   std::string algos, protos;
   std::string json, csv, compare;
+  std::string semantics = "nccl", model;
   bool quiet = false;
 };
+
+// A scratch folder for the ASTRA-sim semantics' traces and reports, removed with it.
+struct ScratchFolder {
+  std::string path;
+  ScratchFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "fabemu-bench-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a folder in " + pattern);
+    path = pattern;
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+};
+
+// ASTRA-sim's semantics: each size as a one-collective microbenchmark (fabemu trace generate collective's
+// traces) walked by fabemu run on the system's fabric file (its topology, collectives, chunks; the analytical
+// model unless --model), the collective's duration (from the last member's issue) as nccl-tests' time.
+nccl::RowAt astra_rows(const BenchArgs& a, const nccl::SweepOptions& o, int32_t ranks, const std::string& dir) {
+  const auto type = traces::collective_from_name(emu::nccl::func_name(o.func));
+  if (!type || o.func == emu::nccl::Func::kBroadcast || o.func == emu::nccl::Func::kReduce) {
+    throw std::invalid_argument("--semantics astra runs all_reduce, all_gather and reduce_scatter");
+  }
+  return [&a, &o, ranks, dir, type](uint64_t bytes, uint64_t count) {
+    traces::CollectiveSpec spec;
+    spec.type = *type;
+    spec.ranks = ranks;
+    // ASTRA-sim's comm_size of an all-gather is each rank's input; nccl-tests' size is the gathered whole.
+    spec.size_bytes = o.func == emu::nccl::Func::kAllGather ? bytes / static_cast<uint64_t>(ranks) : bytes;
+    const std::string prefix = dir + "/c";
+    traces::generate_collective(spec, prefix);
+    run::RunArgs r;
+    r.workload = prefix;
+    r.fabric_config = a.system;
+    r.model = a.model;
+    r.quiet = true;
+    r.report = dir + "/report.json";
+    if (run::run_workload(r) != kExitOk) {
+      throw std::runtime_error(fmt::format("{}: the run of {} bytes did not complete", a.system, bytes));
+    }
+    const emu::RunResult res = emu::read_report_file(r.report);
+    if (res.collectives.size() != 1) throw std::runtime_error("the run's report has no collective");
+    const auto& c = res.collectives.front();
+    return nccl::timed_row(o, ranks, bytes, count, static_cast<double>(c.duration().ps()) / 1e6, "astra:" + c.algorithm);
+  };
+}
 
 std::string describe(const emu::nccl::System& s, bool validated) {
   return fmt::format("{} ranks: {} node{} x {} GPUs{}", s.ranks(), s.nodes, s.nodes == 1 ? "" : "s", s.gpus_per_node,
@@ -42,6 +96,7 @@ int run_bench(const BenchArgs& a) {
   if (!a.algos.empty()) emu::nccl::apply_algo_list(a.algos, sys.algos);
   if (!a.protos.empty()) emu::nccl::apply_proto_list(a.protos, sys.protos);
   const emu::nccl::Model model(sys);
+  if (!a.model.empty() && a.semantics != "astra") throw std::invalid_argument("--model applies to --semantics astra");
 
   nccl::SweepOptions o;
   const auto func = emu::nccl::func_named(a.collective);
@@ -62,20 +117,30 @@ int run_bench(const BenchArgs& a) {
   std::unique_ptr<run::OutputFile> csv, json;
   if (!a.csv.empty()) csv = std::make_unique<run::OutputFile>(a.csv, "--csv");
   if (!a.json.empty()) json = std::make_unique<run::OutputFile>(a.json, "--json");
-  const auto rows = nccl::run_sweep(model, o);
-  const std::string title = fmt::format("fabemu bench collective: {} on {} ({}), NCCL model",
-                                        emu::nccl::func_name(o.func), a.system, describe(sys, fabric.nccl_validated));
+  const int32_t ranks = sys.ranks();
+  std::optional<ScratchFolder> scratch;
+  nccl::RowAt row_at;
+  if (a.semantics == "astra") {
+    scratch.emplace();
+    row_at = astra_rows(a, o, ranks, scratch->path);
+  } else {
+    row_at = nccl::model_rows(model, o);
+  }
+  const auto rows = nccl::run_sweep(row_at, o, ranks);
+  const std::string title = fmt::format("fabemu bench collective: {} on {} ({}), {} semantics",
+                                        emu::nccl::func_name(o.func), a.system, describe(sys, fabric.nccl_validated),
+                                        a.semantics == "astra" ? "ASTRA-sim" : "NCCL");
   if (!a.quiet) std::cout << nccl::format_table(rows, o, title);
   if (csv) csv->commit(nccl::sweep_csv(rows, o));
-  if (json) json->commit(nccl::sweep_json(rows, o, sys, a.system));
+  if (json) json->commit(nccl::sweep_json(rows, o, ranks, a.semantics, a.system));
   if (!a.compare.empty()) {
     const auto real = nccl::read_nccl_tests(a.compare);
     // nccl-tests prints its own process's GPUs (nGpus); under mpirun each process has one, so only a
     // larger count that differs is worth a word.
-    if (real.ranks > 1 && real.ranks != sys.ranks()) {
-      std::cout << fmt::format("# note: {} reports {} ranks, the system has {}\n", a.compare, real.ranks, sys.ranks());
+    if (real.ranks > 1 && real.ranks != ranks) {
+      std::cout << fmt::format("# note: {} reports {} ranks, the system has {}\n", a.compare, real.ranks, ranks);
     }
-    std::cout << nccl::format_comparison(nccl::compare_with(model, o, real), real);
+    std::cout << nccl::format_comparison(nccl::compare_with(row_at, o, ranks, real), real);
   }
   std::cout.flush();
   return kExitOk;
@@ -109,13 +174,20 @@ void add_bench_command(CLI::App& app, int& status) {
   cmd->add_option("--csv", a->csv, "Write the sweep as CSV");
   cmd->add_option("--compare", a->compare,
                   "A real nccl-tests output (or a calibration .tsv): per-size error of time and busbw, median and max");
+  cmd->add_option("--semantics", a->semantics,
+                  "nccl: NCCL's cost model (the nccl: section); astra: ASTRA-sim's semantics, a fabemu run per size on "
+                  "the file's topology")
+      ->check(CLI::IsMember({"nccl", "astra"}))
+      ->capture_default_str();
+  cmd->add_option("-m,--model", a->model, "With --semantics astra: analytical (default) or packet")
+      ->check(CLI::IsMember({"analytical", "packet"}));
   cmd->add_flag("-q,--quiet", a->quiet, "Do not print the table (--compare still prints)");
   cmd->callback([a, &status] {
     try {
       status = run_bench(*a);
     } catch (const std::invalid_argument& e) {
       throw CLI::ValidationError("bench collective", e.what());
-    }
+    }  // a file's located error (traces::TraceError) and a failed run reach main, which prints them (exit 2)
   });
 }
 

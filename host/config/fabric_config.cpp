@@ -36,7 +36,8 @@ const std::vector<std::string_view> kCollectiveKeys = {"all_reduce", "all_gather
 const std::vector<std::string_view> kRooflineKeys = {"enabled", "peak_tflops"};
 const std::vector<std::string_view> kNcclKeys = {
     "gpu", "intra", "channels", "channel_GBps", "net_channel_GBps", "net_latency_us", "nvls", "nvls_channels",
-    "collnet", "call_overhead_us", "hop_latency_scale", "algorithms", "protocols", "validated"};
+    "collnet", "call_overhead_us", "hop_latency_scale", "bandwidth_efficiency", "ramp_bytes", "algorithms",
+    "protocols", "validated"};
 
 constexpr std::string_view kTopologyForm =
     "a list of dimensions, e.g. [{type: Ring, npus: 8, bandwidth_gbps: 400, latency_ns: 500}], or one fat-tree, "
@@ -298,6 +299,18 @@ std::vector<emu::CollectiveImpl> parse_impls(const Value& v, size_t dims) {
   return out;
 }
 
+// [LL, LL128, Simple]: three numbers in `range`.
+std::array<double, emu::nccl::kProtos> per_protocol(const Value& v, RealRange range, std::string_view unit) {
+  const std::string form = fmt::format("a list of 3 numbers [LL, LL128, Simple], {} ({})", range_text(range), unit);
+  if (!v.node.IsSequence() || v.node.size() != emu::nccl::kProtos) v.bad(form);
+  std::array<double, emu::nccl::kProtos> out{};
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Value e{v.file, fmt::format("{}[{}]", v.key, i), v.node[i], yaml_line(v.node[i])};
+    out[i] = e.number(range, unit);
+  }
+  return out;
+}
+
 // The `nccl:` section; the node is topology[0].
 void parse_nccl(const std::string& path, const Value& v, FabricFile& f) {
   const Map m = checked_map(path, v.node, v.line, "nccl", kNcclKeys, "\"nccl\"",
@@ -327,7 +340,9 @@ void parse_nccl(const std::string& path, const Value& v, FabricFile& f) {
   }
   if (const auto x = m.get("collnet")) s.collnet = x->flag();
   if (const auto x = m.get("call_overhead_us")) s.call_overhead_us = x->number({0, 1e6}, "microseconds");
-  if (const auto x = m.get("hop_latency_scale")) s.hop_latency_scale = x->number({1e-3, 1e3}, "a factor");
+  if (const auto x = m.get("hop_latency_scale")) s.hop_latency_scale = per_protocol(*x, {1e-3, 1e3}, "a factor");
+  if (const auto x = m.get("bandwidth_efficiency")) s.bandwidth_efficiency = per_protocol(*x, {1e-3, 1}, "a factor");
+  if (const auto x = m.get("ramp_bytes")) s.ramp_bytes = per_protocol(*x, {0, 1e12}, "bytes");
   try {
     if (const auto x = m.get("algorithms")) emu::nccl::apply_algo_list(x->scalar("a list like ring,tree"), s.algos);
   } catch (const std::invalid_argument& e) {

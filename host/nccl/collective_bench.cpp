@@ -49,35 +49,56 @@ uint64_t datatype_bytes(const std::string& type) {
                               "\"; expected int8, uint8, half, bfloat16, int32, uint32, float, int64, uint64 or double");
 }
 
-SweepRow model_row(const emu::nccl::Model& model, const SweepOptions& o, uint64_t size_bytes) {
-  const int32_t n = model.system().ranks();
+std::pair<uint64_t, uint64_t> round_size(const SweepOptions& o, int32_t ranks, uint64_t requested) {
   const uint64_t elem = datatype_bytes(o.datatype);
-  const uint64_t unit = per_rank_count(o.func) ? elem * static_cast<uint64_t>(n) : elem;
+  const uint64_t unit = per_rank_count(o.func) ? elem * static_cast<uint64_t>(ranks) : elem;
+  return {requested / unit * unit, requested / unit};
+}
+
+SweepRow timed_row(const SweepOptions& o, int32_t ranks, uint64_t size_bytes, uint64_t count, double time_us,
+                   std::string how) {
   SweepRow r;
-  r.count = size_bytes / unit;
-  r.size_bytes = r.count * unit;
-  const auto c = model.choose(o.func, r.size_bytes);
+  r.size_bytes = size_bytes;
+  r.count = count;
+  r.time_us = time_us;
+  r.algbw = time_us > 0 ? static_cast<double>(size_bytes) / (time_us * 1e3) : 0;
+  r.busbw = r.algbw * emu::nccl::bus_factor(o.func, ranks);
+  r.how = std::move(how);
+  return r;
+}
+
+SweepRow model_row(const emu::nccl::Model& model, const SweepOptions& o, uint64_t size_bytes, uint64_t count) {
+  const auto c = model.choose(o.func, size_bytes);
   if (!c) {
     throw std::invalid_argument(fmt::format("{}: no algorithm/protocol of the system can run it (see --algo/--proto)",
                                             emu::nccl::func_name(o.func)));
   }
+  SweepRow r = timed_row(o, model.system().ranks(), size_bytes, count, static_cast<double>(c->time.ps()) / 1e6,
+                         fmt::format("{}/{}", emu::nccl::algo_name(c->algo), emu::nccl::proto_name(c->proto)));
   r.choice = *c;
-  r.time_us = static_cast<double>(c->time.ps()) / 1e6;
-  r.algbw = r.time_us > 0 ? static_cast<double>(r.size_bytes) / (r.time_us * 1e3) : 0;
-  r.busbw = r.algbw * emu::nccl::bus_factor(o.func, n);
   return r;
 }
 
-std::vector<SweepRow> run_sweep(const emu::nccl::Model& model, const SweepOptions& o) {
+RowAt model_rows(const emu::nccl::Model& model, const SweepOptions& o) {
+  return [&model, &o](uint64_t bytes, uint64_t count) { return model_row(model, o, bytes, count); };
+}
+
+std::vector<SweepRow> run_sweep(const RowAt& row_at, const SweepOptions& o, int32_t ranks) {
   if (o.min_bytes > o.max_bytes) throw std::invalid_argument("the minimum size (-b) is above the maximum (-e)");
   if (o.step_bytes == 0 && o.step_factor < 2) throw std::invalid_argument("the step factor (-f) must be at least 2");
-  std::vector<SweepRow> rows;
+  std::vector<uint64_t> sizes;
   for (uint64_t size = o.min_bytes; size <= o.max_bytes;) {
-    if (rows.size() == kMaxSizes) throw std::invalid_argument("the sweep has more than 10,000 sizes");
-    rows.push_back(model_row(model, o, size));
+    if (sizes.size() == kMaxSizes) throw std::invalid_argument("the sweep has more than 10,000 sizes");
+    sizes.push_back(size);
     const uint64_t next = o.step_bytes != 0 ? size + o.step_bytes : size * o.step_factor;
     if (next <= size || (o.step_bytes == 0 && size == 0)) break;  // overflow, or 0 * factor
     size = next;
+  }
+  std::vector<SweepRow> rows;
+  rows.reserve(sizes.size());
+  for (const uint64_t size : sizes) {
+    const auto [bytes, count] = round_size(o, ranks, size);
+    rows.push_back(row_at(bytes, count));
   }
   return rows;
 }
@@ -97,72 +118,67 @@ std::string format_table(const std::vector<SweepRow>& rows, const SweepOptions& 
   }
   out += "# Out of bounds values : 0 OK\n";
   out += fmt::format("# Avg bus bandwidth    : {:.6g} \n", rows.empty() ? 0.0 : sum / static_cast<double>(rows.size()));
-  out += "#\n# fabemu: algorithm/protocol by size (NCCL's tuner in the model)\n";
+  out += "#\n# fabemu: what ran, by size\n";
   for (size_t i = 0; i < rows.size();) {
     size_t j = i;
-    while (j + 1 < rows.size() && rows[j + 1].choice.algo == rows[i].choice.algo &&
-           rows[j + 1].choice.proto == rows[i].choice.proto) {
-      ++j;
-    }
-    out += fmt::format("#   {:>9} .. {:<9} {}/{}\n", size_text(rows[i].size_bytes), size_text(rows[j].size_bytes),
-                       emu::nccl::algo_name(rows[i].choice.algo), emu::nccl::proto_name(rows[i].choice.proto));
+    while (j + 1 < rows.size() && rows[j + 1].how == rows[i].how) ++j;
+    out += fmt::format("#   {:>9} .. {:<9} {}\n", size_text(rows[i].size_bytes), size_text(rows[j].size_bytes), rows[i].how);
     i = j + 1;
   }
   return out;
 }
 
 std::string sweep_csv(const std::vector<SweepRow>& rows, const SweepOptions& o) {
-  std::string out = "size_bytes,count,type,redop,time_us,algbw_GBps,busbw_GBps,algorithm,protocol\n";
+  std::string out = "size_bytes,count,type,redop,time_us,algbw_GBps,busbw_GBps,how\n";
   for (const auto& r : rows) {
-    out += fmt::format("{},{},{},{},{:.3f},{:.4f},{:.4f},{},{}\n", r.size_bytes, r.count, o.datatype, o.op, r.time_us,
-                       r.algbw, r.busbw, emu::nccl::algo_name(r.choice.algo), emu::nccl::proto_name(r.choice.proto));
+    out += fmt::format("{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", r.size_bytes, r.count, o.datatype, o.op, r.time_us,
+                       r.algbw, r.busbw, r.how);
   }
   return out;
 }
 
-std::string sweep_json(const std::vector<SweepRow>& rows, const SweepOptions& o, const emu::nccl::System& s,
-                       const std::string& system_file) {
+std::string sweep_json(const std::vector<SweepRow>& rows, const SweepOptions& o, int32_t ranks,
+                       const std::string& semantics, const std::string& system_file) {
   nlohmann::json j;
   j["collective"] = emu::nccl::func_name(o.func);
+  j["semantics"] = semantics;
   j["system"] = system_file;
-  j["ranks"] = s.ranks();
-  j["nodes"] = s.nodes;
-  j["gpus_per_node"] = s.gpus_per_node;
+  j["ranks"] = ranks;
   j["datatype"] = o.datatype;
   j["op"] = o.op;
   auto& out = j["rows"] = nlohmann::json::array();
   for (const auto& r : rows) {
-    out.push_back({{"size_bytes", r.size_bytes},
-                   {"count", r.count},
-                   {"time_ps", r.choice.time.ps()},
-                   {"time_us", r.time_us},
-                   {"algbw_GBps", r.algbw},
-                   {"busbw_GBps", r.busbw},
-                   {"algorithm", emu::nccl::algo_name(r.choice.algo)},
-                   {"protocol", emu::nccl::proto_name(r.choice.proto)},
-                   {"latency_us", r.choice.latency_us},
-                   {"bandwidth_GBps", r.choice.algbw_gbps}});
+    nlohmann::json row = {{"size_bytes", r.size_bytes}, {"count", r.count},       {"time_us", r.time_us},
+                          {"algbw_GBps", r.algbw},      {"busbw_GBps", r.busbw}, {"how", r.how}};
+    if (r.choice) {
+      row["time_ps"] = r.choice->time.ps();
+      row["algorithm"] = emu::nccl::algo_name(r.choice->algo);
+      row["protocol"] = emu::nccl::proto_name(r.choice->proto);
+      row["latency_us"] = r.choice->latency_us;
+      row["bandwidth_GBps"] = r.choice->algbw_gbps;
+    }
+    out.push_back(row);
   }
   return j.dump(2) + "\n";
 }
 
-Comparison compare_with(const emu::nccl::Model& model, const SweepOptions& o, const NcclTestsTable& real) {
+Comparison compare_with(const RowAt& row_at, const SweepOptions& o, int32_t ranks, const NcclTestsTable& real) {
   if (!real.collective.empty() && emu::nccl::func_named(real.collective) != o.func) {
     throw std::invalid_argument(fmt::format("{}: the table is a {} run, not {}", real.source, real.collective,
                                             emu::nccl::func_name(o.func)));
   }
-  const double factor = emu::nccl::bus_factor(o.func, model.system().ranks());
+  const double factor = emu::nccl::bus_factor(o.func, ranks);
   Comparison c;
   std::vector<double> bus_err, time_err;
   for (const auto& row : real.rows) {
     if (row.size_bytes == 0) continue;
-    const SweepRow m = model_row(model, o, row.size_bytes);
+    const auto [bytes, count] = round_size(o, ranks, row.size_bytes);
+    const SweepRow m = row_at(bytes, count);
     CompareRow r;
     r.size_bytes = row.size_bytes;
     r.model_time_us = m.time_us;
     r.model_busbw = m.busbw;
-    r.algo = m.choice.algo;
-    r.proto = m.choice.proto;
+    r.how = m.how;
     const auto busbw = row.busbw_oop ? row.busbw_oop : row.busbw_ip;
     const auto time = row.time_us_oop ? row.time_us_oop : row.time_us_ip;
     r.real_busbw = busbw.value_or(0);
@@ -188,12 +204,12 @@ Comparison compare_with(const emu::nccl::Model& model, const SweepOptions& o, co
 
 std::string format_comparison(const Comparison& c, const NcclTestsTable& real) {
   std::string out = fmt::format("# compared with {}\n", real.source);
-  out += "#       size   real time  model time   error   real busbw  model busbw   error  model\n";
+  out += "#       size   real time  model time   error   real busbw  model busbw   error  what ran\n";
   out += "#        (B)        (us)        (us)              (GB/s)       (GB/s)\n";
   for (const auto& r : c.rows) {
-    out += fmt::format("{:12}  {:>10}  {:>10}  {:+6.1f}%  {:>11.2f}  {:>11.2f}  {:+6.1f}%  {}/{}\n", r.size_bytes,
+    out += fmt::format("{:12}  {:>10}  {:>10}  {:+6.1f}%  {:>11.2f}  {:>11.2f}  {:+6.1f}%  {}\n", r.size_bytes,
                        time_text(r.real_time_us), time_text(r.model_time_us), r.time_error * 100, r.real_busbw,
-                       r.model_busbw, r.busbw_error * 100, emu::nccl::algo_name(r.algo), emu::nccl::proto_name(r.proto));
+                       r.model_busbw, r.busbw_error * 100, r.how);
   }
   out += fmt::format("# busbw |error|, sizes >= 64 KiB ({}): median {:.1f}%, max {:.1f}%\n", c.busbw_sizes,
                      c.busbw_median * 100, c.busbw_max * 100);

@@ -13,8 +13,29 @@ expect_text "$tmp/out" "#       size         count      type   redop    root    
 [ "$(grep -cE '^ +[0-9]+ ' "$tmp/out")" -eq 12 ] || fail "expected 12 sizes (8 B .. 32 MiB by 4)"
 expect_text "$tmp/out" "ring/LL"
 expect_text "$tmp/out" "ring/Simple"
-# 8 x A100, ring/LL at 8 B: 20 us call + 6.6 + 14 x 0.6 = 35 us.
-expect_text "$tmp/out" "           8             2     float     sum      -1    35.00"
+# 8 x A100, ring/LL at 8 B: the preset's 17 us call + 6.6 base + 14 hops x 0.6 us x 1.733 (the fitted LL hop
+# scale) = 38.16 us.
+expect_text "$tmp/out" "           8             2     float     sum      -1    38.16"
+
+# ASTRA-sim's semantics: a fabemu run per size; its time is the run's collective duration, to the digit.
+expect_status 0 "$FABEMU" bench collective all_gather -s "$SYS/p4de_2node_efa.yaml" --semantics astra -b 1M -e 1M \
+  --json "$tmp/astra.json"
+expect_text "$tmp/out" "astra:"
+"$FABEMU" trace generate collective --type all_gather -n 16 --size 65536 -o "$tmp/ag/ag" >/dev/null
+expect_status 0 "$FABEMU" run -w "$tmp/ag/ag" -f "$SYS/p4de_2node_efa.yaml" -q --report "$tmp/ag.json"
+python3 - "$tmp/astra.json" "$tmp/ag.json" <<'PY' || fail "bench --semantics astra differs from fabemu run"
+import json, sys
+bench = json.load(open(sys.argv[1]))["rows"][0]
+run = json.load(open(sys.argv[2]))["collectives"][0]
+# all-gather: nccl-tests' size is the gathered whole = comm_size (65536) x 16 ranks
+assert bench["size_bytes"] == 1048576, bench
+duration_us = (run["finished_ps"] - run["issued_last_ps"]) / 1e6
+assert abs(bench["time_us"] - duration_us) < 1e-9, (bench["time_us"], duration_us)
+PY
+expect_status 2 "$FABEMU" bench collective broadcast -s "$SYS/p4de_2node_efa.yaml" --semantics astra
+expect_text "$tmp/err" "--semantics astra runs all_reduce, all_gather and reduce_scatter"
+expect_status 2 "$FABEMU" bench collective -s "$SYS/p4de_2node_efa.yaml" -m packet
+expect_text "$tmp/err" "--model applies to --semantics astra"
 
 # JSON and CSV carry the same sizes; an unvalidated system says so in the title.
 expect_status 0 "$FABEMU" bench collective all_gather_perf -s "$SYS/gb200_nvl72.yaml" -b 1M -e 1G -q \

@@ -11,8 +11,9 @@
 namespace fabemu::emu::nccl {
 namespace {
 
-System a100_node() {  // 8 x A100 on NVSwitch, no fitted costs
+System a100_node() {  // 8 x A100 on NVSwitch, NCCL's model as published (no fitted values)
   System s;
+  s.pure_nccl();
   s.gpus_per_node = 8;
   s.gpu = Gpu::kAmpere;
   s.channels = 12;
@@ -65,7 +66,7 @@ TEST(NcclModel, TheTunerSwitchesProtocolsAtTheCrossovers) {
 }
 
 TEST(NcclModel, NvlsOnHopperAndTheCallOverhead) {
-  System s = a100_node();
+  System s = a100_node();  // pure NCCL
   s.gpu = Gpu::kHopper;
   s.channels = 16;
   s.channel_gbps = 20.6;
@@ -136,6 +137,25 @@ TEST(NcclModel, ASystemNcclCouldNotRunIsRefusedByField) {
   }
   s = a100_node();
   s.nodes = 2;  // no net_channel_gbps
+  EXPECT_THROW(Model{s}, std::invalid_argument);
+}
+
+TEST(NcclModel, TheCalibrationScalesHopsAndBandwidthAndAddsTheRamp) {
+  System s = a100_node();
+  s.hop_latency_scale = {2, 1, 1.5};
+  s.bandwidth_efficiency = {1, 1, 0.5};
+  s.ramp_bytes = {0, 0, 1e6};
+  const Model m(s);
+  // Ring/LL: base 6.6 unscaled, 14 hops x 0.6 x 2. Ring/Simple: 14 x 3.4 x 1.5, half the bandwidth.
+  expect_option(m, Func::kAllReduce, Algo::kRing, Proto::kLL, 6.6 + 14 * 0.6 * 2, 87.7 * 8 / 14);
+  expect_option(m, Func::kAllReduce, Algo::kRing, Proto::kSimple, 8.4 + 14 * 3.4 * 1.5, 240.0 * 8 / 14 * 0.5);
+  // The ramp: 1 MB more at the option's bandwidth.
+  const auto c = m.evaluate(Func::kAllReduce, Algo::kRing, Proto::kSimple, uint64_t{1} << 30);
+  ASSERT_TRUE(c);
+  const double algbw = 240.0 * 8 / 14 * 0.5;
+  EXPECT_NEAR(static_cast<double>(c->time.ps()), (8.4 + 14 * 3.4 * 1.5) * 1e6 + (std::ldexp(1.0, 30) + 1e6) / algbw * 1e3,
+              3.0);
+  s.bandwidth_efficiency = {1, 1, 1.5};
   EXPECT_THROW(Model{s}, std::invalid_argument);
 }
 

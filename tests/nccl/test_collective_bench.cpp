@@ -1,5 +1,6 @@
 // `fabemu bench collective`'s parts: the system presets of traces/systems, nccl-tests' table layout and
 // rounding, the fabric file's nccl: section errors, and the model's error on every published calibration table.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -58,28 +59,32 @@ TEST(CollectiveBench, TableRowsAreNcclTestsLayoutAndRounding) {
   o.func = Func::kAllGather;
   o.min_bytes = 4;
   o.max_bytes = 64;
-  const auto rows = run_sweep(m, o);
+  const auto rows = run_sweep(model_rows(m, o), o, m.system().ranks());
   ASSERT_EQ(rows.size(), 5u);  // 4, 8, 16, 32, 64
   // All-gather rounds the size down to whole elements per rank (2 ranks x 4 B): 4 B is nothing.
   EXPECT_EQ(rows[0].size_bytes, 0u);
   EXPECT_EQ(rows[0].count, 0u);
   EXPECT_EQ(rows[1].size_bytes, 8u);
   EXPECT_EQ(rows[1].count, 1u);  // per rank, as nccl-tests prints it
-  // Ring/LL on 2 ranks over PCIe: 3 us call + 6.6 base + 1 step x 1.0 us = 10.6 us, plus 8 B at LL's
-  // algbw: bus min(39, 2 x 2.85 x 0.5) = 2.85 GB/s, x 2/1.
-  EXPECT_EQ(rows[1].choice.algo, emu::nccl::Algo::kRing);
-  EXPECT_EQ(rows[1].choice.proto, emu::nccl::Proto::kLL);
-  EXPECT_NEAR(rows[1].time_us, 10.6 + 8 / (2.85 * 2 * 1e3), 1e-6);
+  // Ring/LL on 2 ranks over PCIe: the preset's call overhead + 6.6 base + 1 step x 1.0 us x the fitted LL
+  // hop scale, plus 8 B at LL's algbw: bus min(39, 2 x 2.85 x 0.5) = 2.85 GB/s x the fitted LL efficiency, x 2/1.
+  EXPECT_EQ(rows[1].how, "ring/LL");
+  ASSERT_TRUE(rows[1].choice);
+  const double call = m.system().call_overhead_us;
+  const double expected = call + 6.6 + 1.0 * emu::nccl::kFittedHopLatencyScale[0] +
+                          8 / (2.85 * emu::nccl::kFittedBandwidthEfficiency[0] * 2 * 1e3);
+  EXPECT_NEAR(rows[1].time_us, expected, 1e-6);
   const std::string table = format_table(rows, o, "title");
   EXPECT_NE(table.find("#       size         count      type   redop    root     time   algbw   busbw #wrong"),
             std::string::npos);
-  EXPECT_NE(table.find("\n           8             1     float    none      -1    10.60    0.00    0.00    N/A    10.60"
-                       "    0.00    0.00    N/A\n"),
+  const std::string time = fmt::format("{:7.2f}", expected);
+  EXPECT_NE(table.find("\n           8             1     float    none      -1  " + time + "    0.00    0.00    N/A  " +
+                       time + "    0.00    0.00    N/A\n"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("ring/LL"), std::string::npos);
   const std::string csv = sweep_csv(rows, o);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "size_bytes,count,type,redop,time_us,algbw_GBps,busbw_GBps,algorithm,protocol");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "size_bytes,count,type,redop,time_us,algbw_GBps,busbw_GBps,how");
 }
 
 TEST(CollectiveBench, SweepsThatCannotEndAreRefused) {
@@ -87,13 +92,13 @@ TEST(CollectiveBench, SweepsThatCannotEndAreRefused) {
   SweepOptions o;
   o.min_bytes = 1024;
   o.max_bytes = 8;
-  EXPECT_THROW(run_sweep(m, o), std::invalid_argument);
+  EXPECT_THROW(run_sweep(model_rows(m, o), o, m.system().ranks()), std::invalid_argument);
   o.max_bytes = 1 << 20;
   o.step_factor = 1;
-  EXPECT_THROW(run_sweep(m, o), std::invalid_argument);
+  EXPECT_THROW(run_sweep(model_rows(m, o), o, m.system().ranks()), std::invalid_argument);
   o.step_bytes = 1;
   o.max_bytes = 1'000'000;
-  EXPECT_THROW(run_sweep(m, o), std::invalid_argument);  // more than 10,000 sizes
+  EXPECT_THROW(run_sweep(model_rows(m, o), o, m.system().ranks()), std::invalid_argument);  // more than 10,000 sizes
   EXPECT_THROW(datatype_bytes("float8"), std::invalid_argument);
 }
 
@@ -123,6 +128,10 @@ TEST(CollectiveBench, TheNcclSectionsErrorsNameLineAndKey) {
                     "unknown element \"trie\"");
   expect_nccl_error("  gpu: ampere\n" + ok + "  net_channel_GBps: 6\n  chanels: 4\n", 10,
                     "unknown key \"nccl.chanels\"");
+  expect_nccl_error("  gpu: ampere\n" + ok + "  net_channel_GBps: 6\n  hop_latency_scale: 2\n", 10,
+                    "expected a list of 3 numbers [LL, LL128, Simple]");
+  expect_nccl_error("  gpu: ampere\n" + ok + "  net_channel_GBps: 6\n  bandwidth_efficiency: [1, 1, 1.2]\n", 10,
+                    "key \"nccl.bandwidth_efficiency[2]\"");
 }
 
 // Every published table against its system's preset: the number of sizes compared is exact, and the errors
@@ -140,19 +149,19 @@ TEST(CollectiveBench, ErrorOnEveryCalibrationTableIsTheDocumentedOne) {
   };
   const std::vector<Case> cases = {
       {"h100_1n8_allreduce_nvls_azure-ndh100v5.tsv", "h100_8x_nvswitch.yaml", "nvls", Func::kAllReduce, 18, 6,
-       0.176, 0.378, 0.307},
-      {"a100_1n8_allreduce_azure-nda100v4.tsv", "a100_8x_nvswitch.yaml", "", Func::kAllReduce, 18, 6, 0.102, 0.389,
-       0.183},
-      {"a100_1n8_allreduce_oci-bmgpu48.tsv", "a100_8x_nvswitch.yaml", "", Func::kAllReduce, 18, 10, 0.089, 0.462, 0.093},
-      {"h100_2n16_allreduce_aws-p5-efa.tsv", "p5_2node_efa.yaml", "", Func::kAllReduce, 19, 13, 0.461, 1.221, 0.255},
-      {"a100_2n16_allreduce_aws-p4de-efa.tsv", "p4de_2node_efa.yaml", "", Func::kAllReduce, 16, 13, 0.386, 0.984,
-       0.116},
-      {"h100_2n16_allgather_gcp-a3mega-tcpxo.tsv", "a3mega_2node_tcpxo.yaml", "", Func::kAllGather, 11, 0, 0.070,
-       0.330, 0},
-      {"rtx2080ti_1n2_allreduce_pcie-nop2p.tsv", "pcie_2x_nop2p.yaml", "", Func::kAllReduce, 15, 13, 0.414, 0.426,
-       0.014},
-      {"rtx2080ti_1n2_allgather_pcie-nop2p.tsv", "pcie_2x_nop2p.yaml", "", Func::kAllGather, 15, 11, 0.688, 0.772,
-       0.066}};
+       0.037, 0.205, 0.563},
+      {"a100_1n8_allreduce_azure-nda100v4.tsv", "a100_8x_nvswitch.yaml", "", Func::kAllReduce, 18, 6, 0.074, 0.280,
+       0.107},
+      {"a100_1n8_allreduce_oci-bmgpu48.tsv", "a100_8x_nvswitch.yaml", "", Func::kAllReduce, 18, 10, 0.073, 0.202, 0.192},
+      {"h100_2n16_allreduce_aws-p5-efa.tsv", "p5_2node_efa.yaml", "", Func::kAllReduce, 19, 13, 0.087, 0.563, 0.292},
+      {"a100_2n16_allreduce_aws-p4de-efa.tsv", "p4de_2node_efa.yaml", "", Func::kAllReduce, 16, 13, 0.016, 0.230,
+       0.234},
+      {"h100_2n16_allgather_gcp-a3mega-tcpxo.tsv", "a3mega_2node_tcpxo.yaml", "", Func::kAllGather, 11, 0, 0.028,
+       0.145, 0},
+      {"rtx2080ti_1n2_allreduce_pcie-nop2p.tsv", "pcie_2x_nop2p.yaml", "", Func::kAllReduce, 15, 13, 0.265, 0.453,
+       0.128},
+      {"rtx2080ti_1n2_allgather_pcie-nop2p.tsv", "pcie_2x_nop2p.yaml", "", Func::kAllGather, 15, 11, 0.319, 0.511,
+       0.151}};
   for (const auto& c : cases) {
     auto f = host::load_fabric_yaml(preset(c.system));
     if (!c.algo.empty()) emu::nccl::apply_algo_list(c.algo, f.nccl->algos);
@@ -160,7 +169,7 @@ TEST(CollectiveBench, ErrorOnEveryCalibrationTableIsTheDocumentedOne) {
     SweepOptions o;
     o.func = c.func;
     const auto real = read_nccl_tests((dir / c.table).string());
-    const Comparison cmp = compare_with(m, o, real);
+    const Comparison cmp = compare_with(model_rows(m, o), o, m.system().ranks(), real);
     EXPECT_EQ(cmp.busbw_sizes, c.busbw_sizes) << c.table;
     EXPECT_EQ(cmp.time_sizes, c.time_sizes) << c.table;
     EXPECT_NEAR(cmp.busbw_median, c.busbw_median, 0.005) << c.table;

@@ -61,6 +61,7 @@ class CardMsgDevice final : public MsgSchedDevice {
     count(0, links_ * kLinkCountBytes, 1);
     return v;
   }
+  std::size_t take_departures(std::vector<hw::msg::Departure>& out) override { return card().take_departures(out); }
   uint64_t card_events() override { return card().events(); }
   uint64_t card_packet_hops() override { return card().packet_hops(); }
 

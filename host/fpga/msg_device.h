@@ -51,6 +51,9 @@ class MsgSchedDevice {
   virtual uint64_t poll(std::vector<hw::msg::Delivery>& out) = 0;
   // Per link, the bytes and packets the card has put on it (read once, at the end of a run: 16 bytes a link).
   virtual std::vector<LinkCount> read_link_counters() = 0;
+  // The packets the card has put on the wire (each leaving its first link), in release order, since the last
+  // call (appended to `out`; issue 46 item 5). Card-internal: not counted as host-card traffic.
+  virtual std::size_t take_departures(std::vector<hw::msg::Departure>& out) = 0;
   // Card-side counters: events processed and packet-hops scheduled.
   virtual uint64_t card_events() = 0;
   virtual uint64_t card_packet_hops() = 0;

@@ -1,0 +1,302 @@
+// The card's whole hardware-in-the-loop path under Verilator (issue 46 item 5; hw/sched/doc/sched_hil.md,
+// rtl_models/sched_hil_hwemu.h): messages in, sched_msg -> sched_msg_dep -> sched_hil_cyc -> sched_fg (512
+// bits, 322.265625 MHz) -> MAC (100 GbE) -> stand-in device -> sched_rx. Held to MsgSchedModel (records and
+// departures), host/wire (every frame byte-identical to encode(hil_frame_spec(departure)) and decoded), the
+// schedule (every first beat in its cycle: 1500 B and 9000 B payloads at 95% of line rate, 64 B at 35%), and the
+// receive path's reference RxRef fed with what sched_rx received (device latency, drops, CE marks).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "Vsched_rx.h"
+#include "rtl_models/hil_wire.h"
+#include "rtl_models/msg_sched_model.h"
+#include "rtl_models/sched_core_model.h"
+#include "rtl_models/sched_hil_hwemu.h"
+#include "rtl_models/sched_msg_hwemu.h"
+#include "tests/fpga/rx_bench.h"
+
+namespace msg = fabemu::hw::msg;
+namespace rtl = fabemu::rtl;
+namespace rt = fabemu::rx_test;
+namespace dp = fabemu::host::dpdk;
+using fabemu::hw::sched::LinkEntry;
+
+namespace {
+
+struct Msg {
+  uint64_t ready = 0, bytes = 0;
+  uint32_t src = 0, dst = 1;
+};
+
+struct HilRun {
+  std::vector<msg::Departure> model;  // MsgSchedModel's departures, in release order
+  rtl::HilReport report;
+  std::vector<rtl::HilFrame> frames, received;
+  std::vector<rtl::HilArrival> arrivals;
+  uint64_t c0 = 0, k = 0;
+};
+
+// A link whose packets of `payload` bytes fill `pct` percent of a 100 GbE wire at dilation 1: a frame is
+// payload + 102 bytes (+ 24 on the wire), so ser(payload) = (payload + 126) * 80 / (pct / 100) ps.
+LinkEntry line_rate_link(uint32_t payload, uint32_t pct) {
+  using fabemu::emu::detail::u128;
+  const u128 num = (u128{payload + 126u} * 80 * 100) << 32;
+  const u128 den = uint64_t{pct} * payload;
+  return LinkEntry{static_cast<uint64_t>((num + den - 1) / den), 1000, 0};
+}
+
+// One route per (src, dst) pair: link `src * npus + dst` of the table (every message one hop). Watermarks
+// every `step` ps; the model and the hw-emu get the same descriptors; records compared at each watermark.
+HilRun run_hil(const std::vector<LinkEntry>& links, uint32_t npus, uint32_t mtu, const std::vector<Msg>& msgs,
+               rtl::HilOptions o, uint64_t step) {
+  o.npus = npus;
+  o.keep_frames = true;
+  rtl::MsgSchedModel model(links, mtu);
+  rtl::SchedHilHwEmu hil(links, mtu, o);
+  std::vector<uint32_t> route(npus * npus);
+  for (uint32_t i = 0; i < npus * npus; ++i) route[i] = i;
+  model.append_route(route);
+  hil.append_route(route);
+  HilRun r;
+  uint64_t w = 0, id = 0;
+  std::size_t i = 0;
+  while (i < msgs.size() || model.in_flight() > 0) {
+    w += step;
+    for (; i < msgs.size() && msgs[i].ready < w; ++i) {
+      const Msg& m = msgs[i];
+      const msg::MsgDesc d{m.ready, id++, m.bytes, 1, m.src * npus + m.dst, m.src, m.dst};
+      model.push(d);
+      hil.push(d);
+    }
+    model.advance(w);
+    hil.advance(w);
+    std::vector<msg::Delivery> a, b;
+    model.take(a);
+    hil.take(b);
+    EXPECT_EQ(b, a) << "records by " << w << " ps";
+    if (::testing::Test::HasFailure()) break;
+  }
+  model.advance(~uint64_t{0});
+  model.take_departures(r.model);
+  r.report = hil.drain();
+  r.frames = hil.frames();
+  r.received = hil.received();
+  r.arrivals = hil.arrivals();
+  r.c0 = hil.c0();
+  r.k = hil.k_q48();
+  std::vector<msg::Departure> decoded;
+  hil.take_departures(decoded);
+  EXPECT_TRUE(decoded == r.model) << decoded.size() << " frames decoded, " << r.model.size() << " departures";
+  return r;
+}
+
+// Every frame is encode(hil_frame_spec(its departure)), byte for byte, scheduled at its departure's cycle.
+void expect_frames_of(const HilRun& r) {
+  ASSERT_EQ(r.frames.size(), r.model.size());
+  std::vector<uint8_t> buf(70000);
+  for (std::size_t k = 0; k < r.model.size(); ++k) {
+    const std::size_t n = dp::encode(rtl::hil_frame_spec(r.model[k], 0, dp::Ecn::kEct0), buf);
+    ASSERT_EQ(r.frames[k].bytes, std::vector<uint8_t>(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n)))
+        << "frame " << k;
+    ASSERT_EQ(r.frames[k].sched, rtl::hil_tx_cycle(r.model[k].time_ps, r.k, r.c0)) << "frame " << k;
+  }
+}
+
+// What sched_rx reported equals the reference fed with what it received (globals, flows, histogram, records).
+void expect_receive_side(const HilRun& r, uint32_t npus, uint64_t dilation_q16) {
+  rt::RxConfig cfg;
+  cfg.port_lo = cfg.port_hi = 47000;
+  cfg.npus = static_cast<uint16_t>(npus);
+  cfg.q32 = rtl::hil_ps_per_cycle_q32(dilation_q16);
+  rt::RxRef ref(cfg);
+  for (const rtl::HilFrame& f : r.received) ref.frame(f.bytes, f.first);
+  EXPECT_EQ(r.report.rx_ours, ref.g[0]);
+  EXPECT_EQ(r.report.rx_frames, ref.g[rt::kFramesAll]);
+  EXPECT_EQ(r.report.rx_negative, ref.g[rt::kEarly]);
+  EXPECT_EQ(r.report.rx_records, ref.g[rt::kRecords]);
+  ASSERT_EQ(r.report.flows.size(), ref.flows.size());
+  for (const rtl::HilFlow& f : r.report.flows) {
+    const rt::FlowCounters want = ref.flows.at(f.flow);
+    EXPECT_EQ((rt::FlowCounters{f.frames, f.payload, f.wire, f.lost, f.reordered, f.ce}), want) << "flow " << f.flow;
+  }
+  std::vector<uint64_t> want(fabemu::emu::LogHistogram::kBuckets, 0);
+  ref.hist.for_each_bucket(
+      [&](uint64_t lo, uint64_t, uint64_t n) { want[fabemu::emu::LogHistogram::bucket_of(lo)] = n; });
+  EXPECT_TRUE(r.report.histogram == want);
+  ASSERT_EQ(r.arrivals.size(), ref.records.size());
+  for (std::size_t i = 0; i < ref.records.size(); ++i) {
+    const rt::Record& w = ref.records[i];
+    const rtl::HilArrival& g = r.arrivals[i];
+    EXPECT_EQ((rt::Record{g.src, g.dst, static_cast<uint32_t>(g.frames), g.msg, g.bytes, g.first_cycle, g.last_cycle}), w)
+        << "arrival record " << i;
+  }
+}
+
+// `count` messages of `lo`..`hi` packets of `payload` bytes from rank 0 to 1: the first `burst` ready at 0
+// (the link back to back), the rest at random gaps of up to twice the previous message's serialization.
+std::vector<Msg> one_flow(uint32_t payload, std::size_t count, std::size_t burst, uint64_t ser_ps, uint64_t seed,
+                          uint64_t lo = 1, uint64_t hi = 6) {
+  std::mt19937_64 rng(seed);
+  std::vector<Msg> v;
+  uint64_t t = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const uint64_t packets = lo + rng() % (hi - lo + 1);
+    v.push_back(Msg{t, packets * payload, 0, 1});
+    if (i + 1 >= burst) t += rng() % (2 * packets * ser_ps + 1);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(SchedHilRtl, EveryFrameOnItsScheduledCycle) {
+  for (const uint32_t payload : {64u, 1500u, 9000u}) {
+    SCOPED_TRACE("payload " + std::to_string(payload));
+    // 64 B payloads at 35% (a packet every 14.7 cycles): sched_msg processes one event at a time, about 14
+    // cycles a packet's far-end event, so at 40% (12.9 cycles) the departures fall behind the wire (measured:
+    // worst 1315 cycles late; 4479 at 42%); 1500 B and 9000 B at 95%.
+    const uint32_t pct = payload == 64 ? 35 : 95;
+    const LinkEntry link = line_rate_link(payload, pct);
+    const uint64_t ser = rtl::ser_ps(payload, link.rate_q32);
+    // 64 B packets come 8 to 64 a message: a message costs the card about 60 cycles (descriptor and
+    // injection; ThroughputLimits), 5.2 cycles of wire a packet here. The burst fits the lead (8192 cycles).
+    const std::size_t count = payload == 9000 ? 120 : 300;
+    const uint64_t lo = payload == 64 ? 8 : 1, hi = payload == 64 ? 64 : 6;
+    const std::vector<LinkEntry> links(4, link);
+    const HilRun r = run_hil(links, 2, payload, one_flow(payload, count, count / 3, ser, payload, lo, hi), {}, 200'000);
+    expect_frames_of(r);
+    EXPECT_EQ(r.report.frames_sent, r.model.size());
+    EXPECT_EQ(r.report.late_frames, 0u);
+    EXPECT_EQ(r.report.late_measured, 0u);
+    EXPECT_EQ(r.report.early, 0u);
+    uint64_t worst = 0;
+    for (const rtl::HilFrame& f : r.frames) worst = std::max(worst, f.first > f.sched ? f.first - f.sched : f.sched - f.first);
+    EXPECT_EQ(worst, 0u);
+    // The burst's load on the wire: (frame + 24 bytes) at 1280/33 bytes a cycle over its span.
+    const std::size_t n = r.frames.size() / 4;
+    double wire_cycles = 0;
+    for (std::size_t k = 0; k + 1 < n; ++k) {
+      wire_cycles += static_cast<double>((r.frames[k].bytes.size() + 24) * 33) / 1280.0;
+    }
+    const double load = wire_cycles / static_cast<double>(r.frames[n - 1].first - r.frames[0].first);
+    std::printf("payload %u B (frame %zu B) at %u%% of line rate: %zu frames, worst |first beat - schedule| %llu "
+                "cycles, wire load of the first %zu: %.4f\n",
+                payload, r.frames[0].bytes.size(), pct, r.frames.size(), static_cast<unsigned long long>(worst), n, load);
+    EXPECT_GT(load, pct / 100.0 - 0.01);
+    EXPECT_LE(load, pct / 100.0 + 0.001);
+    expect_receive_side(r, 2, uint64_t{1} << 16);
+    EXPECT_EQ(r.report.rx_ours, r.model.size());
+  }
+}
+
+TEST(SchedHilRtl, DeviceLatencyIsTheDeviationWithinOneCycle) {
+  const uint32_t payload = 1500;
+  const LinkEntry link = line_rate_link(payload, 80);
+  const uint64_t ser = rtl::ser_ps(payload, link.rate_q32);
+  for (const uint64_t dil : {uint64_t{1} << 16, uint64_t{5} << 15}) {  // dilation 1 and 2.5
+    rtl::HilOptions o;
+    o.dilation_q16 = dil;
+    o.device.latency_cycles = 300;
+    const std::vector<LinkEntry> links(4, link);
+    const HilRun r = run_hil(links, 2, payload, one_flow(payload, 150, 40, ser, 7), o, 30'000);
+    expect_frames_of(r);
+    expect_receive_side(r, 2, dil);
+    ASSERT_EQ(r.received.size(), r.frames.size());
+    const uint64_t q = rtl::hil_ps_per_cycle_q32(dil);
+    const double ppc = static_cast<double>(q) / 4294967296.0;
+    for (std::size_t k = 0; k < r.frames.size(); ++k) {
+      // No queue in the device: each frame arrives exactly `latency` cycles after its scheduled cycle.
+      ASSERT_EQ(r.received[k].first, r.frames[k].sched - r.c0 + 300) << "frame " << k;
+      const double dev = static_cast<double>(rt::arrival_ps(r.received[k].first, q)) - static_cast<double>(r.model[k].time_ps);
+      ASSERT_GE(dev, 300 * ppc - 1) << "frame " << k;
+      ASSERT_LT(dev, 301 * ppc) << "frame " << k;
+    }
+    std::printf("dilation %.1f: device of 300 cycles (%.0f ps of emulated time): every frame's measured - modelled in "
+                "[%.0f, %.0f) ps\n",
+                static_cast<double>(dil) / 65536.0, 300 * ppc, 300 * ppc, 301 * ppc);
+  }
+}
+
+TEST(SchedHilRtl, InjectedDropsAndCeMarksCountedExactly) {
+  const uint32_t payload = 1500;
+  const LinkEntry link = line_rate_link(payload, 95);
+  const uint64_t ser = rtl::ser_ps(payload, link.rate_q32);
+  rtl::HilOptions o;
+  o.device.latency_cycles = 40;
+  o.device.drop_every = 5;
+  o.device.rate_mbps = 60'000;  // below the burst's 95 Gb/s: a queue builds
+  o.device.ecn_bytes = 20'000;
+  // Three ranks, every pair a flow of its own link.
+  std::vector<Msg> msgs;
+  std::mt19937_64 rng(3);
+  uint64_t t = 0;
+  for (int i = 0; i < 240; ++i) {
+    const uint32_t src = static_cast<uint32_t>(rng() % 3);
+    const uint32_t dst = (src + 1 + static_cast<uint32_t>(rng() % 2)) % 3;
+    const uint64_t packets = 1 + rng() % 6;
+    msgs.push_back(Msg{t, packets * payload, src, dst});
+    if (i > 60) t += rng() % (packets * ser);
+  }
+  const std::vector<LinkEntry> links(9, link);
+  const HilRun r = run_hil(links, 3, payload, msgs, o, 25'000);
+  expect_frames_of(r);
+  expect_receive_side(r, 3, uint64_t{1} << 16);
+  const uint64_t n = r.model.size();
+  EXPECT_EQ(r.report.device.frames, n);
+  EXPECT_EQ(r.report.device.dropped, n / 5);
+  EXPECT_EQ(r.report.rx_frames, n - n / 5);
+  uint64_t ce = 0, lost = 0;
+  for (const rtl::HilFlow& f : r.report.flows) {
+    ce += f.ce;
+    lost += f.lost;
+  }
+  EXPECT_EQ(ce, r.report.device.marked);
+  EXPECT_GT(ce, 0u);
+  EXPECT_GT(lost, 0u);
+  std::printf("%llu frames: the device dropped %llu and marked %llu CE; sched_rx counted %llu CE and %llu lost\n",
+              static_cast<unsigned long long>(n), static_cast<unsigned long long>(r.report.device.dropped),
+              static_cast<unsigned long long>(r.report.device.marked), static_cast<unsigned long long>(ce),
+              static_cast<unsigned long long>(lost));
+}
+
+// The throughput limits of the departure side, measured on sched_msg_tx (sched_msg + sched_msg_dep) with the
+// links' latency beyond the watermark, so that no far-end event competes: one message of 20,000 packets
+// (the expander alone), and 2,000 one-packet messages (descriptor intake and injection, one run each).
+TEST(SchedHilRtl, ThroughputLimits) {
+  const std::vector<LinkEntry> links{LinkEntry{uint64_t{1} << 32, uint64_t{1} << 50, 0}};  // 1 ps a byte
+  const std::vector<uint32_t> route{0};
+  {
+    rtl::SchedMsgHwEmu card(links, 64);
+    card.append_route(route);
+    card.push(msg::MsgDesc{0, 1, 64 * 20'000, 1, 0, 0, 1});
+    const uint64_t c0 = card.cycles();
+    card.advance(64 * 20'000 + 1);
+    std::vector<msg::Departure> d;
+    card.take_departures(d);
+    ASSERT_EQ(d.size(), 20'000u);
+    const uint64_t cycles = card.cycles() - c0;
+    std::printf("expander: 20000 departures of one run in %llu cycles (%.4f departures/cycle, descriptor and "
+                "injection included)\n",
+                static_cast<unsigned long long>(cycles), 20'000.0 / static_cast<double>(cycles));
+    EXPECT_LT(cycles, 20'200u);
+  }
+  {
+    rtl::SchedMsgHwEmu card(links, 64);
+    card.append_route(route);
+    for (uint64_t i = 0; i < 2000; ++i) card.push(msg::MsgDesc{i * 64, i, 64, 1, 0, 0, 1});
+    const uint64_t c0 = card.cycles();
+    card.advance(2000 * 64);
+    std::vector<msg::Departure> d;
+    card.take_departures(d);
+    ASSERT_EQ(d.size(), 2000u);
+    const uint64_t cycles = card.cycles() - c0;
+    std::printf("intake: 2000 one-packet messages (descriptor, injection, run, departure) in %llu cycles (%.1f "
+                "cycles a message, %.4f frames/cycle)\n",
+                static_cast<unsigned long long>(cycles), static_cast<double>(cycles) / 2000.0,
+                2000.0 / static_cast<double>(cycles));
+  }
+}

@@ -133,6 +133,7 @@ void FpgaMsgFabric::on_event(uint64_t arg) {
 }
 
 void FpgaMsgFabric::finish() {
+  wire_ = device_->finish_wire();
   const std::vector<LinkCount> counts = device_->read_link_counters();
   for (std::size_t l = 0; l < stats_.size() && l < counts.size(); ++l) {
     stats_[l] = emu::LinkStats{counts[l].bytes, counts[l].packets};
@@ -142,6 +143,17 @@ void FpgaMsgFabric::finish() {
 std::unique_ptr<FpgaMsgFabric> make_fpga_msg_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
                                                     const std::string& device_spec) {
   return std::make_unique<FpgaMsgFabric>(engine, topology, mtu == 0 ? ~uint32_t{0} : mtu, open_msg_device(device_spec));
+}
+
+std::unique_ptr<FpgaMsgFabric> make_fpga_hil_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
+                                                    const std::string& device_spec, rtl::HilOptions hil) {
+  if (mtu == 0 || mtu > rtl::kHilMaxPayload) {
+    throw std::invalid_argument("--fabric fpga --dilation: the MTU (--mtu) must be 1 to " +
+                                std::to_string(rtl::kHilMaxPayload) + " bytes, a frame's payload; it is " +
+                                (mtu == 0 ? std::string("0 (whole messages)") : std::to_string(mtu)));
+  }
+  hil.npus = static_cast<uint32_t>(topology.npus());
+  return std::make_unique<FpgaMsgFabric>(engine, topology, mtu, open_msg_device(device_spec, hil));
 }
 
 }  // namespace fabemu::host::fpga

@@ -41,8 +41,11 @@ class FpgaMsgFabric final : public emu::Fabric, private emu::EventTarget {
   emu::Engine& engine() override { return engine_; }
   void set_listener(emu::DeliveryListener* listener) override { listener_ = listener; }
 
-  // After the run: reads the card's per-link counters (link_stats).
+  // After the run: ends the wire's run when the card has one (MsgSchedDevice::finish_wire) and reads the
+  // card's per-link counters (link_stats).
   void finish();
+  // What the wire measured (hardware in the loop), after finish(); nullptr without a wire.
+  const rtl::HilReport* wire() const noexcept { return wire_; }
   const emu::Topology& topology() const noexcept { return topology_; }
   const emu::LinkStats& link_stats(emu::LinkId link) const noexcept { return stats_[link]; }
   uint64_t messages_delivered() const noexcept { return delivered_; }
@@ -80,11 +83,16 @@ class FpgaMsgFabric final : public emu::Fabric, private emu::EventTarget {
   uint64_t armed_at_ = kNever;  // time of the live sync event
   uint64_t generation_ = 0;
   uint64_t delivered_ = 0, pushed_ = 0, routes_ = 0, syncs_ = 0;
+  const rtl::HilReport* wire_ = nullptr;
 };
 
 // `--fabric fpga --fpga-interface messages --device <spec>`: open_msg_device(spec) and the fabric over it.
 // `mtu` 0 means whole messages, as for PacketFabric.
 std::unique_ptr<FpgaMsgFabric> make_fpga_msg_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
                                                     const std::string& device_spec);
+// `--fabric fpga --dilation D --device <spec>`: the card with its wire (hardware in the loop); `hil.npus`
+// is set from the topology.
+std::unique_ptr<FpgaMsgFabric> make_fpga_hil_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
+                                                    const std::string& device_spec, rtl::HilOptions hil);
 
 }  // namespace fabemu::host::fpga

@@ -117,9 +117,10 @@ cmp "$tmp/packet.json" "$tmp/packet2.json" || fail "two runs gave different repo
 # C++ reference (message-level) give the packet model's report (only the fabric name, the event count and
 # the "fpga" section differ); xrt:0 without a board is a clear error.
 # same_as_packet REPORT CHECK: REPORT equals packet.json but for those, and the python CHECK on its "fpga"
-# section f (and the packet report a) holds.
+# section f (and the packet report a) holds. A third argument: the packet report to compare with (default
+# packet.json).
 same_as_packet() {
-  python3 - "$tmp/packet.json" "$1" "$2" <<'EOF2'
+  python3 - "${3:-$tmp/packet.json}" "$1" "$2" <<'EOF2'
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 f = b["fpga"]
@@ -148,6 +149,37 @@ same_as_packet "$tmp/fpga_msg_hwemu.json" '(f["interface"] == "messages" and f["
   fail "--fabric fpga --fpga-interface messages --device hwemu differs from the packet model"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device xrt:0
 expect_text "$tmp/err" "run it with --fpga-interface hops"
+# --fabric fpga --dilation D: hardware in the loop, the card's whole path under Verilator (frames through a
+# stand-in device into the card's receive path; hw/sched/doc/sched_hil.md): the packet model's report, and
+# the wire's section (a device of 1 us = 322 cycles, dropping every 50th frame)
+if "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device hwemu -q \
+    -r "$tmp/probe_hwemu.json" >/dev/null 2>&1; then
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet --mtu 4096 -q -r "$tmp/packet4096.json"
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 100 --mtu 4096 \
+    --fpga-device-delay 1 --fpga-device-drop 50 -r "$tmp/fpga_hil.json"
+  expect_text "$tmp/out" "late departures"
+  # 322 cycles of 102400/33 ps at dilation 100: 9991.8 emulated ps (the histogram gives its bucket's bound)
+  same_as_packet "$tmp/fpga_hil.json" '(f["wire"]["frames_sent"] > 0
+    and f["wire"]["device"]["dropped"] == f["wire"]["frames_sent"] // 50
+    and f["wire"]["frames_received"] == f["wire"]["frames_sent"] - f["wire"]["device"]["dropped"]
+    and f["wire"]["device"]["latency_cycles"] == 322 and f["wire"]["dilation"] == 100
+    and 9900 <= f["wire"]["latency_ps"]["min"] <= 9992
+    and f["wire"]["latency_ps"]["count"] == f["wire"]["frames_received"]
+    and sum(x["lost"] for x in f["wire"]["flows"]) <= f["wire"]["device"]["dropped"])' "$tmp/packet4096.json" ||
+    fail "--fabric fpga --dilation: report or wire section"
+fi
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 100 --device model
+expect_text "$tmp/err" "--device model has no wire yet"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 100 --fpga-interface hops
+expect_text "$tmp/err" "--fpga-interface hops does not take it"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-device-delay 1
+expect_text "$tmp/err" "--fpga-device-delay sets the stand-in device on the card's wire, which runs with --dilation"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 10 --fpga-device-ecn 1000
+expect_text "$tmp/err" "give --fpga-device-rate too"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 10 --fpga-device-drop 1
+expect_text "$tmp/err" "--fpga-device-drop 1 would drop every frame"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --fpga-device-rate 10
+expect_text "$tmp/err" "--fpga-device-rate needs --fabric fpga"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fpga-interface messages
 expect_text "$tmp/err" "--fpga-interface needs --fabric fpga"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device xrt:0 --xclbin "$tmp/none.xclbin"

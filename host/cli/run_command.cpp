@@ -143,7 +143,8 @@ void add_dpdk_options(CLI::App* cmd, run::RunArgs& a) {
 void add_wire_options(CLI::App* cmd, run::RunArgs& a) {
   cmd->add_option("--dilation", a.dilation,
                       "DPDK, socket and lab runs: run D times slower than the target fabric (default 1); 0 = as fast "
-                      "as possible; otherwise at least 0.0077")
+                      "as possible; otherwise at least 0.0077. FPGA: hardware in the loop, the card's whole path in real "
+                      "time at dilation D (0 < D < 65536; --device hwemu)")
       ->type_name("D")
       ->check(CLI::Number)
       ->check(CLI::Range(0.0, 1e6));

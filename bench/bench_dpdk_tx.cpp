@@ -44,17 +44,24 @@
 #include <rte_cycles.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "emulator/histogram.h"
@@ -85,6 +92,8 @@ enum class Pacing { kOff, kPerFrame, kLazy };
 // The devices, opened once for all cases.
 struct Devices {
   std::unique_ptr<fd::Port> null;
+  std::unique_ptr<fd::Port> null_queues;  // net_null with a transmit queue per aggregate lcore
+  std::vector<std::unique_ptr<fd::Port>> null_each;  // a net_null per aggregate lcore
   std::unique_ptr<fd::RingPair> pair;
   std::unique_ptr<fd::Port> a, b;
 };
@@ -96,6 +105,7 @@ Devices& devices() {
 struct Target {
   fd::Port* tx = nullptr;
   fd::Port* drain = nullptr;  // the far end of a ring pair
+  uint16_t txq = 0;           // the transmit queue (aggregate/...: one per lcore)
 };
 Target target(Dev dev) {
   Devices& d = devices();
@@ -284,7 +294,7 @@ struct Loop {
   // how many the device took (the others are counted as dropped).
   uint16_t send(const Target& t, rte_mbuf** pkts, uint16_t n) {
     if (n < kBurst) rte_pktmbuf_free_bulk(pkts + n, kBurst - n);
-    const uint16_t took = t.tx->tx_burst(pkts, n);
+    const uint16_t took = t.tx->tx_burst(pkts, n, t.txq);
     // As the fabric (DpdkFabric::flush): the messages whose first frame the device took are stamped now
     // (the run loop's; the per-packet loops stamp at build time, as the fabric did then).
     if (firsts.waiting() > 0) {
@@ -486,11 +496,11 @@ struct Pacer {
 // fill_run (encode_run: one key check per run; in fabemu mode from the device's zero pool, payloads not
 // written) and the accounting per run (frames, bytes, data frames, the first frame's TSC; without pacing
 // the link's bytes and times, with it the Pacer's per-frame departures).
-void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing,
-                    uint32_t packets) {
-  const Target t = target(dev);
-  Loop loop(mode, payload, packets);
-  Pacer pacer(pacing, payload, loop.records);
+// The loop's bursts while more() (once before each burst), on t's queue; returns the frames the device took,
+// or 0 with `error` set.
+template <class More>
+uint64_t runs_loop(More&& more, const Target& t, Loop& loop, Pacer& pacer, fd::WireMode mode, uint32_t payload,
+                   Pacing pacing, const char*& error) {
   const fd::RunGate gate = pacing == Pacing::kOff ? fd::RunGate{} : fd::RunGate{&Pacer::gate, &pacer};
 
   uint16_t ip_id = 0;
@@ -501,10 +511,9 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
   const bool zero = mode == fd::WireMode::kFabemu || payload > 0;
   rte_mempool* pool = zero ? t.tx->zero_pool() : t.tx->pool();
   rte_mbuf* pkts[kBurst];
-  t.tx->reset_stats();
   uint64_t sent = 0;
 
-  for (auto _ : state) {
+  while (more()) {
     const uint64_t tsc = rte_rdtsc();
     const fd::Time now = pacer.clock.wall_at(tsc);
     pacer.now_ps = now.ps();
@@ -525,8 +534,8 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
         s.payload_bytes = r.bytes;
         const uint64_t bytes = fd::fill_run(pkts + n, k, loop.flows[r.dst], s, r.last_bytes, zero);
         if (bytes == 0) {
-          state.SkipWithError("a run does not fit its mbufs");
-          return;
+          error = "a run does not fit its mbufs";
+          return 0;
         }
         n = static_cast<uint16_t>(n + k);
         ip_id = static_cast<uint16_t>(ip_id + k);
@@ -557,7 +566,136 @@ void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_
   benchmark::DoNotOptimize(pacer.jitter_ns);
   benchmark::DoNotOptimize(pacer.link);
   benchmark::DoNotOptimize(pacer.ratio_sum);
+  return sent;
+}
+
+void fabric_tx_runs(benchmark::State& state, Dev dev, fd::WireMode mode, uint32_t payload, Pacing pacing,
+                    uint32_t packets) {
+  const Target t = target(dev);
+  Loop loop(mode, payload, packets);
+  Pacer pacer(pacing, payload, loop.records);
+  t.tx->reset_stats();
+  // The benchmark's own iteration (for (auto _ : state)), one step per burst.
+  // (As a range for does it: begin(), then end() once, which starts the timing.)
+  auto it = state.begin();
+  const auto end = state.end();
+  bool first = true;
+  const auto more = [&] {
+    if (!first) ++it;
+    first = false;
+    return it != end;
+  };
+  const char* error = nullptr;
+  const uint64_t sent = runs_loop(more, t, loop, pacer, mode, payload, pacing, error);
+  if (error != nullptr) {
+    state.SkipWithError(error);
+    return;
+  }
   loop.finish(state, t, sent, true);
+}
+
+// aggregate/<mode>/null/<bytes>B/lcores_<n>: the same loop (pace_off) on n lcores at once (EAL worker lcores
+// 1..n, FABEMU_BENCH_EAL_ARGS), each with its own state as a transmit lcore of the fabric has it (Sender,
+// templates, records, accounting, its mempool cache) and its own transmit queue of one net_null port, for
+// FABEMU_BENCH_AGG_MS (default 500) of wall time: the frames of all of them per second. The main lcore
+// sleeps meanwhile (rte_eal_wait_lcore would spin on a core a worker needs).
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// One lcore's state, made on that lcore (its own malloc arena: no cache line of it next to another lcore's,
+// as the fabric's lanes fill their own queues and tables on their lcores).
+struct AggregateLane {
+  std::optional<Loop> loop;
+  std::optional<Pacer> pacer;
+  Target target;
+  uint64_t end_tsc = 0, sent = 0;
+  double cpu_seconds = 0;  // the CPU time its thread got (the machine is shared: the wall rate depends on it)
+  const char* error = nullptr;
+  fd::WireMode mode;
+  uint32_t payload, packets;
+  alignas(64) std::atomic<bool> ready{false}, go{false};
+  alignas(64) std::atomic<bool> done{false};
+  AggregateLane(fd::WireMode m, uint32_t p, uint32_t n, Target t) : target(t), mode(m), payload(p), packets(n) {}
+  static int run(void* self) {
+    auto& a = *static_cast<AggregateLane*>(self);
+    a.loop.emplace(a.mode, a.payload, a.packets);
+    a.pacer.emplace(Pacing::kOff, a.payload, a.loop->records);
+    a.ready.store(true, std::memory_order_release);
+    while (!a.go.load(std::memory_order_acquire)) rte_pause();
+    const double cpu0 = thread_cpu_seconds();
+    a.sent = runs_loop([&a] { return rte_rdtsc() < a.end_tsc; }, a.target, *a.loop, *a.pacer, a.mode, a.payload,
+                       Pacing::kOff, a.error);
+    a.cpu_seconds = thread_cpu_seconds() - cpu0;
+    a.loop.reset();  // freed on its own lcore too
+    a.pacer.reset();
+    a.done.store(true, std::memory_order_release);
+    return 0;
+  }
+};
+
+// `port_each`: lcore i on a net_null of its own (queue 0), else on queue i of one net_null. net_null's
+// queues are one array of 40-byte structs, each with a transmit counter it adds every burst to: queues
+// 0 and 1 share a cache line, which the two lcores then pass back and forth every burst (a device
+// artifact: a NIC's queues are rings of their own).
+void aggregate_tx(benchmark::State& state, fd::WireMode mode, uint32_t payload, uint32_t packets, unsigned lcores,
+                  bool port_each) {
+  Devices& d = devices();
+  if (!d.null_queues || rte_lcore_count() < lcores + 1 || d.null_each.size() < lcores) {
+    state.SkipWithError("needs EAL worker lcores 1..n (FABEMU_BENCH_EAL_ARGS=\"... --lcores 0@0,1@0,2@1\")");
+    return;
+  }
+  const char* ms_env = std::getenv("FABEMU_BENCH_AGG_MS");
+  const uint64_t ms = ms_env != nullptr ? std::strtoull(ms_env, nullptr, 10) : 500;
+  d.null_queues->zero_pool();  // made once, before the lcores take from it
+  for (const auto& p : d.null_each) p->zero_pool();
+  for (auto _ : state) {
+    std::vector<std::unique_ptr<AggregateLane>> lanes;
+    for (unsigned i = 0; i < lcores; ++i) {
+      const Target t = port_each ? Target{d.null_each[i].get(), nullptr, 0}
+                                 : Target{d.null_queues.get(), nullptr, static_cast<uint16_t>(i)};
+      lanes.push_back(std::make_unique<AggregateLane>(mode, payload, packets, t));
+    }
+    for (unsigned i = 0; i < lcores; ++i) {
+      if (rte_eal_remote_launch(&AggregateLane::run, lanes[i].get(), i + 1) != 0) {
+        state.SkipWithError("rte_eal_remote_launch failed");
+        return;
+      }
+    }
+    for (const auto& l : lanes) {
+      while (!l->ready.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const uint64_t start = rte_rdtsc();
+    const uint64_t end = start + rte_get_tsc_hz() / 1000 * ms;
+    for (const auto& l : lanes) {
+      l->end_tsc = end;
+      l->go.store(true, std::memory_order_release);
+    }
+    for (const auto& l : lanes) {
+      while (!l->done.load(std::memory_order_acquire)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    rte_eal_mp_wait_lcore();
+    const double seconds = static_cast<double>(rte_rdtsc() - start) / static_cast<double>(rte_get_tsc_hz());
+    uint64_t sent = 0;
+    double per_cpu_second = 0;  // the aggregate had every lcore had its core to itself
+    for (const auto& l : lanes) {
+      if (l->error != nullptr) {
+        state.SkipWithError(l->error);
+        return;
+      }
+      sent += l->sent;
+      const std::string lc = "lcore" + std::to_string(&l - &lanes[0] + 1);
+      state.counters[lc + "_fps"] = static_cast<double>(l->sent) / seconds;
+      state.counters[lc + "_cpu"] = l->cpu_seconds / seconds;  // its share of a core
+      if (l->cpu_seconds > 0) per_cpu_second += static_cast<double>(l->sent) / l->cpu_seconds;
+    }
+    state.counters["fps_full_cores"] = per_cpu_second;
+    state.SetIterationTime(seconds);
+    state.SetItemsProcessed(static_cast<int64_t>(sent));
+  }
+  state.counters["frame_B"] = static_cast<double>(fd::frame_bytes(mode, payload));
 }
 
 // encode/<mode>/<bytes>B/<engine>: encode(FrameTemplate&) alone, 32 frames of one flow per iteration into
@@ -828,6 +966,21 @@ void register_cases() {
       }
     }
   }
+  // The aggregate over transmit lcores: 1 and 2, one after the other in the same run.
+  for (const auto& m : modes) {
+    for (const uint32_t payload : {0u, 1024u}) {
+      const std::string size = "/" + std::to_string(fd::frame_bytes(m.mode, payload)) + "B";
+      for (const bool each : {true, false}) {
+        for (const unsigned lcores : {1u, 2u}) {
+          benchmark::RegisterBenchmark(("aggregate/" + std::string(m.name) + (each ? "/nulls" : "/null") + size +
+                                        "/lcores_" + std::to_string(lcores)).c_str(),
+                                       aggregate_tx, m.mode, payload, payload == 0 ? 1u : 64u, lcores, each)
+              ->UseManualTime()
+              ->Iterations(1);
+        }
+      }
+    }
+  }
   for (const auto& d : devs) {
     for (const auto& m : modes) {
       for (const uint32_t payload : {0u, 64u, 1024u}) {
@@ -897,6 +1050,15 @@ int main(int argc, char** argv) {
     cfg.mbufs = cfg.mbufs_for(2 * 4096, kBurst);
     Devices& d = devices();
     d.null = std::make_unique<fd::Port>(fd::Port::open("net_null_bench0", cfg));
+    if (rte_lcore_count() >= 2) {
+      fd::PortConfig qc = cfg;
+      qc.tx_queues = static_cast<uint16_t>(rte_lcore_count() - 1);
+      qc.mbufs = qc.mbufs_for(2 * 4096, kBurst, rte_lcore_count());
+      d.null_queues = std::make_unique<fd::Port>(fd::Port::open("net_null_bench1", qc));
+      for (unsigned i = 1; i < rte_lcore_count(); ++i) {
+        d.null_each.push_back(std::make_unique<fd::Port>(fd::Port::open("net_null_bench_l" + std::to_string(i), cfg)));
+      }
+    }
     d.pair = std::make_unique<fd::RingPair>("bench");
     d.a = std::make_unique<fd::Port>(d.pair->a(), cfg);
     d.b = std::make_unique<fd::Port>(d.pair->b(), cfg);
@@ -911,6 +1073,8 @@ int main(int argc, char** argv) {
   d.b.reset();
   d.pair.reset();
   d.null.reset();
+  d.null_queues.reset();
+  d.null_each.clear();
   benchmark::Shutdown();
   fd::Eal::shutdown();
   return rc;

@@ -18,7 +18,10 @@
 # ours / testpmd's Tx-pps over the last SECONDS of the case (testpmd starts 3 s before ours and is stopped
 # when ours ends). One case per process; slower (about SECONDS + 6 s per case).
 #
-# usage: [MODE=interleaved|concurrent] bench/run_dpdk_tx.sh [BUILD_DIR] [ROUNDS] [SECONDS] [FILTER]
+# MODE=aggregate: the aggregate/ cases (the fabric's run loop on 1 and on 2 lcores at once, each with its own
+# state and transmit queue of one net_null port), and the ratio 2 lcores / 1 lcore; no testpmd.
+#
+# usage: [MODE=interleaved|concurrent|aggregate] bench/run_dpdk_tx.sh [BUILD_DIR] [ROUNDS] [SECONDS] [FILTER]
 #   BUILD_DIR defaults to build; ROUNDS to 3; SECONDS (per testpmd run and per case) to 2;
 #   FILTER (a regex on our case names) to all cases.
 set -euo pipefail
@@ -49,8 +52,78 @@ testpmd() {
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, mode $mode"
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
+if [[ $mode == aggregate ]]; then
+  # The aggregate over transmit lcores (issue 47: 2 lcores >= 1.8x one lcore): the aggregate/ cases, each
+  # round one process that runs every size with 1 lcore and then 2 (EAL lcores 1 on CPU 0 and 2 on CPU 1,
+  # the main lcore sleeping on CPU 0), SECONDS each; the ratio 2 / 1 per round and size, median over the
+  # rounds. No testpmd: the ratio is ours to ours, the same loop on one and on two lcores.
+  for ((r = 1; r <= rounds; r++)); do
+    FABEMU_BENCH_AGG_MS=$((secs * 1000)) \
+      FABEMU_BENCH_EAL_ARGS="--no-huge -m 1024 --no-pci --no-shconf --file-prefix fabemu-agg-$$-$r --no-telemetry --lcores 0@0,1@0,2@1" \
+      "$bench" --benchmark_filter="^aggregate/.*${filter#^}" --benchmark_format=json > "$out/agg_$r.json" 2> "$out/agg_$r.err" ||
+      { cat "$out/agg_$r.err" >&2; exit 1; }
+    # The machine's own ceiling at that moment: the 1-lcore case in two processes at once, one per CPU
+    # (nothing shared but the hardware): their sum over one process alone is what two lcores can reach.
+    for cpu in 0 1; do
+      FABEMU_BENCH_AGG_MS=$((secs * 1000)) \
+        FABEMU_BENCH_EAL_ARGS="--no-huge -m 1024 --no-pci --no-shconf --file-prefix fabemu-aggr$cpu-$$-$r --no-telemetry --lcores 0@$cpu,1@$cpu" \
+        "$bench" --benchmark_filter="^aggregate/.*nulls.*${filter#^}.*/lcores_1" --benchmark_format=json \
+        > "$out/ref_${r}_$cpu.json" 2> /dev/null &
+    done
+    wait
+    echo "# round $r: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  done
+  python3 - "$out" "$rounds" <<'EOF2'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+rates, full = {}, {}  # (mode, size) -> lcores -> [frames/s of wall time, and per CPU second summed, per round]
+for r in range(1, rounds + 1):
+  for b in json.load(open(f"{out}/agg_{r}.json"))["benchmarks"]:
+    if b.get("error_occurred"): sys.exit(f"{b['name']}: {b.get('error_message')}")
+    _, mode, dev, size, lc = b["name"].split("/")[:5]
+    n = int(lc.split("_")[1])
+    rates.setdefault((mode, dev, size), {}).setdefault(n, []).append(b["items_per_second"])
+    full.setdefault((mode, dev, size), {}).setdefault(n, []).append(b["fps_full_cores"])
+print("wall: frames per second of wall time (what the lcores got of the shared CPUs); full cores: each lcore's frames")
+print("per second of its own CPU time, summed (the aggregate had each lcore had a core to itself). nulls: a")
+print("net_null per lcore; null: one net_null, a queue per lcore (its queues' counters share a cache line)")
+print()
+# The ceiling: two processes' full-core rates summed over the one-lcore rate of the same round.
+ceiling, against = {}, {}
+for r in range(1, rounds + 1):
+  both = {}
+  for cpu in (0, 1):
+    for b in json.load(open(f"{out}/ref_{r}_{cpu}.json"))["benchmarks"]:
+      _, mode, dev, size, lc = b["name"].split("/")[:5]
+      both.setdefault((mode, size), []).append(b["fps_full_cores"])
+  for (mode, size), v in both.items():
+    one = full.get((mode, "nulls", size), {}).get(1)
+    if one and len(v) == 2: ceiling.setdefault((mode, size), []).append(sum(v) / one[r - 1])
+    two = full.get((mode, "nulls", size), {}).get(2)
+    if two and len(v) == 2: against.setdefault((mode, size), []).append(two[r - 1] / sum(v))
+if ceiling:
+  print("two processes at once (the hardware's own 2 / 1, full cores), per round: " +
+        "; ".join(f"{k[0]} {k[1]} {', '.join(f'{x:.2f}' for x in v)}" for k, v in sorted(ceiling.items())))
+  print("two lcores of one process (nulls) over the two processes of the same round, full cores: " +
+        "; ".join(f"{k[0]} {k[1]} {', '.join(f'{x:.2f}' for x in v)} (median {statistics.median(v):.2f})"
+                  for k, v in sorted(against.items())))
+  print()
+print("| case | 1 lcore, wall / full core (M/s) | 2 lcores, wall / full cores (M/s) | 2 / 1 wall, per round | 2 / 1 full cores, per round | 2 / 1 full cores, median |")
+print("|---|---|---|---|---|---|")
+m = lambda v: ", ".join(f"{x/1e6:.1f}" for x in v)
+for key in sorted(rates):
+  w, f = rates[key], full[key]
+  rw = [b / a for a, b in zip(w[1], w[2])]
+  rf = [b / a for a, b in zip(f[1], f[2])]
+  print(f"| {key[0]} {key[2]} {key[1]} | {m(w[1])} / {m(f[1])} | {m(w[2])} / {m(f[2])} | {', '.join(f'{x:.2f}' for x in rw)} | "
+        f"{', '.join(f'{x:.2f}' for x in rf)} | {statistics.median(rf):.2f} |")
+EOF2
+  echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  exit 0
+fi
+
 if [[ $mode == concurrent ]]; then
-  mapfile -t cases < <(FABEMU_BENCH_LCORE=$lcore "$bench" --benchmark_list_tests 2> /dev/null | sed 's#/real_time$##' | grep -E "$filter")
+  mapfile -t cases < <(FABEMU_BENCH_LCORE=$lcore "$bench" --benchmark_list_tests 2> /dev/null | sed 's#/real_time$##' | grep -v "^aggregate/" | grep -E "$filter")
   for ((r = 1; r <= rounds; r++)); do
     for i in "${!cases[@]}"; do
       c=${cases[$i]}
@@ -100,7 +173,7 @@ for ((r = 1; r <= rounds; r++)); do
     sleep $((secs + 4))
     kill -INT $tp 2> /dev/null || true
     wait $tp || true
-    FABEMU_BENCH_LCORE=$lcore "$bench" --benchmark_filter="/${size}B" --benchmark_min_time="$secs" \
+    FABEMU_BENCH_LCORE=$lcore "$bench" --benchmark_filter="^[^a].*/${size}B|^a[^g].*/${size}B" --benchmark_min_time="$secs" \
       --benchmark_format=json --benchmark_out="$out/ours_${r}_${size}.json" --benchmark_out_format=json \
       > /dev/null 2> "$out/ours_${r}_${size}.err" || { cat "$out/ours_${r}_${size}.err" >&2; exit 1; }
     echo "# round $r, ${size} B done (load $(cut -d' ' -f1 /proc/loadavg))" >&2

@@ -5,11 +5,13 @@
 namespace fabemu::emu {
 
 ClosedForm::Totals ClosedForm::run(const PhaseSchedule& S, const Phase& P, uint64_t flow, uint64_t coll,
-                                   MessageSlices& slices) {
-  if (P.algo == CollectiveAlgo::kRing && !slices.wanted(static_cast<uint64_t>(P.n) * S.steps())) {
-    return ring(S, P, flow);
+                                   MessageLog& log) {
+  if (P.algo == CollectiveAlgo::kRing && !log.wanted(static_cast<uint64_t>(P.n) * S.steps())) {
+    const Totals totals = ring(S, P, flow);
+    log.delivered_ring(rank_of_, P.steps, S.send(0, 0, 0).bytes);
+    return totals;
   }
-  return general(S, P, flow, coll, slices);
+  return general(S, P, flow, coll, log);
 }
 
 // The ring (every step: position x sends the same size to x+1 and receives from x-1) in a tight
@@ -80,7 +82,7 @@ void ClosedForm::ring_uniform(const PhaseSchedule& S, uint32_t steps) {
 }
 
 ClosedForm::Totals ClosedForm::general(const PhaseSchedule& S, const Phase& P, uint64_t flow, uint64_t coll,
-                                       MessageSlices& slices) {
+                                       MessageLog& log) {
   const auto n = static_cast<size_t>(P.n);
   Totals totals;
   for (uint32_t s = 0; s < P.steps; ++s) {
@@ -92,7 +94,7 @@ ClosedForm::Totals ClosedForm::general(const PhaseSchedule& S, const Phase& P, u
         const ScheduledSend sd = S.send(xi, s, k);
         const auto peer = static_cast<size_t>(sd.peer);
         const Time at = begin_[x] + fabric_.delay(Message{0, rank_of_[x], rank_of_[peer], sd.bytes, flow});
-        slices.write(rank_of_[x], rank_of_[peer], sd.bytes, begin_[x], at, coll);
+        log.delivered(rank_of_[x], rank_of_[peer], sd.bytes, begin_[x], at, coll);
         arrive_[peer] = std::max(arrive_[peer], at);
         ++totals.messages;
         totals.bytes += sd.bytes;

@@ -37,9 +37,9 @@ class ClosedForm {
     rank_of_[x] = rank;
     begin_[x] = begin;
   }
-  // Runs phase P (schedule S) to its end; afterwards end(x) is when position x ends it. Messages go to
-  // `slices` (collective `coll`) while it wants them.
-  Totals run(const PhaseSchedule& S, const Phase& P, uint64_t flow, uint64_t coll, MessageSlices& slices);
+  // Runs phase P (schedule S) to its end; afterwards end(x) is when position x ends it. Its messages go
+  // to `log` (collective `coll`): one by one while the timeline wants them, else a ring's all at once.
+  Totals run(const PhaseSchedule& S, const Phase& P, uint64_t flow, uint64_t coll, MessageLog& log);
   Time end(size_t x) const noexcept { return begin_[x]; }
   int32_t rank(size_t x) const noexcept { return rank_of_[x]; }
 
@@ -48,7 +48,7 @@ class ClosedForm {
 
   Totals ring(const PhaseSchedule& S, const Phase& P, uint64_t flow);
   void ring_uniform(const PhaseSchedule& S, uint32_t steps);
-  Totals general(const PhaseSchedule& S, const Phase& P, uint64_t flow, uint64_t coll, MessageSlices& slices);
+  Totals general(const PhaseSchedule& S, const Phase& P, uint64_t flow, uint64_t coll, MessageLog& log);
 
   const AnalyticalFabric& fabric_;
   StepCosts costs_;

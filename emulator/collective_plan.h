@@ -4,6 +4,7 @@
 // closed form. Also the geometry the walker needs to find a member's peers in a phase.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -80,6 +81,22 @@ std::vector<int32_t> dimension_strides(const NetworkConfig& network);
 void plan_collective(const CollectiveRequest& c, const PlanContext& ctx, CollectivePlan& out,
                      std::set<std::string>& warnings);
 CollectivePlan plan_collective(const CollectiveRequest& c, const PlanContext& ctx, std::set<std::string>& warnings);
+
+// How many chunks a collective of `bytes` per member is cut into: `splits` (preferred-dataset-splits), at most
+// one per byte; one for a barrier or a collective of nothing.
+inline uint32_t collective_chunks(traces::CollectiveType type, uint64_t bytes, int64_t splits) {
+  if (bytes == 0 || type == ChakraProtoMsg::BARRIER) return 1;
+  const auto chunks = static_cast<uint32_t>(std::max<int64_t>(1, splits));
+  return chunks > bytes ? static_cast<uint32_t>(bytes) : chunks;
+}
+// Bytes of chunk c of `bytes` cut into `chunks`: the first bytes % chunks chunks carry one byte more.
+inline uint64_t chunk_share(uint64_t bytes, uint32_t chunks, uint32_t c) {
+  return bytes / chunks + (c < bytes % chunks ? 1 : 0);
+}
+// The schedule of phase P for chunk c of `chunk_bytes` (the double binary tree's two trees take turns by chunk).
+inline PhaseSchedule phase_schedule(const Phase& P, uint64_t chunk_bytes, uint32_t c) {
+  return PhaseSchedule(P.op, P.algo, P.n, chunk_bytes * P.mul / P.div, 0, static_cast<int>(c & 1));
+}
 
 // Member positions inside a phase. `strides` is dimension_strides(); m is a member of the collective.
 // Position of member m in phase P:

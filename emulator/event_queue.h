@@ -145,6 +145,9 @@ class Engine {
   Time run() { return run_until(Time::max()); }
   // The same, but only events at times <= limit. The clock is not moved to `limit`.
   Time run_until(Time limit);
+  // As run(), but at most `max_events` events: true when it stopped at that count with events still
+  // pending (call it again to go on), false when none is left or a handler called stop().
+  bool run_some(uint64_t max_events);
   // The current run returns once the running handler returns. No effect outside a run.
   void stop() noexcept { stop_requested_ = true; }
 
@@ -251,6 +254,17 @@ inline Time Engine::run_until(Time limit) {
     event.target->on_event(event.arg);
   }
   return now();
+}
+
+inline bool Engine::run_some(uint64_t max_events) {
+  stop_requested_ = false;
+  for (uint64_t n = 0; n < max_events; ++n) {
+    if (stop_requested_ || queue_.empty()) return false;
+    const EventQueue::Fired event = queue_.pop();
+    ++events_run_;
+    event.target->on_event(event.arg);
+  }
+  return !stop_requested_ && !queue_.empty();
 }
 
 }  // namespace fabemu::emu

@@ -82,6 +82,7 @@ void PacketFabric::enter(uint32_t l, uint32_t p) {
       // The contract: depart at max(arrival, link_free); the link is busy for ser(n); then the latency.
       const Time depart = std::max(now, link.free_at);
       link.free_at = depart + spec.rate.ser(pkt.bytes);
+      if (series_) series_->add(l, depart.ps(), link.free_at.ps());
       pkt.far_end_ps = (link.free_at + spec.latency).ps();
     } else {
       batch_hop(l, p);  // the far end is learnt at the window's flush

@@ -4,9 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "emulator/binned_series.h"
 #include "emulator/event_queue.h"
 #include "emulator/fabric.h"
 #include "emulator/packet_pool.h"
@@ -81,6 +83,11 @@ class PacketFabric final : public Fabric, private EventTarget {
   uint64_t messages_delivered() const noexcept { return delivered_; }
   // Packets allocated so far (the pool's high-water mark): it stops growing in steady state.
   std::size_t packet_pool_size() const noexcept { return pools_.packet_pool_size(); }
+  // Records every link's busy time in `bins` bins from now on (the report's link_series, --link-series):
+  // one busy interval [departure, link_free) per packet-hop, without a batcher (a batcher's hops are timed
+  // elsewhere: the series stays empty). Throws std::invalid_argument for a bad bin count.
+  void record_link_series(uint32_t bins) { series_.emplace(topology_.links().size(), bins, kFirstBinPs); }
+  const BinnedSeries* link_series() const noexcept { return series_ ? &*series_ : nullptr; }
 
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
@@ -119,6 +126,8 @@ class PacketFabric final : public Fabric, private EventTarget {
   std::vector<LinkStats> stats_;
   Pools pools_;  // packets and messages in flight, messages waiting for their ready time
   uint64_t delivered_ = 0;
+  static constexpr uint64_t kFirstBinPs = 1000;  // 1 ns, doubled as the run grows
+  std::optional<BinnedSeries> series_;
   // The batcher's window: its length L, the time before which no hop of it arrives (kUnknown: none
   // open), its packets in the order handed over, their answers, and the links whose head events wait.
   uint64_t lookahead_ps_ = 0;

@@ -35,6 +35,10 @@ struct RankResult {
   Duration finish_minus_compute() const {
     return finish.since_start() > device_compute ? finish.since_start() - device_compute : Duration::zero();
   }
+  // Messages it sent and received, and their bytes, counted as they were delivered (collective and
+  // point-to-point; a message to itself counts on both sides).
+  uint64_t sent_messages = 0, sent_bytes = 0;
+  uint64_t received_messages = 0, received_bytes = 0;
   double compute_scale = 1.0;  // the --compute-scale factor applied to its COMP nodes
   bool finished = true;        // every node of the rank's trace finished (false: deadlocked or stopped)
 };
@@ -80,6 +84,15 @@ struct LinkResult {
   double utilization = 0;      // busy / total time
 };
 
+// --link-series: each link's busy time per bin of `bin_ps` over the run (the packet model and the fabrics
+// that replay it in software); empty without it. Links that carried nothing are left out.
+struct LinkSeries {
+  uint64_t bin_ps = 0;                          // bin width; bins cover [0, bins x bin_ps)
+  std::vector<uint32_t> links;                  // link ids, ascending
+  std::vector<std::vector<uint64_t>> busy_ps;   // per link in `links`: busy picoseconds per bin
+  bool empty() const noexcept { return links.empty(); }
+};
+
 // How a run ended. Anything but kComplete is a partial report: its times are how far the run got, and a
 // regression gate (fabemu compare --max-regression) fails on it.
 enum class RunStatus : uint8_t {
@@ -105,6 +118,7 @@ struct RunResult {
   std::vector<CollectiveResult> collectives;
   P2pResult p2p;
   std::vector<LinkResult> links;  // only links that carried traffic (packet model); empty otherwise
+  LinkSeries link_series;         // with --link-series
   uint64_t messages = 0;          // point-to-point messages handed to the fabric
   uint64_t message_bytes = 0;
   uint64_t events = 0;            // engine events run
@@ -130,6 +144,11 @@ class TimelineSink {
   // One point-to-point message of a collective or a SEND, on its source rank.
   virtual void message_slice(int32_t src, int32_t dst, uint64_t bytes, Time sent, Time delivered,
                              uint64_t collective_index) = 0;
+  // A counter track's value from `at` on: on a rank's process, or (rank -1) on the network's. Sinks that
+  // keep no counters ignore it.
+  virtual void counter(int32_t rank, const std::string& name, Time at, double value) {
+    (void)rank, (void)name, (void)at, (void)value;
+  }
 };
 
 }  // namespace fabemu::emu

@@ -3,6 +3,7 @@
 #include "emulator/report_json.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -128,6 +129,19 @@ class Reader {
   const std::string& source_;
 };
 
+// "link_series": {"bin_ps": W, "bins": B, "links": [{"id": L, "busy_ps": [...]}, ...]} (written, not read
+// back).
+void write_link_series(const LinkSeries& s, std::string& out) {
+  auto it = std::back_inserter(out);
+  const size_t bins = s.busy_ps.empty() ? 0 : s.busy_ps.front().size();
+  fmt::format_to(it, "  \"link_series\": {{\"bin_ps\": {}, \"bins\": {}, \"links\": [", s.bin_ps, bins);
+  for (size_t i = 0; i < s.links.size(); ++i) {
+    fmt::format_to(it, "{}\n    {{\"id\": {}, \"busy_ps\": [{}]}}", i == 0 ? "" : ",", s.links[i],
+                   fmt::join(s.busy_ps[i], ", "));
+  }
+  out += s.links.empty() ? "]},\n" : "\n  ]},\n";
+}
+
 }  // namespace
 
 std::string report_to_json(const RunResult& r) {
@@ -148,10 +162,12 @@ std::string report_to_json(const RunResult& r) {
     fmt::format_to(it,
                    "{}\n    {{\"rank\": {}, \"finish_time_ps\": {}, \"compute_ps\": {}, \"comm_busy_ps\": {}, "
                    "\"exposed_comm_ps\": {}, \"idle_ps\": {}, \"device_compute_ps\": {}, \"finish_minus_compute_ps\": {}, "
-                   "\"nodes\": {}, \"comp_nodes\": {}, \"comm_nodes\": {}, \"compute_scale\": {}, \"finished\": {}}}",
+                   "\"nodes\": {}, \"comp_nodes\": {}, \"comm_nodes\": {}, \"sent_messages\": {}, \"sent_bytes\": {}, "
+                   "\"received_messages\": {}, \"received_bytes\": {}, \"compute_scale\": {}, \"finished\": {}}}",
                    i == 0 ? "" : ",", k.rank, k.finish.ps(), k.compute_busy.ps(), k.comm_busy.ps(),
                    k.exposed_comm.ps(), k.idle.ps(), k.device_compute.ps(), k.finish_minus_compute().ps(), k.nodes,
-                   k.comp_nodes, k.comm_nodes, shortest(k.compute_scale), k.finished ? "true" : "false");
+                   k.comp_nodes, k.comm_nodes, k.sent_messages, k.sent_bytes, k.received_messages, k.received_bytes,
+                   shortest(k.compute_scale), k.finished ? "true" : "false");
   }
   out += r.ranks.empty() ? "],\n" : "\n  ],\n";
 
@@ -183,6 +199,7 @@ std::string report_to_json(const RunResult& r) {
                    fixed6(l.utilization));
   }
   out += r.links.empty() ? "],\n" : "\n  ],\n";
+  if (!r.link_series.empty()) write_link_series(r.link_series, out);
 
   fmt::format_to(it,
                  "  \"totals\": {{\"messages\": {}, \"message_bytes\": {}, \"events\": {}, "
@@ -216,6 +233,11 @@ json parse_report(const std::string& text, const std::string& source_name) {
       msg = msg.substr(p + 2);
     }
     throw traces::TraceError(where, "not a JSON report: " + msg);
+  } catch (const json::out_of_range& e) {
+    // A number beyond a double's range (nlohmann's out_of_range.406 while parsing): no position is given.
+    std::string msg = e.what();
+    if (const auto p = msg.find("] "); p != std::string::npos) msg = msg.substr(p + 2);
+    throw traces::TraceError(traces::Location{.file = source_name}, "not a JSON report: " + msg);
   }
 }
 
@@ -256,6 +278,13 @@ RankResult read_rank(const Reader& rd, const json& o, const std::string& p) {
   k.nodes = rd.u64(o, p, "nodes");
   k.comp_nodes = rd.u64(o, p, "comp_nodes");
   k.comm_nodes = rd.u64(o, p, "comm_nodes");
+  // Reports written before the per-rank traffic existed read back with 0.
+  if (o.contains("sent_messages")) {
+    k.sent_messages = rd.u64(o, p, "sent_messages");
+    k.sent_bytes = rd.u64(o, p, "sent_bytes");
+    k.received_messages = rd.u64(o, p, "received_messages");
+    k.received_bytes = rd.u64(o, p, "received_bytes");
+  }
   k.compute_scale = rd.number(o, p, "compute_scale");
   if (o.contains("finished")) {
     if (!o["finished"].is_boolean()) rd.fail(p + "/finished", "expected true or false");

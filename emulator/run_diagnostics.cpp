@@ -4,7 +4,23 @@
 
 namespace fabemu::emu {
 
-void RunDiagnostics::append_warnings(const MessageSlices& slices, std::vector<std::string>& out) const {
+void MessageLog::write_counters() const {
+  if (timeline_ == nullptr) return;
+  const BinnedSeries& s = *in_flight_;
+  const uint32_t bins = s.bins_used();
+  const uint64_t w = s.width_ps();
+  for (size_t r = 0; r < s.channels(); ++r) {
+    if (traffic_[r].sent_messages == 0) continue;
+    const auto rank = static_cast<int32_t>(r);
+    for (uint32_t b = 0; b < bins; ++b) {
+      const double bytes = static_cast<double>(s.value(r, b)) / static_cast<double>(w);
+      timeline_->counter(rank, "bytes in flight", Time::from_ps(b * w), bytes);
+    }
+    timeline_->counter(rank, "bytes in flight", Time::from_ps(bins * w), 0);
+  }
+}
+
+void RunDiagnostics::append_warnings(const MessageLog& slices, std::vector<std::string>& out) const {
   if (cpu_colls > 0) {
     out.push_back(fmt::format("{} COMM_COLL nodes without comm_type (CPU-side launch records) took no time", cpu_colls));
   }

@@ -129,6 +129,22 @@ void ChromeTimeline::message_slice(int32_t src, int32_t dst, uint64_t bytes, Tim
   ++slices_;
 }
 
+void ChromeTimeline::counter(int32_t rank, const std::string& name, Time at, double value) {
+  if (finished_) return;
+  int64_t pid = kNetworkPid;
+  if (rank >= 0) {
+    see_rank(rank);
+    pid = int64_t{rank} + 1;
+  } else if (!network_seen_) {
+    network_seen_ = true;
+    event(fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"tid":0,"args":{{"name":"network"}}}})", pid));
+    event(fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"tid":0,"args":{{"sort_index":-1}}}})", pid));
+  }
+  event(fmt::format(R"({{"name":{},"ph":"C","pid":{},"ts":{},"args":{{"value":{}}}}})", json_quoted(name), pid,
+                    us(at.ps()), value));
+  ++counters_;
+}
+
 void ChromeTimeline::finish() {
   if (finished_) return;
   finished_ = true;

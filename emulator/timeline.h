@@ -21,6 +21,7 @@ namespace fabemu::emu {
 class ChromeTimeline final : public TimelineSink {
  public:
   static constexpr int64_t kMessagesTid = 100000;
+  static constexpr int64_t kNetworkPid = 1'000'000'000;  // after every rank's (rank + 1)
 
   // Writes to the file at `path`; throws std::runtime_error naming the path if it cannot be created.
   explicit ChromeTimeline(const std::string& path);
@@ -36,6 +37,9 @@ class ChromeTimeline final : public TimelineSink {
   // collective_index == kNoCollective marks a SEND/RECV message (no collective).
   void message_slice(int32_t src, int32_t dst, uint64_t bytes, Time sent, Time delivered,
                      uint64_t collective_index) override;
+  // A "C" (counter) event: on rank `rank`'s process, or for rank -1 on the "network" process (pid
+  // kNetworkPid).
+  void counter(int32_t rank, const std::string& name, Time at, double value) override;
 
   // Closes the JSON document and flushes it; throws std::runtime_error (naming the path) on a write
   // error. Further slices are ignored.
@@ -44,6 +48,7 @@ class ChromeTimeline final : public TimelineSink {
   // Events written so far: "X" slices plus "M" metadata events.
   uint64_t events() const { return events_; }
   uint64_t slices() const { return slices_; }
+  uint64_t counters() const { return counters_; }
 
   static constexpr uint64_t kNoCollective = UINT64_MAX;
 
@@ -62,6 +67,8 @@ class ChromeTimeline final : public TimelineSink {
   bool finished_ = false;
   uint64_t events_ = 0;
   uint64_t slices_ = 0;
+  uint64_t counters_ = 0;
+  bool network_seen_ = false;
   // Per rank (index = rank; ranks seen are assumed small, dense non-negative numbers).
   struct RankState {
     bool seen = false;

@@ -31,7 +31,7 @@ Walker::Impl::Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std
       options_(std::move(options)),
       strides_(dimension_strides(network_)),
       scheduler_(collectives_, *this, network_.dims.size(), files.size(), comm_streams(options_)),
-      slices_(options_.timeline, options_.timeline_message_limit) {
+      message_log_(options_.timeline, options_.timeline_message_limit, files.size()) {
   const int64_t npus = network_.total_npus();
   if (static_cast<int64_t>(files.size()) > npus) {
     throw std::invalid_argument(fmt::format("the workload has {} ranks but the network ({}) has only {} NPUs",
@@ -100,9 +100,25 @@ RunResult Walker::Impl::run() {
   fabric_.set_listener(this);
   open_traces();
   for (size_t r = 0; r < ranks_.size(); ++r) pump(static_cast<int32_t>(r));
-  engine_.run();
+  if (options_.progress == nullptr) {
+    engine_.run();
+  } else {
+    while (engine_.run_some(Walker::kProgressEvents)) options_.progress->progress(progress());
+  }
   fabric_.set_listener(nullptr);
   return collect_results();
+}
+
+WalkProgress Walker::Impl::progress() const {
+  WalkProgress p;
+  p.now = engine_.now();
+  p.ranks = ranks_.size();
+  p.events = engine_.events_run();
+  for (const RankState& R : ranks_) {
+    p.nodes_done += R.res.nodes;
+    if (R.resolver->done()) ++p.ranks_finished;
+  }
+  return p;
 }
 
 void Walker::Impl::open_traces() {
@@ -127,6 +143,11 @@ RunResult Walker::Impl::collect_results() {
     RankResult rr = R.res;
     rr.rank = static_cast<int32_t>(r);
     rr.finished = R.resolver->done();
+    const MessageLog::Traffic& traffic = message_log_.traffic(r);
+    rr.sent_messages = traffic.sent_messages;
+    rr.sent_bytes = traffic.sent_bytes;
+    rr.received_messages = traffic.received_messages;
+    rr.received_bytes = traffic.received_bytes;
     const Duration used = rr.compute_busy + rr.exposed_comm;
     rr.idle = rr.finish.since_start() > used ? rr.finish.since_start() - used : Duration::zero();
     out.ranks.push_back(rr);
@@ -138,7 +159,8 @@ RunResult Walker::Impl::collect_results() {
                                               R.comm_active));
     }
   }
-  diagnostics_.append_warnings(slices_, out.warnings);
+  diagnostics_.append_warnings(message_log_, out.warnings);
+  message_log_.write_counters();
   describe_unfinished_collectives(out);
   p2p_.describe_unmatched([this](int32_t r) -> const std::string& { return ranks_[static_cast<size_t>(r)].path; },
                           out.stuck, out.warnings);
@@ -204,16 +226,11 @@ void Walker::Impl::loaded(int32_t r, const Node& node) {
     groups_.add_from_metadata_node(node, where(r, node));
     return;
   }
-  if (node.type() != ChakraProtoMsg::COMM_COLL_NODE) return;
-  // Only what the matching needs (comm_info reads every attribute, issue_collective does that once).
-  const auto type = traces::attr_int(node, "comm_type");
-  if (!type || !ChakraProtoMsg::CollectiveCommType_IsValid(static_cast<int>(*type))) return;  // issue says why
-  const traces::ProcessGroup* pg = groups_.find(traces::attr_string(node, "pg_name").value_or(""));
-  if (pg == nullptr) return;  // issue_collective says why
-  RankState& R = ranks_[static_cast<size_t>(r)];
-  const uint32_t g = group_index(pg->name);
-  if (R.group_seq.size() <= g) R.group_seq.resize(g + 1, 0);
-  R.coll_seq.emplace(&node, LoadedCollective{pg, g, R.group_seq[g]++});
+  // A node it does not place (no valid comm_type, an unknown group): issue_collective says why.
+  const auto place = collective_order_.place(r, node, groups_);
+  if (!place) return;
+  ranks_[static_cast<size_t>(r)].coll_seq.emplace(
+      &node, LoadedCollective{place->pg, group_index(place->pg->name), place->seq});
 }
 
 void Walker::Impl::pump(int32_t r) {

@@ -30,6 +30,23 @@ enum class ComputeModel {
   kRoofline,  // the roofline for every COMP node that has num_ops or tensor_size
 };
 
+// How far a walk got, for a progress line: handed to a ProgressListener between events.
+struct WalkProgress {
+  Time now;                   // emulated time reached
+  uint64_t nodes_done = 0;    // nodes walked, all ranks
+  size_t ranks_finished = 0;  // ranks whose every node finished
+  size_t ranks = 0;
+  uint64_t events = 0;        // engine events run
+};
+
+class ProgressListener {
+ public:
+  virtual ~ProgressListener() = default;
+  // Called every Walker::kProgressEvents events (and nothing else between them): it decides itself
+  // whether to show anything (e.g. by the wall clock).
+  virtual void progress(const WalkProgress& p) = 0;
+};
+
 struct WalkerOptions {
   // Collective algorithms per dimension, chunking (preferred-dataset-splits), active chunks per
   // dimension, endpoint delay, local memory bandwidth (reductions), scheduling policy.
@@ -48,10 +65,13 @@ struct WalkerOptions {
   TimelineSink* timeline = nullptr;
   // Point-to-point message slices written to the timeline at most (node slices are always written).
   uint64_t timeline_message_limit = 1'000'000;
+  ProgressListener* progress = nullptr;  // told how far the walk got every kProgressEvents events
 };
 
 class Walker {
  public:
+  static constexpr uint64_t kProgressEvents = 1 << 14;
+
   // `rank_files[r]` is rank r's trace. `network` gives the dimensions of hierarchical collectives.
   // `groups` holds comm groups known up front (a --comm-group-configuration file); METADATA_NODEs add
   // to them as they are walked. Throws std::invalid_argument for more ranks than the network has NPUs.

@@ -93,10 +93,7 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
   I.bytes = type == ChakraProtoMsg::BARRIER ? 0 : bytes;
   I.pg = all ? nullptr : pg;
   I.n = all ? static_cast<int32_t>(ranks_.size()) : static_cast<int32_t>(pg->ranks.size());
-  I.chunks = (bytes == 0 || type == ChakraProtoMsg::BARRIER)
-                 ? 1u
-                 : static_cast<uint32_t>(std::max<int64_t>(1, options_.system.preferred_dataset_splits));
-  if (I.chunks > bytes && bytes > 0) I.chunks = static_cast<uint32_t>(bytes);
+  I.chunks = collective_chunks(type, bytes, options_.system.preferred_dataset_splits);
   plan_collective(CollectiveRequest{type, all, I.n, &info.involved_dim}, plan_, I.plan, diagnostics_.algo_warnings);
   const auto n = static_cast<size_t>(I.n);
   I.issued.assign(n, Time{});
@@ -229,7 +226,7 @@ void Walker::Impl::step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t 
 void Walker::Impl::coll_delivered(uint32_t id) {
   const Msg M = msgs_[id];
   msgs_.release(id);
-  slices_.write(M.src, M.dst, M.bytes, M.sent, engine_.now(), M.result);
+  message_log_.delivered(M.src, M.dst, M.bytes, M.sent, engine_.now(), M.result);
   Instance& I = collectives_[M.inst];
   ChunkState& C = collectives_.started_chunk(I, M.chunk);
   const auto mi = static_cast<size_t>(M.member);
@@ -263,7 +260,7 @@ void Walker::Impl::evaluate_closed_form(uint32_t inst, uint32_t chunk, ChunkStat
     const Time begin = C.start[static_cast<size_t>(m)] + (P.steps > 0 ? costs_.endpoint_delay : Duration::zero());
     cf.set_position(x, CollectiveTable::member_rank(I, m), begin);
   }
-  const ClosedForm::Totals totals = cf.run(S, P, flow_of(I, chunk), I.result, slices_);
+  const ClosedForm::Totals totals = cf.run(S, P, flow_of(I, chunk), I.result, message_log_);
   CollectiveResult& cr = result_.collectives[I.result];
   cr.messages += totals.messages;
   cr.message_bytes += totals.bytes;

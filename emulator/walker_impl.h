@@ -23,6 +23,7 @@
 #include "emulator/slot_pool.h"
 #include "emulator/walker.h"
 #include "emulator/walker_p2p.h"
+#include "traces/collective_order.h"
 #include "traces/error.h"
 #include "traces/process_groups.h"
 #include "traces/reader.h"
@@ -61,7 +62,6 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
     uint32_t comm_active = 0;
     Time last;
     RankResult res;  // what the report says of the rank, kept as the walk goes
-    std::vector<uint64_t> group_seq;  // per group_index: collectives read so far (file order)
     // Collectives read and not yet issued: their group and place in the group's file order.
     std::unordered_map<const Node*, LoadedCollective> coll_seq;
     std::vector<uint8_t> comm_tracks;  // timeline: busy communication tracks
@@ -99,6 +99,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   void set_up_compute_model();
   void note_custom_collectives();
   void open_traces();
+  WalkProgress progress() const;
   RunResult collect_results();
   void account(RankState& R);
   traces::Location where(int32_t rank, const Node& node) const;
@@ -137,11 +138,9 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   void member_done(int32_t r, uint32_t inst, int32_t m);
   void describe_unfinished_collectives(RunResult& out) const;
 
-  static uint64_t chunk_bytes(const Instance& I, uint32_t c) {
-    return I.bytes / I.chunks + (c < I.bytes % I.chunks ? 1 : 0);
-  }
+  static uint64_t chunk_bytes(const Instance& I, uint32_t c) { return chunk_share(I.bytes, I.chunks, c); }
   static PhaseSchedule schedule_of(const Instance& I, const Phase& P, uint32_t c) {
-    return PhaseSchedule(P.op, P.algo, P.n, chunk_bytes(I, c) * P.mul / P.div, 0, static_cast<int>(c & 1));
+    return phase_schedule(P, chunk_bytes(I, c), c);
   }
   static uint64_t flow_of(const Instance& I, uint32_t chunk) {
     return (static_cast<uint64_t>(I.result) << 20) ^ chunk;
@@ -162,6 +161,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   RunResult result_;
   CollectiveTable collectives_;
   std::map<std::string, uint32_t> group_ids_;
+  traces::CollectiveOrder collective_order_;  // each collective's place in its group's file order
   ChunkScheduler scheduler_;
   std::optional<ClosedForm> closed_form_;  // with an AnalyticalFabric and options.closed_form
   std::vector<int32_t> member_at_;         // closed form: the instance member at each position
@@ -169,7 +169,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   SlotPool<Action> actions_;
   P2pMatcher p2p_;
   RunDiagnostics diagnostics_;
-  MessageSlices slices_;
+  MessageLog message_log_;
 };
 
 }  // namespace fabemu::emu

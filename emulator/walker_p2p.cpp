@@ -111,10 +111,8 @@ void Walker::Impl::p2p_delivered(uint32_t id) {
   RankState& S = ranks_[static_cast<size_t>(M.src)];
   account(S);
   --S.comm_active;
-  if (options_.timeline != nullptr) {
-    slices_.write(M.src, M.dst, M.bytes, M.sent, engine_.now(), ~uint64_t{0});
-    release_track(S, M.member);
-  }
+  message_log_.delivered(M.src, M.dst, M.bytes, M.sent, engine_.now(), ~uint64_t{0});
+  if (options_.timeline != nullptr) release_track(S, M.member);
   const P2pKey key{M.src, M.dst, M.tag};
   const ArrivedMsg a{M.bytes, M.src, M.send_node->id()};
   if (const auto posted = p2p_.take_posted(key)) {

@@ -28,6 +28,17 @@ std::vector<std::string> fabric_names() {
   return names;
 }
 
+// --dpdk-rx-lcore's and --dpdk-tx-lcore's forms: `words` (auto, off, all), an lcore id or a comma list of ids.
+CLI::Validator lcore_option(const char* words, const char* forms) {
+  return CLI::Validator(
+      [words](std::string& v) -> std::string {
+        return v == "auto" || v == "off" || v == "all" || run::lcore_id(v) || run::lcore_list(v)
+                   ? std::string()
+                   : std::string("expected ") + words + ", an lcore id (0-9999) or a comma list of lcore ids, got " + v;
+      },
+      forms);
+}
+
 // The workload, the target fabric (a fabric file or ASTRA-sim's network.yml + system.json), the backend.
 void add_input_options(CLI::App* cmd, run::RunArgs& a) {
   cmd->add_option("--workload,-w", a.workload,
@@ -101,13 +112,13 @@ void add_dpdk_options(CLI::App* cmd, run::RunArgs& a) {
                       "worker lcore of EAL's -l, when there are two ports), off (the main lcore), an id, a list "
                       "of ids (e.g. 1,2: a receive lcore on each, a queue of each port per lcore), or all (every "
                       "worker lcore of EAL's)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            return v == "auto" || v == "off" || v == "all" || run::lcore_id(v) || run::lcore_list(v)
-                       ? std::string()
-                       : "expected auto, off, all, an lcore id (0-9999) or a comma list of lcore ids, got " + v;
-          },
-          "auto|off|all|ID|ID,ID,..."));
+      ->check(lcore_option("auto, off, all", "auto|off|all|ID|ID,ID,..."));
+  cmd->add_option("--dpdk-tx-lcore", a.dpdk_tx_lcore,
+                      "DPDK: the transmit lcores (senders, pacing, frames on port A): off (default: the main lcore "
+                      "sends), auto (the first worker lcore of EAL's not taken by the receive side), an id, a list of "
+                      "ids (e.g. 2,3: links by source rank mod 2, a transmit queue of port A per lcore and receive "
+                      "path), or all (every worker lcore the receive side leaves)")
+      ->check(lcore_option("off, auto, all", "off|auto|all|ID|ID,ID,..."));
   cmd->add_option("--dpdk-verify-checksums", a.dpdk_verify_checksums,
                       "DPDK: the receive side's checks of data frames' UDP checksums (and RoCEv2 ICRCs): auto (default: "
                       "checked, but on an in-process ring pair, which hands over the sender's own mbufs) or on")
@@ -226,6 +237,10 @@ void add_output_options(CLI::App* cmd, run::RunArgs& a) {
   cmd->add_option("--timeline,-t", a.timeline, "Write a Chrome/Perfetto trace timeline to this file");
   cmd->add_option("--timeline-messages", a.timeline_messages,
                       "Timeline: message slices written at most (default 1000000; collectives are always there)");
+  cmd->add_option("--link-series", a.link_series,
+                      "Report: each link's busy time over the run in this many bins (even, 2-65536; packet model), "
+                      "the report's link_series")
+      ->type_name("BINS");
   cmd->add_option("--top", a.top, "Slowest collectives listed in the summary (default 5)")->check(CLI::Range(0, 1000));
   cmd->add_flag("--quiet,-q", a.quiet, "Print nothing but errors (use with --report)");
   cmd->add_option("--agents", a.agents,

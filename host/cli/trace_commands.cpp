@@ -495,6 +495,7 @@ void add_trace_commands(CLI::App& app, int& status) {
     });
   }
   add_trace_tool_commands(*trace, status);
+  add_trace_analyze_commands(*trace, status);
   add_generate_llm(*trace->get_subcommand("generate"), status);
 }
 

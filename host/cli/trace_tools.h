@@ -1,4 +1,4 @@
-// `fabemu trace generate | anonymize` and the ASTRA-sim text conversion of `trace convert`.
+// `fabemu trace generate | anonymize | analyze | graph` and the ASTRA-sim text conversion of `trace convert`.
 #pragma once
 
 #include <cstdint>
@@ -15,5 +15,7 @@ struct AstraTextArgs {
 
 int run_convert_astra_text(const std::string& input, const std::string& output_prefix, const AstraTextArgs& args);
 void add_trace_tool_commands(CLI::App& trace, int& status);
+// `fabemu trace analyze | graph` (host/cli/analyze_commands.cpp).
+void add_trace_analyze_commands(CLI::App& trace, int& status);
 
 }  // namespace fabemu::cli

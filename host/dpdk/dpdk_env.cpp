@@ -1,5 +1,6 @@
 #include "host/dpdk/dpdk_env.h"
 
+#include <rte_launch.h>
 #include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
@@ -666,7 +667,15 @@ class DelayLine {
   std::thread thread_;
 };
 
-RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint16_t queues, RingDevice device)
+void join_lcore(unsigned lcore, bool& joined, const std::string& failure) {
+  if (joined) return;
+  rte_eal_wait_lcore(lcore);
+  joined = true;
+  if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint16_t queues, RingDevice device,
+                   uint16_t a_tx_queues)
     : device_(device) {
   if (!Eal::running()) throw std::runtime_error("RingPair(\"" + name + "\"): EAL is not running");
   // rte_eth_from_rings names the vdev (and the ethdev) "net_ring_<name>", at most 31 characters.
@@ -677,11 +686,18 @@ RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint
   }
   if (queues == 0 || queues > RTE_MAX_QUEUES_PER_PORT)
     throw std::invalid_argument("RingPair(\"" + name + "\"): " + std::to_string(queues) + " queues");
+  if (a_tx_queues == 0) a_tx_queues = queues;
+  if (a_tx_queues % queues != 0 || a_tx_queues > RTE_MAX_QUEUES_PER_PORT) {
+    throw std::invalid_argument("RingPair(\"" + name + "\"): " + std::to_string(a_tx_queues) +
+                                " transmit queues of a for " + std::to_string(queues) + " queues");
+  }
   name_a_ = name + "_a";
   name_b_ = name + "_b";
   const unsigned flags = RING_F_SP_ENQ | RING_F_SC_DEQ;
-  const auto make = [&](const std::string& ring_name) {
-    rte_ring* r = rte_ring_create(ring_name.c_str(), ring_size, socket, flags);
+  // a -> b rings several of a's transmit queues (lcores) feed take multi-producer enqueues.
+  const unsigned ab_flags = a_tx_queues == queues ? flags : RING_F_SC_DEQ;
+  const auto make = [&](const std::string& ring_name, unsigned f = RING_F_SP_ENQ | RING_F_SC_DEQ) {
+    rte_ring* r = rte_ring_create(ring_name.c_str(), ring_size, socket, f);
     if (r == nullptr) {
       const std::string err = errstr(rte_errno);
       free_all();
@@ -692,13 +708,14 @@ RingPair::RingPair(const std::string& name, unsigned ring_size, int socket, uint
   for (uint16_t q = 0; q < queues; ++q) {
     // Queue 0 keeps the names of a pair of one queue.
     const std::string suffix = q == 0 ? "" : "_" + std::to_string(q);
-    ab_.push_back(make("fe_" + name + "_ab" + suffix));
+    ab_.push_back(make("fe_" + name + "_ab" + suffix, device.any() ? flags : ab_flags));
     ba_.push_back(make("fe_" + name + "_ba" + suffix));
-    if (device.any()) ab_in_.push_back(make("fe_" + name + "_ad" + suffix));
+    if (device.any()) ab_in_.push_back(make("fe_" + name + "_ad" + suffix, ab_flags));
   }
-  std::vector<rte_ring*>& a_tx = device.any() ? ab_in_ : ab_;
+  std::vector<rte_ring*> a_tx;  // a's transmit queue t: the ring of b's receive queue t mod queues
+  for (uint16_t t = 0; t < a_tx_queues; ++t) a_tx.push_back((device.any() ? ab_in_ : ab_)[t % queues]);
   const unsigned numa = socket < 0 ? 0 : static_cast<unsigned>(socket);
-  const int a = rte_eth_from_rings(name_a_.c_str(), ba_.data(), queues, a_tx.data(), queues, numa);
+  const int a = rte_eth_from_rings(name_a_.c_str(), ba_.data(), queues, a_tx.data(), a_tx_queues, numa);
   const int b = a < 0 ? -1 : rte_eth_from_rings(name_b_.c_str(), ab_.data(), queues, ba_.data(), queues, numa);
   if (a < 0 || b < 0) {
     const std::string err = errstr(rte_errno);

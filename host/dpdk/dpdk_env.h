@@ -255,10 +255,17 @@ struct RingDevice {
   bool any() const noexcept { return delay_ns > 0 || bytes_per_sec > 0; }
 };
 class DelayLine;
+// Waits for a worker lcore launched with rte_eal_remote_launch (rte_eal_wait_lcore) once: `joined` set;
+// std::runtime_error(`failure`) when the worker wrote one (RxWorker, TxWorker).
+void join_lcore(unsigned lcore, bool& joined, const std::string& failure);
+
 class RingPair {
  public:
+  // `a_tx_queues` (0: `queues`): a's transmit queues, a multiple of `queues`; a's transmit queue t feeds b's
+  // receive queue t mod `queues` (several transmit lcores, each with a queue per receive path: README.md,
+  // "Several transmit lcores"). Those rings are then multi-producer.
   explicit RingPair(const std::string& name, unsigned ring_size = 4096, int socket = SOCKET_ID_ANY,
-                    uint16_t queues = 1, RingDevice device = {});
+                    uint16_t queues = 1, RingDevice device = {}, uint16_t a_tx_queues = 0);
   ~RingPair();
   RingPair(const RingPair&) = delete;
   RingPair& operator=(const RingPair&) = delete;

@@ -62,21 +62,12 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   opt_.nack_delay = paced_nack_floor(opt_.nack_delay, model_.topology(), payload_, clock_);
   rto_ = RtoEstimator(paced_rto_floor(opt_.rto, model_.topology(), uint64_t{payload_} * kAckEvery, clock_));
   stats_.rto_max = rto_.rto();
-  {
-    SenderConfig c;
-    c.payload_per_packet = payload_;
-    c.window = opt_.window;
-    c.rto = rto_.rto();
-    senders_ = LinkSenders(npus_, model_.topology().links().size(), c);
-  }
   pacing_.size_for(model_.topology());
   stalls_.reserve(1024);  // a stall is a gap of 100 us or more: allocating only past 1,024 of them costs nothing
-  pace_slot_.assign(model_.topology().links().size(), LinkSlot{});
   if (!clock_.as_fast_as_possible()) {
     ahead_wall_ps_ = opt_.ahead.ps();
     ahead_emulated_ps_ = static_cast<uint64_t>(static_cast<double>(ahead_wall_ps_) / clock_.dilation());
   }
-  paced_.resize(kFramesPerSender);  // a next_runs call gives at most that many (its room)
   burst_ps_.reserve(model_.topology().links().size());
   for (const emu::Link& l : model_.topology().links()) {
     burst_ps_.push_back(clock_.to_wall(l.rate.ser(uint64_t{payload_} * kPacingBurstFrames)).ps());
@@ -92,7 +83,9 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   // while the receive lcore still holds its lines: 4-20% less wall on the 256 MB all_to_all, less
   // departure lateness when paced (host/dpdk/PERFORMANCE.md, "End to end", "Data frames recycled oldest first").
   const std::vector<unsigned> rx_lcores = choose_rx_lcores();
+  const std::vector<unsigned> tx_lcores = choose_tx_lcores(rx_lcores);
   const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
+  const auto lanes = static_cast<uint16_t>(std::max<size_t>(1, tx_lcores.size()));
   if (queues > 1) {
     // Every frame of a pair must reach the one path that holds the pair's state. net_af_packet's queues
     // are a PACKET_FANOUT group with PACKET_FANOUT_FLAG_ROLLOVER: a frame whose socket's ring is full goes
@@ -110,7 +103,12 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   }
   for (Port* p : {&ports_.a(), &ports_.b()}) {
     // Every receive queue is some path's (a frame on a queue nobody polls would be lost), and every path
-    // sends on a transmit queue of its own.
+    // sends on a transmit queue of its own; so does every transmit lane on port A, one per receive path.
+    if (p == &ports_.a() && lanes > 1 && p->config().tx_queues < queues * lanes) {
+      throw std::invalid_argument(fmt::format(
+          "--dpdk-tx-lcore: {} transmit lcores with {} receive path{} need {} transmit queues on {}, which has {}",
+          lanes, queues, queues == 1 ? "" : "s", queues * lanes, p->name(), p->config().tx_queues));
+    }
     if (p->config().rx_queues != queues || p->config().tx_queues < queues) {
       throw std::invalid_argument(fmt::format(
           "{} receive path{} need{} {} receive and transmit queue{} on each port; {} has {} receive and {} "
@@ -121,19 +119,22 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   }
   {
     uint32_t n = 1;
-    while (n - 1 < kTxQueueLimit + kTxStash + uint32_t{ports_.a().config().tx_desc} * queues +
+    // Each transmit lane holds its own frames built and its stash, on its own queues.
+    while (n - 1 < (kTxQueueLimit + TxLane::kStash + uint32_t{ports_.a().config().tx_desc} * queues) * lanes +
                        2u * kRxBurst * kRxBursts * queues) {
       n <<= 1;
     }
-    data_pool_ = ports_.a().zero_pool(n - 1, ports_.in_process() && !rx_lcores.empty() ? Port::Recycle::kOtherLcore
-                                                                                      : Port::Recycle::kSameLcore);
+    const bool other_lcore = ports_.in_process() && (!rx_lcores.empty() || !tx_lcores.empty());
+    data_pool_ = ports_.a().zero_pool(n - 1, other_lcore ? Port::Recycle::kOtherLcore : Port::Recycle::kSameLcore);
     split_short_ = opt_.mode == WireMode::kRoceV2;
   }
-  tx_data_.resize(queues);
-  tx_paced_.resize(queues);
-  tx_firsts_.resize(queues);
-  templates_ = FlowTemplates(npus_);
-  link_pace_.resize(model_.topology().links().size());
+  {
+    SenderConfig c;
+    c.payload_per_packet = payload_;
+    c.window = opt_.window;
+    c.rto = rto_.rto();
+    make_lanes(tx_lcores, queues, c);
+  }
   PcapWriterOptions capture_options;
   capture_options.writer_cpus = Eal::cpus_without_lcores();  // the capture's writes off the polling lcores' CPUs
   capture_options.stop_on_failure = true;  // a capture the disk cannot take never costs the run (close_pcap)
@@ -173,6 +174,7 @@ DpdkFabric::DpdkFabric(emu::Topology topology, AddressPlan plan, DpdkPorts& port
   for (size_t q = 0; q < rx_lcores.size(); ++q) {
     workers_.push_back(std::make_unique<RxWorker>(*rx_paths_[q], rx_lcores[q]));
   }
+  start_tx_workers();
 }
 
 std::vector<unsigned> DpdkFabric::choose_rx_lcores() const {
@@ -224,26 +226,21 @@ bool DpdkFabric::workers_running() const noexcept {
 }
 
 DpdkFabric::~DpdkFabric() {
-  workers_.clear();  // stops the receive lcores before anything they use goes
+  tx_workers_.clear();  // stops the transmit lcores before anything they use goes
+  workers_.clear();  // and the receive lcores
   try {
     close_pcap();  // a run that failed before drain(): its capture still ends up in one file
   } catch (const std::exception&) {
     // Destruction during an error: that error is the one to report.
   }
-  for (const auto& q : tx_data_) {
-    for (rte_mbuf* m : q) rte_pktmbuf_free(m);
-  }
-  for (const Held& h : held_) {
-    for (size_t i = h.mbuf_head; i < h.mbufs.size(); ++i) rte_pktmbuf_free(h.mbufs[i]);
-  }
-  if (stash_next_ < stash_n_) rte_pktmbuf_free_bulk(tx_stash_ + stash_next_, stash_n_ - stash_next_);
-  if (short_n_ > 0) rte_pktmbuf_free_bulk(short_stash_, short_n_);
+  // The lanes free the frames they hold (~TxLane).
 }
 
-uint32_t DpdkFabric::frames_in_flight(uint32_t npus, uint32_t rx_paths) noexcept {
+uint32_t DpdkFabric::frames_in_flight(uint32_t npus, uint32_t rx_paths, uint32_t tx_lanes) noexcept {
   constexpr uint32_t kFeedbackPerPoll = kRxBurst * kRxBursts;  // one ACK/NACK per frame received, at most
   constexpr uint32_t kReorderHeld = kRxBurst * kRxBursts;      // held back by --reorder-rate (one round)
-  return static_cast<uint32_t>(kTxQueueLimit) + npus + std::max(rx_paths, 1u) * (kFeedbackPerPoll + kReorderHeld);
+  return static_cast<uint32_t>(kTxQueueLimit) * std::max(tx_lanes, 1u) + npus +
+         std::max(rx_paths, 1u) * (kFeedbackPerPoll + kReorderHeld);
 }
 
 void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
@@ -261,7 +258,9 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
     if (opt_.live != nullptr) opt_.live->running.store(true, std::memory_order_relaxed);
   }
   model_.send(m, ready);  // validates, and schedules the modelled delivery
-  Record r;
+  const auto [slot, fresh] = records_.try_emplace(m.id);
+  if (!fresh) throw std::logic_error(fmt::format("DpdkFabric::send: message id {} is already in flight", m.id));
+  Record& r = slot->second;
   r.src = static_cast<uint32_t>(m.src);
   r.dst = static_cast<uint32_t>(m.dst);
   r.bytes = m.bytes;
@@ -270,9 +269,6 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
   r.flow = m.flow;
   r.ready = ready;
   r.coll = m.coll;
-  if (!records_.emplace(m.id, r).second) {
-    throw std::logic_error(fmt::format("DpdkFabric::send: message id {} is already in flight", m.id));
-  }
   if (r.local) {
     ++stats_.local_messages;
     return;
@@ -300,18 +296,20 @@ void DpdkFabric::submit(uint64_t id) {
     pacing_.wait(r.depart, id);
     // The walker hands over a collective's messages in a row, for microseconds: frames built ahead that
     // came due meanwhile leave between two of them (the clock was read anyway).
-    if (!holding_.empty()) send_due_held(now.wall.ps());
+    if (!tx_lcores_on() && !lanes_[0]->holding.empty()) send_due_held(*lanes_[0], now.wall.ps());
     return;
   }
   if (!backlog_.empty() || !try_submit(id, r)) backlog_.push_back(id);
 }
 
 bool DpdkFabric::try_submit(uint64_t id, Record& r) {
-  const LinkSenders::Pair ps = senders_.of(r.src, r.dst, r.first_link);
-  if (ps.sender >= tx_next_work_.size()) tx_next_work_.resize(senders_.size(), 0);
-  Sender& s = senders_[ps.sender];
+  if (tx_lcores_on()) return hand_over(id, r);
+  TxLane& lane = *lanes_[0];
+  const LinkSenders::Pair ps = lane.senders.of(r.src, r.dst, r.first_link);
+  if (ps.sender >= lane.next_work.size()) lane.next_work.resize(lane.senders.size(), 0);
+  Sender& s = lane.senders[ps.sender];
   if (!s.can_submit(ps.dst)) return false;
-  tx_next_work_[ps.sender] = 0;
+  lane.next_work[ps.sender] = 0;
   // Every packet carries the record's address (no lookup per frame).
   r.wire_id = s.submit(ps.dst, r.bytes, reinterpret_cast<uintptr_t>(&r));
   r.submitted = true;
@@ -407,11 +405,24 @@ bool DpdkFabric::poll(const TscClock::Reading& reading) {
       // window held back every later message of every pair: frames left late on idle links). The pair's
       // order holds: its window only fills within this loop (no ACK is taken meanwhile), so its later
       // messages find it full too. (DpdkFabric.AFullWindowHoldsBackOnlyItsOwnPair)
-      if (!try_submit(id, r)) backlog_[kept++] = id;
+      if (!try_submit(id, r)) {
+        // A transmit lcore's full ring: this and every later message wait, in order.
+        if (tx_lcores_on()) {
+          kept = static_cast<size_t>(std::copy(backlog_.begin() + static_cast<std::ptrdiff_t>(i), backlog_.end(),
+                                               backlog_.begin() + static_cast<std::ptrdiff_t>(kept)) -
+                                     backlog_.begin());
+          break;
+        }
+        backlog_[kept++] = id;
+      }
     }
     backlog_.resize(kept);
   }
-  transmit(reading);
+  if (tx_lcores_on()) {
+    take_notices();
+  } else {
+    transmit(*lanes_[0], reading);
+  }
   rx_any_ = false;
   if (!workers_.empty()) {
     for (const auto& w : workers_) {
@@ -424,7 +435,7 @@ bool DpdkFabric::poll(const TscClock::Reading& reading) {
     // it microseconds: reassembly, the ACKs) leave when it is done with them, not a round later.
     if (rx_paths_[0]->poll(*this, engine_.now().ps(), reading.ticks)) {
       rx_any_ = true;
-      if (!holding_.empty()) send_due_held(clock_.wall().ps());
+      if (!tx_lcores_on() && !lanes_[0]->holding.empty()) send_due_held(*lanes_[0], clock_.wall().ps());
     }
     if (&ports_.a() != &ports_.b()) receive(ports_.a());
   }
@@ -440,7 +451,11 @@ void DpdkFabric::publish(uint64_t wall_ps) {
   LiveMetrics& m = *opt_.live;
   const auto set = [](std::atomic<uint64_t>& c, uint64_t v) { c.store(v, std::memory_order_relaxed); };
   uint64_t retransmissions = 0;
-  for (size_t i = 0; i < senders_.size(); ++i) retransmissions += senders_[i].stats().retransmissions;
+  if (lanes_readable()) {
+    for (const auto& lane : lanes_) {
+      for (size_t i = 0; i < lane->senders.size(); ++i) retransmissions += lane->senders[i].stats().retransmissions;
+    }
+  }
   uint64_t frames_tx = stats_.frames_tx, frames_rx = stats_.frames_rx, not_ours = stats_.not_ours;
   if (!workers_running()) {
     for (const auto& path : rx_paths_) {
@@ -468,8 +483,10 @@ bool DpdkFabric::drain(emu::Duration limit) {
   const auto busy = [&] {
     if (tx_built() > 0 || !backlog_.empty() || pacing_.waiting()) return true;
     if (workers_.empty() && !rx_paths_[0]->idle()) return true;
-    for (size_t i = 0; i < senders_.size(); ++i) {
-      if (senders_[i].unacked_messages() > 0) return true;
+    if (tx_lcores_on()) return !lanes_settled();
+    const TxLane& lane = *lanes_[0];
+    for (size_t i = 0; i < lane.senders.size(); ++i) {
+      if (lane.senders[i].unacked_messages() > 0) return true;
     }
     return false;
   };
@@ -482,6 +499,7 @@ bool DpdkFabric::drain(emu::Duration limit) {
     }
     poll();
   }
+  join_tx_workers();  // settled (or the run stops): their counters may be read
   if (workers_running()) {
     // The receive lcores stop once their queues have been quiet for 2 ms (late re-ACKs sent), or at the
     // limit; meanwhile this lcore keeps taking their completions and ACKs. Then their counters may be read.

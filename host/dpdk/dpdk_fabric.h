@@ -14,7 +14,8 @@
 // (dilated wall clock; not paced with D = 0, "as fast as possible").
 //
 // The class in parts, one file each: dpdk_fabric.cpp (making, send, one round of I/O: poll, drain),
-// dpdk_transmit.cpp (frames built, paced, held, flushed), dpdk_receive.cpp (the delay line, completions,
+// dpdk_transmit.cpp (a transmit lane's frames built, paced, held, flushed), dpdk_tx_lanes.cpp (the lanes on
+// transmit lcores: hand-overs, feedback, their rounds), dpdk_receive.cpp (the delay line, completions,
 // feedback, the RTO), dpdk_fabric_stats.cpp (stats()). The devices are dpdk_ports.h, the stats and their
 // report dpdk_stats.h.
 #pragma once
@@ -22,6 +23,7 @@
 #include <rte_mbuf.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <memory_resource>
@@ -50,6 +52,7 @@
 #include "host/wire/reassembly.h"
 #include "host/wire/rto_estimator.h"
 #include "host/dpdk/rx_worker.h"
+#include "host/dpdk/tx_lane.h"
 #include "host/wire/frame.h"
 #include "host/wire/live_metrics.h"
 
@@ -100,6 +103,13 @@ struct DpdkFabricOptions {
   // on port A's queue (source rank mod queues): port B's RSS spreads them by flow where the device hashes
   // (a NIC), and a device that does not (ring pair, memif) hands them to port B's queue of that number.
   std::vector<unsigned> rx_lcores;
+  // The transmit lcores (README.md, "Several transmit lcores"): empty (`--dpdk-tx-lcore off`), the main lcore
+  // sends every frame, as before; else one transmit lane per lcore listed, lane i on the i-th, owning the
+  // links whose source rank mod the lanes is i (their Senders, pacers, templates, held frames) and port A's
+  // transmit queues [i * R, (i + 1) * R) (R: the receive paths; a sender's frames on i * R + source rank mod
+  // R). Port A needs that many transmit queues (std::invalid_argument otherwise, or for an lcore that is not
+  // an idle worker, is a receive lcore, is listed twice, and with --pcap).
+  std::vector<unsigned> tx_lcores;
   // The receive side's checks of a data frame's payload: its UDP checksum and, in RoCEv2 mode, its ICRC
   // (the IPv4 header checksum and the fabemu header CRC are always checked). kAuto: checked, unless the
   // NIC has checked the UDP checksum (RX checksum offload) or the ports are an in-process ring pair
@@ -113,7 +123,8 @@ struct DpdkFabricOptions {
 class DpdkFabric final : public RealtimeFabric,
                          private emu::EventTarget,
                          private emu::DeliveryListener,
-                         private RxSink {
+                         private RxSink,
+                         private TxLaneLoop {
  public:
   // `plan` must cover every NPU of the topology. EAL must be running; `ports` must outlive the fabric.
   // std::invalid_argument for bad options.
@@ -124,7 +135,7 @@ class DpdkFabric final : public RealtimeFabric,
   // not yet taken by the device, one held packet per sender, and per receive path a round of ACKs/NACKs
   // and frames held back by reorder injection. A port's pool is PortConfig::mbufs_for(this, burst): the
   // rings come on top.
-  static uint32_t frames_in_flight(uint32_t npus, uint32_t rx_paths = 1) noexcept;
+  static uint32_t frames_in_flight(uint32_t npus, uint32_t rx_paths = 1, uint32_t tx_lanes = 1) noexcept;
 
   void send(const emu::Message& m, emu::Time ready) override;
   using Fabric::send;
@@ -153,6 +164,8 @@ class DpdkFabric final : public RealtimeFabric,
   int rx_lcore() const noexcept { return workers_.empty() ? -1 : static_cast<int>(workers_[0]->lcore()); }
   // The receive paths: one per receive lcore, or one on the main lcore.
   size_t rx_paths() const noexcept { return rx_paths_.size(); }
+  // The transmit lanes: one per transmit lcore, or one on the main lcore.
+  size_t tx_lanes() const noexcept { return lanes_.size(); }
   // The pool the data frames come from: one of port A's zero pools (Port::Recycle).
   const rte_mempool* data_pool() const noexcept { return data_pool_; }
 
@@ -164,32 +177,7 @@ class DpdkFabric final : public RealtimeFabric,
   // that a paced message longer than the retransmission timeout is not resent while it is still going out.
   static constexpr uint32_t kAckEvery = 32;
 
-  struct Record {  // one walker message
-    uint32_t src = 0, dst = 0;
-    uint64_t bytes = 0;
-    uint64_t flow = 0;
-    uint64_t wire_id = 0;
-    uint64_t tx_ticks = 0, rx_ticks = 0;  // TSC: its first frame taken by the device; its last one received
-    emu::Time ready;            // handed to the fabric (modelled)
-    uint32_t coll = emu::Message::kNoCollective;
-    emu::Time arrived_emulated;  // the dilated wall clock when its last packet arrived
-    emu::Time depart;           // modelled departure of its first byte on its first link
-    // D > 0: the dilated wall clock when the walker handed it over (submit): later than `ready` when the
-    // walker waited for the wire (a message it depends on arrived late).
-    emu::Time handed;
-    emu::Rate rate = emu::Rate::from_ps_per_byte_q32(0);  // of that link
-    uint32_t first_link = 0;
-    bool submitted = false, arrived = false, local = false;
-    bool retransmitted = false;  // a frame of it was sent again: no RTT sample (Karn's rule)
-    uint32_t ce = 0;             // its packets that arrived marked CE (RxCompletion::ce)
-  };
-
-  // Per first link: its frames and bytes and the busy periods of its first transmissions (LinkBusy: online,
-  // a link's first transmissions leave in the order of their schedule), and of the closed periods those
-  // in which the polling thread stalled (disturbed).
-  struct LinkPace : LinkBusy {
-    uint64_t disturbed = 0;
-  };
+  using Record = MessageRecord;  // one walker message (tx_lane.h)
   struct CollAcc {
     uint64_t messages = 0, bytes = 0;
     uint64_t first_ready_ps = ~uint64_t{0}, modelled_end_ps = 0, measured_end_ps = 0;
@@ -199,8 +187,8 @@ class DpdkFabric final : public RealtimeFabric,
     uint64_t late_start_ps = 0;
     uint64_t ce = 0;  // CE-marked data frames of its messages
   };
-  // Closes lp's open busy period, its ratio (when undisturbed) into `ratios`.
-  void close_period(LinkPace& lp, std::vector<double>& ratios) const;
+  // Closes lp's open busy period, its ratio (when undisturbed by a stall in `stalls`) into `ratios`.
+  static void close_period(LinkPace& lp, std::vector<double>& ratios, const std::vector<PollStall>& stalls);
   // stats() in parts (dpdk_fabric_stats.cpp): the senders', receivers' and fault injections' sums (the
   // receivers' when `rx_readable`: no receive lcore runs); the pacing per first link; the collectives and
   // the stalls their spans overlap; out_'s receive side (its lcores, its clocks, its paths' counters).
@@ -209,6 +197,7 @@ class DpdkFabric final : public RealtimeFabric,
   std::vector<Span> stall_spans(bool rx_readable) const;
   void collective_stats(DpdkStats& s, bool rx_readable) const;
   void receive_side_stats(bool rx_readable);
+  void transmit_side_stats();
 
   void on_event(uint64_t id) override;                   // a message's ready time has come: submit it
   void on_delivered(uint64_t id, emu::Time at) override;  // the model delivers: wait for the wire
@@ -222,12 +211,15 @@ class DpdkFabric final : public RealtimeFabric,
   bool poll(const TscClock::Reading& now);
   // --metrics: the counters into opt_.live (the main lcore's, and the receive side's when readable).
   void publish(uint64_t wall_ps);
-  // The senders' packets, a run of one message at a time (Sender::next_runs, fill_run); with pacing, those
-  // that are due at `now` (pace_run, which reads the clock again for a frame not due yet).
-  void transmit(const TscClock::Reading& now);
-  // What a round of transmit() hands its senders' turns: the frames' spec (their source and last
+  // The senders' packets of `lane`, a run of one message at a time (Sender::next_runs, fill_run); with
+  // pacing, those that are due at `now` (pace_run, which reads the clock again for a frame not due yet).
+  // The inline lane's on the main lcore (poll), a transmit lcore's by tx_lane_round.
+  void transmit(TxLane& lane, const TscClock::Reading& now);
+  // What a round of transmit() hands its senders' turns: the lane, the frames' spec (their source and last
   // destination set per sender), the pacing's gate, the round's clock reading, frames built so far.
   struct TxRound {
+    DpdkFabric* fabric = nullptr;
+    TxLane* lane = nullptr;
     FrameSpec spec;
     RunGate gate;
     emu::Time wall, stamp;  // the round's wall time, and the frames' stamp (its emulated time, or the engine's)
@@ -238,80 +230,92 @@ class DpdkFabric final : public RealtimeFabric,
   // Sender si's turn in a round: runs of its packets (next_runs) while it has any, its budget and the
   // transmit queues' room allow.
   void transmit_sender(uint32_t si, TxRound& round);
-  // One run of sender si's packets built into frames on transmit queue txq, or into its hold (build-ahead),
-  // counted; paced_next moves past its PacedRuns. Returns its frames.
+  // One run of sender si's packets built into frames on local transmit queue txq, or into its hold
+  // (build-ahead), counted; paced_next moves past its PacedRuns. Returns its frames.
   uint32_t place_run(const TxRun& r, uint32_t si, size_t txq, TxRound& round, size_t& paced_next);
-  // RunGate of a run of first transmissions: how many of its frames are due now; their PacedRuns into
-  // paced_.
-  uint32_t pace_run(const TxRun& r);
-  // A packet of message `wire_id` from src to dst is sent again: its round trip is no RTT sample.
+  // RunGate of a run of first transmissions: how many of its frames are due now; their PacedRuns into the
+  // lane's `paced`.
+  uint32_t pace_run(TxLane& lane, const TxRun& r);
+  // A packet of message `wire_id` from src to dst is sent again: its round trip is no RTT sample (on a
+  // transmit lcore: a notice to the main lcore, which does it).
+  void retransmitted(TxLane& lane, uint32_t src, uint32_t dst, uint64_t wire_id);
   void retransmitted(uint32_t src, uint32_t dst, uint64_t wire_id);
   // The flow fields of frames from src to dst (src's own are in spec already).
   void set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) const;
   // Port A's frames on the main lcore: ACKs and NACKs for the senders.
   void receive(Port& port);
-  void handle(const DecodedFrame& f);  // an ACK or NACK for a sender
+  // An ACK or NACK for a sender: handled at once (the inline lane), or its mbuf passed to the transmit
+  // lcore that owns the sender (false: the caller frees it).
+  bool handle(const DecodedFrame& f, rte_mbuf* m);
+  // The feedback for one of `lane`'s senders (on the lane's lcore).
+  void handle_in(TxLane& lane, const DecodedFrame& f);
   void completed(const RxCompletion& c) override;  // RxSink: a message reassembled
-  void feedback(const DecodedFrame& f) override { handle(f); }  // RxSink: port B loops frames back
+  void feedback(const DecodedFrame& f) override { handle(f, nullptr); }  // RxSink: port B loops frames back
   void take_completions();
-  // The receive lcores (empty: the receive side runs on the main lcore).
+  // The receive lcores (empty: the receive side runs on the main lcore), and the transmit lcores (empty:
+  // the main lcore sends), checked against each other and EAL's.
   std::vector<unsigned> choose_rx_lcores() const;
+  std::vector<unsigned> choose_tx_lcores(const std::vector<unsigned>& rx_lcores) const;
+  // The lanes, their queues and (with transmit lcores) their rings and workers (dpdk_tx_lanes.cpp).
+  void make_lanes(const std::vector<unsigned>& tx_lcores, uint16_t rx_queues, const SenderConfig& senders);
+  void start_tx_workers();
+  // --- transmit lcores (dpdk_tx_lanes.cpp) ---
+  // The lane of a sender's source rank (links are sharded by source rank).
+  TxLane& lane_of(uint32_t src) noexcept { return *lanes_[lanes_.size() == 1 ? 0 : src % lanes_.size()]; }
+  bool tx_lcores_on() const noexcept { return !tx_workers_.empty(); }
+  // TxLaneLoop: a lane's state made (on its lcore); one round of a transmit lcore: hand-overs into its
+  // Senders, feedback, the RTO, transmit().
+  void tx_lane_start(TxLane& lane) override;
+  void tx_lane_round(TxLane& lane) override;
+  // The hand-overs waiting for their pair's window, submitted in order where it has room.
+  void submit_backlog(TxLane& lane);
+  // The main lcore: message r handed to its lane's ring (false: the ring is full).
+  bool hand_over(uint64_t id, Record& r);
+  // The main lcore: the lanes' retransmission notices; a failed lane rethrown.
+  void take_notices();
+  // Whether every lane has sent and had acknowledged every message handed to it (drain()).
+  bool lanes_settled();
+  // Stops and joins the transmit lcores (their lanes may be read afterwards).
+  void join_tx_workers();
+  // Whether the lanes' state may be read on the main lcore (inline, or their lcores joined).
+  bool lanes_readable() const noexcept;
+  // --- the transmit side's helpers ---
   // `paced` (the PacedRuns of `queue`'s frames, in order): frames taken by the device (transmit queue
-  // `txq`) are timed into link_pace_ and the jitter histogram.
-  void flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
+  // `txq` of port A) are timed into the lane's link_pace and jitter histogram.
+  void flush(TxLane& lane, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
              PacedQueue* paced);
-  // Frames built and not yet taken by the device, all queues.
-  size_t tx_built() const noexcept {
-    size_t n = held_frames_;
-    for (const auto& q : tx_data_) n += q.size();
-    return n;
-  }
-  // Build-ahead (DpdkFabricOptions::ahead): a sender's first transmissions built before they are due wait
-  // in its Held queue, in order, and move to their transmit queue (with their PacedRuns and first-frame
-  // entries) once due: send_due_held(). While a sender holds frames, its new ones queue behind them, so a
-  // link's frames leave in their order.
-  struct Held {
-    std::vector<rte_mbuf*> mbufs;
-    std::vector<PacedRun> runs;
-    std::vector<std::pair<size_t, Record*>> firsts;  // index into mbufs of a message's first frame
-    size_t mbuf_head = 0, run_head = 0, first_head = 0;
-    size_t frames() const noexcept { return mbufs.size() - mbuf_head; }
-  };
+  // Frames built and not yet taken by the device, all lanes (the inline lane's: the main lcore's).
+  size_t tx_built() const noexcept { return tx_lcores_on() ? 0 : lanes_[0]->built(); }
+  using Held = HeldFrames;
   // Moves every held frame due by `now_ps` (wall) to its transmit queue and, when it moved any, flushes
   // the queues (flush_all).
-  void send_due_held(uint64_t now_ps);
-  // flush() of every transmit queue.
-  void flush_all(bool paced);
-  // Sender si's transmit queue (several receive paths: its source rank mod the queues): all its frames on
-  // one, so its link's leave in order.
-  size_t txq_of(uint32_t si) const noexcept {
-    return tx_data_.size() == 1 ? 0 : senders_.src(si) % tx_data_.size();
+  void send_due_held(TxLane& lane, uint64_t now_ps);
+  // flush() of every transmit queue of the lane.
+  void flush_all(TxLane& lane, bool paced);
+  // Sender si's local transmit queue (several receive paths: its source rank mod the queues): all its
+  // frames on one, so its link's leave in order.
+  static size_t txq_of(const TxLane& lane, uint32_t si) noexcept {
+    return lane.data.size() == 1 ? 0 : lane.senders.src(si) % lane.data.size();
   }
   // A wall time (ps since the clock's start) as the dilated clock's emulated time then.
   uint64_t wall_to_emulated_ps(uint64_t wall_ps) const noexcept {
     return static_cast<uint64_t>((emu::detail::u128{wall_ps} << 16) / clock_.dilation_q16());
   }
-  // Frames a sender may hold, and all senders: beyond them a sender builds only frames due now (held frames
-  // count in the transmit queues' limit, whose room is for frames due now first).
+  // Frames a sender may hold, and all senders of a lane: beyond them a sender builds only frames due now
+  // (held frames count in the transmit queues' limit, whose room is for frames due now first).
   static constexpr size_t kHeldMax = 32, kHeldTotalMax = 128;
   // Whether any receive lcore is still running (not joined).
   bool workers_running() const noexcept;
-  // A frame from `port`'s pool (nullptr when it is empty), built by build().
-  rte_mbuf* frame(Port& port, const FrameSpec& spec);
-  // Writes spec's frame into `m` from its flow's template, captures and counts it; returns its length.
-  uint16_t build(rte_mbuf* m, const FrameSpec& spec);
-  // The same for a run of n data frames into ms[0..n) (fill_run: spec is the first frame's; the last
-  // frame carries last_bytes); returns their bytes.
-  uint64_t build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes,
+  // A run of n data frames into ms[0..n) from the lane's flow templates (fill_run: spec is the first
+  // frame's; the last frame carries last_bytes), captured and counted; returns their bytes.
+  uint64_t build_run(TxLane& lane, rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes,
                      bool payload_zero);
-  // The template of flow src -> dst (nullptr beyond 65,536 flows: those frames are encoded whole).
-  FrameTemplate& flow_template(const FrameSpec& spec) { return templates_.of(spec); }
-  // The data frames' mbufs come from data_pool_ through a stash refilled kTxStash at a time, as the pool
+  // The lane's data mbufs come from data_pool_ through its stash refilled kStash at a time, as the pool
   // gives them (take_frames): fill_run resets them. False when the pool is empty.
-  bool refill_stash();
-  // short_stash_ full again (kShortStash, one per run of a next_runs call) from port A's pool; false when
-  // that pool is (nearly) empty.
-  bool refill_short();
+  bool refill_stash(TxLane& lane);
+  // The lane's short stash full again (kShortStash, one per run of a next_runs call) from port A's pool;
+  // false when that pool is (nearly) empty.
+  bool refill_short(TxLane& lane);
   static uint64_t pair_key(uint32_t src, uint32_t dst, uint64_t wire_id, uint32_t npus) noexcept {
     return (uint64_t{src} * npus + dst) << 40 ^ wire_id;
   }
@@ -334,23 +338,23 @@ class DpdkFabric final : public RealtimeFabric,
   // transmit loop finds it without a lookup; it is erased only once the message has arrived.
   std::pmr::unordered_map<uint64_t, Record> records_{&record_pool_};
   std::pmr::unordered_map<uint64_t, uint64_t> by_wire_{&record_pool_};  // pair_key -> walker id
-  FlowTemplates templates_;  // the data frames' templates, by flow
   rte_mempool* data_pool_ = nullptr;                  // the data frames': port A's zero_pool() (payloads not written)
-  static constexpr uint16_t kTxStash = 32;
-  rte_mbuf* tx_stash_[kTxStash] = {};                 // taken from data_pool_, not yet used
-  uint16_t stash_next_ = 0, stash_n_ = 0;
   // RoCEv2: the zero pool holds full frames only; a run's shorter last frame comes from port A's pool.
   bool split_short_ = false;
-  static constexpr uint16_t kShortStash = 8;          // the runs of one next_runs call (transmit's runs[])
-  rte_mbuf* short_stash_[kShortStash] = {};
-  uint16_t short_n_ = 0;
-  // Scratch of transmit() and take_completions(), members so that no call initializes them again: as
-  // locals their member initializers cost a memset per sender per poll (perf, an as-fast-as-possible run:
-  // memset 15% of all samples, a third of the main lcore's; the run's rate +0-6%, 6 alternated pairs).
-  std::array<TxRun, kShortStash> tx_runs_{};
-  // By sender: no work before this wall ps (Sender::next_work after its last transmit; 0 once a message
-  // is submitted to it, a NACK reaches it or the RTO changes). Contiguous: transmit() reads it per poll.
-  std::vector<uint64_t> tx_next_work_;
+  // The transmit lanes (tx_lane.h): one, run inline by the main lcore, or one per transmit lcore, each run
+  // by its TxWorker. A lane's senders, pacers, templates and queues are its lcore's alone.
+  std::vector<std::unique_ptr<TxLane>> lanes_;
+  std::vector<std::unique_ptr<TxWorker>> tx_workers_;
+  std::vector<uint64_t> handed_;  // by lane: messages handed over (the main lcore's count)
+  SenderConfig lane_senders_;     // each lane's senders' (tx_lane_start)
+  uint16_t lane_queues_ = 1;      // each lane's transmit queues of port A (one per receive path)
+  // With transmit lcores: the next wire id of each pair (ids are consecutive per pair, from 0), so that the
+  // main lcore knows a message's id before its lane's Sender gives it.
+  std::pmr::unordered_map<uint64_t, uint64_t> pair_ids_{&record_pool_};
+  // The adaptive RTO and tail age for the transmit lcores: written by the main lcore (adapt_rto, a change
+  // of more than 1/8), read by each lane once a round.
+  alignas(64) std::atomic<uint64_t> rto_generation_{0};
+  std::atomic<uint64_t> rto_ps_{0}, tail_age_ps_{0};
   std::array<RxCompletion, 64> completions_{};
   std::vector<uint64_t> burst_ps_;                    // per link: the pacer's burst allowance, wall ps
   std::vector<uint64_t> backlog_;                     // walker ids waiting for a window slot
@@ -359,32 +363,8 @@ class DpdkFabric final : public RealtimeFabric,
   uint64_t progress_ = 0, nacks_in_ = 0;
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.
   MessagePacing pacing_;
-  LinkSenders senders_;                               // one per first link
-  // Per first link: the pacer's next slot (link_pacer.h, pace_frames).
-  std::vector<LinkSlot> pace_slot_;
-  std::vector<LinkPace> link_pace_;
-  std::vector<double> period_ratios_;                 // closed undisturbed periods: scheduled / actual
   std::vector<CollAcc> coll_acc_;                     // by Message::coll
-  // By port A transmit queue: frames built, not yet taken by the device. A sender's frames all go to one
-  // queue (its source rank mod the queues), so each link's frames leave in their order.
-  std::vector<std::vector<rte_mbuf*>> tx_data_;
-  // With pacing, tx_data_'s frames as PacedRuns (by queue as tx_data_): a first transmission's (its link,
-  // schedule and whether it continues its link's busy period), or a retransmission's (link kUnpacedLink:
-  // not paced, not counted).
-  std::vector<PacedQueue> tx_paced_;
-  // By queue as tx_data_: the messages whose first frame waits there, stamped (Record::tx_ticks) when the
-  // device takes it (flush).
-  std::vector<FirstFrames<Record>> tx_firsts_;
-  std::vector<PacedRun> paced_;                       // pace_run's runs of one next_runs call: [0, paced_n_)
-  uint32_t paced_n_ = 0;
-  uint64_t pace_now_ps_ = 0;                          // pace_run's last reading of the wall clock
-  uint64_t pace_ahead_ps_ = 0;                        // pace_run's build-ahead for the sender at hand (wall)
   uint64_t ahead_wall_ps_ = 0, ahead_emulated_ps_ = 0;  // opt_.ahead (0 unpaced), and divided by D
-  std::vector<Held> held_;                            // by sender
-  std::vector<uint32_t> holding_;                     // the senders with held frames
-  size_t held_frames_ = 0;
-  bool tx_behind_ = false;                            // a run built over `ahead` late: build nothing ahead
-  uint64_t next_release_ps_ = ~uint64_t{0};          // the earliest due time of a held frame (wall)
   static constexpr uint64_t kSpinPs = 500'000;        // on_delivered waits this long at most for it
   std::unique_ptr<PcapWriter> pcap_;
   // With receive lcores: each one's frames (ACKs, NACKs) go to a capture of its own, merged into pcap_'s
@@ -398,8 +378,6 @@ class DpdkFabric final : public RealtimeFabric,
   uint64_t completed_messages_ = 0, completed_bytes_ = 0;  // completions seen by the main lcore
   uint64_t a_hw_timestamped_ = 0;                     // port A frames with an RX timestamp
   std::vector<uint8_t> scratch_;
-  std::vector<uint32_t> missing_;
-  uint64_t ip_id_ = 0;
   bool rx_any_ = false;
   bool interrupted_ = false;
   std::string stall_;     // why the run stopped on a stall (empty: it did not)
@@ -409,10 +387,8 @@ class DpdkFabric final : public RealtimeFabric,
   uint64_t last_publish_ps_ = 0;
   uint64_t unix_zero_ns_ = 0;  // the Unix time (ns) of clock_'s zero: the capture's dates
   uint64_t last_poll_ps_ = 0;
-  struct Stall {
-    uint64_t from_ps, to_ps;  // wall
-  };
-  std::vector<Stall> stalls_;  // in time order
+  using Stall = PollStall;
+  std::vector<Stall> stalls_;  // the main lcore's, in time order
   // The senders' retransmission timeout: adaptive, at least opt_.rto (longer for slow paced links).
   RtoEstimator rto_{emu::Duration::from_ps(0)};
   void adapt_rto(uint64_t sample_ns);

@@ -28,23 +28,20 @@ const DpdkStats& DpdkFabric::stats() {
   sum_counters(s, rx_readable);
   pacing_stats(s);
   collective_stats(s, rx_readable);
-  // The main lcore's counters plus the receive side's.
+  // The main lcore's counters plus the transmit lcores' and the receive side's.
   out_ = s;
-  // Frames built ahead and still held (a run that stopped early) have not been sent.
-  out_.frames_tx -= held_frames_;
-  out_.data_frames -= held_frames_;
-  out_.frames_ahead -= held_frames_;
-  for (const uint32_t si : holding_) {
-    const Held& h = held_[si];
-    for (size_t i = h.mbuf_head; i < h.mbufs.size(); ++i) out_.frame_bytes_tx -= rte_pktmbuf_pkt_len(h.mbufs[i]);
-  }
+  transmit_side_stats();
   receive_side_stats(rx_readable);
   return out_;
 }
 
 void DpdkFabric::sum_counters(DpdkStats& s, bool rx_readable) const {
   WireCounters sums;
-  for (size_t i = 0; i < senders_.size(); ++i) sums.add_sent(senders_[i].stats());
+  if (lanes_readable()) {
+    for (const auto& lane : lanes_) {
+      for (size_t i = 0; i < lane->senders.size(); ++i) sums.add_sent(lane->senders[i].stats());
+    }
+  }
   s.bytes_completed = completed_bytes_;
   s.messages_completed = completed_messages_;
   if (rx_readable) {
@@ -66,12 +63,19 @@ void DpdkFabric::pacing_stats(DpdkStats& s) const {
   s.links.clear();
   s.pacing_ratio = s.pacing_median_ratio = 0;
   s.pacing_periods = s.pacing_disturbed_periods = 0;
-  std::vector<double> ratios = period_ratios_;
+  if (!lanes_readable()) return;  // the transmit lcores still run: their links are their own
+  std::vector<double> ratios;
+  for (const auto& lane : lanes_) ratios.insert(ratios.end(), lane->period_ratios.begin(), lane->period_ratios.end());
   double scheduled_total = 0, actual_total = 0;
-  for (size_t l = 0; l < link_pace_.size(); ++l) {
-    LinkPace lp = link_pace_[l];  // the open period is closed in this copy only
+  for (size_t l = 0; l < model_.topology().links().size(); ++l) {
+    // A link's frames are its source rank's lane's (the other lanes never touch it).
+    const TxLane* owner = lanes_[0].get();
+    for (const auto& lane : lanes_) {
+      if (lane->link_pace[l].frames > 0) owner = lane.get();
+    }
+    LinkPace lp = owner->link_pace[l];  // the open period is closed in this copy only
     if (lp.frames == 0) continue;
-    if (lp.open) close_period(lp, ratios);
+    if (lp.open) close_period(lp, ratios, *owner->stalls);
     DpdkStats::Link out;
     out.link = static_cast<uint32_t>(l);
     out.bytes = lp.bytes;
@@ -101,6 +105,11 @@ std::vector<Span> DpdkFabric::stall_spans(bool rx_readable) const {
   std::vector<Span> stalls;
   stalls.reserve(stalls_.size());
   for (const Stall& st : stalls_) stalls.push_back(Span{st.from_ps, st.to_ps});
+  if (tx_lcores_on() && lanes_readable()) {
+    for (const auto& lane : lanes_) {
+      for (const PollStall& st : lane->own_stalls) stalls.push_back(Span{st.from_ps, st.to_ps});
+    }
+  }
   if (!workers_.empty() && rx_readable) {
     for (const auto& path : rx_paths_) {
       for (const TickSpan& t : path->stalls()) {
@@ -139,6 +148,46 @@ void DpdkFabric::collective_stats(DpdkStats& s, bool rx_readable) const {
           static_cast<uint64_t>((emu::detail::u128{wall} << 16) / clock_.dilation_q16()));
     }
     s.collectives.push_back(out);
+  }
+}
+
+// out_ (stats_ as the main lcore has it): the transmit lcores' counters (once they have stopped), each
+// lcore's line, and the frames still held (a run that stopped early: built ahead, never sent).
+void DpdkFabric::transmit_side_stats() {
+  out_.tx_lcores.clear();
+  if (!lanes_readable()) {
+    for (const auto& lane : lanes_) out_.tx_lcores.push_back(DpdkStats::TxLcore{lane->lcore, lane->txq_base});
+    return;
+  }
+  for (const auto& lane : lanes_) {
+    if (tx_lcores_on()) {
+      const DpdkStats& t = lane->own_stats;
+      out_.frames_tx += t.frames_tx;
+      out_.frame_bytes_tx += t.frame_bytes_tx;
+      out_.data_frames += t.data_frames;
+      out_.frames_ahead += t.frames_ahead;
+      out_.tx_flushes += t.tx_flushes;
+      out_.tx_full += t.tx_full;
+      out_.rx_invalid += t.rx_invalid;
+      out_.jitter_ns.merge(t.jitter_ns);
+    }
+    uint64_t held_bytes = 0;
+    for (const uint32_t si : lane->holding) {
+      const Held& h = lane->held[si];
+      for (size_t i = h.mbuf_head; i < h.mbufs.size(); ++i) held_bytes += rte_pktmbuf_pkt_len(h.mbufs[i]);
+    }
+    // Frames built ahead and still held have not been sent.
+    out_.frames_tx -= lane->held_frames;
+    out_.data_frames -= lane->held_frames;
+    out_.frames_ahead -= lane->held_frames;
+    out_.frame_bytes_tx -= held_bytes;
+    if (tx_lcores_on()) {
+      const DpdkStats& t = lane->own_stats;
+      out_.tx_lcores.push_back(DpdkStats::TxLcore{
+          lane->lcore, lane->txq_base, static_cast<uint16_t>(lane->data.size()), t.frames_tx - lane->held_frames,
+          t.frame_bytes_tx - held_bytes, t.data_frames - lane->held_frames, lane->counters.polls, t.tx_flushes,
+          t.tx_full, lane->counters.poll_stalls, lane->counters.handed, lane->counters.feedback});
+    }
   }
 }
 

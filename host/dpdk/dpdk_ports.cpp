@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -11,9 +12,13 @@ namespace fabemu::host::dpdk {
 DpdkPorts DpdkPorts::ring(const std::string& name, const PortConfig& cfg, uint16_t queues, RingDevice device,
                           unsigned ring_size) {
   DpdkPorts p;
-  p.ring_ = std::make_unique<RingPair>(name, ring_size, SOCKET_ID_ANY, queues, device);
+  // Port A may have more transmit queues than `queues` (transmit lcores: a queue per receive path each).
+  const uint16_t a_tx = std::max<uint16_t>(cfg.tx_queues, queues);
+  p.ring_ = std::make_unique<RingPair>(name, ring_size, SOCKET_ID_ANY, queues, device, a_tx);
   p.a_ = std::make_unique<Port>(p.ring_->a(), cfg);
-  p.b_ = std::make_unique<Port>(p.ring_->b(), cfg);
+  PortConfig b_cfg = cfg;
+  b_cfg.tx_queues = std::min<uint16_t>(cfg.tx_queues, queues);
+  p.b_ = std::make_unique<Port>(p.ring_->b(), b_cfg);
   std::string dev;
   if (device.delay_ns > 0) dev = fmt::format("{:.3f} us latency", static_cast<double>(device.delay_ns) / 1000.0);
   if (device.bytes_per_sec > 0) {
@@ -51,7 +56,11 @@ DpdkPorts DpdkPorts::memif(const std::string& socket, const PortConfig& cfg) {
 DpdkPorts DpdkPorts::devargs(const std::string& a, const std::string& b, const PortConfig& cfg) {
   DpdkPorts p;
   p.a_ = std::make_unique<Port>(Port::attach_or_open(a, cfg));
-  if (!b.empty()) p.b_ = std::make_unique<Port>(Port::attach_or_open(b, cfg));
+  // B sends only the receive paths' ACKs/NACKs: a transmit queue per receive queue (port A may have more:
+  // transmit lcores).
+  PortConfig b_cfg = cfg;
+  b_cfg.tx_queues = std::min(cfg.tx_queues, cfg.rx_queues);
+  if (!b.empty()) p.b_ = std::make_unique<Port>(Port::attach_or_open(b, b_cfg));
   p.what_ = (b.empty() ? a + " (loopback)" : a + " -> " + b) + fmt::format(", {} mbufs per pool", cfg.mbufs);
   return p;
 }

@@ -1,6 +1,8 @@
 // DpdkFabric's receive side on the main lcore and its delay line (dpdk_fabric.h): a delivery of the model
 // waits for the wire (on_delivered), reassembled messages (completed, from the receive path inline or the
 // receive lcores' completions), the feedback for the senders (receive, handle) and the adaptive RTO.
+#include <rte_ring.h>
+
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -39,10 +41,12 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
     }
     poll(reading);
     reading = clock_.read();
-    // A held frame due within kSpinPs: wait for it here and send it then, rather than a poll round later.
-    if (!holding_.empty() && reading.wall.ps() + kSpinPs >= next_release_ps_) {
-      while (reading.wall.ps() < next_release_ps_) reading = clock_.read();
-      send_due_held(reading.wall.ps());
+    // A held frame due within kSpinPs: wait for it here and send it then, rather than a poll round later
+    // (the inline lane's; a transmit lcore waits for its own).
+    if (TxLane& lane = *lanes_[0];
+        !tx_lcores_on() && !lane.holding.empty() && reading.wall.ps() + kSpinPs >= lane.next_release_ps) {
+      while (reading.wall.ps() < lane.next_release_ps) reading = clock_.read();
+      send_due_held(lane, reading.wall.ps());
     }
     const emu::Time now = reading.wall;
     if (progress_ != progress || r.arrived) {
@@ -90,10 +94,10 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
       c.modelled_end_ps = std::max(c.modelled_end_ps, at.ps());
       c.measured_end_ps = std::max(c.measured_end_ps, r.arrived_emulated.ps());
       c.ce += r.ce;
-      if (r.tx_ticks != 0) {
+      if (const uint64_t tx_ticks = r.tx_ticks.load(std::memory_order_relaxed); tx_ticks != 0) {
         // Late against what the message could do: not before its modelled departure, nor before the
         // walker handed it over (a walker that waited for the wire is the wire's delay, not fabemu's).
-        const emu::Time left = clock_.emulated_at(r.tx_ticks);
+        const emu::Time left = clock_.emulated_at(tx_ticks);
         const emu::Time from = std::max(r.depart, r.handed);
         if (left > from) c.late_start_ps = std::max(c.late_start_ps, (left - from).ps());
       }
@@ -126,7 +130,8 @@ void DpdkFabric::completed(const RxCompletion& c) {
   r.rx_ticks = c.rx_ticks;
   r.ce = c.ce;
   r.arrived_emulated = clock_.emulated_at(c.rx_ticks);
-  const uint64_t lat_ns = c.rx_ticks > r.tx_ticks ? clock_.ticks_to_ns(c.rx_ticks - r.tx_ticks) : 0;
+  const uint64_t tx_ticks = r.tx_ticks.load(std::memory_order_relaxed);
+  const uint64_t lat_ns = c.rx_ticks > tx_ticks ? clock_.ticks_to_ns(c.rx_ticks - tx_ticks) : 0;
   stats_.latency_ns.record(lat_ns);
   if (!r.retransmitted) adapt_rto(lat_ns);  // Karn's rule: a retransmission makes the sample ambiguous
   ++completed_messages_;
@@ -134,7 +139,9 @@ void DpdkFabric::completed(const RxCompletion& c) {
   by_wire_.erase(w);
   // A wave of arrivals keeps this lcore for microseconds (the receive side inline, or many completions
   // taken at once): every 4 completions, frames built ahead that came due meanwhile leave.
-  if (!holding_.empty() && (completed_messages_ & 3) == 0) send_due_held(clock_.wall().ps());
+  if (!tx_lcores_on() && !lanes_[0]->holding.empty() && (completed_messages_ & 3) == 0) {
+    send_due_held(*lanes_[0], clock_.wall().ps());
+  }
 }
 
 // RFC 6298's estimator (RtoEstimator) on the wire latency of whole messages (first frame sent to
@@ -142,10 +149,14 @@ void DpdkFabric::completed(const RxCompletion& c) {
 // spurious retransmissions): the senders' RTO follows SRTT + 4 RTTVAR, never below the configured (or
 // pacing-scaled) floor nor above one second.
 void DpdkFabric::adapt_rto(uint64_t sample_ns) {
+  bool changed = false;
   if (rto_.sample(sample_ns)) {  // only a change of more than 1/8 reaches the senders
-    senders_.set_rto(rto_.rto());
-    std::fill(tx_next_work_.begin(), tx_next_work_.end(), 0);  // a shorter RTO brings timers forward
+    changed = true;
     stats_.rto_max = rto_.max();
+    if (!tx_lcores_on()) {
+      lanes_[0]->senders.set_rto(rto_.rto());
+      std::fill(lanes_[0]->next_work.begin(), lanes_[0]->next_work.end(), 0);  // a shorter RTO brings timers forward
+    }
   }
   // Tail-loss recovery (Sender::on_nack): a packet beyond what a NACK covers is lost once it is older
   // than whole messages take, first frame sent to reassembled (SRTT + 4 RTTVAR, without the RTO's floor:
@@ -153,8 +164,15 @@ void DpdkFabric::adapt_rto(uint64_t sample_ns) {
   // RTO. A whole message takes at least as long as its last packet, so a packet older than that has not
   // just been slow in a queue.
   if (const auto tail = rto_.next_tail_age(opt_.nack_delay)) {
-    senders_.set_tail_age(*tail);
+    changed = true;
+    if (!tx_lcores_on()) lanes_[0]->senders.set_tail_age(*tail);
+    tail_age_ps_.store(tail->ps(), std::memory_order_relaxed);
     stats_.tail_age_min = rto_.tail_age_min();
+  }
+  if (changed && tx_lcores_on()) {
+    // The transmit lcores take both at their next round (tx_lane_round).
+    rto_ps_.store(rto_.rto().ps(), std::memory_order_relaxed);
+    rto_generation_.fetch_add(1, std::memory_order_release);
   }
 }
 
@@ -166,8 +184,8 @@ void DpdkFabric::receive(Port& port) {
                                    [&](rte_mbuf* m, const DecodedFrame& f, bool, uint64_t, uint64_t) {
       if (f.hdr.kind == PacketKind::kData) {
         ++stats_.rx_invalid;
-      } else {
-        handle(f);
+      } else if (handle(f, m)) {
+        return;  // passed on to its transmit lcore, which frees it
       }
       rte_pktmbuf_free(m);
     });
@@ -175,28 +193,45 @@ void DpdkFabric::receive(Port& port) {
   }
 }
 
-void DpdkFabric::handle(const DecodedFrame& f) {
+bool DpdkFabric::handle(const DecodedFrame& f, rte_mbuf* m) {
   const FabemuHeader& h = f.hdr;
   if (h.src_rank >= npus_ || h.dst_rank >= npus_) {
     ++stats_.rx_invalid;
-    return;
+    return false;
   }
-  // Feedback from receiver h.src_rank to sender h.dst_rank.
-  const LinkSenders::Pair ps = senders_.find(h.dst_rank, h.src_rank);
-  if (ps.sender == ~0u) {
-    ++stats_.rx_invalid;
-    return;
-  }
-  Sender& s = senders_[ps.sender];
+  // Feedback from receiver h.src_rank to sender h.dst_rank: progress (an ACK) or a NACK taken.
   if (h.kind == PacketKind::kAck) {
-    s.on_ack(ps.dst, h.message_id, h.seq);
     ++progress_;
   } else {
     ++nacks_in_;
-    missing_.resize(f.missing_count());
-    for (size_t i = 0; i < missing_.size(); ++i) missing_[i] = f.missing(i);
-    s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), missing_, clock_.wall());
-    tx_next_work_[ps.sender] = 0;  // retransmissions queued
+  }
+  TxLane& lane = lane_of(h.dst_rank);
+  if (!tx_lcores_on() || m == nullptr) {
+    if (!tx_lcores_on()) handle_in(lane, f);
+    return false;
+  }
+  // The sender's lcore takes it (its senders are its own): the frame itself, decoded again there (ACKs
+  // and NACKs are a frame in 32 and more; a copy of the decoded NACK list would not have a fixed size).
+  // A full ring (65,536 frames behind): the frame is dropped here, as a lost ACK/NACK; a later ACK, NACK or
+  // the RTO recovers.
+  return rte_ring_sp_enqueue(lane.feedback, m) == 0;
+}
+
+void DpdkFabric::handle_in(TxLane& lane, const DecodedFrame& f) {
+  const FabemuHeader& h = f.hdr;
+  const LinkSenders::Pair ps = lane.senders.find(h.dst_rank, h.src_rank);
+  if (ps.sender == ~0u) {
+    ++lane.st->rx_invalid;
+    return;
+  }
+  Sender& s = lane.senders[ps.sender];
+  if (h.kind == PacketKind::kAck) {
+    s.on_ack(ps.dst, h.message_id, h.seq);
+  } else {
+    lane.missing.resize(f.missing_count());
+    for (size_t i = 0; i < lane.missing.size(); ++i) lane.missing[i] = f.missing(i);
+    s.on_nack(ps.dst, h.message_id, h.seq, static_cast<uint32_t>(h.offset), lane.missing, clock_.wall());
+    lane.next_work[ps.sender] = 0;  // retransmissions queued
   }
 }
 

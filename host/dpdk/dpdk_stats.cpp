@@ -128,7 +128,34 @@ std::string format_traffic_class(const DpdkStats& s) {
 
 namespace {
 
+// With transmit lcores: a line per lcore under the `lcores` line.
+std::string tx_lcores_text(const DpdkStats& s) {
+  std::string out;
+  for (const DpdkStats::TxLcore& l : s.tx_lcores) {
+    out += fmt::format("    transmit lcore {}  port A queue{} {}{}: {} frames ({} data), {} bytes, {} messages, {} ACK/NACK "
+                       "frames, {} rounds, {} bursts ({} not taken whole), {} stalls over 100 us\n",
+                       l.lcore, l.queues > 1 ? "s" : "", l.queue,
+                       l.queues > 1 ? fmt::format("-{}", l.queue + l.queues - 1) : std::string(), l.frames,
+                       l.data_frames, l.bytes, l.messages, l.feedback, l.polls, l.bursts, l.full, l.stalls);
+  }
+  return out;
+}
+
 std::string lcores_text(const DpdkStats& s) {
+  if (!s.tx_lcores.empty()) {
+    std::string rx = s.rx_lcores.empty() ? std::string("the receive side on the main lcore")
+                                         : fmt::format("receive side on {} lcore{}", s.rx_lcores.size(),
+                                                       s.rx_lcores.size() > 1 ? "s" : "");
+    for (size_t i = 0; i < s.rx_lcores.size(); ++i) {
+      rx += fmt::format("{}lcore {} queue {}: {} frames in {} polls", i == 0 ? " (" : "; ", s.rx_lcores[i].lcore,
+                        s.rx_lcores[i].queue, s.rx_lcores[i].frames, s.rx_lcores[i].polls);
+    }
+    if (!s.rx_lcores.empty()) rx += ")";
+    return fmt::format("  lcores              main {} (walker, port A's feedback); senders and pacing on {} transmit "
+                       "lcore{} (links by source rank mod {}); {}\n",
+                       s.main_lcore, s.tx_lcores.size(), s.tx_lcores.size() > 1 ? "s" : "", s.tx_lcores.size(), rx) +
+           tx_lcores_text(s);
+  }
   if (s.rx_lcores.size() > 1) {
     std::string each;
     for (const DpdkStats::RxLcore& l : s.rx_lcores) {
@@ -440,6 +467,16 @@ std::string rx_lcores_json(const DpdkStats& s) {
   });
 }
 
+std::string tx_lcores_json(const DpdkStats& s) {
+  return json_array(s.tx_lcores, false, [](const DpdkStats::TxLcore& l) {
+    return fmt::format("{{\"lcore\": {}, \"queue\": {}, \"queues\": {}, \"frames\": {}, \"bytes\": {}, "
+                       "\"data_frames\": {}, \"messages\": {}, \"feedback\": {}, \"polls\": {}, \"bursts\": {}, "
+                       "\"bursts_not_whole\": {}, \"stalls\": {}}}",
+                       l.lcore, l.queue, l.queues, l.frames, l.bytes, l.data_frames, l.messages, l.feedback, l.polls,
+                       l.bursts, l.full, l.stalls);
+  });
+}
+
 std::string rx_clocks_json(const DpdkStats& s) {
   return json_array(s.rx_clocks, false, [](const DpdkStats::PortClock& c) {
     return fmt::format("{{\"port\": \"{}\", \"role\": \"{}\", \"clock\": \"{}\", \"offload\": {}, "
@@ -509,6 +546,8 @@ std::string dpdk_stats_to_json(const DpdkStats& s) {
   counts_json<DpdkStats>(o, s, {{"rx_lcore_frames", &DpdkStats::rx_lcore_frames},
                                 {"rx_lcore_polls", &DpdkStats::rx_lcore_polls}});
   o.field("rx_lcores", rx_lcores_json(s));
+  // Only with transmit lcores (a run without them keeps its report byte for byte).
+  if (!s.tx_lcores.empty()) o.field("tx_lcores", tx_lcores_json(s));
   o.field("nic_arrivals", n(s.nic_arrivals));
   o.field("data_by_ecn", ecn_counts_json(s.data_by_ecn));
   o.field("dscp_changed", n(s.dscp_changed));

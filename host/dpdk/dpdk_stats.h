@@ -56,6 +56,18 @@ struct DpdkStats : WireStats {
     uint64_t frames = 0, polls = 0;
   };
   std::vector<RxLcore> rx_lcores;
+  // Each transmit lcore (DpdkFabricOptions::tx_lcores; none when the main lcore sends): its lcore, its
+  // first transmit queue of port A and how many it has, the frames and bytes it sent (data frames among
+  // them), its rounds, its flushes to the device and those the device did not take whole, its stalls over
+  // 100 us, the messages handed to it and the ACK/NACK frames passed to it. Their frames, bytes and data
+  // frames add up to frames_tx, frame_bytes_tx and data_frames (the receive side's ACKs/NACKs aside).
+  struct TxLcore {
+    unsigned lcore = 0;
+    uint16_t queue = 0, queues = 0;
+    uint64_t frames = 0, bytes = 0, data_frames = 0, polls = 0, bursts = 0, full = 0, stalls = 0;
+    uint64_t messages = 0, feedback = 0;
+  };
+  std::vector<TxLcore> tx_lcores;
   // Which clock timed arrivals on each receiving port: "nic" (its RX timestamps, mapped to the TSC by a
   // fit of rte_eth_read_clock samples) or "tsc"; how many frames carried a hardware timestamp.
   struct PortClock {

@@ -2,6 +2,8 @@
 // templates (build_run), paced per first link (pace_run, link_pacer.h), held when built ahead
 // (send_due_held), and handed to port A's transmit queues (flush), where their departures are timed.
 #include <rte_cycles.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
 
 #include <algorithm>
 #include <utility>
@@ -14,26 +16,14 @@ namespace {
 constexpr uint16_t kDataBurst = 32;  // tx burst of data frames
 }  // namespace
 
-uint16_t DpdkFabric::build(rte_mbuf* m, const FrameSpec& spec) {
-  const uint16_t len = fill_mbuf(m, flow_template(spec), spec);
-  if (len == 0) {
-    rte_pktmbuf_free(m);
-    throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
-  }
-  if (pcap_) pcap_->write(mbuf_bytes(m), clock_.wall().ps() / 1000);
-  ++stats_.frames_tx;
-  stats_.frame_bytes_tx += len;
-  return len;
-}
-
-uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec, uint32_t last_bytes,
-                               bool payload_zero) {
-  const uint64_t bytes = fill_run(ms, n, flow_template(spec), spec, last_bytes, payload_zero);
+uint64_t DpdkFabric::build_run(TxLane& lane, rte_mbuf* const* ms, uint32_t n, const FrameSpec& spec,
+                               uint32_t last_bytes, bool payload_zero) {
+  const uint64_t bytes = fill_run(ms, n, lane.templates.of(spec), spec, last_bytes, payload_zero);
   if (bytes == 0) {
     rte_pktmbuf_free_bulk(const_cast<rte_mbuf**>(ms), n);
     throw std::logic_error("DpdkFabric: a frame does not fit its mbuf");
   }
-  if (pcap_ && n > 1) {
+  if (pcap_ && n > 1) {  // (no capture with transmit lcores)
     // A run is captured by its description, encoded again by the writing thread (PcapWriter::write_run):
     // the lcore writes about 160 bytes for the run instead of each frame's head.
     pcap_->write_run(spec, n, last_bytes, clock_.wall().ps() / 1000);
@@ -50,40 +40,46 @@ uint64_t DpdkFabric::build_run(rte_mbuf* const* ms, uint32_t n, const FrameSpec&
       pcap_->write_zero_body(f, std::min(head, f.size()), body, ns);
     }
   }
-  stats_.frames_tx += n;
-  stats_.frame_bytes_tx += bytes;
+  lane.st->frames_tx += n;
+  lane.st->frame_bytes_tx += bytes;
   return bytes;
 }
 
-rte_mbuf* DpdkFabric::frame(Port& port, const FrameSpec& spec) {
-  rte_mbuf* m = rte_pktmbuf_alloc(port.pool());
-  if (m == nullptr) return nullptr;
-  build(m, spec);
-  return m;
-}
-
-bool DpdkFabric::refill_stash() {
-  stash_next_ = stash_n_ = 0;
-  if (take_frames(data_pool_, tx_stash_, kTxStash)) {
-    stash_n_ = kTxStash;
+bool DpdkFabric::refill_stash(TxLane& lane) {
+  lane.stash_next = lane.stash_n = 0;
+  if (take_frames(data_pool_, lane.stash, TxLane::kStash)) {
+    lane.stash_n = TxLane::kStash;
     return true;
   }
   // Fewer than a stash left in the pool (and the lcore cache): one at a time.
   rte_mbuf* m = rte_pktmbuf_alloc(data_pool_);
   if (m == nullptr) return false;
-  tx_stash_[0] = m;
-  stash_n_ = 1;
+  lane.stash[0] = m;
+  lane.stash_n = 1;
   return true;
 }
 
-bool DpdkFabric::refill_short() {
-  const unsigned want = kShortStash - short_n_;
+bool DpdkFabric::refill_short(TxLane& lane) {
+  const unsigned want = TxLane::kShortStash - lane.short_n;
   if (want == 0) return true;
-  if (take_frames(ports_.a().pool(), short_stash_ + short_n_, want)) {
-    short_n_ = kShortStash;
+  if (take_frames(ports_.a().pool(), lane.short_stash + lane.short_n, want)) {
+    lane.short_n = TxLane::kShortStash;
     return true;
   }
   return false;  // port A's pool is (nearly) empty: next poll
+}
+
+void DpdkFabric::retransmitted(TxLane& lane, uint32_t src, uint32_t dst, uint64_t wire_id) {
+  if (lane.notices == nullptr) {
+    retransmitted(src, dst, wire_id);
+    return;
+  }
+  // On a transmit lcore: the main lcore owns the records (take_notices).
+  const TxRetransmitted n{wire_id, src, dst};
+  if (!lane.pending_notices.empty() || rte_ring_sp_enqueue_elem(lane.notices, const_cast<TxRetransmitted*>(&n),
+                                                                 sizeof(TxRetransmitted)) != 0) {
+    lane.pending_notices.push_back(n);  // the ring is full: passed on in order by the next rounds
+  }
 }
 
 void DpdkFabric::retransmitted(uint32_t src, uint32_t dst, uint64_t wire_id) {
@@ -102,87 +98,96 @@ void DpdkFabric::set_destination(FrameSpec& spec, uint32_t src, uint32_t dst) co
 // its bytes, and no earlier than its link's rate allows after the frame before. The frames of a run that
 // are due by now leave in this poll; the rest of the run is not taken from the Sender: it stays there,
 // unsent and untimed, until it is due (RunGate).
-uint32_t DpdkFabric::pace_run(const TxRun& r) {
+uint32_t DpdkFabric::pace_run(TxLane& lane, const TxRun& r) {
   const Record& rec = *reinterpret_cast<const Record*>(static_cast<uintptr_t>(r.cookie));
   const uint32_t link = rec.first_link;
-  const Paced got = pace_frames(clock_, link, rec.depart, rec.rate, r, burst_ps_[link], pace_slot_[link],
-                                pace_now_ps_, false, paced_.data() + paced_n_, pace_ahead_ps_);
-  paced_n_ += got.runs;
+  const Paced got = pace_frames(clock_, link, rec.depart, rec.rate, r, burst_ps_[link], lane.pace_slot[link],
+                                lane.pace_now_ps, false, lane.paced.data() + lane.paced_n, lane.pace_ahead_ps);
+  lane.paced_n += got.runs;
   return got.frames;
 }
 
-void DpdkFabric::transmit(const TscClock::Reading& now) {
+void DpdkFabric::transmit(TxLane& lane, const TscClock::Reading& now) {
   // With pacing (dilation > 0) the Sender gives only the new packets that are due (pace_run); without
   // it, all of them. Either way a run of one message at a time (Sender::next_runs, fill_run).
   TxRound round;
+  round.lane = &lane;
   round.paced = !clock_.as_fast_as_possible();
   // The round's clock reading for the pacing's now and the frames' stamp (the emulated time of the same
   // instant).
   round.wall = now.wall;
-  round.stamp = round.paced ? now.emulated : engine_.now();
-  pace_now_ps_ = round.wall.ps();
-  round.gate = round.paced
-                   ? RunGate{[](void* self, const TxRun& r) { return static_cast<DpdkFabric*>(self)->pace_run(r); }, this}
-                   : RunGate{};
+  // (A transmit lcore cannot read the engine: the latest hand-over's engine time.)
+  round.stamp = round.paced ? now.emulated : lane.notices == nullptr ? engine_.now() : emu::Time::from_ps(lane.stamp_ps);
+  lane.pace_now_ps = round.wall.ps();
+  round.fabric = this;
+  round.gate = round.paced ? RunGate{[](void* rd, const TxRun& r) {
+                                       const TxRound& tr = *static_cast<const TxRound*>(rd);
+                                       return tr.fabric->pace_run(*tr.lane, r);
+                                     },
+                                     &round}
+                           : RunGate{};
   round.spec.mode = opt_.mode;
   round.spec.dscp = opt_.dscp;
   round.spec.ecn = opt_.ecn;
   // Frames built ahead that are due now leave first, before this round builds any (build-ahead).
-  if (!holding_.empty()) send_due_held(round.wall.ps());
-  if (held_.size() < senders_.size()) held_.resize(senders_.size());
-  round.built = tx_built();
-  for (uint32_t si = 0; si < senders_.size(); ++si) {
+  if (!lane.holding.empty()) send_due_held(lane, round.wall.ps());
+  if (lane.held.size() < lane.senders.size()) lane.held.resize(lane.senders.size());
+  round.built = lane.built();
+  for (uint32_t si = 0; si < lane.senders.size(); ++si) {
     // Nothing before its next work (Sender::next_work): most senders, most polls. Their own lines stay
     // untouched (an idle sender's next_runs read its timers and queues, cold in a polling loop).
-    if (tx_next_work_[si] > round.wall.ps()) continue;
+    if (lane.next_work[si] > round.wall.ps()) continue;
     transmit_sender(si, round);
   }
   // Frames held that came due while this round built (it may have built for a while).
-  if (!holding_.empty()) send_due_held(clock_.wall().ps());
-  flush_all(round.paced);
+  if (!lane.holding.empty()) send_due_held(lane, clock_.wall().ps());
+  flush_all(lane, round.paced);
 }
 
 [[gnu::always_inline]] inline void DpdkFabric::transmit_sender(uint32_t si, TxRound& round) {
-  Sender& s = senders_[si];
-  round.src = senders_.src(si);
-  const size_t txq = txq_of(si);
+  TxLane& lane = *round.lane;
+  Sender& s = lane.senders[si];
+  round.src = lane.senders.src(si);
+  const size_t txq = txq_of(lane, si);
   round.spec.src = plan_.at(round.src);
   round.spec_dst = ~0u;
-  std::array<TxRun, kShortStash>& runs = tx_runs_;
-  const Held& held = held_[si];
+  std::array<TxRun, TxLane::kShortStash>& runs = lane.runs;
+  const Held& held = lane.held[si];
   // Build-ahead while this sender and all hold fewer than their limits; else only frames due now.
-  pace_ahead_ps_ = !tx_behind_ && held.frames() < kHeldMax && held_frames_ < kHeldTotalMax ? ahead_wall_ps_ : 0;
+  lane.pace_ahead_ps =
+      !lane.behind && held.frames() < kHeldMax && lane.held_frames < kHeldTotalMax ? ahead_wall_ps_ : 0;
   uint32_t budget = kFramesPerSender;  // per poll, so that one sender cannot starve the others
   // The stash's mbufs count in kTxQueueLimit (frames_in_flight) with the frames built. The sender is
   // asked for no more packets than the stash has mbufs for: every packet taken leaves in this poll.
-  while (budget > 0 && round.built + kTxStash < kTxQueueLimit) {
-    if (stash_next_ == stash_n_ && !refill_stash()) break;  // pool empty: next poll
+  while (budget > 0 && round.built + TxLane::kStash < kTxQueueLimit) {
+    if (lane.stash_next == lane.stash_n && !refill_stash(lane)) break;  // pool empty: next poll
     // A shorter frame for each run that may end in one (split_short_).
-    if (split_short_ && !refill_short()) break;
+    if (split_short_ && !refill_short(lane)) break;
     const size_t room = std::min<size_t>(
-        {budget, kTxQueueLimit - kTxStash - round.built, size_t{stash_n_} - stash_next_});
-    paced_n_ = 0;
+        {budget, kTxQueueLimit - TxLane::kStash - round.built, size_t{lane.stash_n} - lane.stash_next});
+    lane.paced_n = 0;
     const Sender::Runs got = s.next_runs(round.wall, runs, room, round.gate);
     size_t paced_next = 0;  // paced_ holds the PacedRuns of the first transmissions' frames, in order
     for (size_t ri = 0; ri < got.runs; ++ri) budget -= place_run(runs[ri], si, txq, round, paced_next);
     // Fewer than asked for and room for more runs: the sender has nothing more to send now.
     if (got.packets < room && got.runs < runs.size()) break;
   }
-  tx_next_work_[si] = s.next_work(round.wall).ps();
+  lane.next_work[si] = s.next_work(round.wall).ps();
 }
 
 [[gnu::always_inline]] inline uint32_t DpdkFabric::place_run(const TxRun& r, uint32_t si, size_t txq, TxRound& round,
                                                              size_t& paced_next) {
+  TxLane& lane = *round.lane;
   FrameSpec& spec = round.spec;
-  Held& held = held_[si];
+  Held& held = lane.held[si];
   const uint32_t k = r.n;
-  const uint32_t dst = senders_.dst(si, r.dst);  // r.dst is the destination's number in this sender
+  const uint32_t dst = lane.senders.dst(si, r.dst);  // r.dst is the destination's number in this sender
   // A first transmission's cookie is its record (retransmissions are neither paced nor counted as
   // data frames).
   Record* rec = r.retransmit ? nullptr : reinterpret_cast<Record*>(static_cast<uintptr_t>(r.cookie));
-  if (r.retransmit) [[unlikely]] retransmitted(round.src, dst, r.message_id);
+  if (r.retransmit) [[unlikely]] retransmitted(lane, round.src, dst, r.message_id);
   if (dst != round.spec_dst) set_destination(spec, round.src, round.spec_dst = dst);
-  spec.ip_id = static_cast<uint16_t>(ip_id_);
+  spec.ip_id = static_cast<uint16_t>(lane.ip_id);
   spec.hdr = FabemuHeader{PacketKind::kData, r.retransmit ? kFlagRetransmit : uint16_t{0}, round.src, dst,
                           r.message_id, r.seq, r.count, r.message_length, r.offset, round.stamp.ps()};
   spec.payload_bytes = r.bytes;
@@ -196,89 +201,90 @@ void DpdkFabric::transmit(const TscClock::Reading& now) {
   bool hold = false;
   if (round.paced && rec != nullptr) {
     for (uint32_t f = 0; f < k; ++run_paced) {
-      const PacedRun& pr = paced_[run_paced];
-      hold = hold || pr.paced_ps + uint64_t{pr.n - 1} * pr.frame_ps > pace_now_ps_;
+      const PacedRun& pr = lane.paced[run_paced];
+      hold = hold || pr.paced_ps + uint64_t{pr.n - 1} * pr.frame_ps > lane.pace_now_ps;
       f += pr.n;
     }
     hold = hold || held.frames() > 0;
     if (hold) {
       // Its header's transmit time is its departure, not the time it was built. (A capture records
       // it when built, so that the file stays in time order: up to opt_.ahead early.)
-      spec.hdr.tx_time_ps = std::max(round.stamp.ps(), wall_to_emulated_ps(paced_[paced_next].paced_ps));
+      spec.hdr.tx_time_ps = std::max(round.stamp.ps(), wall_to_emulated_ps(lane.paced[paced_next].paced_ps));
     }
   }
-  std::vector<rte_mbuf*>& dest = hold ? held.mbufs : tx_data_[txq];
+  std::vector<rte_mbuf*>& dest = hold ? held.mbufs : lane.data[txq];
   const size_t first_index = dest.size();
-  rte_mbuf* const* ms = tx_stash_ + stash_next_;
-  stash_next_ = static_cast<uint16_t>(stash_next_ + full);  // taken: build_run frees them if it throws
-  if (full > 0) build_run(ms, full, spec, full == k ? last : r.bytes, true);
+  rte_mbuf* const* ms = lane.stash + lane.stash_next;
+  lane.stash_next = static_cast<uint16_t>(lane.stash_next + full);  // taken: build_run frees them if it throws
+  if (full > 0) build_run(lane, ms, full, spec, full == k ? last : r.bytes, true);
   dest.insert(dest.end(), ms, ms + full);
   if (full < k) {
-    rte_mbuf* m = short_stash_[--short_n_];
-    build_run(&m, 1, run_frame(spec, k - 1, k, last), last, false);
+    rte_mbuf* m = lane.short_stash[--lane.short_n];
+    build_run(lane, &m, 1, run_frame(spec, k - 1, k, last), last, false);
     dest.push_back(m);
   }
-  ip_id_ += k;
+  lane.ip_id += k;
   round.built += k;
   if (hold) {
     if (held.frames() == k) {  // it held none before
-      holding_.push_back(si);
-      next_release_ps_ = std::min(next_release_ps_, paced_[paced_next].paced_ps);
+      lane.holding.push_back(si);
+      lane.next_release_ps = std::min(lane.next_release_ps, lane.paced[paced_next].paced_ps);
     }
-    held_frames_ += k;
-    stats_.frames_ahead += k;
+    lane.held_frames += k;
+    lane.st->frames_ahead += k;
     if (r.seq == 0) held.firsts.emplace_back(first_index, rec);
-    held.runs.insert(held.runs.end(), paced_.begin() + static_cast<std::ptrdiff_t>(paced_next),
-                     paced_.begin() + static_cast<std::ptrdiff_t>(run_paced));
+    held.runs.insert(held.runs.end(), lane.paced.begin() + static_cast<std::ptrdiff_t>(paced_next),
+                     lane.paced.begin() + static_cast<std::ptrdiff_t>(run_paced));
     paced_next = run_paced;
-    stats_.data_frames += k;
+    lane.st->data_frames += k;
     return k;
   }
   if (rec != nullptr) {
-    stats_.data_frames += k;
-    if (r.seq == 0) tx_firsts_[txq].add(first_index, rec);  // stamped as it leaves (flush)
+    lane.st->data_frames += k;
+    if (r.seq == 0) lane.firsts[txq].add(first_index, rec);  // stamped as it leaves (flush)
     if (round.paced) {  // the link's frames and bytes are counted as they leave (flush)
       // Behind the schedule by more than the ahead time: no more building ahead (the lcore has no
       // time to spare: the holds would only cost it) until a run leaves within a quarter of it.
-      const uint64_t sched = paced_[paced_next].scheduled_ps;
-      if (pace_now_ps_ > sched + ahead_wall_ps_) {
-        tx_behind_ = ahead_wall_ps_ > 0;
-      } else if (pace_now_ps_ < sched + ahead_wall_ps_ / 4) {
-        tx_behind_ = false;
+      const uint64_t sched = lane.paced[paced_next].scheduled_ps;
+      if (lane.pace_now_ps > sched + ahead_wall_ps_) {
+        lane.behind = ahead_wall_ps_ > 0;
+      } else if (lane.pace_now_ps < sched + ahead_wall_ps_ / 4) {
+        lane.behind = false;
       }
       for (uint32_t f = 0; f < k; ++paced_next) {  // the run's PacedRuns: k frames
-        f += paced_[paced_next].n;
-        tx_paced_[txq].push(paced_[paced_next]);
+        f += lane.paced[paced_next].n;
+        lane.paced_q[txq].push(lane.paced[paced_next]);
       }
     } else {
       // Nothing is scheduled without pacing: a link's frames and bytes are counted as they are
       // built, as frames_tx is (every frame built leaves before the run ends).
-      LinkPace& lp = link_pace_[rec->first_link];
+      LinkPace& lp = lane.link_pace[rec->first_link];
       lp.frames += k;
       lp.bytes += uint64_t{k - 1} * r.bytes + last;
     }
   } else if (round.paced) {
-    tx_paced_[txq].push_unpaced(k);  // a retransmission
+    lane.paced_q[txq].push_unpaced(k);  // a retransmission
   }
   return k;
 }
 
-void DpdkFabric::flush_all(bool paced) {
-  for (size_t q = 0; q < tx_data_.size(); ++q) {
-    flush(ports_.a(), static_cast<uint16_t>(q), tx_data_[q], tx_firsts_[q], paced ? &tx_paced_[q] : nullptr);
+void DpdkFabric::flush_all(TxLane& lane, bool paced) {
+  for (size_t q = 0; q < lane.data.size(); ++q) {
+    flush(lane, static_cast<uint16_t>(lane.txq_base + q), lane.data[q], lane.firsts[q],
+          paced ? &lane.paced_q[q] : nullptr);
   }
 }
 
-void DpdkFabric::send_due_held(uint64_t now_ps) {
+void DpdkFabric::send_due_held(TxLane& lane, uint64_t now_ps) {
   bool any = false;
   size_t kept = 0;
-  next_release_ps_ = ~uint64_t{0};
-  for (const uint32_t si : holding_) {
-    Held& h = held_[si];
-    const size_t txq = txq_of(si);
-    std::vector<rte_mbuf*>& out = tx_data_[txq];
-    PacedQueue& out_paced = tx_paced_[txq];
-    FirstFrames<Record>& firsts = tx_firsts_[txq];
+  lane.next_release_ps = ~uint64_t{0};
+  for (const uint32_t si : lane.holding) {
+    Held& h = lane.held[si];
+    const size_t txq = txq_of(lane, si);
+    std::vector<rte_mbuf*>& out = lane.data[txq];
+    PacedQueue& out_paced = lane.paced_q[txq];
+    FirstFrames<Record>& firsts = lane.firsts[txq];
     // The due frames: whole runs, then the due front of the next one.
     size_t frames = 0;
     while (h.run_head < h.runs.size()) {
@@ -304,7 +310,7 @@ void DpdkFabric::send_due_held(uint64_t now_ps) {
         firsts.add(base + (h.firsts[h.first_head].first - h.mbuf_head), h.firsts[h.first_head].second);
       }
       h.mbuf_head = end;
-      held_frames_ -= frames;
+      lane.held_frames -= frames;
     }
     if (h.frames() == 0) {  // emptied: its room is reused from the start
       h.mbufs.clear();
@@ -312,42 +318,42 @@ void DpdkFabric::send_due_held(uint64_t now_ps) {
       h.firsts.clear();
       h.mbuf_head = h.run_head = h.first_head = 0;
     } else {
-      holding_[kept++] = si;
-      next_release_ps_ = std::min(next_release_ps_, h.runs[h.run_head].paced_ps);
+      lane.holding[kept++] = si;
+      lane.next_release_ps = std::min(lane.next_release_ps, h.runs[h.run_head].paced_ps);
     }
   }
-  holding_.resize(kept);
-  if (any) flush_all(true);
+  lane.holding.resize(kept);
+  if (any) flush_all(lane, true);
 }
 
-void DpdkFabric::flush(Port& port, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
+void DpdkFabric::flush(TxLane& lane, uint16_t txq, std::vector<rte_mbuf*>& queue, FirstFrames<Record>& firsts,
                        PacedQueue* paced) {
   if (queue.empty()) return;
   const size_t given = queue.size();
-  const size_t sent = send_bursts(port, txq, queue, kDataBurst, [&](size_t from, uint16_t took) {
+  const size_t sent = send_bursts(ports_.a(), txq, queue, kDataBurst, [&](size_t from, uint16_t took) {
     // Sent now: the actual departure of these frames (after tx_burst returned them as taken), one reading
     // for the messages' send times and the pacing's departures.
     const uint64_t ticks = clock_.ticks();
-    firsts.taken(from, took, [ticks](Record& r) { r.tx_ticks = ticks; });
+    firsts.taken(from, took, [ticks](Record& r) { r.tx_ticks.store(ticks, std::memory_order_relaxed); });
     if (paced == nullptr) return;
     paced->departed(
-        clock_, took, clock_.wall_at(ticks).ps(), stats_.jitter_ns,
-        [this](uint32_t link) -> LinkPace& { return link_pace_[link]; },
-        [this](LinkPace& lp) { close_period(lp, period_ratios_); });
+        clock_, took, clock_.wall_at(ticks).ps(), lane.st->jitter_ns,
+        [&lane](uint32_t link) -> LinkPace& { return lane.link_pace[link]; },
+        [&lane](LinkPace& lp) { close_period(lp, lane.period_ratios, *lane.stalls); });
   });
   firsts.erased(sent);
   if (paced != nullptr) paced->compact();
-  ++stats_.tx_flushes;
-  stats_.tx_full += sent < given;
+  ++lane.st->tx_flushes;
+  lane.st->tx_full += sent < given;
 }
 
-void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios) const {
+void DpdkFabric::close_period(LinkPace& lp, std::vector<double>& ratios, const std::vector<PollStall>& stalls) {
   double sched = 0, act = 0;
   if (!lp.close(sched, act)) return;
   // Disturbed: the polling thread stalled within the period.
-  const auto it = std::lower_bound(stalls_.begin(), stalls_.end(), lp.start_ps,
-                                   [](const Stall& st, uint64_t t) { return st.to_ps < t; });
-  if (it != stalls_.end() && it->from_ps <= lp.last_actual_ps) {
+  const auto it = std::lower_bound(stalls.begin(), stalls.end(), lp.start_ps,
+                                   [](const PollStall& st, uint64_t t) { return st.to_ps < t; });
+  if (it != stalls.end() && it->from_ps <= lp.last_actual_ps) {
     ++lp.disturbed;
     return;
   }

@@ -377,11 +377,6 @@ void RxWorker::request_stop(uint64_t quiet_ns, uint64_t deadline_tsc) noexcept {
   stop_.store(true, std::memory_order_release);
 }
 
-void RxWorker::join() {
-  if (joined_) return;
-  rte_eal_wait_lcore(lcore_);
-  joined_ = true;
-  if (!failure_.empty()) throw std::runtime_error(failure_);
-}
+void RxWorker::join() { join_lcore(lcore_, joined_, failure_); }
 
 }  // namespace fabemu::host::dpdk

@@ -66,6 +66,11 @@ std::unique_ptr<Backend> make_backend(const BackendContext& context) {
 }
 
 emu::RunResult LocalBackend::walk(const RunPlan& plan, emu::ChromeTimeline* timeline) {
+  emu::PacketFabric* model = packet_model();
+  series_in_report_ = model != nullptr && plan.link_series != 0;
+  if (model != nullptr && (plan.link_series != 0 || timeline != nullptr)) {
+    model->record_link_series(plan.link_series != 0 ? plan.link_series : kTimelineBins);
+  }
   emu::WalkerOptions options = plan.walker;
   if (timeline != nullptr) {
     options.timeline = timeline;
@@ -74,8 +79,18 @@ emu::RunResult LocalBackend::walk(const RunPlan& plan, emu::ChromeTimeline* time
   emu::Walker walker(fabric(), plan.network, plan.paths, plan.groups, options);
   emu::RunResult result = walker.run();
   result.warnings.insert(result.warnings.begin(), plan.option_warnings.begin(), plan.option_warnings.end());
-  if (timeline != nullptr) timeline->finish();
+  if (timeline != nullptr) {
+    if (model != nullptr) emu::write_link_counters(*model, model->link_series(), kTimelineLinks, *timeline);
+    timeline->finish();
+  }
   return result;
+}
+
+void LocalBackend::add_link_results(emu::RunResult& result) {
+  const emu::PacketFabric* model = packet_model();
+  if (model == nullptr) return;
+  result.links = emu::link_results(*model, result.total);
+  if (series_in_report_) result.link_series = emu::link_series(*model, model->link_series());
 }
 
 void stopped_early(emu::RunResult& result, std::string headline, emu::RunStatus status) {
@@ -134,7 +149,7 @@ void RealtimeBackend::finish(emu::RunResult& result) {
   section_ = std::move(section.text);
   add_to(result, section_);
   result.sections.emplace_back(std::move(section.key), std::move(section.json));
-  result.links = emu::link_results(f.model(), result.total);
+  add_link_results(result);
 }
 
 std::optional<int> RealtimeBackend::exit_status() {

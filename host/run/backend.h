@@ -12,6 +12,7 @@
 
 #include "emulator/event_queue.h"
 #include "emulator/fabric.h"
+#include "emulator/packet_fabric.h"
 #include "emulator/report.h"
 #include "emulator/timeline.h"
 #include "emulator/topology.h"
@@ -53,6 +54,17 @@ class LocalBackend : public Backend {
 
  protected:
   virtual emu::Fabric& fabric() = 0;
+  // The packet model the walker's times come from (the software packet model, or the one a real-time
+  // fabric replays); nullptr for the analytical model. walk() records its link series into it
+  // (--link-series, and for the timeline's link counters).
+  virtual emu::PacketFabric* packet_model() { return nullptr; }
+  // The report's links from packet_model(), and link_series with --link-series.
+  void add_link_results(emu::RunResult& result);
+
+ private:
+  static constexpr uint32_t kTimelineBins = 256;  // the timeline's link counters without --link-series
+  static constexpr size_t kTimelineLinks = 32;    // the busiest links get a counter track each
+  bool series_in_report_ = false;
 };
 
 struct BackendEntry {
@@ -100,6 +112,7 @@ class RealtimeBackend : public LocalBackend {
  protected:
   virtual host::dpdk::RealtimeFabric& realtime() = 0;
   emu::Fabric& fabric() override { return realtime(); }
+  emu::PacketFabric* packet_model() override { return &realtime().mutable_model(); }
   // After the drain: the backend's own warnings, and its lines after the fabric's section (none by default).
   virtual void add_to(emu::RunResult& /*result*/, std::string& /*section*/) const {}
   // The exit status of the backend's own when the run ran to its end (none by default).

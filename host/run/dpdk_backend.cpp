@@ -55,13 +55,34 @@ std::vector<unsigned> receive_lcores(const RunArgs& a) {
   return rx_lcores;
 }
 
-hd::PortConfig port_config(const RunArgs& a, const emu::Topology& topology, uint16_t queues) {
+// --dpdk-tx-lcore: off, auto, all, an lcore id, or a list of them (a transmit lane each). auto and all take
+// the worker lcores the receive side leaves (--dpdk-rx-lcore auto takes the first, with two ports).
+std::vector<unsigned> transmit_lcores(const RunArgs& a, const std::vector<unsigned>& rx_lcores) {
+  if (a.dpdk_tx_lcore == "off") return {};
+  if (const auto id = lcore_id(a.dpdk_tx_lcore)) return {*id};
+  if (const auto ids = lcore_list(a.dpdk_tx_lcore)) return *ids;
+  std::vector<unsigned> idle = hd::Eal::idle_worker_lcores();
+  const bool rx_auto = rx_lcores.empty() && a.dpdk_devargs.size() != 1 && a.dpdk_rx_lcore != "off";
+  std::vector<unsigned> taken = rx_lcores;
+  if (rx_auto && (a.dpdk_rx_lcore == "auto" || a.dpdk_rx_lcore == "all") && !idle.empty()) taken.push_back(idle.front());
+  if (rx_auto) {
+    if (const auto id = lcore_id(a.dpdk_rx_lcore)) taken.push_back(*id);
+  }
+  std::erase_if(idle, [&](unsigned id) { return std::find(taken.begin(), taken.end(), id) != taken.end(); });
+  if (a.dpdk_tx_lcore == "auto" && idle.size() > 1) idle.resize(1);
+  return idle;  // none: the main lcore sends (a warning says so)
+}
+
+hd::PortConfig port_config(const RunArgs& a, const emu::Topology& topology, uint16_t queues, size_t tx_lcores) {
+  const auto tx_lanes = static_cast<uint16_t>(std::max<size_t>(1, tx_lcores));
   hd::PortConfig cfg;
-  cfg.rx_queues = cfg.tx_queues = queues;
+  cfg.rx_queues = queues;
+  cfg.tx_queues = static_cast<uint16_t>(queues * tx_lanes);  // port A's: a queue per receive path per lane
   // Sized from the workload: its rank count sets what the fabric holds outside the device rings.
-  // (one mempool cache per lcore that touches the pools: the main one and the receive side's).
-  cfg.mbufs = cfg.mbufs_for(hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus()), queues), 32,
-                            std::min(queues + 1u, rte_lcore_count()));
+  // (one mempool cache per lcore that touches the pools: the main one, the receive side's, the transmit side's).
+  cfg.mbufs = cfg.mbufs_for(
+      hd::DpdkFabric::frames_in_flight(static_cast<uint32_t>(topology.npus()), queues, tx_lanes), 32,
+      std::min(static_cast<unsigned>(queues + tx_lcores + 1), rte_lcore_count()));
   cfg.mtu = static_cast<uint16_t>(std::min<uint32_t>(a.wire_mtu, 65535));
   if (a.wire_mtu > 1500) cfg.data_room = hd::PortConfig::data_room_for_mtu(a.wire_mtu);
   return cfg;
@@ -86,7 +107,8 @@ std::unique_ptr<hd::DpdkPorts> open_ports(const RunArgs& a, hd::PortConfig cfg, 
   return std::make_unique<hd::DpdkPorts>(hd::DpdkPorts::ring("run", cfg, queues, device));
 }
 
-hd::DpdkFabricOptions fabric_options(const RunArgs& a, uint32_t mtu, const std::vector<unsigned>& rx_lcores) {
+hd::DpdkFabricOptions fabric_options(const RunArgs& a, uint32_t mtu, const std::vector<unsigned>& rx_lcores,
+                                     const std::vector<unsigned>& tx_lcores) {
   hd::DpdkFabricOptions o;
   o.model_mtu = mtu == 0 ? ~uint32_t{0} : mtu;
   o.mode = a.roce ? hd::WireMode::kRoceV2 : hd::WireMode::kFabemu;
@@ -99,6 +121,7 @@ hd::DpdkFabricOptions fabric_options(const RunArgs& a, uint32_t mtu, const std::
   o.faults.duplicate_rate = a.duplicate_rate;
   o.faults.seed = a.fault_seed;
   o.pcap = a.pcap;
+  o.tx_lcores = tx_lcores;
   if (!rx_lcores.empty()) {
     o.rx_lcores = rx_lcores;
   } else if (a.dpdk_rx_lcore == "off") {
@@ -146,9 +169,23 @@ class DpdkBackend final : public RealtimeBackend {
     hd::Eal::start(eal_args(args_));
     eal_.started = true;
     const std::vector<unsigned> rx_lcores = receive_lcores(args_);
+    const std::vector<unsigned> tx_lcores = transmit_lcores(args_, rx_lcores);
     const auto queues = static_cast<uint16_t>(std::max<size_t>(1, rx_lcores.size()));
-    ports_ = open_ports(args_, port_config(args_, c.topology, queues), queues, memif_);
-    hd::DpdkFabricOptions o = fabric_options(args_, c.plan.mtu, rx_lcores);
+    const auto lanes = static_cast<uint16_t>(std::max<size_t>(1, tx_lcores.size()));
+    if (lanes > 1 && args_.dpdk_devargs.empty() && args_.dpdk_port == "memif") {
+      throw std::invalid_argument(fmt::format(
+          "--dpdk-tx-lcore {}: memif pairs each transmit queue of one end with the receive queue of the same number, "
+          "so {} transmit lcores would send on queues no receive path polls; use --dpdk-port ring or a NIC",
+          args_.dpdk_tx_lcore, lanes));
+    }
+    try {
+      ports_ = open_ports(args_, port_config(args_, c.topology, queues, tx_lcores.size()), queues, memif_);
+    } catch (const std::runtime_error& e) {
+      if (lanes == 1) throw;
+      throw std::runtime_error(fmt::format("--dpdk-tx-lcore {}: {} transmit lcores take {} transmit queues of port A: {}",
+                                           args_.dpdk_tx_lcore, lanes, queues * lanes, e.what()));
+    }
+    hd::DpdkFabricOptions o = fabric_options(args_, c.plan.mtu, rx_lcores, tx_lcores);
     if (!args_.metrics.empty()) {
       live_ = std::make_unique<LiveEndpoint>(args_.metrics, c.topology.links().size(), "dpdk");
       o.live = &live_->live();
@@ -191,6 +228,12 @@ class DpdkBackend final : public RealtimeBackend {
       result.warnings.push_back(
           "DPDK fabric: --dpdk-rx-lcore all found no worker lcore of EAL's (or one device looping frames back): the "
           "main lcore polled everything; give EAL more lcores, e.g. -- -l 0-2");
+    }
+    if ((args_.dpdk_tx_lcore == "all" || args_.dpdk_tx_lcore == "auto") && st.tx_lcores.empty()) {
+      result.warnings.push_back(fmt::format(
+          "DPDK fabric: --dpdk-tx-lcore {} found no worker lcore of EAL's that the receive side leaves: the main lcore "
+          "sent every frame; give EAL more lcores, e.g. -- -l 0-2",
+          args_.dpdk_tx_lcore));
     }
     if (st.settings.ring_device.any() && hd::Eal::every_cpu_has_an_lcore()) {
       result.warnings.push_back(

@@ -108,6 +108,7 @@ void check_options(const RunArgs& a) {
   check_fpga_wire(a);
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
+      {"--dpdk-tx-lcore", {"dpdk"}},
       {"--dpdk-ring-delay", {"dpdk"}},   {"--dpdk-ring-rate", {"dpdk"}},       {"--dpdk-ring-ecn", {"dpdk"}},
       {"--wire-dscp", {"dpdk", "socket"}}, {"--wire-ecn", {"dpdk", "socket"}},
       {"--dpdk-verify-checksums", {"dpdk"}}, {"--dpdk-stall-timeout", {"dpdk"}}, {"--dpdk-rto", {"dpdk"}},

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "emulator/report_json.h"
 #include "emulator/summary.h"
@@ -13,6 +14,7 @@
 #include "host/run/exit_status.h"
 #include "host/run/option_rules.h"
 #include "host/run/output_file.h"
+#include "host/run/progress_line.h"
 #include "host/run/run_plan.h"
 
 namespace fabemu::run {
@@ -62,12 +64,15 @@ int exit_status(Backend& backend, const emu::RunResult& result) {
 int run_workload(const RunArgs& a) {
   check_options(a);
   const std::unique_ptr<OutputFile> report = open_report(a);
-  const RunPlan plan = load_run_plan(a);
+  RunPlan plan = load_run_plan(a);
   const std::unique_ptr<emu::ChromeTimeline> timeline = open_timeline(a);
   emu::Engine engine(1 << 16);
   const emu::Topology topology(plan.network);
   const std::unique_ptr<Backend> backend = make_backend(BackendContext{a, plan, engine, topology});
+  std::optional<ProgressLine> progress;
+  if (progress_wanted(a.quiet)) plan.walker.progress = &progress.emplace(stderr);
   emu::RunResult result = backend->walk(plan, timeline.get());
+  if (progress) progress->erase();
   backend->finish(result);
   describe_run(a, plan, *backend, result);
   write_outputs(a, *backend, result, report.get());

@@ -29,6 +29,7 @@ struct RunArgs {
   std::string report;
   std::string timeline;
   uint64_t timeline_messages = 1'000'000;
+  uint32_t link_series = 0;  // --link-series BINS (0: none)
   size_t top = 5;
   bool quiet = false;
   // --fabric fpga
@@ -47,6 +48,7 @@ struct RunArgs {
   uint64_t dpdk_ring_ecn_bytes = 0;
   std::vector<std::string> dpdk_devargs;
   std::string dpdk_rx_lcore = "auto";
+  std::string dpdk_tx_lcore = "off";
   std::string dpdk_verify_checksums = "auto";
   uint32_t dpdk_stall_timeout_ms = 10'000;
   uint32_t dpdk_ahead_us = 20;

@@ -110,6 +110,24 @@ void choose_model(const RunArgs& a, const std::string& file_model, RunPlan& plan
   plan.model = std::move(model);
 }
 
+// --link-series BINS: an even count from 2 to 65536 (BinnedSeries), on the packet model of this process
+// (--fabric software, socket or dpdk).
+uint32_t link_series_bins(const RunArgs& a, const std::string& model) {
+  if (a.link_series == 0) return 0;
+  if (a.link_series < 2 || a.link_series > 65536 || a.link_series % 2 != 0) {
+    throw std::invalid_argument(
+        fmt::format("--link-series {}: the bins must be an even number from 2 to 65536", a.link_series));
+  }
+  const bool local_model = a.fabric == "software" || a.fabric == "socket" || a.fabric == "dpdk";
+  if (model != "packet" || !local_model || !a.agents.empty()) {
+    throw std::invalid_argument(fmt::format(
+        "--link-series records the links of the packet model in this process (--model packet, or --fabric socket "
+        "or dpdk); this run is on {}",
+        !a.agents.empty() ? std::string("--agents") : !local_model ? "--fabric " + a.fabric : "the analytical model"));
+  }
+  return a.link_series;
+}
+
 emu::WalkerOptions walker_options(const RunArgs& a, const emu::SystemConfig& system, size_t ranks) {
   emu::WalkerOptions opt;
   opt.system = system;
@@ -141,6 +159,7 @@ RunPlan load_run_plan(const RunArgs& a) {
   if (!a.comm_groups.empty()) plan.groups.load_file(a.comm_groups);
   plan.walker = walker_options(a, plan.system, plan.paths.size());
   plan.timeline_messages = a.timeline_messages;
+  plan.link_series = link_series_bins(a, plan.model);
   return plan;
 }
 

@@ -23,6 +23,7 @@ struct RunPlan {
   traces::ProcessGroups groups{0};
   emu::WalkerOptions walker;                 // without a timeline (the run's outputs add it)
   uint64_t timeline_messages = 0;            // --timeline-messages: the walker's limit with a timeline
+  uint32_t link_series = 0;                  // --link-series: bins of the link utilization series (0: none)
 };
 
 // Reads the fabric (fabric file, or network.yml + system.json), chooses the model (the real-time fabrics and

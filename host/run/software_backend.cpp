@@ -1,7 +1,6 @@
 // `--fabric software` (the default): the software model of the fabric, analytical or packet (--model).
 #include <memory>
 
-#include "emulator/link_results.h"
 #include "emulator/packet_fabric.h"
 #include "host/run/backend.h"
 
@@ -24,10 +23,11 @@ class PacketBackend final : public LocalBackend {
  public:
   explicit PacketBackend(const BackendContext& c)
       : fabric_(c.engine, c.topology, c.plan.mtu == 0 ? ~uint32_t{0} : c.plan.mtu) {}
-  void finish(emu::RunResult& result) override { result.links = emu::link_results(fabric_, result.total); }
+  void finish(emu::RunResult& result) override { add_link_results(result); }
 
  protected:
   emu::Fabric& fabric() override { return fabric_; }
+  emu::PacketFabric* packet_model() override { return &fabric_; }
 
  private:
   emu::PacketFabric fabric_;

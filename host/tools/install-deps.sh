@@ -11,6 +11,8 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libboost-dev libssl-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
+  # `fabemu trace graph -o FILE.svg` runs graphviz's dot; the trace analyze test opens its HTML page in headless chromium
+  graphviz chromium
   # fuzzing (tests/fuzz, bench/run_fuzz.sh, CI's smoke step): clang 14 and its libFuzzer runtime
   clang-14 libclang-rt-14-dev
   # DPDK backend (and its tools: dpdk-testpmd) and packet captures

@@ -94,8 +94,18 @@ assert len(r["collectives"]) == 8 and all(c["members"] == 8 and c["algorithm"] =
 assert len(r["links"]) == 24
 t = json.load(open(sys.argv[2]))
 names = {e["args"]["name"] for e in t["traceEvents"] if e.get("ph") == "M" and e["name"] == "process_name"}
-assert names == {f"rank {i}" for i in range(8)}, names
+assert names == {f"rank {i}" for i in range(8)} | {"network"}, names  # the packet model: link counters
 assert sum(1 for e in t["traceEvents"] if e.get("ph") == "X") > 8 * 31
+# every rank sent and received the same (a balanced data-parallel run), summing to the totals
+for k in ("sent_messages", "sent_bytes", "received_messages", "received_bytes"):
+    assert len({x[k] for x in r["ranks"]}) == 1 and r["ranks"][0][k] > 0, k
+assert sum(x["sent_messages"] for x in r["ranks"]) == r["totals"]["messages"]
+assert sum(x["received_bytes"] for x in r["ranks"]) == r["totals"]["message_bytes"]
+# a "bytes in flight" counter track on every rank, starting at 0 ps and ending with 0
+c = [e for e in t["traceEvents"] if e.get("ph") == "C" and e["name"] == "bytes in flight"]
+assert {e["pid"] for e in c} == set(range(1, 9)), {e["pid"] for e in c}
+assert all(e["args"]["value"] >= 0 for e in c) and max(e["args"]["value"] for e in c) > 0
+assert c[-1]["args"]["value"] == 0
 PY
 # run: ASTRA-sim inputs; the analytical and packet models agree on a ring; runs are byte-identical
 expect_status 0 "$fabemu" trace generate collective --type all_reduce --ranks 4 --size 1MiB --out-dir "$tmp/ar"
@@ -113,6 +123,51 @@ for model in analytical packet; do
 done
 expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q -r "$tmp/packet2.json"
 cmp "$tmp/packet.json" "$tmp/packet2.json" || fail "two runs gave different reports"
+# --link-series: each link's busy time per bin (rows sum to the link's busy time within its packets' ps);
+# with a timeline, the busiest links' utilization as counters on the network process
+expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q -r "$tmp/series.json" \
+  --link-series 16 -t "$tmp/series_tl.json"
+python3 - "$tmp/series.json" "$tmp/series_tl.json" "$tmp/packet.json" <<'EOF2' || fail "--link-series is wrong"
+import json, sys
+r, t, plain = (json.load(open(f)) for f in sys.argv[1:4])
+s = r.pop("link_series")
+assert r == plain, "--link-series changed the rest of the report"
+links = {l["id"]: l for l in r["links"]}
+assert [l["id"] for l in s["links"]] == sorted(links) and 4 <= len(links) <= 32, s["links"]
+assert 0 < s["bins"] <= 16 and (s["bins"] - 1) * s["bin_ps"] < r["total_time_ps"], s
+for row in s["links"]:
+    l = links[row["id"]]
+    assert len(row["busy_ps"]) == s["bins"] and all(0 <= v <= s["bin_ps"] for v in row["busy_ps"]), row
+    assert l["busy_ps"] <= sum(row["busy_ps"]) <= l["busy_ps"] + l["packets"], (row, l)
+c = [e for e in t["traceEvents"] if e.get("ph") == "C" and e["pid"] == 1000000000]
+assert {e["name"] for e in c} == {f'link {i} ({l["from"]}->{l["to"]}) utilization' for i, l in links.items()}, c[:3]
+assert len(c) == len(links) * (s["bins"] + 1) and all(0 <= e["args"]["value"] <= 1 for e in c)
+assert any(e.get("ph") == "M" and e["pid"] == 1000000000 and e["args"].get("name") == "network" for e in t["traceEvents"])
+EOF2
+# the progress line (a run of 196,636 events: drawn after the first 16,384): drawn on a terminal (script(1) gives the run one) and erased at the end, so the summary
+# follows a clean line; absent when stderr is not a terminal, and under -q
+if command -v script >/dev/null; then
+  SHELL=/bin/sh TERM=xterm script -qec "'$fabemu' run -w '$ar' -n '$tmp/ring4.yml' -s '$tmp/sys.json' -m packet --mtu 32" \
+    /dev/null > "$tmp/tty.txt" 2>&1 || fail "the run under script(1) failed"
+  python3 - "$tmp/tty.txt" <<'EOF2' || fail "no progress line on a terminal, or it was not erased"
+import sys
+t = open(sys.argv[1], "rb").read().decode()
+assert "\r\x1b[Kfabemu: emulated " in t and " nodes walked, " in t and " of 4 ranks finished, " in t, t[:300]
+last = t.rindex("fabemu: emulated ")
+assert "\r\x1b[K" in t[last:] and t.index("Total time", last) > t.index("\r\x1b[K", last), t[last:last + 300]
+EOF2
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet --mtu 32
+  [ ! -s "$tmp/err" ] || fail "a progress line went to a file: $(head -c 200 "$tmp/err")"
+  SHELL=/bin/sh TERM=xterm script -qec "'$fabemu' run -w '$ar' -n '$tmp/ring4.yml' -s '$tmp/sys.json' -m packet --mtu 32 -q" \
+    /dev/null > "$tmp/tty_q.txt" 2>&1 || fail "the -q run under script(1) failed"
+  [ ! -s "$tmp/tty_q.txt" ] || fail "-q printed on a terminal: $(head -c 200 "$tmp/tty_q.txt")"
+else
+  echo "SKIP: no script(1) (bsdutils): the progress line is not tested"
+fi
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet -q --link-series 3
+expect_text "$tmp/err" "--link-series 3: the bins must be an even number from 2 to 65536"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m analytical -q --link-series 8
+expect_text "$tmp/err" "--link-series records the links of the packet model in this process (--model packet, or --fabric socket or dpdk); this run is on the analytical model"
 # --fabric fpga: the RTL under Verilator (hwemu) and the cycle model (hop-level interface), and the card's
 # C++ reference (message-level) give the packet model's report (only the fabric name, the event count and
 # the "fpga" section differ); xrt:0 without a board is a clear error.
@@ -478,6 +533,55 @@ EOF2
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1,1 -q -- \
     --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-11$$" --no-telemetry --lcores 0@0,1@1,2@1
   expect_text "$tmp/err" "receive lcore 1 is listed twice"
+  # transmit lcores (--dpdk-tx-lcore 2 and 2,3, the receive side on lcore 1; four lcores on two cores: EAL
+  # --lcores): the report of --dpdk-tx-lcore off but the DPDK section, each transmit lcore with its share
+  for tx in 2 2,3; do
+    expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --as-fast-as-possible \
+      --dpdk-rx-lcore 1 --dpdk-tx-lcore $tx -r "$tmp/tx_$tx.json" -- --no-huge -m 512 --no-pci --no-shconf \
+      --file-prefix "fabemu-cli-tx$$" --no-telemetry --lcores 0@0,1@1,2@1,3@1
+    expect_text "$tmp/out" "    transmit lcore 2  port A queue 0: "
+  done
+  python3 - "$tmp/lc_off.json" "$tmp/tx_2.json" "$tmp/tx_2,3.json" <<'EOF2' || fail "--dpdk-tx-lcore"
+import json, sys
+off, one, two = (json.load(open(f)) for f in sys.argv[1:4])
+off.pop("dpdk")
+for r, lanes in ((one, [(2, 0)]), (two, [(2, 0), (3, 1)])):
+  d = r.pop("dpdk")
+  lc = d["tx_lcores"]
+  assert [(l["lcore"], l["queue"]) for l in lc] == lanes, lc
+  assert all(l["frames"] > 0 and l["messages"] > 0 for l in lc), lc
+  assert sum(l["frames"] for l in lc) == d["data_frames"] + d["retransmissions"], lc
+  assert sum(l["data_frames"] for l in lc) == d["data_frames"] and sum(l["messages"] for l in lc) == d["messages"], lc
+  assert d["rx_lcore"] == 1 and d["messages_completed"] == 96 and d["bytes_completed"] == d["message_bytes"]
+  assert r == off, [k for k in r if r[k] != off.get(k)]
+EOF2
+  for bad in 2, 2,,3 a,b -1 2,x 99999999999; do
+    expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-tx-lcore "$bad" -q
+    expect_text "$tmp/err" "expected off, auto, all, an lcore id (0-9999) or a comma list of lcore ids, got $bad"
+  done
+  for bad in "0:not an idle worker lcore" "7:not an idle worker lcore" "1:lcore 1 is a receive lcore" \
+             "2,2:lcore 2 is listed twice"; do
+    expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1 \
+      --dpdk-tx-lcore "${bad%%:*}" -q -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-txb$$" \
+      --no-telemetry --lcores 0@0,1@1,2@1,3@1
+    expect_text "$tmp/err" "--dpdk-tx-lcore"
+    expect_text "$tmp/err" "${bad#*:}"
+  done
+  # more transmit queues than the device has (net_pcap: one per tx_pcap file), and memif (which pairs queues)
+  python3 -c 'import struct,sys; open(sys.argv[1],"wb").write(struct.pack("<IHHiIII",0xa1b2c3d4,2,4,0,0,65535,1))' \
+    "$tmp/empty.pcap"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-rx-lcore 1 \
+    --dpdk-tx-lcore 2,3 --dpdk-devargs "net_pcap_txa,rx_pcap=$tmp/empty.pcap,tx_pcap=$tmp/txa.pcap" \
+    --dpdk-devargs "net_pcap_txb,rx_pcap=$tmp/empty.pcap,tx_pcap=$tmp/txb.pcap" -q -- --no-huge -m 512 --no-pci \
+    --no-shconf --file-prefix "fabemu-cli-txq$$" --no-telemetry --lcores 0@0,1@1,2@1,3@1
+  expect_text "$tmp/err" "--dpdk-tx-lcore 2,3: 2 transmit lcores take 2 transmit queues of port A"
+  expect_text "$tmp/err" "the device has at most 1 / 1"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --dpdk-port memif \
+    --dpdk-rx-lcore 1 --dpdk-tx-lcore 2,3 -q -- --no-huge -m 512 --no-pci --no-shconf --file-prefix "fabemu-cli-txm$$" \
+    --no-telemetry --lcores 0@0,1@1,2@1,3@1
+  expect_text "$tmp/err" "--dpdk-tx-lcore 2,3: memif pairs each transmit queue"
+  expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric socket --dpdk-tx-lcore 2 -q
+  expect_text "$tmp/err" "--dpdk-tx-lcore needs --fabric dpdk"
   # an address plan with fewer ranks than the topology has NPUs: the error names the file
   printf 'ranks:\n  - {rank: 0, mac: "02:fe:00:00:00:01", ip: 198.18.0.1}\n' > "$tmp/plan1.yaml"
   expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --address-plan "$tmp/plan1.yaml" -q

@@ -40,6 +40,10 @@ RunResult sample() {
   r0.exposed_comm = Duration::from_ps(400'000'000);
   r0.idle = Duration::from_ps(200'000'000);
   r0.device_compute = Duration::from_ps(800'000'000);
+  r0.sent_messages = 3;
+  r0.sent_bytes = 526'386;
+  r0.received_messages = 3;
+  r0.received_bytes = 526'286;
   RankResult r1 = r0;
   r1.rank = 1;
   r1.finish = Time::from_ps(1'499'999'999);
@@ -49,6 +53,8 @@ RunResult sample() {
   r1.idle = Duration::from_ps(199'999'999);
   r1.device_compute = Duration::from_ps(1'000'000'000);
   r1.compute_scale = 0.3;
+  r1.sent_bytes = 526'286;
+  r1.received_bytes = 526'386;
   r.ranks = {r0, r1};
 
   CollectiveResult c0;
@@ -124,6 +130,10 @@ void expect_equal(const RunResult& a, const RunResult& b) {
     EXPECT_EQ(x.idle, y.idle);
     EXPECT_EQ(x.device_compute, y.device_compute);
     EXPECT_EQ(x.compute_scale, y.compute_scale);
+    EXPECT_EQ(x.sent_messages, y.sent_messages);
+    EXPECT_EQ(x.sent_bytes, y.sent_bytes);
+    EXPECT_EQ(x.received_messages, y.received_messages);
+    EXPECT_EQ(x.received_bytes, y.received_bytes);
   }
   ASSERT_EQ(a.collectives.size(), b.collectives.size());
   for (size_t i = 0; i < a.collectives.size(); ++i) {
@@ -180,8 +190,8 @@ constexpr const char* kGolden = R"json({
   "status": "complete",
   "time_reached_ps": 1500000000,
   "ranks": [
-    {"rank": 0, "finish_time_ps": 1500000000, "compute_ps": 900000000, "comm_busy_ps": 700000000, "exposed_comm_ps": 400000000, "idle_ps": 200000000, "device_compute_ps": 800000000, "finish_minus_compute_ps": 700000000, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "compute_scale": 1, "finished": true},
-    {"rank": 1, "finish_time_ps": 1499999999, "compute_ps": 1000000000, "comm_busy_ps": 600000000, "exposed_comm_ps": 300000000, "idle_ps": 199999999, "device_compute_ps": 1000000000, "finish_minus_compute_ps": 499999999, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "compute_scale": 0.3, "finished": true}
+    {"rank": 0, "finish_time_ps": 1500000000, "compute_ps": 900000000, "comm_busy_ps": 700000000, "exposed_comm_ps": 400000000, "idle_ps": 200000000, "device_compute_ps": 800000000, "finish_minus_compute_ps": 700000000, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "sent_messages": 3, "sent_bytes": 526386, "received_messages": 3, "received_bytes": 526286, "compute_scale": 1, "finished": true},
+    {"rank": 1, "finish_time_ps": 1499999999, "compute_ps": 1000000000, "comm_busy_ps": 600000000, "exposed_comm_ps": 300000000, "idle_ps": 199999999, "device_compute_ps": 1000000000, "finish_minus_compute_ps": 499999999, "nodes": 10, "comp_nodes": 6, "comm_nodes": 4, "sent_messages": 3, "sent_bytes": 526286, "received_messages": 3, "received_bytes": 526386, "compute_scale": 0.3, "finished": true}
   ],
   "collectives": [
     {"index": 0, "type": "ALL_REDUCE", "group": "", "name": "allreduce \"grad\"", "node_id": 7, "bytes": 1048576, "members": 2, "algorithm": "ring", "chunks": 2, "messages": 4, "message_bytes": 1048576, "issued_first_ps": 100000000, "issued_last_ps": 100000500, "finished_ps": 300000500, "duration_ps": 200000000, "algbw_GBps": 5.242880, "busbw_GBps": 5.242880},
@@ -481,7 +491,67 @@ TEST(Summary, PartialRunShowsTheTimeReachedAndUnfinishedRanks) {
   EXPECT_EQ(report_from_json(old, "old.json").reached, sample().total);
 }
 
+// A number beyond a double's range is a located error of the reader, not nlohmann's out_of_range (found by
+// fuzz_report_json: "3236E878" in a report).
+TEST(ReportJson, ANumberOutOfRangeIsALocatedError) {
+  try {
+    report_from_json("{\"schema\": \"fabemu.report/2\", \"npus\": 3236E878}", "big.json");
+    FAIL() << "no error";
+  } catch (const traces::TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("big.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not a JSON report: number overflow parsing '3236E878'"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A report written before the per-rank traffic keys reads back with 0 traffic, the rest unchanged.
+TEST(ReportJson, ReportWithoutRankTrafficReadsAsZero) {
+  std::string old = report_to_json(sample());
+  for (const char* key : {"\"sent_messages\": 3, ", "\"sent_bytes\": 526386, ", "\"sent_bytes\": 526286, ",
+                          "\"received_messages\": 3, ", "\"received_bytes\": 526286, ", "\"received_bytes\": 526386, "}) {
+    for (size_t at = old.find(key); at != std::string::npos; at = old.find(key)) old.erase(at, std::string(key).size());
+  }
+  ASSERT_EQ(old.find("sent_"), std::string::npos) << old;
+  const RunResult back = report_from_json(old, "old.json");
+  for (const RankResult& k : back.ranks) {
+    EXPECT_EQ(k.sent_messages + k.sent_bytes + k.received_messages + k.received_bytes, 0u);
+  }
+  EXPECT_EQ(back.ranks[1].compute_scale, 0.3);
+}
+
 // ---- timeline -----------------------------------------------------------------------------------------
+
+// Counter events: on a rank's process (named once), and for rank -1 on the "network" process.
+TEST(Timeline, CounterTracks) {
+  std::ostringstream os;
+  {
+    ChromeTimeline t(os);
+    t.counter(2, "bytes in flight", Time::from_ps(1'000), 4096.5);
+    t.counter(-1, "link 3 (0->1) utilization", Time::from_ps(2'000'000), 0.25);
+    t.counter(-1, "link 3 (0->1) utilization", Time::from_ps(4'000'000), 0);
+    t.finish();
+    EXPECT_EQ(t.counters(), 3u);
+    EXPECT_EQ(t.slices(), 0u);
+  }
+  const auto j = nlohmann::json::parse(os.str());
+  std::vector<nlohmann::json> counters;
+  bool network_named = false;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "C") counters.push_back(e);
+    if (e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == ChromeTimeline::kNetworkPid) {
+      network_named = e["args"]["name"] == "network";
+    }
+  }
+  EXPECT_TRUE(network_named);
+  ASSERT_EQ(counters.size(), 3u);
+  EXPECT_EQ(counters[0]["pid"], 3);
+  EXPECT_EQ(counters[0]["name"], "bytes in flight");
+  EXPECT_DOUBLE_EQ(counters[0]["ts"].get<double>(), 0.001);
+  EXPECT_DOUBLE_EQ(counters[0]["args"]["value"].get<double>(), 4096.5);
+  EXPECT_EQ(counters[1]["pid"], ChromeTimeline::kNetworkPid);
+  EXPECT_DOUBLE_EQ(counters[1]["args"]["value"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(counters[2]["args"]["value"].get<double>(), 0.0);
+}
 
 TEST(Timeline, ChromeTraceEvents) {
   std::ostringstream os;

@@ -90,6 +90,67 @@ TEST(WalkerShared, MicrobenchmarksMatchAstraSim) {
   }
 }
 
+// A timeline that keeps nothing: with it the analytical model walks ring phases message by message
+// (the closed form's general path), without it a ring phase is counted at once.
+class NullTimeline final : public TimelineSink {
+ public:
+  void node_slice(int32_t, int32_t, const std::string &, const char *, uint64_t, Time, Time, uint64_t) override {}
+  void message_slice(int32_t, int32_t, uint64_t, Time, Time, uint64_t) override {}
+};
+
+// Per-rank traffic (the report's sent/received messages and bytes) on every shared microbenchmark: the
+// same on both models, with and without a timeline, summing to the totals, equal on every rank (the
+// microbenchmarks are balanced), and for the 8-rank all-reduce the closed form: 4 chunks of 256 KiB, a
+// ring of 8 sends 2 x 7 messages of 32 KiB per chunk, 56 messages and 1,835,008 bytes per rank.
+TEST(WalkerShared, PerRankTrafficIsExactOnBothModels) {
+  FABEMU_REQUIRE_SHARED(traces_dir);
+  const fs::path cfg = configs_dir(traces_dir);
+  const SystemConfig sys = host::load_system_json((cfg / "system_ring_4chunks.json").string(), 1);
+  NullTimeline timeline;
+  for (const auto &row : kReference) {
+    const fs::path prefix = traces_dir / "astra-sim/examples/workload/microbenchmarks" / row.coll /
+                            (std::to_string(row.n) + "npus_1MB") / row.coll;
+    const auto files = rank_files(prefix);
+    const auto net = host::load_network_yml((cfg / ("Ring_" + std::to_string(row.n) + "npus.yml")).string());
+    const std::string what = std::string(row.coll) + " N=" + std::to_string(row.n);
+    WalkerOptions with_timeline = opts(sys);
+    with_timeline.timeline = &timeline;
+    const RunResult runs[] = {run_walker(net, opts(sys), files, Model::kAnalytical).result,
+                              run_walker(net, with_timeline, files, Model::kAnalytical).result,
+                              run_walker(net, opts(sys), files, Model::kPacket).result};
+    const RunResult &a = runs[0];
+    ASSERT_EQ(a.ranks.size(), static_cast<size_t>(row.n)) << what;
+    uint64_t sent = 0, sent_bytes = 0, received = 0, received_bytes = 0;
+    for (const RankResult &k : a.ranks) {
+      sent += k.sent_messages;
+      sent_bytes += k.sent_bytes;
+      received += k.received_messages;
+      received_bytes += k.received_bytes;
+      EXPECT_EQ(k.sent_messages, a.ranks[0].sent_messages) << what << " rank " << k.rank;
+      EXPECT_EQ(k.sent_bytes, a.ranks[0].sent_bytes) << what << " rank " << k.rank;
+      EXPECT_EQ(k.received_bytes, k.sent_bytes) << what << " rank " << k.rank;
+    }
+    EXPECT_GT(sent, 0u) << what;
+    EXPECT_EQ(sent, a.messages) << what;
+    EXPECT_EQ(received, a.messages) << what;
+    EXPECT_EQ(sent_bytes, a.message_bytes) << what;
+    EXPECT_EQ(received_bytes, a.message_bytes) << what;
+    for (const RunResult &other : runs) {
+      for (size_t r = 0; r < a.ranks.size(); ++r) {
+        EXPECT_EQ(other.ranks[r].sent_messages, a.ranks[r].sent_messages) << what << " rank " << r;
+        EXPECT_EQ(other.ranks[r].sent_bytes, a.ranks[r].sent_bytes) << what << " rank " << r;
+        EXPECT_EQ(other.ranks[r].received_messages, a.ranks[r].received_messages) << what << " rank " << r;
+        EXPECT_EQ(other.ranks[r].received_bytes, a.ranks[r].received_bytes) << what << " rank " << r;
+      }
+    }
+    if (std::string(row.coll) == "all_reduce" && row.n == 8) {
+      EXPECT_EQ(a.ranks[3].sent_messages, 56u);
+      EXPECT_EQ(a.ranks[3].sent_bytes, 1835008u);
+      EXPECT_EQ(a.ranks[3].received_messages, 56u);
+    }
+  }
+}
+
 TEST(WalkerShared, HgxH100) {
   FABEMU_REQUIRE_SHARED(traces_dir);
   const fs::path cfg = configs_dir(traces_dir);
@@ -119,6 +180,11 @@ TEST(WalkerShared, CustomRingAllReduceSendRecv) {
     ASSERT_TRUE(r.result.stuck.empty());
     expect_within(r.result.total.ps(), 90174, 0.001, "custom ring all-reduce");
     EXPECT_EQ(r.result.p2p.sends, 8u * 14u);
+    for (const RankResult &k : r.result.ranks) {  // SEND/RECV traffic per rank: 14 sends and 14 receives
+      EXPECT_EQ(k.sent_messages, 14u) << "rank " << k.rank;
+      EXPECT_EQ(k.received_messages, 14u) << "rank " << k.rank;
+      EXPECT_EQ(k.sent_bytes, r.result.p2p.bytes / 8) << "rank " << k.rank;
+    }
   }
 }
 

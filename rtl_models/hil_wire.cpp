@@ -35,18 +35,22 @@ uint64_t hil_tx_cycle(uint64_t t_ps, uint64_t k_q48, uint64_t c0) noexcept {
   return c0 + ceil;
 }
 
-dp::FrameSpec hil_frame_spec(const hw::msg::Departure& d, uint8_t dscp, dp::Ecn ecn) {
+dp::FrameSpec hil_frame_spec(const hw::msg::Departure& d, uint16_t flow_seq, uint8_t dscp, dp::Ecn ecn) {
   dp::FrameSpec s;
   s.mode = dp::WireMode::kFabemu;
   s.src = dp::default_endpoint(d.src);
   s.dst = dp::default_endpoint(d.dst);
-  s.ip_id = 0;
+  s.ip_id = flow_seq;
   s.dscp = dscp;
   s.ecn = ecn;
   s.hdr = dp::FabemuHeader{dp::PacketKind::kData, 0, d.src, d.dst, d.id, static_cast<uint32_t>(d.seq),
                            static_cast<uint32_t>(d.count), d.msg_bytes, d.offset, d.time_ps};
   s.payload_bytes = d.bytes;
   return s;
+}
+
+HilFlow hil_flow(uint32_t flow, uint64_t sent, const RxFlowCounters& rx) noexcept {
+  return HilFlow{flow, sent, rx.frames, rx.payload, rx.wire, sent - rx.frames, rx.reordered, rx.ce, rx.lost};
 }
 
 void HilMac::take(uint64_t cycle, const Beat& b, uint64_t frame_bytes) noexcept {

@@ -4,6 +4,7 @@
 // the MAC (100 GbE line rate) and the device under test (latency, rate, ECN marking, drops).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "emulator/time.h"
 #include "hw/sched/include/fabemu_msg_map.h"
 #include "host/wire/frame.h"
+#include "rtl_models/rx_model.h"
 
 namespace fabemu::rtl {
 
@@ -35,8 +37,22 @@ uint64_t hil_ps_per_cycle_q32(uint64_t dilation_q16);
 // and the cycle to 64, as sched_hil_cyc computes it.
 uint64_t hil_tx_cycle(uint64_t t_ps, uint64_t k_q48, uint64_t c0) noexcept;
 // The frame sched_hil sends for a departure: fabemu mode, host/wire's default address plan, a data packet
-// whose tx_time is the modelled departure.
-host::dpdk::FrameSpec hil_frame_spec(const hw::msg::Departure& d, uint8_t dscp, host::dpdk::Ecn ecn);
+// whose tx_time is the modelled departure, its IPv4 id `flow_seq`: the departure's number along its flow.
+host::dpdk::FrameSpec hil_frame_spec(const hw::msg::Departure& d, uint16_t flow_seq, uint8_t dscp, host::dpdk::Ecn ecn);
+
+// The card's per-flow departure numbering (sched_hil's flow sequence table): flow (src, dst) by the ranks'
+// low kHilFseqRankBits bits, each flow's departures numbered 0, 1, 2, ... mod 2^16 in departure order.
+inline constexpr uint32_t kHilFseqRankBits = 5;
+class HilFlowSeq {
+ public:
+  uint16_t next(uint32_t src, uint32_t dst) noexcept {
+    constexpr uint32_t m = (1u << kHilFseqRankBits) - 1;
+    return next_[(src & m) << kHilFseqRankBits | (dst & m)]++;
+  }
+
+ private:
+  std::array<uint16_t, std::size_t{1} << (2 * kHilFseqRankBits)> next_{};
+};
 
 struct Beat {
   std::array<uint8_t, kTxLanes> bytes{};
@@ -49,6 +65,10 @@ struct Beat {
 class HilMac {
  public:
   bool ready(uint64_t cycle) const noexcept { return in_frame_ || cycle * kLineBytesNum >= free_; }
+  // Between frames: the first cycle from `cycle` on in which the MAC takes a frame's first beat.
+  uint64_t ready_from(uint64_t cycle) const noexcept {
+    return std::max(cycle, (free_ + kLineBytesNum - 1) / kLineBytesNum);
+  }
   // A beat transferred in `cycle`; `frame_bytes` is the frame's length (the first beat's IPv4 total length + 14).
   void take(uint64_t cycle, const Beat& b, uint64_t frame_bytes) noexcept;
 
@@ -78,6 +98,8 @@ class HilDevice {
   const Beat* offer(uint64_t cycle) const noexcept;
   void pop() noexcept;
   bool empty() const noexcept { return count_ == 0; }
+  // The earliest cycle the oldest beat may leave (the device not empty).
+  uint64_t head_earliest() const noexcept { return ring_[head_].earliest; }
   const HilDeviceCounters& counters() const noexcept { return c_; }
 
  private:
@@ -114,15 +136,31 @@ struct HilFrame {
   std::vector<uint8_t> bytes;
 };
 
+// A flow's figures: `sent` the frames the card sent on it (counted at the MAC), the rest as the receive path
+// counted them, but `lost` = sent - frames (every frame sent arrives once or was dropped: exact whatever the
+// order); `rx_lost` is the receive path's own count (sequence gaps less late frames: the tail of a flow, its
+// frames after the last one that arrived, is not in it).
 struct HilFlow {
   uint32_t flow = 0;  // src * npus + dst
-  uint64_t frames = 0, payload = 0, wire = 0, lost = 0, reordered = 0, ce = 0;
+  uint64_t sent = 0, frames = 0, payload = 0, wire = 0, lost = 0, reordered = 0, ce = 0, rx_lost = 0;
 };
 
 struct HilArrival {
   uint32_t src = 0, dst = 0;
   uint64_t msg = 0, frames = 0, bytes = 0, first_cycle = 0, last_cycle = 0;
 };
+
+// Appends every element of `from` to `out` and empties `from`; returns how many (the cards' take_departures).
+template <class T>
+std::size_t move_all(std::vector<T>& from, std::vector<T>& out) {
+  const std::size_t n = from.size();
+  out.insert(out.end(), from.begin(), from.end());
+  from.clear();
+  return n;
+}
+
+// A flow's HilFlow from the frames the card sent on it and the receive path's counters.
+HilFlow hil_flow(uint32_t flow, uint64_t sent, const RxFlowCounters& rx) noexcept;
 
 struct HilReport {
   uint64_t frames_sent = 0;        // sched_fg's frames
@@ -132,7 +170,7 @@ struct HilReport {
   uint64_t worst_late_cycles = 0;
   uint64_t rx_frames = 0, rx_ours = 0, rx_negative = 0, rx_records = 0, rx_records_dropped = 0;
   HilDeviceCounters device;
-  std::vector<HilFlow> flows;      // flows that saw frames
+  std::vector<HilFlow> flows;      // flows the card sent frames on, by index
   std::vector<uint64_t> histogram; // emu::LogHistogram bucket counts of latency (ps)
   uint64_t cycles = 0;             // the clock at the end
   uint64_t c0 = 0;

@@ -40,6 +40,7 @@ SchedHilHwEmu::SchedHilHwEmu(std::span<const hw::sched::LinkEntry> links, uint32
     throw std::invalid_argument("sched_hil hw-emu: " + std::to_string(opt_.npus) +
                                 " ranks; the receive path counts 1024 flows (up to 32 ranks)");
   }
+  sent_.assign(std::size_t{opt_.npus} * opt_.npus, 0);
   top_ = std::make_unique<Vsched_hil>(ctx_.get(), "sched_hil");
   rx_ = std::make_unique<Vsched_rx>(ctx_.get(), "sched_rx");
   Vsched_hil& t = *top_;
@@ -57,6 +58,7 @@ SchedHilHwEmu::SchedHilHwEmu(std::span<const hw::sched::LinkEntry> links, uint32
   r.cfg_port_hi = kPort;
   r.cfg_npus = static_cast<uint16_t>(opt_.npus);
   r.cfg_ps_per_cycle_q32 = hil_ps_per_cycle_q32(opt_.dilation_q16);
+  r.cfg_flow_seq = 1;  // the IPv4 id is the flow's departure sequence (sched_hil)
   for (int i = 0; i < 4; ++i) tick();
   t.rst = t.tx_rst = 0;
   r.rst = 0;
@@ -115,6 +117,7 @@ void SchedHilHwEmu::on_beat(uint64_t c) {
                              " from sched_fg does not decode: " + std::string(dp::to_string(v)));
   }
   const dp::FabemuHeader& h = f.hdr;
+  if (h.src_rank < opt_.npus && h.dst_rank < opt_.npus) ++sent_[h.src_rank * opt_.npus + h.dst_rank];
   deps_.push_back(hw::msg::Departure{h.tx_time_ps, h.message_id, h.src_rank, h.dst_rank, h.seq, h.count,
                                      f.payload_bytes, h.message_length, h.offset});
   const uint64_t sched = hil_tx_cycle(h.tx_time_ps, k_, c0_);
@@ -210,10 +213,7 @@ void SchedHilHwEmu::advance(uint64_t w) {
 }
 
 std::size_t SchedHilHwEmu::take_departures(std::vector<hw::msg::Departure>& out) {
-  const std::size_t n = deps_.size();
-  out.insert(out.end(), deps_.begin(), deps_.end());
-  deps_.clear();
-  return n;
+  return move_all(deps_, out);
 }
 
 const HilReport& SchedHilHwEmu::drain() {
@@ -246,7 +246,7 @@ void SchedHilHwEmu::read_receive_side() {
   report_.rx_records_dropped = rx_read(kSpaceGlobal, 19)[0];
   for (uint32_t f = 0; f < opt_.npus * opt_.npus; ++f) {
     const auto w = rx_read(kSpaceFlow, f);
-    if (w[0] != 0) report_.flows.push_back(HilFlow{f, w[0], w[1], w[2], w[3], w[4], w[5]});
+    if (w[0] != 0 || sent_[f] != 0) report_.flows.push_back(hil_flow(f, sent_[f], RxFlowCounters{w[0], w[1], w[2], w[3], w[4], w[5]}));
   }
   report_.histogram.assign(emu::LogHistogram::kBuckets, 0);
   for (uint32_t b = 0; b < emu::LogHistogram::kBuckets; ++b) report_.histogram[b] = rx_read(kSpaceHist, b)[0];

@@ -90,6 +90,7 @@ class SchedHilHwEmu final : public MsgCardBench<SchedHilHwEmu, Vsched_hil> {
   std::vector<uint8_t> rx_cur_;
   uint64_t rx_first_ = 0;
   std::vector<HilArrival> arrivals_;
+  std::vector<uint64_t> sent_;     // frames sent per flow (src * npus + dst), counted at the MAC
   HilReport report_;
   // sched_rx's host port
   bool h_accepted_ = false, h_got_ = false;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <stdexcept>
 
+#include "rtl_models/hil_model.h"
 #include "rtl_models/msg_sched_model.h"
 #ifdef FABEMU_HAVE_VERILATOR
 #include "rtl_models/sched_hil_hwemu.h"
@@ -105,11 +106,14 @@ std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec, const r
         "hwemu (Verilated sched_hil and sched_rx: the card's whole path, hardware in the loop)", hil);
   }
 #endif
-  if (spec == "model" || spec == "hwemu" || spec.rfind("xrt:", 0) == 0) {
+  if (spec == "model") {
+    return std::make_unique<CardMsgDevice<rtl::HilModelCard>>(
+        "model (C++: the message-level reference, the MAC, the device and the receive path, hardware in the loop)", hil);
+  }
+  if (spec == "hwemu" || spec.rfind("xrt:", 0) == 0) {
     throw std::runtime_error("--fabric fpga --dilation (hardware in the loop): device '" + spec + "' " +
-                             (spec == "model" ? "has no model of the wire path yet" :
-                              spec == "hwemu" ? "needs a build with Verilator" : "has no hardware-in-the-loop kernel yet") +
-                             "; use --device hwemu" + (spec == "hwemu" ? " in a Verilator build" : ""));
+                             (spec == "hwemu" ? "needs a build with Verilator" : "has no hardware-in-the-loop kernel yet") +
+                             "; use --device model" + (spec == "hwemu" ? ", or hwemu in a Verilator build" : " or hwemu"));
   }
   throw std::invalid_argument("unknown FPGA device '" + spec + "' (expected model, hwemu or xrt:<index>)");
 }

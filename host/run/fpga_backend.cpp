@@ -85,10 +85,10 @@ std::string wire_json(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_
   const WireFigures f(w);
   std::string flows;
   for (const rtl::HilFlow& fl : w.flows) {
-    flows += fmt::format("{}{{\"src\": {}, \"dst\": {}, \"frames\": {}, \"payload_bytes\": {}, \"wire_bytes\": {}, "
-                         "\"lost\": {}, \"reordered\": {}, \"ce\": {}}}",
-                         flows.empty() ? "" : ", ", fl.flow / npus, fl.flow % npus, fl.frames, fl.payload, fl.wire,
-                         fl.lost, fl.reordered, fl.ce);
+    flows += fmt::format("{}{{\"src\": {}, \"dst\": {}, \"sent\": {}, \"frames\": {}, \"payload_bytes\": {}, "
+                         "\"wire_bytes\": {}, \"lost\": {}, \"reordered\": {}, \"ce\": {}}}",
+                         flows.empty() ? "" : ", ", fl.flow / npus, fl.flow % npus, fl.sent, fl.frames, fl.payload,
+                         fl.wire, fl.lost, fl.reordered, fl.ce);
   }
   const emu::LogHistogram& h = f.latency;
   return fmt::format(
@@ -114,10 +114,10 @@ std::string wire_text(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_
       static_cast<double>(o.dilation_q16) / 65536.0, o.lead_cycles, w.cycles, f.wall_ms, w.frames_sent, w.rx_frames,
       w.device.dropped, w.device.marked, w.late_measured, w.worst_late_cycles, f.worst_late_ns, h.count(), h.min(),
       h.quantile(0.5), h.quantile(0.99), h.max());
-  s += "  flows               src -> dst: frames, lost, reordered, CE\n";
+  s += "  flows               src -> dst: frames sent, received, lost, reordered, CE\n";
   for (const rtl::HilFlow& fl : w.flows) {
-    s += fmt::format("    {:>4} -> {:<4}      {} {} {} {}\n", fl.flow / npus, fl.flow % npus, fl.frames, fl.lost,
-                     fl.reordered, fl.ce);
+    s += fmt::format("    {:>4} -> {:<4}      {} {} {} {} {}\n", fl.flow / npus, fl.flow % npus, fl.sent, fl.frames,
+                     fl.lost, fl.reordered, fl.ce);
   }
   return s;
 }

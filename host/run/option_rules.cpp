@@ -35,9 +35,10 @@ void check_fpga_wire(const RunArgs& a) {
         "--dilation with --fabric fpga runs the card's whole path in real time over the message-level interface: "
         "--fpga-interface hops does not take it");
   }
-  if (!a.device.empty() && a.device != "hwemu") {
+  if (!a.device.empty() && a.device != "hwemu" && a.device != "model") {
     throw std::invalid_argument(fmt::format(
-        "--dilation with --fabric fpga (hardware in the loop) runs on --device hwemu; --device {} has no wire yet",
+        "--dilation with --fabric fpga (hardware in the loop) runs on --device hwemu or model; --device {} has no "
+        "wire yet",
         a.device));
   }
   if (given("--fpga-device-ecn") && a.fpga_device_ecn_bytes > 0 && a.fpga_device_rate_gbps <= 0) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -17,6 +18,7 @@
 #include "emulator/link_results.h"
 #include "emulator/report_json.h"
 #include "host/fpga/fpga_msg_fabric.h"
+#include "rtl_models/hil_model.h"
 #include "rtl_models/hil_wire.h"
 #include "rtl_models/msg_sched_model.h"
 #include "rtl_models/sched_core_model.h"
@@ -112,8 +114,10 @@ HilRun run_hil(const std::vector<LinkEntry>& links, uint32_t npus, uint32_t mtu,
 void expect_frames_of(const HilRun& r) {
   ASSERT_EQ(r.frames.size(), r.model.size());
   std::vector<uint8_t> buf(70000);
+  rtl::HilFlowSeq fseq;
   for (std::size_t k = 0; k < r.model.size(); ++k) {
-    const std::size_t n = dp::encode(rtl::hil_frame_spec(r.model[k], 0, dp::Ecn::kEct0), buf);
+    const uint16_t ip_id = fseq.next(r.model[k].src, r.model[k].dst);
+    const std::size_t n = dp::encode(rtl::hil_frame_spec(r.model[k], ip_id, 0, dp::Ecn::kEct0), buf);
     ASSERT_EQ(r.frames[k].bytes, std::vector<uint8_t>(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n)))
         << "frame " << k;
     ASSERT_EQ(r.frames[k].sched, rtl::hil_tx_cycle(r.model[k].time_ps, r.k, r.c0)) << "frame " << k;
@@ -126,16 +130,21 @@ void expect_receive_side(const HilRun& r, uint32_t npus, uint64_t dilation_q16) 
   cfg.port_lo = cfg.port_hi = 47000;
   cfg.npus = static_cast<uint16_t>(npus);
   cfg.q32 = rtl::hil_ps_per_cycle_q32(dilation_q16);
+  cfg.flow_seq = true;
   rt::RxRef ref(cfg);
   for (const rtl::HilFrame& f : r.received) ref.frame(f.bytes, f.first);
   EXPECT_EQ(r.report.rx_ours, ref.g[0]);
   EXPECT_EQ(r.report.rx_frames, ref.g[rt::kFramesAll]);
   EXPECT_EQ(r.report.rx_negative, ref.g[rt::kEarly]);
   EXPECT_EQ(r.report.rx_records, ref.g[rt::kRecords]);
-  ASSERT_EQ(r.report.flows.size(), ref.flows.size());
+  std::map<uint32_t, uint64_t> sent;
+  for (const msg::Departure& d : r.model) ++sent[d.src * npus + d.dst];
+  ASSERT_EQ(r.report.flows.size(), sent.size());
   for (const rtl::HilFlow& f : r.report.flows) {
-    const rt::FlowCounters want = ref.flows.at(f.flow);
-    EXPECT_EQ((rt::FlowCounters{f.frames, f.payload, f.wire, f.lost, f.reordered, f.ce}), want) << "flow " << f.flow;
+    const rt::FlowCounters want = ref.flows.count(f.flow) != 0 ? ref.flows.at(f.flow) : rt::FlowCounters{};
+    EXPECT_EQ((rt::FlowCounters{f.frames, f.payload, f.wire, f.rx_lost, f.reordered, f.ce}), want) << "flow " << f.flow;
+    EXPECT_EQ(f.sent, sent.at(f.flow)) << "flow " << f.flow;
+    EXPECT_EQ(f.lost, f.sent - f.frames) << "flow " << f.flow;
   }
   std::vector<uint64_t> want(fabemu::emu::LogHistogram::kBuckets, 0);
   ref.hist.for_each_bucket(
@@ -365,5 +374,281 @@ TEST(FpgaHilFabric, MicrobenchmarkReportsMatchSoftwareAndEveryFrameArrives) {
                 static_cast<unsigned long long>(wire.late_measured),
                 static_cast<unsigned long long>(wire.worst_late_cycles), static_cast<unsigned long long>(wire.cycles),
                 seconds[1], seconds[0]);
+  }
+}
+
+namespace {
+
+// Every collective of a system at once: each of 8 ranks issues an all_reduce, an all_to_all and an all_gather
+// with no dependency between them, and a reduce_scatter after the all_reduce (the walker interleaves their
+// chunks' messages on the flows, whose message ids are then not in order along a flow).
+ft::Microbenchmark several_collectives(const fabemu::test::ScratchDir& dir, const ft::Microbenchmark& ring8) {
+  namespace wt = fabemu::emu::walker_test;
+  std::vector<std::vector<wt::Node>> ranks(8);
+  for (auto& r : ranks) {
+    r.push_back(wt::coll(1, ChakraProtoMsg::ALL_REDUCE, 1 << 20));
+    r.push_back(wt::coll(2, ChakraProtoMsg::ALL_TO_ALL, 1 << 19));
+    r.push_back(wt::coll(3, ChakraProtoMsg::ALL_GATHER, 1 << 19));
+    r.push_back(wt::coll(4, ChakraProtoMsg::REDUCE_SCATTER, 1 << 19, {1}));
+  }
+  ft::Microbenchmark mb = ring8;
+  mb.what = "4 collectives at once 8npus Ring";
+  mb.files = wt::write_ranks(dir, "several", ranks);
+  return mb;
+}
+
+const ft::Microbenchmark& find_mb(const std::vector<ft::Microbenchmark>& all, const std::string& what) {
+  for (const ft::Microbenchmark& mb : all) {
+    if (mb.what == what) return mb;
+  }
+  throw std::runtime_error("no microbenchmark " + what);
+}
+
+struct HilWalk {
+  emu::RunResult report;
+  rtl::HilReport wire;
+};
+
+// `mb` walked over the card with its wire (hardware in the loop) on `device`, MTU 4096.
+HilWalk walk_hil(const ft::Microbenchmark& mb, const emu::SystemConfig& sys, const std::string& device,
+                 const rtl::HilOptions& h) {
+  HilWalk out;
+  out.report = ft::walk_microbenchmark(
+      mb, sys, [&](emu::Engine& e, const emu::Topology& t) { return fpga::make_fpga_hil_fabric(e, t, 4096, device, h); },
+      [&](fpga::FpgaMsgFabric& f) {
+        f.finish();
+        if (f.wire() != nullptr) out.wire = *f.wire();
+      });
+  return out;
+}
+
+struct FlowSums {
+  uint64_t sent = 0, frames = 0, lost = 0, reordered = 0, rx_lost = 0;
+};
+FlowSums sums(const rtl::HilReport& w) {
+  FlowSums s;
+  for (const rtl::HilFlow& f : w.flows) {
+    s.sent += f.sent;
+    s.frames += f.frames;
+    s.lost += f.lost;
+    s.reordered += f.reordered;
+    s.rx_lost += f.rx_lost;
+  }
+  return s;
+}
+
+}  // namespace
+
+// Issue 46 item 5: per-flow loss and reordering on real workloads, whose message ids are not monotone along a
+// flow. The card numbers each flow's frames in departure order (the IPv4 id) and sched_rx counts by that
+// number: with a clean device no flow loses or reorders a frame; with one dropping every 7th frame each
+// flow's lost is what it sent less what arrived, and their sum is exactly what the device dropped. (Counted
+// by message id, as before, the same runs show thousands of frames reordered and lost: the test fails there.)
+TEST(FpgaHilFabric, WorkloadFlowsLoseAndReorderExactlyWhatTheDeviceDid) {
+  FABEMU_REQUIRE_SHARED(traces_dir);
+  const emu::SystemConfig sys = ft::microbenchmark_system(traces_dir);
+  const std::vector<ft::Microbenchmark> all = ft::shared_microbenchmarks(traces_dir);
+  const fabemu::test::ScratchDir dir;
+  const std::vector<ft::Microbenchmark> runs{find_mb(all, "all_to_all 8npus Ring"), find_mb(all, "all_reduce 8npus Ring"),
+                                             several_collectives(dir, find_mb(all, "all_reduce 8npus Ring"))};
+  // hw-emu simulates every cycle: dilation 10 (a tenth of the cycles of 100; the card is then late on some
+  // frames, which changes no count); the model (the same counts, ModelWireEqualsHwEmuOnMicrobenchmarks) at 100.
+  for (const ft::Microbenchmark& mb : runs) {
+    SCOPED_TRACE(mb.what);
+    ASSERT_EQ(mb.files.size(), static_cast<std::size_t>(mb.npus));
+    for (const auto& [device, drop] : {std::pair{"hwemu", uint64_t{0}}, std::pair{"hwemu", uint64_t{7}},
+                                       std::pair{"model", uint64_t{0}}, std::pair{"model", uint64_t{7}}}) {
+      SCOPED_TRACE(device);
+      rtl::HilOptions h;
+      h.dilation_q16 = uint64_t{std::string(device) == "hwemu" ? 10u : kHilDilation} << 16;
+      h.device.drop_every = drop;
+      const auto t0 = std::chrono::steady_clock::now();
+      const HilWalk w = walk_hil(mb, sys, device, h);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const FlowSums s = sums(w.wire);
+      EXPECT_GT(w.wire.frames_sent, 0u);
+      EXPECT_EQ(s.sent, w.wire.frames_sent);
+      EXPECT_EQ(s.frames, w.wire.rx_frames);
+      EXPECT_EQ(w.wire.device.dropped, drop == 0 ? 0 : w.wire.frames_sent / drop);
+      EXPECT_EQ(s.lost, w.wire.device.dropped);
+      EXPECT_EQ(s.reordered, 0u);
+      EXPECT_LE(s.rx_lost, s.lost);
+      for (const rtl::HilFlow& f : w.wire.flows) {
+        EXPECT_EQ(f.lost, f.sent - f.frames) << "flow " << f.flow;
+        EXPECT_EQ(f.reordered, 0u) << "flow " << f.flow;
+        if (drop == 0) {
+          EXPECT_EQ(f.rx_lost, 0u) << "flow " << f.flow;
+        }
+      }
+      std::printf("%s, %s, device dropping every %llu: %llu frames sent on %zu flows, %llu dropped; lost %llu "
+                  "(sched_rx's gaps %llu), reordered %llu; %.1f s\n",
+                  mb.what.c_str(), device, static_cast<unsigned long long>(drop), static_cast<unsigned long long>(s.sent),
+                  w.wire.flows.size(), static_cast<unsigned long long>(w.wire.device.dropped),
+                  static_cast<unsigned long long>(s.lost), static_cast<unsigned long long>(s.rx_lost),
+                  static_cast<unsigned long long>(s.reordered), secs);
+    }
+  }
+}
+
+namespace {
+
+// What FpgaMsgFabric asks of its card, recorded (and forwarded to `inner`) to be replayed into the hw-emu and
+// the model with every frame kept.
+struct CardOp {
+  enum Kind { kLoad, kRoute, kPush, kDoorbell, kPoll } kind;
+  std::vector<LinkEntry> links;
+  uint32_t mtu = 0;
+  std::vector<uint32_t> route;
+  msg::MsgDesc d{};
+  uint64_t w = 0;
+};
+
+class RecordingDevice final : public fpga::MsgSchedDevice {
+ public:
+  RecordingDevice(std::unique_ptr<fpga::MsgSchedDevice> inner, std::vector<CardOp>& ops)
+      : inner_(std::move(inner)), ops_(ops) {}
+  std::string describe() const override { return inner_->describe(); }
+  void load(std::span<const LinkEntry> links, uint32_t mtu) override {
+    ops_.push_back(CardOp{CardOp::kLoad, {links.begin(), links.end()}, mtu, {}, {}, 0});
+    inner_->load(links, mtu);
+  }
+  void append_route(std::span<const uint32_t> ids) override {
+    ops_.push_back(CardOp{CardOp::kRoute, {}, 0, {ids.begin(), ids.end()}, {}, 0});
+    inner_->append_route(ids);
+  }
+  void push(std::span<const msg::MsgDesc> msgs) override {
+    for (const msg::MsgDesc& d : msgs) ops_.push_back(CardOp{CardOp::kPush, {}, 0, {}, d, 0});
+    inner_->push(msgs);
+  }
+  void doorbell(uint64_t w) override {
+    ops_.push_back(CardOp{CardOp::kDoorbell, {}, 0, {}, {}, w});
+    inner_->doorbell(w);
+  }
+  uint64_t poll(std::vector<msg::Delivery>& out) override {
+    ops_.push_back(CardOp{CardOp::kPoll, {}, 0, {}, {}, 0});
+    return inner_->poll(out);
+  }
+  std::vector<fpga::LinkCount> read_link_counters() override { return inner_->read_link_counters(); }
+  std::size_t take_departures(std::vector<msg::Departure>& out) override { return inner_->take_departures(out); }
+  const rtl::HilReport* finish_wire() override { return inner_->finish_wire(); }
+  uint64_t card_events() override { return inner_->card_events(); }
+  uint64_t card_packet_hops() override { return inner_->card_packet_hops(); }
+
+ private:
+  std::unique_ptr<fpga::MsgSchedDevice> inner_;
+  std::vector<CardOp>& ops_;
+};
+
+struct WireRun {
+  rtl::HilReport report;
+  std::vector<rtl::HilFrame> frames, received;  // frames' cycles relative to c0
+  std::vector<rtl::HilArrival> arrivals;
+  std::vector<msg::Delivery> records;
+};
+
+template <class Card>
+WireRun replay(const std::vector<CardOp>& ops, rtl::HilOptions o) {
+  o.keep_frames = true;
+  std::unique_ptr<Card> card;
+  WireRun r;
+  for (const CardOp& op : ops) {
+    switch (op.kind) {
+      case CardOp::kLoad: card = std::make_unique<Card>(op.links, op.mtu, o); break;
+      case CardOp::kRoute: card->append_route(op.route); break;
+      case CardOp::kPush: card->push(op.d); break;
+      case CardOp::kDoorbell: card->advance(op.w); break;
+      case CardOp::kPoll:
+        card->take(r.records);
+        card->known_until();
+        break;
+    }
+  }
+  r.report = card->drain();
+  for (rtl::HilFrame f : card->frames()) {
+    f.sched -= card->c0();
+    f.first -= card->c0();
+    r.frames.push_back(std::move(f));
+  }
+  r.received = card->received();
+  r.arrivals = card->arrivals();
+  return r;
+}
+
+}  // namespace
+
+// Issue 46 item 5: `--device model` runs the same wire path in C++ (rtl_models/hil_model.h): on shared
+// microbenchmarks, the card's requests replayed into both, the model and the hw-emu give the same frames
+// (bytes, scheduled and first-beat cycles from c0), the same frames into the receive path on the same
+// cycles, the same arrival records and every counter of the report but the clock at the end; a device with
+// latency, a rate, ECN marking and drops.
+TEST(FpgaHilFabric, ModelWireEqualsHwEmuOnMicrobenchmarks) {
+  FABEMU_REQUIRE_SHARED(traces_dir);
+  const emu::SystemConfig sys = ft::microbenchmark_system(traces_dir);
+  const std::vector<ft::Microbenchmark> all = ft::shared_microbenchmarks(traces_dir);
+  for (const char* what : {"reduce_scatter 4npus Ring", "all_to_all 8npus Ring"}) {
+    SCOPED_TRACE(what);
+    const ft::Microbenchmark& mb = find_mb(all, what);
+    rtl::HilOptions h;
+    h.dilation_q16 = uint64_t{kHilDilation} << 16;
+    h.device.latency_cycles = 200;
+    h.device.rate_mbps = 60'000;
+    h.device.ecn_bytes = 6000;
+    h.device.drop_every = 11;
+    std::vector<CardOp> ops;
+    emu::RunResult walked = ft::walk_microbenchmark(
+        mb, sys,
+        [&](emu::Engine& e, const emu::Topology& t) {
+          rtl::HilOptions o = h;
+          o.npus = static_cast<uint32_t>(t.npus());
+          return std::make_unique<fpga::FpgaMsgFabric>(
+              e, t, 4096, std::make_unique<RecordingDevice>(fpga::open_msg_device("model", o), ops));
+        },
+        [](fpga::FpgaMsgFabric& f) { f.finish(); });
+    const emu::RunResult packet = ft::walk_packet_model(mb, sys);
+    walked.events = packet.events;  // the engine's events differ by the fabric's own
+    EXPECT_EQ(emu::report_to_json(walked), emu::report_to_json(packet));
+    h.npus = static_cast<uint32_t>(mb.npus);
+    const WireRun m = replay<rtl::HilModelCard>(ops, h);
+    const WireRun hw = replay<rtl::SchedHilHwEmu>(ops, h);
+    EXPECT_EQ(m.records, hw.records);
+    ASSERT_EQ(m.frames.size(), hw.frames.size());
+    for (std::size_t k = 0; k < m.frames.size(); ++k) {
+      ASSERT_EQ(m.frames[k].sched, hw.frames[k].sched) << "frame " << k;
+      ASSERT_EQ(m.frames[k].first, hw.frames[k].first) << "frame " << k;
+      ASSERT_EQ(m.frames[k].bytes, hw.frames[k].bytes) << "frame " << k;
+    }
+    ASSERT_EQ(m.received.size(), hw.received.size());
+    for (std::size_t k = 0; k < m.received.size(); ++k) {
+      ASSERT_EQ(m.received[k].first, hw.received[k].first) << "received frame " << k;
+      ASSERT_EQ(m.received[k].bytes, hw.received[k].bytes) << "received frame " << k;
+    }
+    ASSERT_EQ(m.arrivals.size(), hw.arrivals.size());
+    for (std::size_t k = 0; k < m.arrivals.size(); ++k) {
+      const rtl::HilArrival &a = m.arrivals[k], &b = hw.arrivals[k];
+      ASSERT_EQ(std::tie(a.src, a.dst, a.msg, a.frames, a.bytes, a.first_cycle, a.last_cycle),
+                std::tie(b.src, b.dst, b.msg, b.frames, b.bytes, b.first_cycle, b.last_cycle))
+          << "arrival " << k;
+    }
+    const rtl::HilReport &a = m.report, &b = hw.report;
+    EXPECT_EQ(std::tie(a.frames_sent, a.late_frames, a.late_measured, a.early, a.worst_late_cycles, a.rx_frames,
+                       a.rx_ours, a.rx_negative, a.rx_records, a.rx_records_dropped),
+              std::tie(b.frames_sent, b.late_frames, b.late_measured, b.early, b.worst_late_cycles, b.rx_frames,
+                       b.rx_ours, b.rx_negative, b.rx_records, b.rx_records_dropped));
+    EXPECT_EQ(std::tie(a.device.frames, a.device.dropped, a.device.marked, a.device.forwarded),
+              std::tie(b.device.frames, b.device.dropped, b.device.marked, b.device.forwarded));
+    ASSERT_EQ(a.flows.size(), b.flows.size());
+    for (std::size_t k = 0; k < a.flows.size(); ++k) {
+      const rtl::HilFlow &x = a.flows[k], &y = b.flows[k];
+      EXPECT_EQ(std::tie(x.flow, x.sent, x.frames, x.payload, x.wire, x.lost, x.reordered, x.ce, x.rx_lost),
+                std::tie(y.flow, y.sent, y.frames, y.payload, y.wire, y.lost, y.reordered, y.ce, y.rx_lost));
+    }
+    EXPECT_TRUE(a.histogram == b.histogram);
+    EXPECT_GT(a.device.marked, 0u);
+    EXPECT_GT(a.late_measured, 0u);
+    std::printf("%s: model == hw-emu: %zu frames (%llu late, worst %llu cycles), %zu received, %zu arrival records, "
+                "%llu dropped, %llu marked CE\n",
+                what, m.frames.size(), static_cast<unsigned long long>(a.late_measured),
+                static_cast<unsigned long long>(a.worst_late_cycles), m.received.size(), m.arrivals.size(),
+                static_cast<unsigned long long>(a.device.dropped), static_cast<unsigned long long>(a.device.marked));
   }
 }

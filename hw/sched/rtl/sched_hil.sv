@@ -4,7 +4,10 @@
 // line-rate frame generator (sched_fg, DATA_W bits, fabemu mode) presenting each packet's frame in that
 // cycle. The frame's fields follow host/wire's default address plan (rank r: MAC 02:fe:00 and r's low 24
 // bits, IPv4 198.18.0.1 + r, UDP port 47000; AddressPlan::make_default) and the fabemu header of a data
-// packet (tx_time = the modelled departure). Core domain `clk`, transmit domain `tx_clk`.
+// packet (tx_time = the modelled departure), and the IPv4 id the flow's departure sequence number: each
+// (src, dst) flow's frames numbered 0, 1, 2, ... (mod 2^16) in departure order, so that the receive path
+// (sched_rx, cfg_flow_seq) counts loss and reordering along the flow whatever the message ids' order.
+// Core domain `clk`, transmit domain `tx_clk`.
 `default_nettype none
 
 module sched_hil #(
@@ -12,7 +15,8 @@ module sched_hil #(
   parameter int ROUTE_AW    = 12,
   parameter int MSG_AW      = 10,
   parameter int PKT_AW      = 12,
-  parameter int DATA_W      = 512
+  parameter int DATA_W      = 512,
+  parameter int FSEQ_RW     = 5     // rank bits of the flow sequence table (2^(2 FSEQ_RW) flows)
 ) (
   input  wire logic                   clk,
   input  wire logic                   rst,
@@ -71,7 +75,8 @@ module sched_hil #(
   output      logic [31:0]            late_frames
 );
 
-  localparam int SW = 64 + 64 + 24 + 24 + 32 + 32 + 16 + 40 + 64;  // time, id, src, dst, seq, count, bytes, len, offset
+  localparam int SW = 64 + 64 + 24 + 24 + 32 + 32 + 16 + 40 + 64 + 16;  // time, id, src, dst, seq, count, bytes, len, offset, flow seq
+  localparam int NF = 1 << (2 * FSEQ_RW);
 
   logic          o_valid, o_ready, c_valid, fg_ready;
   logic [63:0]   o_time, o_id, o_offset, c_cycle;
@@ -92,11 +97,27 @@ module sched_hil #(
     .n_hops, .n_scan, .cnt_addr, .cnt_bytes, .cnt_packets, .o_valid, .o_ready, .o_time, .o_id, .o_src, .o_dst,
     .o_seq, .o_count, .o_bytes, .o_msg_len, .o_offset, .dep_idle, .n_runs, .n_deps);
 
+  // The flow's departure sequence number, taken as the departure leaves the expander: flow (src, dst) by
+  // the ranks' low FSEQ_RW bits (the host keeps ranks below 2^FSEQ_RW), a table of the next number (a
+  // distributed RAM read in the same cycle) and a valid bit per flow, cleared by the reset.
+  logic [NF-1:0] fs_valid;
+  logic [15:0]   fs_next [NF];
+  logic [15:0]   fs_cur;
+  wire logic [2*FSEQ_RW-1:0] fs_idx = {o_src[FSEQ_RW-1:0], o_dst[FSEQ_RW-1:0]};
+  assign fs_cur = fs_valid[fs_idx] ? fs_next[fs_idx] : 16'd0;
+  always_ff @(posedge clk) begin
+    if (o_valid && fg_ready) begin
+      fs_next[fs_idx] <= fs_cur + 16'd1;
+      fs_valid[fs_idx] <= 1'b1;
+    end
+    if (rst) fs_valid <= '0;
+  end
+
   // The frame generator's build pipeline and this scaling move on one enable (its s_ready, a register).
   assign o_ready = fg_ready;
   sched_hil_cyc #(.SW(SW)) cyc (
     .clk, .rst, .en(fg_ready), .cfg_k, .cfg_c0, .i_valid(o_valid), .i_time(o_time),
-    .i_side({o_time, o_id, o_src, o_dst, o_seq[31:0], o_count[31:0], o_bytes[15:0], o_msg_len, o_offset}),
+    .i_side({o_time, o_id, o_src, o_dst, o_seq[31:0], o_count[31:0], o_bytes[15:0], o_msg_len, o_offset, fs_cur}),
     .o_valid(c_valid), .o_cycle(c_cycle), .o_side(c_side));
 
   logic [63:0] f_time, f_id, f_offset;
@@ -104,13 +125,14 @@ module sched_hil #(
   logic [31:0] f_seq, f_count;   // the host keeps a message's packets below 2^32 and the MTU below 2^16
   logic [15:0] f_bytes;
   logic [39:0] f_len;
-  assign {f_time, f_id, f_src, f_dst, f_seq, f_count, f_bytes, f_len, f_offset} = c_side;
+  logic [15:0] f_ip_id;
+  assign {f_time, f_id, f_src, f_dst, f_seq, f_count, f_bytes, f_len, f_offset, f_ip_id} = c_side;
 
   sched_fg #(.DATA_W(DATA_W)) fg (
     .clk, .rst, .tx_clk, .tx_rst, .s_valid(c_valid), .s_ready(fg_ready), .s_sched(c_cycle), .s_roce(1'b0),
     .s_dst_mac({24'h02FE00, f_dst}), .s_src_mac({24'h02FE00, f_src}),
     .s_src_ip(32'hC6120001 + {8'd0, f_src}), .s_dst_ip(32'hC6120001 + {8'd0, f_dst}),
-    .s_src_port(16'd47000), .s_dst_port(16'd47000), .s_ip_id(16'd0), .s_dscp(cfg_dscp), .s_ecn(cfg_ecn),
+    .s_src_port(16'd47000), .s_dst_port(16'd47000), .s_ip_id(f_ip_id), .s_dscp(cfg_dscp), .s_ecn(cfg_ecn),
     .s_kind(8'd1), .s_flags(16'd0), .s_src_rank({8'd0, f_src}), .s_dst_rank({8'd0, f_dst}),
     .s_seq(f_seq), .s_count(f_count), .s_msg_id(f_id), .s_msg_len({24'd0, f_len}),
     .s_offset(f_offset), .s_tx_time(f_time), .s_payload_bytes(f_bytes), .s_bth_opcode(8'd0),

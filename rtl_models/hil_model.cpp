@@ -48,6 +48,7 @@ void HilWireModel::depart(const hw::msg::Departure& d) {
   const uint64_t presented = std::max(sched, next_start_);
   if (presented > sched) ++report_.late_frames;
   const uint64_t first = mac_.ready_from(presented);
+  if (first > sched && d.seq == 0) report_.late_starts.push_back(HilLateStart{d.id, first - sched});
   if (first > sched) {
     ++report_.late_measured;
     report_.worst_late_cycles = std::max(report_.worst_late_cycles, first - sched);
@@ -106,6 +107,7 @@ const HilReport& HilWireModel::drain() {
       [&](uint64_t lo, uint64_t, uint64_t n) { report_.histogram[emu::LogHistogram::bucket_of(lo)] = n; });
   report_.cycles = std::max(rx_next_, next_start_);
   report_.c0 = c0_;
+  report_.arrivals = arrivals_;
   return report_;
 }
 

@@ -162,6 +162,11 @@ std::size_t move_all(std::vector<T>& from, std::vector<T>& out) {
 // A flow's HilFlow from the frames the card sent on it and the receive path's counters.
 HilFlow hil_flow(uint32_t flow, uint64_t sent, const RxFlowCounters& rx) noexcept;
 
+// A message whose first frame (seq 0) left the MAC after its scheduled cycle, and by how many cycles.
+struct HilLateStart {
+  uint64_t msg = 0, cycles = 0;
+};
+
 struct HilReport {
   uint64_t frames_sent = 0;        // sched_fg's frames
   uint64_t late_frames = 0;        // sched_fg's late_frames
@@ -174,6 +179,8 @@ struct HilReport {
   std::vector<uint64_t> histogram; // emu::LogHistogram bucket counts of latency (ps)
   uint64_t cycles = 0;             // the clock at the end
   uint64_t c0 = 0;
+  std::vector<HilArrival> arrivals;         // the receive path's arrival records, in output order
+  std::vector<HilLateStart> late_starts;    // in departure order
 };
 
 }  // namespace fabemu::rtl

@@ -122,6 +122,7 @@ void SchedHilHwEmu::on_beat(uint64_t c) {
                                      f.payload_bytes, h.message_length, h.offset});
   const uint64_t sched = hil_tx_cycle(h.tx_time_ps, k_, c0_);
   if (cur_first_ < sched) ++report_.early;
+  if (cur_first_ > sched && h.seq == 0) report_.late_starts.push_back(HilLateStart{h.message_id, cur_first_ - sched});
   if (cur_first_ > sched) {
     ++report_.late_measured;
     report_.worst_late_cycles = std::max(report_.worst_late_cycles, cur_first_ - sched);
@@ -252,6 +253,7 @@ void SchedHilHwEmu::read_receive_side() {
   for (uint32_t b = 0; b < emu::LogHistogram::kBuckets; ++b) report_.histogram[b] = rx_read(kSpaceHist, b)[0];
   report_.cycles = cycle();
   report_.c0 = c0_;
+  report_.arrivals = arrivals_;
 }
 
 }  // namespace fabemu::rtl

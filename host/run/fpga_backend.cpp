@@ -4,9 +4,11 @@
 // record out per message (--device model, the default, or hwemu). host/fpga/README.md.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "emulator/dilation.h"
 #include "emulator/histogram.h"
@@ -81,8 +83,20 @@ struct WireFigures {
   }
 };
 
-std::string wire_json(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_t npus) {
+using WireCollective = host::fpga::FpgaMsgFabric::WireCollective;
+
+std::string deviation_json(double v) { return std::isfinite(v) ? fmt::format("{:.6f}", v) : std::string("null"); }
+
+std::string wire_json(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_t npus,
+                      const std::vector<WireCollective>& colls) {
   const WireFigures f(w);
+  std::string collectives;
+  for (const WireCollective& c : colls) {
+    collectives += fmt::format("{}{{\"index\": {}, \"messages\": {}, \"arrived\": {}, \"bytes\": {}, \"modelled_ps\": {}, "
+                               "\"measured_ps\": {}, \"deviation\": {}, \"late_start_ps\": {}}}",
+                               collectives.empty() ? "" : ", ", c.coll, c.messages, c.arrived, c.bytes, c.modelled_ps,
+                               c.measured_ps, deviation_json(c.deviation), c.late_start_ps);
+  }
   std::string flows;
   for (const rtl::HilFlow& fl : w.flows) {
     flows += fmt::format("{}{{\"src\": {}, \"dst\": {}, \"sent\": {}, \"frames\": {}, \"payload_bytes\": {}, "
@@ -96,14 +110,15 @@ std::string wire_json(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_
       "\"frames_sent\": {}, \"frames_received\": {}, \"late_frames\": {}, \"worst_late_cycles\": {}, "
       "\"worst_late_ns\": {:.3f}, \"device\": {{\"latency_cycles\": {}, \"rate_mbps\": {}, \"ecn_bytes\": {}, "
       "\"drop_every\": {}, \"frames\": {}, \"dropped\": {}, \"marked\": {}}}, \"latency_ps\": {{\"count\": {}, "
-      "\"min\": {}, \"p50\": {}, \"p99\": {}, \"max\": {}, \"mean\": {:.1f}}}, \"flows\": [{}]}}",
+      "\"min\": {}, \"p50\": {}, \"p99\": {}, \"max\": {}, \"mean\": {:.1f}}}, \"flows\": [{}], \"collectives\": [{}]}}",
       static_cast<double>(o.dilation_q16) / 65536.0, o.lead_cycles, w.cycles, f.wall_ms, w.frames_sent, w.rx_frames,
       w.late_measured, w.worst_late_cycles, f.worst_late_ns, o.device.latency_cycles, o.device.rate_mbps,
       o.device.ecn_bytes, o.device.drop_every, w.device.frames, w.device.dropped, w.device.marked, h.count(), h.min(),
-      h.quantile(0.5), h.quantile(0.99), h.max(), h.mean(), flows);
+      h.quantile(0.5), h.quantile(0.99), h.max(), h.mean(), flows, collectives);
 }
 
-std::string wire_text(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_t npus) {
+std::string wire_text(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_t npus,
+                      const std::vector<WireCollective>& colls) {
   const WireFigures f(w);
   const emu::LogHistogram& h = f.latency;
   std::string s = fmt::format(
@@ -114,6 +129,16 @@ std::string wire_text(const rtl::HilReport& w, const rtl::HilOptions& o, uint32_
       static_cast<double>(o.dilation_q16) / 65536.0, o.lead_cycles, w.cycles, f.wall_ms, w.frames_sent, w.rx_frames,
       w.device.dropped, w.device.marked, w.late_measured, w.worst_late_cycles, f.worst_late_ns, h.count(), h.min(),
       h.quantile(0.5), h.quantile(0.99), h.max());
+  if (!colls.empty()) {
+    std::vector<double> dev;
+    for (const WireCollective& c : colls) dev.push_back(c.deviation);
+    std::sort(dev.begin(), dev.end());
+    const std::size_t n = dev.size();
+    const double median = n % 2 == 1 ? dev[n / 2] : (dev[n / 2 - 1] + dev[n / 2]) / 2;
+    s += fmt::format("  measured/modelled   {} collectives (last arrival at the receive path vs last modelled delivery): "
+                     "deviation median {:+.3f}%, min {:+.3f}%, max {:+.3f}%\n",
+                     n, 100 * median, 100 * dev.front(), 100 * dev.back());
+  }
   s += "  flows               src -> dst: frames sent, received, lost, reordered, CE\n";
   for (const rtl::HilFlow& fl : w.flows) {
     s += fmt::format("    {:>4} -> {:<4}      {} {} {} {} {}\n", fl.flow / npus, fl.flow % npus, fl.sent, fl.frames,
@@ -139,7 +164,7 @@ class FpgaMsgBackend final : public LocalBackend {
                     "\"transfers\": {}, \"doorbells\": {}, \"polls\": {}{}}}",
                     f.device().describe(), f.messages_pushed(), f.routes_loaded(), f.syncs(), f.device().card_events(),
                     f.device().card_packet_hops(), t.bytes_to_card, t.bytes_from_card, t.transfers, t.doorbells,
-                    t.polls, f.wire() == nullptr ? std::string() : ", \"wire\": " + wire_json(*f.wire(), hil_, npus_)));
+                    t.polls, f.wire() == nullptr ? std::string() : ", \"wire\": " + wire_json(*f.wire(), hil_, npus_, f.wire_collectives())));
   }
 
   std::string summary_section() const override {
@@ -154,7 +179,7 @@ class FpgaMsgBackend final : public LocalBackend {
         f.device().describe(), f.messages_pushed(), f.routes_loaded(), f.device().card_packet_hops(),
         f.device().card_events(), t.bytes_to_card, t.bytes_from_card,
         static_cast<double>(t.bytes_to_card + t.bytes_from_card) / static_cast<double>(n), t.transfers, f.syncs(),
-        t.doorbells, t.polls) + (f.wire() == nullptr ? std::string() : wire_text(*f.wire(), hil_, npus_));
+        t.doorbells, t.polls) + (f.wire() == nullptr ? std::string() : wire_text(*f.wire(), hil_, npus_, f.wire_collectives()));
   }
 
  protected:

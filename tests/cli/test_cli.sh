@@ -218,6 +218,7 @@ for dev in $hil_devices; do
   expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 100 --mtu 4096 \
     --device $dev --fpga-device-delay 1 --fpga-device-drop 50 -r "$tmp/fpga_hil_$dev.json"
   expect_text "$tmp/out" "late departures"
+  expect_text "$tmp/out" "measured/modelled"
   # 322 cycles of 102400/33 ps at dilation 100: 9991.8 emulated ps (the histogram gives its bucket's bound)
   same_as_packet "$tmp/fpga_hil_$dev.json" '(f["wire"]["frames_sent"] > 0
     and f["device"].startswith("'$dev'")
@@ -228,7 +229,9 @@ for dev in $hil_devices; do
     and f["wire"]["latency_ps"]["count"] == f["wire"]["frames_received"]
     and sum(x["sent"] for x in f["wire"]["flows"]) == f["wire"]["frames_sent"]
     and all(x["lost"] == x["sent"] - x["frames"] and x["reordered"] == 0 for x in f["wire"]["flows"])
-    and sum(x["lost"] for x in f["wire"]["flows"]) == f["wire"]["device"]["dropped"])' "$tmp/packet4096.json" ||
+    and sum(x["lost"] for x in f["wire"]["flows"]) == f["wire"]["device"]["dropped"]
+    and sum(c["messages"] for c in f["wire"]["collectives"]) == f["messages"]
+    and all(c["modelled_ps"] > 0 and c["arrived"] <= c["messages"] for c in f["wire"]["collectives"]))' "$tmp/packet4096.json" ||
     fail "--fabric fpga --dilation --device $dev: report or wire section"
 done
 # The model's wire section is hw-emu's, but for the clock at the end

@@ -407,6 +407,7 @@ const ft::Microbenchmark& find_mb(const std::vector<ft::Microbenchmark>& all, co
 struct HilWalk {
   emu::RunResult report;
   rtl::HilReport wire;
+  uint64_t pushed = 0;  // messages handed to the card
 };
 
 // `mb` walked over the card with its wire (hardware in the loop) on `device`, MTU 4096.
@@ -418,6 +419,7 @@ HilWalk walk_hil(const ft::Microbenchmark& mb, const emu::SystemConfig& sys, con
       [&](fpga::FpgaMsgFabric& f) {
         f.finish();
         if (f.wire() != nullptr) out.wire = *f.wire();
+        out.pushed = f.messages_pushed();
       });
   return out;
 }
@@ -479,6 +481,12 @@ TEST(FpgaHilFabric, WorkloadFlowsLoseAndReorderExactlyWhatTheDeviceDid) {
         if (drop == 0) {
           EXPECT_EQ(f.rx_lost, 0u) << "flow " << f.flow;
         }
+      }
+      // Every message arrives whole with a clean device: one arrival record each (the card's ids are unique;
+      // the walker's, reused once a message is delivered, merged consecutive messages of a flow).
+      if (drop == 0) {
+        EXPECT_EQ(w.wire.rx_records, w.pushed);
+        EXPECT_EQ(w.wire.arrivals.size(), w.pushed);
       }
       std::printf("%s, %s, device dropping every %llu: %llu frames sent on %zu flows, %llu dropped; lost %llu "
                   "(sched_rx's gaps %llu), reordered %llu; %.1f s\n",
@@ -600,8 +608,10 @@ TEST(FpgaHilFabric, ModelWireEqualsHwEmuOnMicrobenchmarks) {
         [&](emu::Engine& e, const emu::Topology& t) {
           rtl::HilOptions o = h;
           o.npus = static_cast<uint32_t>(t.npus());
-          return std::make_unique<fpga::FpgaMsgFabric>(
+          auto f = std::make_unique<fpga::FpgaMsgFabric>(
               e, t, 4096, std::make_unique<RecordingDevice>(fpga::open_msg_device("model", o), ops));
+          f->track_wire(rtl::hil_ps_per_cycle_q32(h.dilation_q16));  // card ids unique, as make_fpga_hil_fabric's
+          return f;
         },
         [](fpga::FpgaMsgFabric& f) { f.finish(); });
     const emu::RunResult packet = ft::walk_packet_model(mb, sys);
@@ -651,4 +661,75 @@ TEST(FpgaHilFabric, ModelWireEqualsHwEmuOnMicrobenchmarks) {
                 static_cast<unsigned long long>(a.worst_late_cycles), m.received.size(), m.arrivals.size(),
                 static_cast<unsigned long long>(a.device.dropped), static_cast<unsigned long long>(a.device.marked));
   }
+}
+
+// Measured vs modelled per collective on the wire (the DPDK fabric's contract; FpgaMsgFabric::WireCollective):
+// four collectives at once on 8 ranks, --device model at dilation 100. Each collective's messages and bytes
+// are the walker's; with a clean device every message arrives; a device of L cycles changes no modelled span
+// and moves every measured span by L cycles of emulated time exactly (within the rounding of one cycle to ps);
+// the deviation is measured / modelled - 1; a device dropping frames leaves only the messages without a
+// dropped frame measured.
+TEST(FpgaHilFabric, MeasuredVsModelledPerCollective) {
+  FABEMU_REQUIRE_SHARED(traces_dir);
+  const emu::SystemConfig sys = ft::microbenchmark_system(traces_dir);
+  const std::vector<ft::Microbenchmark> all = ft::shared_microbenchmarks(traces_dir);
+  const fabemu::test::ScratchDir dir;
+  const ft::Microbenchmark mb = several_collectives(dir, find_mb(all, "all_reduce 8npus Ring"));
+  struct Out {
+    emu::RunResult report;
+    std::vector<fpga::FpgaMsgFabric::WireCollective> colls;
+    std::size_t arrivals = 0;
+  };
+  const auto run = [&](uint64_t latency, uint64_t drop) {
+    rtl::HilOptions h;
+    h.dilation_q16 = uint64_t{kHilDilation} << 16;
+    h.device.latency_cycles = latency;
+    h.device.drop_every = drop;
+    Out o;
+    o.report = ft::walk_microbenchmark(
+        mb, sys, [&](emu::Engine& e, const emu::Topology& t) { return fpga::make_fpga_hil_fabric(e, t, 4096, "model", h); },
+        [&](fpga::FpgaMsgFabric& f) {
+          f.finish();
+          o.colls = f.wire_collectives();
+          o.arrivals = f.wire()->arrivals.size();
+        });
+    return o;
+  };
+  constexpr uint64_t kL = 1000;
+  const Out a = run(0, 0), b = run(kL, 0), c = run(0, 5);
+  const uint64_t q = rtl::hil_ps_per_cycle_q32(uint64_t{kHilDilation} << 16);
+  const uint64_t shift = static_cast<uint64_t>((fabemu::emu::detail::u128{kL} * q) >> 32);
+  ASSERT_EQ(a.report.collectives.size(), 4u);
+  ASSERT_EQ(a.colls.size(), 4u);
+  ASSERT_EQ(b.colls.size(), 4u);
+  ASSERT_EQ(c.colls.size(), 4u);
+  uint64_t arrived_c = 0, messages = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE("collective " + std::to_string(i));
+    const auto &x = a.colls[i], &y = b.colls[i], &z = c.colls[i];
+    EXPECT_EQ(x.coll, i);
+    EXPECT_EQ(x.messages, a.report.collectives[i].messages);
+    EXPECT_EQ(x.bytes, a.report.collectives[i].message_bytes);
+    EXPECT_EQ(x.arrived, x.messages);
+    EXPECT_EQ(y.arrived, y.messages);
+    EXPECT_GT(x.modelled_ps, 0u);
+    EXPECT_EQ(y.modelled_ps, x.modelled_ps);
+    EXPECT_EQ(z.modelled_ps, x.modelled_ps);
+    EXPECT_EQ(y.late_start_ps, x.late_start_ps);
+    EXPECT_GE(y.measured_ps - x.measured_ps, shift);
+    EXPECT_LE(y.measured_ps - x.measured_ps, shift + 1);
+    EXPECT_DOUBLE_EQ(x.deviation, static_cast<double>(x.measured_ps) / static_cast<double>(x.modelled_ps) - 1.0);
+    EXPECT_LT(z.arrived, z.messages);
+    arrived_c += z.arrived;
+    messages += x.messages;
+    std::printf("collective %zu (%s): %llu messages, modelled %llu ps, measured %llu ps (deviation %+.4f%%), with a "
+                "device of %llu cycles %llu ps (%+.4f%%); late start %llu ps; dropping every 5th: %llu of them arrived\n",
+                i, a.report.collectives[i].type.c_str(), static_cast<unsigned long long>(x.messages),
+                static_cast<unsigned long long>(x.modelled_ps), static_cast<unsigned long long>(x.measured_ps),
+                100 * x.deviation, static_cast<unsigned long long>(kL), static_cast<unsigned long long>(y.measured_ps),
+                100 * y.deviation, static_cast<unsigned long long>(x.late_start_ps),
+                static_cast<unsigned long long>(z.arrived));
+  }
+  EXPECT_EQ(arrived_c, c.arrivals);
+  EXPECT_EQ(a.arrivals, messages);
 }

@@ -93,6 +93,31 @@ struct LinkSeries {
   bool empty() const noexcept { return links.empty(); }
 };
 
+// Messages and bytes from each sender to each receiver, delivered during the run (the run page's traffic
+// matrix; WalkerOptions::traffic_matrix; not written to the JSON report). Ranks are summed into blocks of
+// `block` consecutive ranks so that the matrix has at most kMaxSide rows and columns whatever the scale.
+struct TrafficMatrix {
+  static constexpr uint32_t kMaxSide = 128;
+  uint32_t ranks = 0;
+  uint32_t block = 0;  // ranks per row / column; 0: not recorded
+  uint32_t side = 0;   // rows = columns = ceil(ranks / block)
+  std::vector<uint64_t> messages, bytes;  // [sender block x side + receiver block]
+
+  TrafficMatrix() = default;
+  // Sized for `ranks_in` ranks (allocated once).
+  explicit TrafficMatrix(uint32_t ranks_in)
+      : ranks(ranks_in), block(ranks_in == 0 ? 0 : (ranks_in + kMaxSide - 1) / kMaxSide),
+        side(block == 0 ? 0 : (ranks_in + block - 1) / block),
+        messages(static_cast<size_t>(side) * side), bytes(static_cast<size_t>(side) * side) {}
+  bool empty() const noexcept { return block == 0; }
+  void add(int32_t src, int32_t dst, uint64_t count, uint64_t total_bytes) noexcept {
+    const size_t cell = static_cast<size_t>(static_cast<uint32_t>(src) / block) * side +
+                        static_cast<uint32_t>(dst) / block;
+    messages[cell] += count;
+    bytes[cell] += total_bytes;
+  }
+};
+
 // How a run ended. Anything but kComplete is a partial report: its times are how far the run got, and a
 // regression gate (fabemu compare --max-regression) fails on it.
 enum class RunStatus : uint8_t {
@@ -119,6 +144,7 @@ struct RunResult {
   P2pResult p2p;
   std::vector<LinkResult> links;  // only links that carried traffic (packet model); empty otherwise
   LinkSeries link_series;         // with --link-series
+  TrafficMatrix traffic;          // with WalkerOptions::traffic_matrix (fabemu run --html)
   uint64_t messages = 0;          // point-to-point messages handed to the fabric
   uint64_t message_bytes = 0;
   uint64_t events = 0;            // engine events run

@@ -24,8 +24,10 @@ class MessageLog {
  public:
   static constexpr uint32_t kCounterBins = 256;  // bins of the bytes-in-flight counters
 
-  MessageLog(TimelineSink* timeline, uint64_t limit, size_t ranks)
-      : timeline_(timeline), limit_(limit), traffic_(ranks) {
+  // `matrix`: also keep the sender x receiver traffic matrix (matrix()).
+  MessageLog(TimelineSink* timeline, uint64_t limit, size_t ranks, bool matrix)
+      : timeline_(timeline), limit_(limit), traffic_(ranks),
+        matrix_(matrix ? TrafficMatrix(static_cast<uint32_t>(ranks)) : TrafficMatrix()) {
     if (timeline_ != nullptr) in_flight_.emplace(ranks, kCounterBins, 1000);
   }
 
@@ -51,6 +53,9 @@ class MessageLog {
   // A ring phase evaluated at once: every one of `ranks` sent `steps` messages of `bytes` to the next
   // and received as many from the one before.
   void delivered_ring(const std::vector<int32_t>& ranks, uint64_t steps, uint64_t bytes) {
+    if (!matrix_.empty()) {
+      for (size_t x = 0; x < ranks.size(); ++x) matrix_.add(ranks[x], ranks[(x + 1) % ranks.size()], steps, steps * bytes);
+    }
     for (const int32_t r : ranks) {
       Traffic& t = traffic_[static_cast<size_t>(r)];
       t.sent_messages += steps;
@@ -71,6 +76,8 @@ class MessageLog {
   uint64_t written() const noexcept { return written_; }
   uint64_t dropped() const noexcept { return dropped_; }
   const Traffic& traffic(size_t rank) const noexcept { return traffic_[rank]; }
+  // The sender x receiver matrix; empty unless asked for.
+  const TrafficMatrix& matrix() const noexcept { return matrix_; }
   // With a timeline: a "bytes in flight" counter track on every rank that sent something, one value per
   // bin (the bytes of the rank's messages sent and not yet delivered, averaged over the bin), then 0.
   void write_counters() const;
@@ -83,12 +90,14 @@ class MessageLog {
     Traffic& d = traffic_[static_cast<size_t>(dst)];
     ++d.received_messages;
     d.received_bytes += bytes;
+    if (!matrix_.empty()) matrix_.add(src, dst, 1, bytes);
   }
 
   TimelineSink* timeline_;
   uint64_t limit_;
   uint64_t written_ = 0, dropped_ = 0;
   std::vector<Traffic> traffic_;  // index = rank
+  TrafficMatrix matrix_;
   std::optional<BinnedSeries> in_flight_;  // with a timeline: byte-picoseconds in flight per rank and bin
 };
 

@@ -31,7 +31,7 @@ Walker::Impl::Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std
       options_(std::move(options)),
       strides_(dimension_strides(network_)),
       scheduler_(collectives_, *this, network_.dims.size(), files.size(), comm_streams(options_)),
-      message_log_(options_.timeline, options_.timeline_message_limit, files.size()) {
+      message_log_(options_.timeline, options_.timeline_message_limit, files.size(), options_.traffic_matrix) {
   const int64_t npus = network_.total_npus();
   if (static_cast<int64_t>(files.size()) > npus) {
     throw std::invalid_argument(fmt::format("the workload has {} ranks but the network ({}) has only {} NPUs",
@@ -159,6 +159,7 @@ RunResult Walker::Impl::collect_results() {
                                               R.comm_active));
     }
   }
+  out.traffic = message_log_.matrix();
   diagnostics_.append_warnings(message_log_, out.warnings);
   message_log_.write_counters();
   describe_unfinished_collectives(out);

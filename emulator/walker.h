@@ -66,6 +66,7 @@ struct WalkerOptions {
   // Point-to-point message slices written to the timeline at most (node slices are always written).
   uint64_t timeline_message_limit = 1'000'000;
   ProgressListener* progress = nullptr;  // told how far the walk got every kProgressEvents events
+  bool traffic_matrix = false;  // keep RunResult::traffic (sender x receiver messages and bytes)
 };
 
 class Walker {

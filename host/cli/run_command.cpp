@@ -241,6 +241,10 @@ void add_output_options(CLI::App* cmd, run::RunArgs& a) {
                       "Report: each link's busy time over the run in this many bins (even, 2-65536; packet model), "
                       "the report's link_series")
       ->type_name("BINS");
+  cmd->add_option("--html", a.html,
+                      "Write the run as one self-contained HTML page with charts: per-rank time, slowest collectives, "
+                      "link utilization heatmap, traffic matrix, measured vs modelled (docs/report.md)")
+      ->type_name("FILE");
   cmd->add_option("--top", a.top, "Slowest collectives listed in the summary (default 5)")->check(CLI::Range(0, 1000));
   cmd->add_flag("--quiet,-q", a.quiet, "Print nothing but errors (use with --report)");
   cmd->add_option("--agents", a.agents,

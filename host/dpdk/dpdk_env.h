@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -258,6 +259,19 @@ class DelayLine;
 // Waits for a worker lcore launched with rte_eal_remote_launch (rte_eal_wait_lcore) once: `joined` set;
 // std::runtime_error(`failure`) when the worker wrote one (RxWorker, TxWorker).
 void join_lcore(unsigned lcore, bool& joined, const std::string& failure);
+// The worker's side of that: runs `body` on the worker lcore, and an exception it throws becomes `failure`,
+// "<role> lcore <lcore>: <what()>" ("...: unknown exception" for one that is no std::exception), which
+// join_lcore then throws on the main lcore (RxWorker::run, TxWorker::run).
+template <class Body>
+void run_capturing_failure(const char* role, unsigned lcore, std::string& failure, Body&& body) noexcept {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    failure = std::string(role) + " lcore " + std::to_string(lcore) + ": " + e.what();
+  } catch (...) {
+    failure = std::string(role) + " lcore " + std::to_string(lcore) + ": unknown exception";
+  }
+}
 
 class RingPair {
  public:

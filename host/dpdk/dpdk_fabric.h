@@ -38,6 +38,7 @@
 #include "emulator/packet_fabric.h"
 #include "emulator/report.h"
 #include "emulator/topology.h"
+#include "host/wire/collective_spans.h"
 #include "host/wire/address_plan.h"
 #include "host/dpdk/dpdk_env.h"
 #include "host/dpdk/dpdk_ports.h"
@@ -156,6 +157,7 @@ class DpdkFabric final : public RealtimeFabric,
   ReportSection report_section() override;
 
   const emu::PacketFabric& model() const noexcept override { return model_; }
+  emu::PacketFabric& mutable_model() noexcept override { return model_; }
   const emu::Topology& topology() const noexcept { return model_.topology(); }
   // Refreshed on every call (counters of the senders and receivers are summed here; those of a receive
   // lcore once it has stopped).
@@ -178,11 +180,8 @@ class DpdkFabric final : public RealtimeFabric,
   static constexpr uint32_t kAckEvery = 32;
 
   using Record = MessageRecord;  // one walker message (tx_lane.h)
-  struct CollAcc {
-    uint64_t messages = 0, bytes = 0;
-    uint64_t first_ready_ps = ~uint64_t{0}, modelled_end_ps = 0, measured_end_ps = 0;
-    // The earliest real start of one of its messages: its hand-over, or its ready time if that is later.
-    uint64_t first_start_ps = ~uint64_t{0};
+  // What the DPDK fabric measures of a collective besides its spans (coll_spans_).
+  struct CollExtra {
     // The most a message's first frame left after its modelled departure or its hand-over, the later.
     uint64_t late_start_ps = 0;
     uint64_t ce = 0;  // CE-marked data frames of its messages
@@ -363,7 +362,8 @@ class DpdkFabric final : public RealtimeFabric,
   uint64_t progress_ = 0, nacks_in_ = 0;
   // First hops and, at D > 0, the walker ids waiting for their modelled departure.
   MessagePacing pacing_;
-  std::vector<CollAcc> coll_acc_;                     // by Message::coll
+  CollectiveSpans coll_spans_;                        // measured vs modelled per collective
+  std::vector<CollExtra> coll_extra_;                 // by Message::coll
   uint64_t ahead_wall_ps_ = 0, ahead_emulated_ps_ = 0;  // opt_.ahead (0 unpaced), and divided by D
   static constexpr uint64_t kSpinPs = 500'000;        // on_delivered waits this long at most for it
   std::unique_ptr<PcapWriter> pcap_;

@@ -122,27 +122,23 @@ std::vector<Span> DpdkFabric::stall_spans(bool rx_readable) const {
 }
 
 void DpdkFabric::collective_stats(DpdkStats& s, bool rx_readable) const {
-  const std::vector<Span> stalls = coll_acc_.empty() ? std::vector<Span>() : stall_spans(rx_readable);
+  const std::vector<Span> stalls = coll_spans_.empty() ? std::vector<Span>() : stall_spans(rx_readable);
   s.collectives.clear();
-  for (size_t c = 0; c < coll_acc_.size(); ++c) {
-    const CollAcc& a = coll_acc_[c];
-    if (a.messages == 0) continue;
+  for (const CollectiveSpans::Span& span : coll_spans_.spans()) {
+    const CollExtra& extra = coll_extra_[span.coll];
     DpdkStats::Collective out;
-    out.coll = static_cast<uint32_t>(c);
-    out.messages = a.messages;
-    out.bytes = a.bytes;
-    out.modelled = emu::Duration::from_ps(a.modelled_end_ps - a.first_ready_ps);
-    // Measured from the collective's real start: a collective the walker could only start late (it waited
-    // for an earlier one's late frames) is measured for its own time on the wire, not for what it inherited.
-    out.measured = emu::Duration::from_ps(a.measured_end_ps > a.first_start_ps ? a.measured_end_ps - a.first_start_ps : 0);
-    out.late_start = emu::Duration::from_ps(a.late_start_ps);
-    out.ce_frames = a.ce;
-    out.deviation = out.modelled.ps() == 0 ? 0.0
-                                           : static_cast<double>(out.measured.ps()) / static_cast<double>(out.modelled.ps()) - 1.0;
-    if (!stalls.empty() && a.measured_end_ps > a.first_start_ps && clock_.dilation_q16() != 0) {
+    out.coll = span.coll;
+    out.messages = span.messages;
+    out.bytes = span.bytes;
+    out.modelled = span.modelled;
+    out.measured = span.measured;
+    out.late_start = emu::Duration::from_ps(extra.late_start_ps);
+    out.ce_frames = extra.ce;
+    out.deviation = span.deviation;
+    if (!stalls.empty() && span.measured.ps() > 0 && clock_.dilation_q16() != 0) {
       // The span on the wall clock (emulated times D), its stalled wall time back to emulated (over D).
-      const uint64_t from = clock_.to_wall(emu::Duration::from_ps(a.first_start_ps)).ps();
-      const uint64_t to = clock_.to_wall(emu::Duration::from_ps(a.measured_end_ps)).ps();
+      const uint64_t from = clock_.to_wall(emu::Duration::from_ps(span.measured_from_ps)).ps();
+      const uint64_t to = clock_.to_wall(emu::Duration::from_ps(span.measured_to_ps)).ps();
       const uint64_t wall = covered_within(stalls, from, to);
       out.stalled = emu::Duration::from_ps(
           static_cast<uint64_t>((emu::detail::u128{wall} << 16) / clock_.dilation_q16()));

@@ -85,14 +85,9 @@ void DpdkFabric::on_delivered(uint64_t id, emu::Time at) {
       ++stats_.on_time;
     }
     if (r.coll != emu::Message::kNoCollective) {
-      if (r.coll >= coll_acc_.size()) coll_acc_.resize(std::max<size_t>(r.coll + 1, coll_acc_.size() * 2));
-      CollAcc& c = coll_acc_[r.coll];
-      ++c.messages;
-      c.bytes += r.bytes;
-      c.first_ready_ps = std::min(c.first_ready_ps, r.ready.ps());
-      c.first_start_ps = std::min(c.first_start_ps, std::max(r.ready, r.handed).ps());
-      c.modelled_end_ps = std::max(c.modelled_end_ps, at.ps());
-      c.measured_end_ps = std::max(c.measured_end_ps, r.arrived_emulated.ps());
+      coll_spans_.add(r.coll, r.bytes, r.ready, r.handed, at, r.arrived_emulated);
+      if (r.coll >= coll_extra_.size()) coll_extra_.resize(std::max<size_t>(r.coll + 1, coll_extra_.size() * 2));
+      CollExtra& c = coll_extra_[r.coll];
       c.ce += r.ce;
       if (const uint64_t tx_ticks = r.tx_ticks.load(std::memory_order_relaxed); tx_ticks != 0) {
         // Late against what the message could do: not before its modelled departure, nor before the

@@ -337,7 +337,7 @@ void RxWorker::RingSink::feedback(const DecodedFrame& /*f*/) {
 }
 
 int RxWorker::run() noexcept {
-  try {
+  run_capturing_failure("RX", lcore_, failure_, [this] {
     TscClock clock(0);
     uint64_t last_rx = rte_rdtsc();
     for (;;) {
@@ -358,11 +358,7 @@ int RxWorker::run() noexcept {
         if (quiet || now >= deadline_tsc_ || Eal::stop_requested()) break;
       }
     }
-  } catch (const std::exception& e) {
-    failure_ = fmt::format("RX lcore {}: {}", lcore_, e.what());
-  } catch (...) {
-    failure_ = fmt::format("RX lcore {}: unknown exception", lcore_);
-  }
+  });
   done_.store(true, std::memory_order_release);
   return 0;
 }

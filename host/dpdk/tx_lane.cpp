@@ -64,14 +64,10 @@ TxWorker::~TxWorker() {
 int TxWorker::entry(void* self) { return static_cast<TxWorker*>(self)->run(); }
 
 int TxWorker::run() noexcept {
-  try {
+  run_capturing_failure("TX", lcore_, failure_, [this] {
     loop_.tx_lane_start(lane_);  // its state made here, on its own lcore
     while (!stop_.load(std::memory_order_acquire) && !Eal::stop_requested()) loop_.tx_lane_round(lane_);
-  } catch (const std::exception& e) {
-    failure_ = fmt::format("TX lcore {}: {}", lcore_, e.what());
-  } catch (...) {
-    failure_ = fmt::format("TX lcore {}: unknown exception", lcore_);
-  }
+  });
   done_.store(true, std::memory_order_release);
   return 0;
 }

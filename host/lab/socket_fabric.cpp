@@ -102,6 +102,8 @@ void SocketFabric::Impl::send(const emu::Message& m, emu::Time ready) {
   r.bytes = m.bytes;
   r.flow = m.flow;
   r.coll = m.coll;
+  r.ready = ready;
+  r.handed = clock_.as_fast_as_possible() ? engine_.now() : clock_.emulated();
   r.src_local = local_[r.src];
   r.dst_local = local_[r.dst];
   const uint64_t key = next_key_++;
@@ -214,6 +216,7 @@ void SocketFabric::Impl::on_delivered(uint64_t id, emu::Time at) {
     } else {
       ++stats_.on_time;
     }
+    if (r.coll != emu::Message::kNoCollective) coll_spans_.add(r.coll, r.bytes, r.ready, r.handed, at, r.arrived_emulated);
   }
   r.delivered = true;
   ++stats_.deliveries;
@@ -329,6 +332,7 @@ host::dpdk::RealtimeFabric::ReportSection SocketFabric::report_section() {
   return {"socket", socket_stats_to_json(stats()), format_socket_stats(stats())};
 }
 const emu::PacketFabric& SocketFabric::model() const noexcept { return impl_->model(); }
+emu::PacketFabric& SocketFabric::mutable_model() noexcept { return impl_->mutable_model(); }
 const SocketStats& SocketFabric::stats() { return impl_->stats(); }
 const std::vector<udp::endpoint>& SocketFabric::endpoints() const noexcept { return impl_->endpoints(); }
 void SocketFabric::set_remote_endpoint(uint32_t rank, const udp::endpoint& endpoint) {

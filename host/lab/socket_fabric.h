@@ -110,6 +110,7 @@ class SocketFabric final : public host::dpdk::RealtimeFabric {
   void set_remote_endpoint(uint32_t rank, const boost::asio::ip::udp::endpoint& endpoint);
 
   const emu::PacketFabric& model() const noexcept override;
+  emu::PacketFabric& mutable_model() noexcept override;
   const SocketStats& stats();  // refreshed on every call
 
   class Impl;

@@ -16,6 +16,7 @@
 
 #include "host/lab/datagram.h"
 #include "host/lab/dilated_clock.h"
+#include "host/wire/collective_spans.h"
 #include "host/lab/socket_fabric.h"
 #include "host/lab/udp_transport.h"
 #include "host/wire/message_pacing.h"
@@ -41,6 +42,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
   bool stalled() const noexcept { return !stall_.empty(); }
   const std::string& stall_reason() const noexcept { return stall_; }
   const emu::PacketFabric& model() const noexcept { return model_; }
+  emu::PacketFabric& mutable_model() noexcept { return model_; }
   const SocketStats& stats();
   const std::vector<udp::endpoint>& endpoints() const noexcept { return udp_ != nullptr ? udp_->endpoints() : no_endpoints_; }
   void set_remote_endpoint(uint32_t rank, const udp::endpoint& ep);
@@ -83,6 +85,8 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
     uint64_t wire_id = 0;
     uint32_t coll = emu::Message::kNoCollective;
     uint32_t first_link = kNoLink;
+    emu::Time ready;                  // the walker's ready time
+    emu::Time handed;                 // the dilated clock when the walker handed it over
     emu::Time depart;                 // modelled departure of its first byte on its first link
     emu::Rate rate = emu::Rate::from_ps_per_byte_q32(0);
     int64_t tx_first_ns = -1;         // wall, its first datagram
@@ -181,6 +185,7 @@ class SocketFabric::Impl final : private emu::EventTarget, private emu::Delivery
     std::vector<uint64_t> link_bytes;
   } published_;
   SocketStats stats_;
+  hd::CollectiveSpans coll_spans_;  // measured vs modelled per collective (D > 0, local destinations)
 };
 
 }  // namespace fabemu::lab

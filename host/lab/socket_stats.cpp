@@ -3,12 +3,45 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "host/wire/histogram_format.h"
 #include "host/lab/datagram.h"
 
 namespace fabemu::lab {
 
 namespace hd = host::dpdk;
+
+namespace {
+
+std::string collectives_json(const std::vector<hd::CollectiveSpans::Span>& spans) {
+  std::string out = "[";
+  for (const auto& c : spans) {
+    out += fmt::format("{}\n    {{\"index\": {}, \"messages\": {}, \"bytes\": {}, \"modelled_ps\": {}, \"measured_ps\": {}, "
+                       "\"deviation\": {:.6f}}}",
+                       out.size() == 1 ? "" : ",", c.coll, c.messages, c.bytes, c.modelled.ps(), c.measured.ps(),
+                       c.deviation);
+  }
+  return out + (spans.empty() ? "]" : "\n  ]");
+}
+
+// "measured vs modelled: 8 collectives, median +1.48%, worst +27.64% (#7)".
+std::string collectives_line(const std::vector<hd::CollectiveSpans::Span>& spans) {
+  if (spans.empty()) return {};
+  std::vector<double> dev;
+  for (const auto& c : spans) dev.push_back(c.deviation);
+  std::sort(dev.begin(), dev.end());
+  const auto worst = std::max_element(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+    return std::fabs(a.deviation) < std::fabs(b.deviation);
+  });
+  return fmt::format("  measured/modelled   {} collectives (span on the wire / modelled span - 1): median {:+.2f}%, "
+                     "worst {:+.2f}% (collective #{})\n",
+                     spans.size(), 100 * dev[(dev.size() - 1) / 2], 100 * worst->deviation, worst->coll);
+}
+
+}  // namespace
 
 std::string format_socket_stats(const SocketStats& s) {
   std::string out = fmt::format("Socket fabric ({})\n", s.transport) + hd::wire_time_line(s) + hd::wire_stalled_line(s);
@@ -49,6 +82,7 @@ std::string format_socket_stats(const SocketStats& s) {
                        hd::histogram_text(s.jitter_ns), s.jitter_ns.count());
     out += fmt::format("  polling             {} stalls over 100 us, longest gap {} ns\n", s.poll_stalls,
                        s.poll_gap_max_ns);
+    out += collectives_line(s.collectives);
   }
   if (s.latency_ns.count() > 0) {
     out += fmt::format("  message latency     {} ns over {} messages (first datagram sent to its last ACK)\n",
@@ -88,6 +122,7 @@ std::string socket_stats_to_json(const SocketStats& s) {
   o.field("rcvbuf_bytes", fmt::format("{}", s.rcvbuf_bytes));
   o.field("sndbuf_bytes", fmt::format("{}", s.sndbuf_bytes));
   o.field("batch", n(s.batch));
+  o.field("collectives", collectives_json(s.collectives));
   return o.close();
 }
 

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "host/wire/collective_spans.h"
 #include "host/wire/wire_counters.h"
 
 namespace fabemu::lab {
@@ -31,6 +33,9 @@ struct SocketStats : host::dpdk::WireStats {
   uint64_t not_ours_by_verdict[8] = {};  // by DatagramVerdict (host/lab/datagram.h)
   int rcvbuf_bytes = 0, sndbuf_bytes = 0;         // what the kernel granted (it reports twice the value set)
   uint32_t batch = 0;
+  // D > 0: per collective with wire messages to a local destination, measured vs modelled
+  // (host/wire/collective_spans.h).
+  std::vector<host::dpdk::CollectiveSpans::Span> collectives;
 };
 
 std::string format_socket_stats(const SocketStats& stats);

@@ -322,6 +322,7 @@ const SocketStats& SocketFabric::Impl::stats() {
   s.frames_dscp_changed = t.frames_dscp_changed;
   s.rcvbuf_bytes = t.rcvbuf_bytes;
   s.sndbuf_bytes = t.sndbuf_bytes;
+  s.collectives = coll_spans_.spans();
   return s;
 }
 

@@ -186,10 +186,14 @@ void HtmlPage::stacked_bars(const StackedBarChart& chart) {
 
 void HtmlPage::heatmap(const Heatmap& chart) {
   const size_t rows = chart.row_labels.size(), cols = chart.col_labels.size();
-  const double cell = std::clamp(640.0 / static_cast<double>(std::max<size_t>({rows, cols, 1})), 2.0, 28.0);
-  const int x0 = 90, y0 = 50;
-  const int width = x0 + static_cast<int>(cell * static_cast<double>(cols)) + 20;
-  const int height = y0 + static_cast<int>(cell * static_cast<double>(rows)) + 40;
+  const double square = std::clamp(640.0 / static_cast<double>(std::max<size_t>({rows, cols, 1})), 2.0, 28.0);
+  const double cw = chart.cell_width > 0 ? chart.cell_width : square;
+  const double ch = chart.cell_height > 0 ? chart.cell_height : square;
+  size_t label_chars = 1;
+  for (const auto& l : chart.col_labels) label_chars = std::max(label_chars, l.size());
+  const int x0 = 130, y0 = 50;
+  const int width = x0 + static_cast<int>(cw * static_cast<double>(cols)) + 20;
+  const int height = y0 + static_cast<int>(ch * static_cast<double>(rows)) + 40;
   double top = 0;
   size_t points = 0;
   for (const auto& row : chart.values) {
@@ -202,27 +206,29 @@ void HtmlPage::heatmap(const Heatmap& chart) {
   svg += fmt::format("<text x=\"{}\" y=\"36\">{} (columns) &#8594;</text>", x0, html_escape(chart.col_axis));
   svg += fmt::format("<text x=\"4\" y=\"{}\">{} &#8595;</text>", y0 - 2, html_escape(chart.row_axis));
   svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#f7f8fa\" stroke=\"#d6dae3\"/>",
-                     x0, y0, cell * static_cast<double>(cols), cell * static_cast<double>(rows));
-  const size_t every = std::max<size_t>(1, static_cast<size_t>(std::ceil(12.0 / cell)));
+                     x0, y0, cw * static_cast<double>(cols), ch * static_cast<double>(rows));
+  // Row labels at least 12 px apart; column labels their text's width apart (~7 px a character).
+  const size_t every_row = std::max<size_t>(1, static_cast<size_t>(std::ceil(12.0 / ch)));
+  const size_t every_col = std::max<size_t>(1, static_cast<size_t>(std::ceil((7.0 * static_cast<double>(label_chars) + 6) / cw)));
   for (size_t r = 0; r < rows; ++r) {
-    if (r % every == 0) {
+    if (r % every_row == 0) {
       svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", x0 - 4,
-                         y0 + cell * (static_cast<double>(r) + 0.5) + 4, html_escape(chart.row_labels[r]));
+                         y0 + ch * (static_cast<double>(r) + 0.5) + 4, html_escape(chart.row_labels[r]));
     }
     for (size_t c = 0; c < cols && c < chart.values[r].size(); ++c) {
       const double v = chart.values[r][c];
       if (v <= 0) continue;
       svg += fmt::format("<rect class=\"point\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" "
                          "fill=\"{}\"><title>{} &#8594; {}: {}</title></rect>",
-                         x0 + cell * static_cast<double>(c), y0 + cell * static_cast<double>(r), cell, cell,
+                         x0 + cw * static_cast<double>(c), y0 + ch * static_cast<double>(r), cw, ch,
                          heat_colour(v / top), html_escape(chart.row_labels[r]), html_escape(chart.col_labels[c]),
                          html_escape(value_text(v, chart.unit)));
     }
   }
-  for (size_t c = 0; c < cols; c += every) {
-    const double x = x0 + cell * (static_cast<double>(c) + 0.5);
+  for (size_t c = 0; c < cols; c += every_col) {
+    const double x = x0 + cw * (static_cast<double>(c) + 0.5);
     svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x,
-                       y0 + cell * static_cast<double>(rows) + 14, html_escape(chart.col_labels[c]));
+                       y0 + ch * static_cast<double>(rows) + 14, html_escape(chart.col_labels[c]));
   }
   body_ += svg + "</svg>\n";
 }

@@ -37,6 +37,8 @@ struct Heatmap {
   std::vector<std::string> col_labels;  // e.g. receivers
   std::vector<std::vector<double>> values;  // [row][col]; 0 = no mark
   std::string row_axis, col_axis, unit;
+  // Cells of this width and height in pixels (e.g. a wide time axis); 0: square cells that fit ~640 px.
+  double cell_width = 0, cell_height = 0;
 };
 
 struct TableRow {

@@ -67,9 +67,9 @@ std::unique_ptr<Backend> make_backend(const BackendContext& context) {
 
 emu::RunResult LocalBackend::walk(const RunPlan& plan, emu::ChromeTimeline* timeline) {
   emu::PacketFabric* model = packet_model();
-  series_in_report_ = model != nullptr && plan.link_series != 0;
-  if (model != nullptr && (plan.link_series != 0 || timeline != nullptr)) {
-    model->record_link_series(plan.link_series != 0 ? plan.link_series : kTimelineBins);
+  series_in_result_ = model != nullptr && (plan.link_series != 0 || plan.html);
+  if (model != nullptr && (plan.link_series != 0 || plan.html || timeline != nullptr)) {
+    model->record_link_series(plan.link_series != 0 ? plan.link_series : kDefaultBins);
   }
   emu::WalkerOptions options = plan.walker;
   if (timeline != nullptr) {
@@ -90,7 +90,7 @@ void LocalBackend::add_link_results(emu::RunResult& result) {
   const emu::PacketFabric* model = packet_model();
   if (model == nullptr) return;
   result.links = emu::link_results(*model, result.total);
-  if (series_in_report_) result.link_series = emu::link_series(*model, model->link_series());
+  if (series_in_result_) result.link_series = emu::link_series(*model, model->link_series());
 }
 
 void stopped_early(emu::RunResult& result, std::string headline, emu::RunStatus status) {

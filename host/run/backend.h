@@ -58,13 +58,13 @@ class LocalBackend : public Backend {
   // fabric replays); nullptr for the analytical model. walk() records its link series into it
   // (--link-series, and for the timeline's link counters).
   virtual emu::PacketFabric* packet_model() { return nullptr; }
-  // The report's links from packet_model(), and link_series with --link-series.
+  // The report's links from packet_model(), and link_series with --link-series or --html.
   void add_link_results(emu::RunResult& result);
 
  private:
-  static constexpr uint32_t kTimelineBins = 256;  // the timeline's link counters without --link-series
+  static constexpr uint32_t kDefaultBins = 256;  // the series for --html and the timeline without --link-series
   static constexpr size_t kTimelineLinks = 32;    // the busiest links get a counter track each
-  bool series_in_report_ = false;
+  bool series_in_result_ = false;  // --link-series or --html
 };
 
 struct BackendEntry {

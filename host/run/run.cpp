@@ -10,6 +10,7 @@
 #include "emulator/report_json.h"
 #include "emulator/summary.h"
 #include "emulator/timeline.h"
+#include "host/report/run_page.h"
 #include "host/run/backend.h"
 #include "host/run/exit_status.h"
 #include "host/run/option_rules.h"
@@ -26,6 +27,11 @@ std::unique_ptr<OutputFile> open_report(const RunArgs& a) {
   return std::make_unique<OutputFile>(a.report, "--report");
 }
 
+std::unique_ptr<OutputFile> open_page(const RunArgs& a) {
+  if (a.html.empty()) return nullptr;
+  return std::make_unique<OutputFile>(a.html, "--html");
+}
+
 std::unique_ptr<emu::ChromeTimeline> open_timeline(const RunArgs& a) {
   if (a.timeline.empty()) return nullptr;
   return std::make_unique<emu::ChromeTimeline>(a.timeline);
@@ -40,7 +46,11 @@ void describe_run(const RunArgs& a, const RunPlan& plan, const Backend& backend,
   result.topology = describe_network(plan.network);
 }
 
-void write_outputs(const RunArgs& a, const Backend& backend, const emu::RunResult& result, OutputFile* report) {
+// The page first: the link series it needs is in the JSON report only with --link-series.
+void write_outputs(const RunArgs& a, const Backend& backend, emu::RunResult& result, OutputFile* page,
+                   OutputFile* report) {
+  if (page != nullptr) page->commit(report::run_page(result));
+  if (a.link_series == 0) result.link_series = {};
   if (report != nullptr) report->commit(emu::report_to_json(result));
   if (a.quiet) return;
   std::cout << emu::format_summary(result, a.top);
@@ -64,6 +74,7 @@ int exit_status(Backend& backend, const emu::RunResult& result) {
 int run_workload(const RunArgs& a) {
   check_options(a);
   const std::unique_ptr<OutputFile> report = open_report(a);
+  const std::unique_ptr<OutputFile> page = open_page(a);
   RunPlan plan = load_run_plan(a);
   const std::unique_ptr<emu::ChromeTimeline> timeline = open_timeline(a);
   emu::Engine engine(1 << 16);
@@ -75,7 +86,7 @@ int run_workload(const RunArgs& a) {
   if (progress) progress->erase();
   backend->finish(result);
   describe_run(a, plan, *backend, result);
-  write_outputs(a, *backend, result, report.get());
+  write_outputs(a, *backend, result, page.get(), report.get());
   return exit_status(*backend, result);
 }
 

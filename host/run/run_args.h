@@ -30,6 +30,7 @@ struct RunArgs {
   std::string timeline;
   uint64_t timeline_messages = 1'000'000;
   uint32_t link_series = 0;  // --link-series BINS (0: none)
+  std::string html;          // --html FILE: the run page (host/report/run_page.h)
   size_t top = 5;
   bool quiet = false;
   // --fabric fpga

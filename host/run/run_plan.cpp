@@ -160,6 +160,8 @@ RunPlan load_run_plan(const RunArgs& a) {
   plan.walker = walker_options(a, plan.system, plan.paths.size());
   plan.timeline_messages = a.timeline_messages;
   plan.link_series = link_series_bins(a, plan.model);
+  plan.html = !a.html.empty();
+  plan.walker.traffic_matrix = plan.html;
   return plan;
 }
 

@@ -24,6 +24,9 @@ struct RunPlan {
   emu::WalkerOptions walker;                 // without a timeline (the run's outputs add it)
   uint64_t timeline_messages = 0;            // --timeline-messages: the walker's limit with a timeline
   uint32_t link_series = 0;                  // --link-series: bins of the link utilization series (0: none)
+  // --html: the link series is recorded for the page (link_series bins, else 256) and the walker keeps the
+  // traffic matrix.
+  bool html = false;
 };
 
 // Reads the fabric (fabric file, or network.yml + system.json), chooses the model (the real-time fabrics and

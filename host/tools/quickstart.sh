@@ -16,9 +16,10 @@ echo
 echo "== fabemu trace convert --from astra-text --ranks 8 traces/samples/mlp8_data_parallel.txt $sample/mlp"
 build/host/fabemu trace convert --from astra-text --ranks 8 traces/samples/mlp8_data_parallel.txt "$sample/mlp"
 echo
-echo "== fabemu run --workload $sample/mlp --fabric-config traces/samples/fabric_2d.yaml --report $sample/report.json --timeline $sample/timeline.json"
+echo "== fabemu run --workload $sample/mlp --fabric-config traces/samples/fabric_2d.yaml --report $sample/report.json --timeline $sample/timeline.json --html $sample/report.html"
 build/host/fabemu run --workload "$sample/mlp" --fabric-config traces/samples/fabric_2d.yaml \
-  --report "$sample/report.json" --timeline "$sample/timeline.json"
+  --report "$sample/report.json" --timeline "$sample/timeline.json" --html "$sample/report.html"
 echo
+echo "Page: $sample/report.html (open it in a browser: charts of ranks, collectives, links and traffic)."
 echo "Report: $sample/report.json (schema: docs/report.md)."
 echo "Timeline: $sample/timeline.json (open it in https://ui.perfetto.dev or chrome://tracing)."

@@ -34,9 +34,8 @@ class RealtimeFabric : public emu::Fabric {
   virtual ReportSection report_section() = 0;
   // The packet model the walker's times come from (its links' statistics).
   virtual const emu::PacketFabric& model() const noexcept = 0;
-  // The same, to set up what it records (its link series) before the run: the model is the fabric's own
-  // (non-const) member, so casting the const away is sound.
-  emu::PacketFabric& mutable_model() noexcept { return const_cast<emu::PacketFabric&>(model()); }
+  // The same, to set up what it records (its link series) before the run.
+  virtual emu::PacketFabric& mutable_model() noexcept = 0;
 };
 
 }  // namespace fabemu::host::dpdk

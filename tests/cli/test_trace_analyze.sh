@@ -84,10 +84,7 @@ expect_text "$tmp/out" "wrote $tmp/page.html"
 if grep -Eq 'https?://|<script|src=' "$tmp/page.html"; then fail "the page refers to something outside itself"; fi
 [ "$(grep -o '<svg class="chart"' "$tmp/page.html" | wc -l)" -ge 5 ] || fail "fewer than 5 charts"
 if command -v chromium >/dev/null; then
-  chrome=(chromium --headless --no-sandbox --disable-gpu --host-resolver-rules="MAP * ~NOTFOUND"
-          --enable-logging=stderr --v=0 --user-data-dir="$tmp/chrome")
-  "${chrome[@]}" --dump-dom "file://$tmp/page.html" >"$tmp/dom.html" 2>"$tmp/chrome.log" || { cat "$tmp/chrome.log" >&2; fail "chromium failed"; }
-  if grep -E 'CONSOLE|Uncaught|ERR_NAME_NOT_RESOLVED|net::ERR' "$tmp/chrome.log"; then fail "console errors or network requests"; fi
+  browser_dom "$tmp/page.html" "$tmp/dom.html"
   python3 - "$tmp/dom.html" <<'PY'
 import re, sys
 dom = open(sys.argv[1]).read()
@@ -99,10 +96,7 @@ for want, body in charts:
 assert "rank 3 node" in dom, "the imbalance table does not name rank 3"
 print(f"chromium: {len(charts)} charts, {sum(int(w) for w, _ in charts)} points")
 PY
-  "${chrome[@]}" --window-size=1200,2400 --screenshot="$build/trace_analyze_llm.png" "file://$tmp/page.html" \
-    >/dev/null 2>"$tmp/chrome.log" || { cat "$tmp/chrome.log" >&2; fail "chromium screenshot failed"; }
-  [ -s "$build/trace_analyze_llm.png" ] || fail "no screenshot"
-  echo "screenshot: $build/trace_analyze_llm.png"
+  browser_screenshot "$tmp/page.html" "$build/trace_analyze_llm.png" 2400
 else
   echo "chromium absent (Debian package chromium; host/tools/install-deps.sh installs it): HTML browser checks skipped"
 fi

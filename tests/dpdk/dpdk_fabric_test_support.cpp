@@ -1,5 +1,6 @@
 #include "tests/dpdk/dpdk_fabric_test_support.h"
 
+#include <rte_mbuf.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -7,8 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -53,6 +56,49 @@ fd::PortConfig port_config() {
   fd::PortConfig cfg;
   cfg.mbufs = cfg.mbufs_for(4096, 32, 2);
   return cfg;
+}
+
+fd::PortConfig port_config(uint16_t rx_queues, uint16_t tx_queues) {
+  fd::PortConfig cfg = port_config();
+  cfg.rx_queues = rx_queues;
+  cfg.tx_queues = tx_queues;
+  return cfg;
+}
+
+std::unique_ptr<fd::DpdkFabric> ring4_fabric(fd::DpdkPorts& ports, const fd::DpdkFabricOptions& opt) {
+  const NetworkConfig net = walker_test::network({walker_test::dim(DimTopology::kRing, 4)});
+  return std::make_unique<fd::DpdkFabric>(Topology(net), fd::AddressPlan::make_default(4), ports, opt);
+}
+
+std::string refusal(fd::DpdkPorts& ports, const fd::DpdkFabricOptions& opt) {
+  try {
+    ring4_fabric(ports, opt);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::vector<uint16_t> frames_per_rx_queue(fd::Port& from, uint16_t tx_queue, uint16_t frames, fd::Port& to,
+                                          uint16_t rx_queues) {
+  constexpr uint16_t kMax = 32;
+  rte_mbuf* m[kMax] = {};
+  if (frames == 0 || frames > kMax || rte_pktmbuf_alloc_bulk(from.pool(), m, frames) != 0) {
+    ADD_FAILURE() << "could not allocate " << frames << " mbufs";
+    return {};
+  }
+  if (const uint16_t sent = from.tx_burst(m, frames, tx_queue); sent != frames) {
+    rte_pktmbuf_free_bulk(m + sent, frames - sent);
+    ADD_FAILURE() << "transmit queue " << tx_queue << " took " << sent << " of " << frames << " frames";
+    return {};
+  }
+  std::vector<uint16_t> got(rx_queues);
+  for (uint16_t r = 0; r < rx_queues; ++r) {
+    rte_mbuf* rx[2 * kMax];
+    got[r] = to.rx_burst(rx, 2 * kMax, r);
+    rte_pktmbuf_free_bulk(rx, got[r]);
+  }
+  return got;
 }
 
 void expect_exact(const RunResult& sw, const DpdkRun& d) {

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,30 @@ using DpdkRun = FabricRun<host::dpdk::DpdkStats>;
 DpdkRun run_dpdk(const Workload& w, host::dpdk::DpdkPorts& ports, host::dpdk::DpdkFabricOptions opt);
 
 host::dpdk::PortConfig port_config();
+// The same with `rx_queues` receive and `tx_queues` transmit queues.
+host::dpdk::PortConfig port_config(uint16_t rx_queues, uint16_t tx_queues);
+
+// The generated all-reduce (generated_all_reduce) in a scratch folder of its own, and the software packet
+// model's result of it: what the lcore tests (test_dpdk_lcores, test_dpdk_rx_queues, test_dpdk_tx_lcores)
+// compare their DPDK runs with.
+struct GeneratedAllReduce {
+  ScratchDir dir;
+  Workload w = generated_all_reduce(dir);
+  emu::RunResult sw = run_software(w);
+};
+
+// A DpdkFabric on a ring of 4 ranks (default address plan) over `ports` with `opt`: the tests of which lcores
+// and ports a fabric accepts. std::invalid_argument when it refuses them.
+std::unique_ptr<host::dpdk::DpdkFabric> ring4_fabric(host::dpdk::DpdkPorts& ports,
+                                                     const host::dpdk::DpdkFabricOptions& opt);
+// Why ring4_fabric refuses `opt` on `ports` (the std::invalid_argument's message); "(accepted)" when it does not.
+std::string refusal(host::dpdk::DpdkPorts& ports, const host::dpdk::DpdkFabricOptions& opt);
+
+// Sends `frames` (1 to 32) fresh mbufs on `from`'s transmit queue `tx_queue`, then reads (and frees) what
+// each of `to`'s receive queues 0 .. rx_queues - 1 got: how many each, in queue order (empty, with a test
+// failure, when the frames could not be sent). How a device maps its transmit queues to receive queues.
+std::vector<uint16_t> frames_per_rx_queue(host::dpdk::Port& from, uint16_t tx_queue, uint16_t frames,
+                                          host::dpdk::Port& to, uint16_t rx_queues);
 
 // A capture the fabric wrote (--pcap), read back: every record decoded with `rules`.
 struct Capture {

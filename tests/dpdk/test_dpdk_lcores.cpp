@@ -46,12 +46,10 @@ void expect_on_lcore_one(const DpdkRun& d) {
 // The generated all-reduce through a DpdkFabric with `opt` on the ring pair `ring`: exactly the software
 // model's times, the receive side on lcore 1.
 DpdkRun all_reduce_on_lcore_one(const char* ring, const fd::DpdkFabricOptions& opt) {
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
+  const GeneratedAllReduce ar;
   auto ports = fd::DpdkPorts::ring(ring, port_config());
-  DpdkRun d = run_dpdk(w, ports, opt);
-  expect_exact(sw, d);
+  DpdkRun d = run_dpdk(ar.w, ports, opt);
+  expect_exact(ar.sw, d);
   expect_on_lcore_one(d);
   return d;
 }
@@ -60,12 +58,10 @@ TEST(RxLcore, GeneratedAllReduceOnLcoreOneMatchesTheSoftwareModel) {
   REQUIRE_EAL();
   ASSERT_TRUE(g_lcores);
   ASSERT_GE(rte_lcore_count(), 2u) << "EAL was started without lcore 1";
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
+  const GeneratedAllReduce ar;
   auto ports = fd::DpdkPorts::ring("lc1", port_config());
-  const DpdkRun d = run_dpdk(w, ports, fd::DpdkFabricOptions{});
-  expect_exact(sw, d);
+  const DpdkRun d = run_dpdk(ar.w, ports, fd::DpdkFabricOptions{});
+  expect_exact(ar.sw, d);
   expect_on_lcore_one(d);
   // No loss: a retransmission can only be spurious (a timeout while the other lcore was descheduled on a
   // loaded machine), and then its copy is detected as such.
@@ -74,8 +70,8 @@ TEST(RxLcore, GeneratedAllReduceOnLcoreOneMatchesTheSoftwareModel) {
   // The same run with the receive side on the main lcore: the same report.
   fd::DpdkFabricOptions off;
   off.rx_lcore = fd::DpdkFabricOptions::kRxLcoreOff;
-  const DpdkRun one = run_dpdk(w, ports, off);
-  expect_exact(sw, one);
+  const DpdkRun one = run_dpdk(ar.w, ports, off);
+  expect_exact(ar.sw, one);
   EXPECT_EQ(one.stats.rx_lcore, -1);
   EXPECT_EQ(one.stats.rx_lcore_frames, 0u);
   EXPECT_EQ(one.stats.data_frames, d.stats.data_frames);
@@ -118,16 +114,14 @@ TEST(RxLcore, LossAndReorderingOnTheReceiveLcore) {
 // fit run on lcore 1, every message's arrival is the NIC's, and the times are the model's.
 TEST(RxLcore, ArrivalsTimedByASimulatedNicClockOnTheReceiveLcore) {
   REQUIRE_EAL();
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
+  const GeneratedAllReduce ar;
   fd::PortConfig cfg = port_config();
   cfg.simulated_nic_clock = {3, 1, 12345};
   auto ports = fd::DpdkPorts::ring("lcnic", cfg);
   fd::DpdkFabricOptions opt;
   opt.faults = injected_faults();
-  const DpdkRun d = run_dpdk(w, ports, opt);
-  expect_exact(sw, d);
+  const DpdkRun d = run_dpdk(ar.w, ports, opt);
+  expect_exact(ar.sw, d);
   expect_faults_recovered(d.stats);
   EXPECT_EQ(d.stats.rx_lcore, 1);
   ASSERT_EQ(d.stats.rx_clocks.size(), 2u);
@@ -204,13 +198,12 @@ TEST(RxLcore, NoAllocationPerMessageInSteadyState) {
 
 TEST(RxLcore, ChoiceOfTheLcore) {
   REQUIRE_EAL();
-  const NetworkConfig net = network({dim(DimTopology::kRing, 4)});
   auto ports = fd::DpdkPorts::ring("lc4", port_config());
   const auto make = [&](int lcore, std::string pcap = {}) {
     fd::DpdkFabricOptions o;
     o.rx_lcore = lcore;
     o.pcap = std::move(pcap);
-    return std::make_unique<fd::DpdkFabric>(Topology(net), fd::AddressPlan::make_default(4), ports, o);
+    return ring4_fabric(ports, o);
   };
   EXPECT_EQ(make(fd::DpdkFabricOptions::kRxLcoreAuto)->rx_lcore(), 1);
   EXPECT_EQ(make(1)->rx_lcore(), 1);
@@ -226,7 +219,7 @@ TEST(RxLcore, ChoiceOfTheLcore) {
     auto loop = fd::DpdkPorts::devargs("net_null_lc4", "", port_config());
     fd::DpdkFabricOptions o;
     o.rx_lcore = 1;
-    EXPECT_THROW(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(4), loop, o), std::invalid_argument);
+    EXPECT_THROW(ring4_fabric(loop, o), std::invalid_argument);
   }
 }
 
@@ -236,11 +229,10 @@ TEST(RxLcore, ChoiceOfTheLcore) {
 // cached one.
 TEST(RxLcore, DataFramesComeFromTheFifoPoolWhenTheReceiveLcoreFreesThem) {
   REQUIRE_EAL();
-  const NetworkConfig net = network({dim(DimTopology::kRing, 4)});
   const auto make = [&](fd::DpdkPorts& ports, int lcore) {
     fd::DpdkFabricOptions o;
     o.rx_lcore = lcore;
-    return std::make_unique<fd::DpdkFabric>(Topology(net), fd::AddressPlan::make_default(4), ports, o);
+    return ring4_fabric(ports, o);
   };
   auto ring = fd::DpdkPorts::ring("lc5", port_config());
   rte_mempool* fifo = ring.a().zero_pool(UINT32_MAX, fd::Port::Recycle::kOtherLcore);

@@ -28,11 +28,7 @@ namespace {
 
 const bool g_lcores = fabemu::test::request_eal_lcores("0@0,1@1,2@1");
 
-fd::PortConfig two_queues() {
-  fd::PortConfig c = port_config();
-  c.rx_queues = c.tx_queues = 2;
-  return c;
-}
+fd::PortConfig two_queues() { return port_config(2, 2); }
 
 fd::DpdkFabricOptions on_lcores_one_and_two() {
   fd::DpdkFabricOptions o;
@@ -64,11 +60,9 @@ void expect_two_paths(const DpdkRun& d) {
 
 // The generated all-reduce on `ports` with two receive lcores: exactly the software model's times.
 DpdkRun all_reduce_on_two_lcores(fd::DpdkPorts& ports, fd::DpdkFabricOptions opt = on_lcores_one_and_two()) {
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
-  DpdkRun d = run_dpdk(w, ports, opt);
-  expect_exact(sw, d);
+  const GeneratedAllReduce ar;
+  DpdkRun d = run_dpdk(ar.w, ports, opt);
+  expect_exact(ar.sw, d);
   expect_two_paths(d);
   return d;
 }
@@ -77,28 +71,21 @@ TEST(RxQueues, RingPairQueuesAreCrossConnectedQueueByQueue) {
   REQUIRE_EAL();
   fd::RingPair pair("rqpair", 1024, SOCKET_ID_ANY, 3);
   EXPECT_EQ(pair.queues(), 3);
-  fd::PortConfig c = port_config();
-  c.rx_queues = c.tx_queues = 3;
+  const fd::PortConfig c = port_config(3, 3);
   fd::Port a(pair.a(), c), b(pair.b(), c);
   EXPECT_FALSE(b.rss());  // rings do not hash: a frame stays on its queue's number
   for (uint16_t q = 0; q < 3; ++q) {
     const auto sent = static_cast<uint16_t>(1 + q % 2);  // 1, 2, 1 frames: the counts tell the queues apart
-    rte_mbuf* m[2] = {};
-    ASSERT_EQ(rte_pktmbuf_alloc_bulk(a.pool(), m, sent), 0);
-    ASSERT_EQ(a.tx_burst(m, sent, q), sent);
-    rte_mbuf* got[4];
+    const std::vector<uint16_t> got = frames_per_rx_queue(a, q, sent, b, 3);
+    ASSERT_EQ(got.size(), 3u);
     for (uint16_t r = 0; r < 3; ++r) {
-      const uint16_t n = b.rx_burst(got, 4, r);
-      EXPECT_EQ(n, r == q ? sent : 0) << "sent on queue " << q << ", received on queue " << r;
-      rte_pktmbuf_free_bulk(got, n);
+      EXPECT_EQ(got[r], r == q ? sent : 0) << "sent on queue " << q << ", received on queue " << r;
     }
     // And back: b's queue q to a's queue q.
-    rte_mbuf* back = rte_pktmbuf_alloc(b.pool());
-    ASSERT_EQ(b.tx_burst(&back, 1, q), 1);
+    const std::vector<uint16_t> back = frames_per_rx_queue(b, q, 1, a, 3);
+    ASSERT_EQ(back.size(), 3u);
     for (uint16_t r = 0; r < 3; ++r) {
-      const uint16_t n = a.rx_burst(got, 4, r);
-      EXPECT_EQ(n, r == q ? 1 : 0);
-      rte_pktmbuf_free_bulk(got, n);
+      EXPECT_EQ(back[r], r == q ? 1 : 0);
     }
   }
 }
@@ -164,43 +151,31 @@ TEST(RxQueues, CaptureOfThreeLcoresIsMergedInTimeOrder) {
 
 TEST(RxQueues, BadChoicesAreRefusedWithTheReason) {
   REQUIRE_EAL();
-  const NetworkConfig net = network({dim(DimTopology::kRing, 4)});
-  const auto refused = [&](fd::DpdkPorts& ports, const fd::DpdkFabricOptions& o) -> std::string {
-    try {
-      fd::DpdkFabric f(Topology(net), fd::AddressPlan::make_default(4), ports, o);
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-    return "(accepted)";
-  };
   auto two = fd::DpdkPorts::ring("rq5", two_queues(), 2);
   fd::DpdkFabricOptions o;
   o.rx_lcores = {1, 1};
-  EXPECT_EQ(refused(two, o), "receive lcore 1 is listed twice");
+  EXPECT_EQ(refusal(two, o), "receive lcore 1 is listed twice");
   o.rx_lcores = {0, 1};
-  EXPECT_NE(refused(two, o).find("receive lcore 0: not an idle worker lcore of EAL (main lcore 0"), std::string::npos);
+  EXPECT_NE(refusal(two, o).find("receive lcore 0: not an idle worker lcore of EAL (main lcore 0"), std::string::npos);
   o.rx_lcores = {1, 9};
-  EXPECT_NE(refused(two, o).find("receive lcore 9: not an idle worker lcore"), std::string::npos);
+  EXPECT_NE(refusal(two, o).find("receive lcore 9: not an idle worker lcore"), std::string::npos);
   // Two queues a port, one receive path: frames on queue 1 would never be read.
-  EXPECT_NE(refused(two, fd::DpdkFabricOptions{}).find("1 receive path needs 1 receive and transmit queue on each "
+  EXPECT_NE(refusal(two, fd::DpdkFabricOptions{}).find("1 receive path needs 1 receive and transmit queue on each "
                                                        "port; net_ring_rq5_a has 2 receive and 2 transmit"),
             std::string::npos)
-      << refused(two, fd::DpdkFabricOptions{});
+      << refusal(two, fd::DpdkFabricOptions{});
   // Two paths on ports of one queue.
   auto one = fd::DpdkPorts::ring("rq6", port_config());
   o.rx_lcores = {1, 2};
-  EXPECT_NE(refused(one, o).find("2 receive paths need 2 receive and transmit queues on each port; net_ring_rq6_a "
+  EXPECT_NE(refusal(one, o).find("2 receive paths need 2 receive and transmit queues on each port; net_ring_rq6_a "
                                  "has 1 receive and 1 transmit"),
             std::string::npos)
-      << refused(one, o);
+      << refusal(one, o);
   // One device looping frames back: no port of its own for the receive side.
   auto loop = fd::DpdkPorts::devargs("net_null_rq7", "", two_queues());
-  EXPECT_NE(refused(loop, o).find("the receive side needs a port of its own"), std::string::npos);
+  EXPECT_NE(refusal(loop, o).find("the receive side needs a port of its own"), std::string::npos);
   // The lcores are free again after each refusal: a good choice still runs.
-  EXPECT_EQ(std::make_unique<fd::DpdkFabric>(Topology(net), fd::AddressPlan::make_default(4), two,
-                                             on_lcores_one_and_two())
-                ->rx_paths(),
-            2u);
+  EXPECT_EQ(ring4_fabric(two, on_lcores_one_and_two())->rx_paths(), 2u);
 }
 
 }  // namespace

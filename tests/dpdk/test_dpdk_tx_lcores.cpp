@@ -39,8 +39,7 @@ fd::DpdkFabricOptions on_tx_lcores(unsigned lanes) {
 
 // A ring pair for `lanes` transmit lanes: port A with a transmit queue per lane (one receive path).
 fd::DpdkPorts ring_for(const std::string& name, unsigned lanes) {
-  fd::PortConfig c = port_config();
-  c.tx_queues = static_cast<uint16_t>(lanes);
+  fd::PortConfig c = port_config(1, static_cast<uint16_t>(lanes));
   c.mbufs = c.mbufs_for(fd::DpdkFabric::frames_in_flight(16, 1, lanes), 32, 2 + lanes);
   return fd::DpdkPorts::ring(name, c);
 }
@@ -91,21 +90,13 @@ void expect_lanes(const DpdkRun& d, unsigned lanes) {
 TEST(TxLcores, RingPairTransmitQueuesFeedTheReceiveQueueOfTheirNumberModuloTheQueues) {
   REQUIRE_EAL();
   fd::RingPair pair("txqpair", 1024, SOCKET_ID_ANY, 2, {}, 4);  // a: 4 transmit queues, 2 receive; b: 2 and 2
-  fd::PortConfig ca = port_config(), cb = port_config();
-  ca.rx_queues = 2;
-  ca.tx_queues = 4;
-  cb.rx_queues = cb.tx_queues = 2;
-  fd::Port a(pair.a(), ca), b(pair.b(), cb);
+  fd::Port a(pair.a(), port_config(2, 4)), b(pair.b(), port_config(2, 2));
   for (uint16_t t = 0; t < 4; ++t) {
     const auto sent = static_cast<uint16_t>(1 + t);  // the counts tell the queues apart
-    rte_mbuf* m[4] = {};
-    ASSERT_EQ(rte_pktmbuf_alloc_bulk(a.pool(), m, sent), 0);
-    ASSERT_EQ(a.tx_burst(m, sent, t), sent);
-    rte_mbuf* got[8];
+    const std::vector<uint16_t> got = frames_per_rx_queue(a, t, sent, b, 2);
+    ASSERT_EQ(got.size(), 2u);
     for (uint16_t r = 0; r < 2; ++r) {
-      const uint16_t n = b.rx_burst(got, 8, r);
-      EXPECT_EQ(n, r == t % 2 ? sent : 0) << "sent on queue " << t << ", received on queue " << r;
-      rte_pktmbuf_free_bulk(got, n);
+      EXPECT_EQ(got[r], r == t % 2 ? sent : 0) << "sent on queue " << t << ", received on queue " << r;
     }
   }
   EXPECT_THROW(fd::RingPair("txqbad", 1024, SOCKET_ID_ANY, 2, {}, 3), std::invalid_argument);  // not a multiple
@@ -117,14 +108,12 @@ TEST(TxLcores, GeneratedAllReduceMatchesTheSoftwareModel) {
   REQUIRE_EAL();
   ASSERT_TRUE(g_lcores);
   ASSERT_GE(rte_lcore_count(), 4u) << "EAL was started without lcores 1 to 3";
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
+  const GeneratedAllReduce ar;
   for (const unsigned lanes : {1u, 2u}) {
     SCOPED_TRACE(std::to_string(lanes) + " transmit lcores");
     auto ports = ring_for("txar" + std::to_string(lanes), lanes);
-    const DpdkRun d = run_dpdk(w, ports, on_tx_lcores(lanes));
-    expect_exact(sw, d);
+    const DpdkRun d = run_dpdk(ar.w, ports, on_tx_lcores(lanes));
+    expect_exact(ar.sw, d);
     expect_lanes(d, lanes);
     EXPECT_EQ(d.stats.rx_duplicates + d.stats.rx_stale, d.stats.retransmissions);
     EXPECT_EQ(d.stats.message_bytes, uint64_t{14} << 20);
@@ -134,8 +123,8 @@ TEST(TxLcores, GeneratedAllReduceMatchesTheSoftwareModel) {
     }
     fd::DpdkFabricOptions off;
     off.rx_lcore = 1;
-    const DpdkRun one = run_dpdk(w, ports, off);
-    expect_exact(sw, one);
+    const DpdkRun one = run_dpdk(ar.w, ports, off);
+    expect_exact(ar.sw, one);
     EXPECT_TRUE(one.stats.tx_lcores.empty());
     EXPECT_EQ(one.stats.data_frames, d.stats.data_frames);
   }
@@ -167,13 +156,12 @@ TEST(TxLcores, SharedMicrobenchmarksOnRingPair) {
 // shared microbenchmarks: still exactly the model's times, every loss retransmitted, the NACKs passed to
 // the lanes that own the senders.
 void loss_and_reordering_on(unsigned lanes) {
-  ScratchDir dir;
-  const Workload ar = generated_all_reduce(dir);
+  const GeneratedAllReduce ar;
   auto ring = ring_for("txloss" + std::to_string(lanes), lanes);
   fd::DpdkFabricOptions opt = on_tx_lcores(lanes);
   opt.faults = injected_faults();
-  const DpdkRun d = run_dpdk(ar, ring, opt);
-  expect_exact(run_software(ar), d);
+  const DpdkRun d = run_dpdk(ar.w, ring, opt);
+  expect_exact(ar.sw, d);
   expect_lanes(d, lanes);
   expect_faults_recovered(d.stats);
   EXPECT_GT(d.stats.nack_retransmissions, 0u);
@@ -207,14 +195,12 @@ TEST(TxLcores, LossAndReorderingOnTwoTransmitLcores) {
 TEST(TxLcores, PacedLinksKeepTheirOrderAndSchedule) {
   REQUIRE_EAL();
   ASSERT_TRUE(g_lcores);
-  ScratchDir dir;
-  const Workload w = generated_all_reduce(dir);
-  const RunResult sw = run_software(w);
+  const GeneratedAllReduce ar;
   auto ports = ring_for("txpace", 2);
   fd::DpdkFabricOptions opt = on_tx_lcores(2);
   opt.dilation = 500;
-  const DpdkRun d = run_dpdk(w, ports, opt);
-  expect_exact(sw, d);
+  const DpdkRun d = run_dpdk(ar.w, ports, opt);
+  expect_exact(ar.sw, d);
   expect_lanes(d, 2);
   const fd::DpdkStats& s = d.stats;
   EXPECT_EQ(s.rx_reordered, 0u);
@@ -246,16 +232,11 @@ TEST(TxLcores, NoAllocationPerMessageInSteadyState) {
 TEST(TxLcores, ChoiceOfTheLcores) {
   REQUIRE_EAL();
   ASSERT_TRUE(g_lcores);
-  const NetworkConfig net = network({dim(DimTopology::kRing, 4)});
   auto ports = ring_for("txchoice", 2);
-  const auto refused = [&](fd::DpdkPorts& p, fd::DpdkFabricOptions o, const std::string& says) {
-    try {
-      fd::DpdkFabric f(Topology(net), fd::AddressPlan::make_default(4), p, o);
-      ADD_FAILURE() << "accepted; expected: " << says;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("--dpdk-tx-lcore"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
-    }
+  const auto refused = [](fd::DpdkPorts& p, const fd::DpdkFabricOptions& o, const std::string& says) {
+    const std::string why = refusal(p, o);
+    EXPECT_NE(why.find("--dpdk-tx-lcore"), std::string::npos) << why << "; expected: " << says;
+    EXPECT_NE(why.find(says), std::string::npos) << why;
   };
   const auto with = [](std::vector<unsigned> ids) {
     fd::DpdkFabricOptions o;
@@ -280,9 +261,9 @@ TEST(TxLcores, ChoiceOfTheLcores) {
     refused(loop, o, "need two ports");
   }
   // Accepted: two lanes, and one.
-  EXPECT_EQ(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(4), ports, with({2, 3})).tx_lanes(), 2u);
-  EXPECT_EQ(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(4), ports, with({3})).tx_lanes(), 1u);
-  EXPECT_EQ(fd::DpdkFabric(Topology(net), fd::AddressPlan::make_default(4), ports, with({})).tx_lanes(), 1u);
+  EXPECT_EQ(ring4_fabric(ports, with({2, 3}))->tx_lanes(), 2u);
+  EXPECT_EQ(ring4_fabric(ports, with({3}))->tx_lanes(), 1u);
+  EXPECT_EQ(ring4_fabric(ports, with({}))->tx_lanes(), 1u);
 }
 
 }  // namespace

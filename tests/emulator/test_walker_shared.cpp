@@ -62,6 +62,20 @@ constexpr RefRow kReference[] = {
     {"all_to_all", 16, 391240, 391240, 631240, 777640, 391240, 391240},
 };
 
+// A shared microbenchmark of kReference on ASTRA-sim's ring of its size: rank files, network, a name.
+struct RingMicrobenchmark {
+  std::vector<std::string> files;
+  NetworkConfig net;
+  std::string what;
+};
+RingMicrobenchmark ring_microbenchmark(const fs::path &traces_dir, const RefRow &row) {
+  const fs::path prefix = traces_dir / "astra-sim/examples/workload/microbenchmarks" / row.coll /
+                          (std::to_string(row.n) + "npus_1MB") / row.coll;
+  const std::string ring = "Ring_" + std::to_string(row.n) + "npus.yml";
+  return {rank_files(prefix), host::load_network_yml((configs_dir(traces_dir) / ring).string()),
+          std::string(row.coll) + " N=" + std::to_string(row.n)};
+}
+
 TEST(WalkerShared, MicrobenchmarksMatchAstraSim) {
   FABEMU_REQUIRE_SHARED(traces_dir);
   const fs::path cfg = configs_dir(traces_dir);
@@ -108,11 +122,7 @@ TEST(WalkerShared, PerRankTrafficIsExactOnBothModels) {
   const SystemConfig sys = host::load_system_json((cfg / "system_ring_4chunks.json").string(), 1);
   NullTimeline timeline;
   for (const auto &row : kReference) {
-    const fs::path prefix = traces_dir / "astra-sim/examples/workload/microbenchmarks" / row.coll /
-                            (std::to_string(row.n) + "npus_1MB") / row.coll;
-    const auto files = rank_files(prefix);
-    const auto net = host::load_network_yml((cfg / ("Ring_" + std::to_string(row.n) + "npus.yml")).string());
-    const std::string what = std::string(row.coll) + " N=" + std::to_string(row.n);
+    const auto [files, net, what] = ring_microbenchmark(traces_dir, row);
     WalkerOptions with_timeline = opts(sys);
     with_timeline.timeline = &timeline;
     const RunResult runs[] = {run_walker(net, opts(sys), files, Model::kAnalytical).result,
@@ -147,6 +157,51 @@ TEST(WalkerShared, PerRankTrafficIsExactOnBothModels) {
       EXPECT_EQ(a.ranks[3].sent_messages, 56u);
       EXPECT_EQ(a.ranks[3].sent_bytes, 1835008u);
       EXPECT_EQ(a.ranks[3].received_messages, 56u);
+    }
+  }
+}
+
+// The traffic matrix (fabemu run --html) on every shared microbenchmark: rows sum to each rank's sent
+// messages and bytes, columns to its received ones; the same on both models (the analytical model counts a
+// closed-form ring phase at once); not kept unless asked for. The 8-rank all-reduce on a ring: every rank
+// sends only to the next, 56 messages and 1,835,008 bytes.
+TEST(WalkerShared, TrafficMatrixIsExactOnBothModels) {
+  FABEMU_REQUIRE_SHARED(traces_dir);
+  const fs::path cfg = configs_dir(traces_dir);
+  const SystemConfig sys = host::load_system_json((cfg / "system_ring_4chunks.json").string(), 1);
+  for (const auto &row : kReference) {
+    const auto [files, net, what] = ring_microbenchmark(traces_dir, row);
+    WalkerOptions with_matrix = opts(sys);
+    with_matrix.traffic_matrix = true;
+    EXPECT_TRUE(run_walker(net, opts(sys), files, Model::kAnalytical).result.traffic.empty()) << what;
+    const RunResult a = run_walker(net, with_matrix, files, Model::kAnalytical).result;
+    const RunResult p = run_walker(net, with_matrix, files, Model::kPacket).result;
+    const TrafficMatrix &m = a.traffic;
+    ASSERT_EQ(m.side, static_cast<uint32_t>(row.n)) << what;
+    ASSERT_EQ(m.block, 1u) << what;
+    EXPECT_EQ(p.traffic.messages, m.messages) << what;
+    EXPECT_EQ(p.traffic.bytes, m.bytes) << what;
+    for (uint32_t r = 0; r < m.side; ++r) {
+      uint64_t row_messages = 0, row_bytes = 0, col_messages = 0, col_bytes = 0;
+      for (uint32_t c = 0; c < m.side; ++c) {
+        row_messages += m.messages[r * m.side + c];
+        row_bytes += m.bytes[r * m.side + c];
+        col_messages += m.messages[c * m.side + r];
+        col_bytes += m.bytes[c * m.side + r];
+      }
+      EXPECT_EQ(row_messages, a.ranks[r].sent_messages) << what << " rank " << r;
+      EXPECT_EQ(row_bytes, a.ranks[r].sent_bytes) << what << " rank " << r;
+      EXPECT_EQ(col_messages, a.ranks[r].received_messages) << what << " rank " << r;
+      EXPECT_EQ(col_bytes, a.ranks[r].received_bytes) << what << " rank " << r;
+    }
+    if (std::string(row.coll) == "all_reduce" && row.n == 8) {
+      for (uint32_t r = 0; r < 8; ++r) {
+        for (uint32_t c = 0; c < 8; ++c) {
+          const bool next = c == (r + 1) % 8;
+          EXPECT_EQ(m.messages[r * 8 + c], next ? 56u : 0u) << "from " << r << " to " << c;
+          EXPECT_EQ(m.bytes[r * 8 + c], next ? 1835008u : 0u) << "from " << r << " to " << c;
+        }
+      }
     }
   }
 }

@@ -3,6 +3,8 @@
 // summed. These tests see every counter through the struct's bytes, whatever the list says.
 #include "host/wire/wire_counters.h"
 
+#include "host/wire/collective_spans.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -77,3 +79,33 @@ TEST(WireCounters, ClearSumsZeroesTheSumsOnly) {
 
 }  // namespace
 }  // namespace fabemu::host::dpdk
+
+// Measured vs modelled per collective (host/wire/collective_spans.h), the DPDK and socket fabrics' one
+// implementation: spans from hand-made deliveries.
+TEST(CollectiveSpans, SpansFromTheirMessages) {
+  using fabemu::host::dpdk::CollectiveSpans;
+  const auto t = [](uint64_t ps) { return fabemu::emu::Time::from_ps(ps); };
+  CollectiveSpans spans;
+  EXPECT_TRUE(spans.empty());
+  // Collective 2: ready at 100 and 150, handed over at 120 (late) and 140 (before its ready time: counts
+  // from 150); modelled deliveries 1,100 and 1,000; real arrivals 1,400 and 1,620.
+  spans.add(2, 1000, t(100), t(120), t(1100), t(1400));
+  spans.add(2, 500, t(150), t(140), t(1000), t(1620));
+  // Collective 5: its one message's arrival stamp is before its real start (clocks of two processes): a
+  // measured span of 0, never a wrapped one.
+  spans.add(5, 8, t(10), t(50), t(20), t(40));
+  const auto s = spans.spans();
+  ASSERT_EQ(s.size(), 2u);  // collectives 0, 1, 3, 4 had no wire message
+  EXPECT_EQ(s[0].coll, 2u);
+  EXPECT_EQ(s[0].messages, 2u);
+  EXPECT_EQ(s[0].bytes, 1500u);
+  EXPECT_EQ(s[0].modelled.ps(), 1000u);  // 100 .. 1,100
+  EXPECT_EQ(s[0].measured.ps(), 1500u);  // 120 .. 1,620
+  EXPECT_EQ(s[0].measured_from_ps, 120u);
+  EXPECT_EQ(s[0].measured_to_ps, 1620u);
+  EXPECT_DOUBLE_EQ(s[0].deviation, 0.5);
+  EXPECT_EQ(s[1].coll, 5u);
+  EXPECT_EQ(s[1].modelled.ps(), 10u);
+  EXPECT_EQ(s[1].measured.ps(), 0u);
+  EXPECT_DOUBLE_EQ(s[1].deviation, -1.0);
+}

@@ -27,6 +27,9 @@ void add_run_command(CLI::App& app, int& status, const std::vector<std::string>&
 // time is more than PCT% above A's, 2 when a report cannot be read.
 void add_compare_command(CLI::App& app, int& status);
 
+// `fabemu bench collective ...`: nccl-tests' sweep on the NCCL model of a system (host/cli/bench_command.cpp).
+void add_bench_command(CLI::App& app, int& status);
+
 // `fabemu agent --listen ADDR:PORT --token-file F [--dpdk-device DEVARGS [-- EAL args]]`: the lab control-plane
 // agent (host/lab/agent_command.cpp); `passthrough` as for add_run_command.
 void add_agent_command(CLI::App& app, int& status, const std::vector<std::string>& passthrough);

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   fabemu::cli::add_trace_commands(app, status);
   fabemu::cli::add_run_command(app, status, passthrough);
   fabemu::cli::add_compare_command(app, status);
+  fabemu::cli::add_bench_command(app, status);
   fabemu::cli::add_agent_command(app, status, passthrough);
   try {
     app.parse(argc, argv);  // runs the selected command's callback

@@ -26,7 +26,7 @@ constexpr int64_t kMaxNpus = std::numeric_limits<int32_t>::max();
 
 const std::vector<std::string_view> kTopKeys = {
     "topology", "model", "mtu", "collectives", "chunks", "active_chunks", "endpoint_delay_ns", "local_mem_bw_GBps",
-    "scheduling", "collective_optimization", "roofline"};
+    "scheduling", "collective_optimization", "roofline", "nccl"};
 const std::vector<std::string_view> kDimKeys = {"type", "npus", "bandwidth_gbps", "latency_ns"};
 const std::vector<std::string_view> kFatTreeKeys = {
     "type", "hosts_per_leaf", "leaves", "spines", "oversubscription", "host_bandwidth_gbps", "host_latency_ns",
@@ -34,6 +34,9 @@ const std::vector<std::string_view> kFatTreeKeys = {
 const std::vector<std::string_view> kTypes = {"Ring", "FullyConnected", "Switch", "FatTree"};
 const std::vector<std::string_view> kCollectiveKeys = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
 const std::vector<std::string_view> kRooflineKeys = {"enabled", "peak_tflops"};
+const std::vector<std::string_view> kNcclKeys = {
+    "gpu", "intra", "channels", "channel_GBps", "net_channel_GBps", "net_latency_us", "nvls", "nvls_channels",
+    "collnet", "call_overhead_us", "hop_latency_scale", "algorithms", "protocols", "validated"};
 
 constexpr std::string_view kTopologyForm =
     "a list of dimensions, e.g. [{type: Ring, npus: 8, bandwidth_gbps: 400, latency_ns: 500}], or one fat-tree, "
@@ -295,6 +298,50 @@ std::vector<emu::CollectiveImpl> parse_impls(const Value& v, size_t dims) {
   return out;
 }
 
+// The `nccl:` section; the node is topology[0].
+void parse_nccl(const std::string& path, const Value& v, FabricFile& f) {
+  const Map m = checked_map(path, v.node, v.line, "nccl", kNcclKeys, "\"nccl\"",
+                            "a mapping, e.g. {gpu: hopper, intra: nvlink, channels: 16, channel_GBps: 20.6}");
+  if (f.network.fat_tree) v.wrong("needs a topology of dimensions whose first one is the node, not a fat-tree");
+  emu::nccl::System s;
+  s.gpus_per_node = static_cast<int32_t>(f.network.dims[0].npus);
+  s.nodes = static_cast<int32_t>(f.network.total_npus() / f.network.dims[0].npus);
+  const std::string gpu = m.need("gpu", "volta, ampere, hopper or blackwell").choice({"volta", "ampere", "hopper", "blackwell"});
+  s.gpu = gpu == "volta" ? emu::nccl::Gpu::kVolta
+          : gpu == "ampere" ? emu::nccl::Gpu::kAmpere
+          : gpu == "hopper" ? emu::nccl::Gpu::kHopper : emu::nccl::Gpu::kBlackwell;
+  s.intra = m.need("intra", "nvlink or pcie").choice({"nvlink", "pcie"}) == "nvlink" ? emu::nccl::Link::kNvlink
+                                                                                       : emu::nccl::Link::kPcie;
+  s.channels = static_cast<int32_t>(m.need("channels", "1..64").integer({1, 64}, "NCCL channels"));
+  s.channel_gbps = m.need("channel_GBps", "GB/s").number({1e-3, 1e5}, "GB/s per channel, 10^9 bytes/s");
+  if (const auto x = m.get("net_channel_GBps")) s.net_channel_gbps = x->number({1e-3, 1e5}, "GB/s per channel");
+  if (s.nodes > 1 && s.net_channel_gbps == 0) {
+    fail(path, v.line, "missing key \"nccl.net_channel_GBps\": the system has more than one node");
+  }
+  if (const auto x = m.get("net_latency_us")) s.net_latency_us = x->number({0, 1e6}, "microseconds");
+  if (const auto x = m.get("nvls")) s.nvls = x->flag();
+  if (const auto x = m.get("nvls_channels")) s.nvls_channels = static_cast<int32_t>(x->integer({2, 64}, "NVLS channels"));
+  if (s.nvls && s.nvls_channels == 0) fail(path, v.line, "missing key \"nccl.nvls_channels\": nvls is true");
+  if (s.nvls && s.gpu < emu::nccl::Gpu::kHopper) {
+    m.need("nvls", "").wrong("NVLS needs NVSwitch 3rd generation: gpu hopper or blackwell");
+  }
+  if (const auto x = m.get("collnet")) s.collnet = x->flag();
+  if (const auto x = m.get("call_overhead_us")) s.call_overhead_us = x->number({0, 1e6}, "microseconds");
+  if (const auto x = m.get("hop_latency_scale")) s.hop_latency_scale = x->number({1e-3, 1e3}, "a factor");
+  try {
+    if (const auto x = m.get("algorithms")) emu::nccl::apply_algo_list(x->scalar("a list like ring,tree"), s.algos);
+  } catch (const std::invalid_argument& e) {
+    m.need("algorithms", "").wrong(e.what());
+  }
+  try {
+    if (const auto x = m.get("protocols")) emu::nccl::apply_proto_list(x->scalar("a list like LL,Simple"), s.protos);
+  } catch (const std::invalid_argument& e) {
+    m.need("protocols", "").wrong(e.what());
+  }
+  if (const auto x = m.get("validated")) f.nccl_validated = x->flag();
+  f.nccl = s;
+}
+
 }  // namespace
 
 FabricFile load_fabric_yaml(const std::string& path) {
@@ -358,6 +405,7 @@ FabricFile load_fabric_yaml(const std::string& path) {
            "(10^9 bytes/s) too");
     }
   }
+  if (const auto v = top.get("nccl")) parse_nccl(path, *v, f);
   return f;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "emulator/config.h"
+#include "emulator/nccl_model.h"
+#include <optional>
 
 namespace fabemu::host {
 
@@ -16,6 +18,10 @@ struct FabricFile {
   emu::SystemConfig system;
   std::string model;  // "analytical" | "packet" | "" = not given
   uint32_t mtu = 0;   // bytes; 0 = whole messages (not given)
+  // The `nccl:` section: the system as NCCL sees it (GPUs per node = topology[0].npus, nodes = the rest),
+  // for `fabemu bench collective`; absent = not given.
+  std::optional<emu::nccl::System> nccl;
+  bool nccl_validated = true;  // `nccl.validated: false`: stated from public specs, never checked against a run
   std::string source;
 };
 

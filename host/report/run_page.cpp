@@ -54,11 +54,11 @@ void summary_numbers(HtmlPage& page, const emu::RunResult& r) {
   page.paragraph(fmt::format("Fabric {}, model {}, topology {}.", r.fabric, r.model, r.topology));
 }
 
-// Consecutive ranks drawn as one bar when there are more than `bars`.
-struct RankBlocks {
+// Consecutive items (ranks, collectives) drawn as one bar when there are more than `bars`; label() names ranks.
+struct Blocks {
   size_t block, count;
-  RankBlocks(size_t ranks, size_t bars) : block(std::max<size_t>(1, (ranks + bars - 1) / bars)) {
-    count = (ranks + block - 1) / block;
+  Blocks(size_t items, size_t bars) : block(std::max<size_t>(1, (items + bars - 1) / bars)) {
+    count = (items + block - 1) / block;
   }
   std::string label(size_t b, size_t ranks) const {
     const size_t lo = b * block, hi = std::min(ranks, lo + block) - 1;
@@ -73,7 +73,7 @@ void rank_charts(HtmlPage& page, const emu::RunResult& r, const RunPageLimits& l
     page.paragraph("No ranks.");
     return;
   }
-  const RankBlocks blocks(n, limits.rank_bars);
+  const Blocks blocks(n, limits.rank_bars);
   uint64_t max_finish = 0;
   for (const auto& rank : r.ranks) max_finish = std::max(max_finish, rank.finish.ps());
   const TimeUnit u = time_unit(max_finish);
@@ -181,7 +181,7 @@ void collective_sections(HtmlPage& page, const emu::RunResult& r, const RunPageL
   }
   slowest_collectives(page, r, limits);
   collectives_by_type(page, r);
-  const RankBlocks blocks(r.collectives.size(), limits.rank_bars);
+  const Blocks blocks(r.collectives.size(), limits.rank_bars);
   BarChart busbw{.title = blocks.block == 1 ? std::string("Bus bandwidth of every collective, in issue order")
                                             : fmt::format("Bus bandwidth in issue order, the lowest of each {} "
                                                           "collectives",

@@ -1,0 +1,122 @@
+// NCCL's collective semantics as a cost model: for one collective of `bytes` on a described system, every
+// algorithm (ring, tree, NVLS, NVLS-tree, CollNet direct/chain) with every protocol (LL, LL128, Simple) that
+// NCCL would consider, each with a latency and a bandwidth, and the one NCCL's tuner picks (the fastest, or
+// the fastest of those an override allows). The structure and the published constants are NCCL's own
+// public tuning model (src/graph/tuning.cc: per-algorithm/protocol base latency, per-hop latency by link
+// class, per-channel bandwidth caps by GPU generation, protocol efficiencies); the system's numbers come
+// from its fabric file's `nccl:` section (host/config/README.md) and docs/nccl.md says where each comes from.
+// Pure: no I/O, no allocation after construction.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "emulator/time.h"
+
+namespace fabemu::emu::nccl {
+
+enum class Algo : uint8_t { kRing, kTree, kNvls, kNvlsTree, kCollNetDirect, kCollNetChain };
+enum class Proto : uint8_t { kLL, kLL128, kSimple };
+inline constexpr int kAlgos = 6;
+inline constexpr int kProtos = 3;
+
+// The collectives nccl-tests measures. `bytes` is always nccl-tests' "size": the whole buffer of an
+// all-reduce, broadcast or reduce; the gathered (all-gather) or scattered (reduce-scatter) whole; an
+// (NCCL has no all-to-all collective: it is point-to-point, not modelled here.)
+enum class Func : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce };
+
+// GPU generation: NCCL's per-generation bandwidth caps (LL, LL128, trees, NVLS efficiency).
+enum class Gpu : uint8_t { kVolta, kAmpere, kHopper, kBlackwell };
+// The link class inside a node: NCCL's NVLINK or PCI hop latencies.
+enum class Link : uint8_t { kNvlink, kPcie };
+
+struct System {
+  int32_t gpus_per_node = 1;
+  int32_t nodes = 1;
+  Gpu gpu = Gpu::kHopper;
+  Link intra = Link::kNvlink;
+  // Rings/trees NCCL builds (its nChannels), and the bandwidth of one channel inside a node and between
+  // nodes (its graph's bwIntra / bwInter), GB/s = 1e9 bytes/s.
+  int32_t channels = 1;
+  double channel_gbps = 0;
+  double net_channel_gbps = 0;
+  // Extra latency of a network hop (the graph's latencyInter), microseconds.
+  double net_latency_us = 0;
+  // NVLink SHARP (NVSwitch 3rd generation and later): NVLS and NVLS-tree, with their own channel count.
+  bool nvls = false;
+  int32_t nvls_channels = 0;
+  // In-network reduction (SHARP) between nodes: CollNet direct and chain.
+  bool collnet = false;
+  // Fixed cost of every call that NCCL's model leaves out (kernel launch, the benchmark's own per-iteration
+  // work), microseconds; and a factor on every hop latency. Both are fitted per class of system: docs/nccl.md.
+  double call_overhead_us = 0;
+  double hop_latency_scale = 1;
+  // What the tuner may choose from (NCCL_ALGO / NCCL_PROTO); all by default (LL128 as NCCL enables it).
+  std::array<bool, kAlgos> algos{true, true, true, true, true, true};
+  std::array<bool, kProtos> protos{true, true, true};
+
+  int32_t ranks() const { return gpus_per_node * nodes; }
+};
+
+// One algorithm/protocol of one collective on one system, before the size is known: NCCL's latency (the
+// call overhead included) and algorithm bandwidth. Doubles, as NCCL's model: they become integer time only
+// in Model::evaluate.
+struct Option {
+  double latency_us = 0;
+  double algbw_gbps = 0;  // 0: not available
+};
+
+// What a collective of a given size costs with one algorithm/protocol.
+struct Choice {
+  Algo algo = Algo::kRing;
+  Proto proto = Proto::kSimple;
+  Duration time;            // the whole call, integer picoseconds
+  double latency_us = 0;    // the latency part of `time` (size corrections applied)
+  double algbw_gbps = 0;    // the bandwidth part's rate (size corrections applied)
+};
+
+// The model of one system: its options per collective, computed once.
+class Model {
+ public:
+  // Throws std::invalid_argument naming the field for a system NCCL could not run (no ranks, no channels,
+  // a bandwidth of 0 where one is needed).
+  explicit Model(const System& system);
+
+  // What the tuner picks for `bytes` of `func`: the fastest available option (ties: NCCL's order, ring
+  // before tree ..., LL before LL128 before Simple). nullopt when every option is disabled or unavailable.
+  std::optional<Choice> choose(Func func, uint64_t bytes) const;
+  // One option at one size; nullopt when NCCL does not run `func` that way here (or it is disabled).
+  std::optional<Choice> evaluate(Func func, Algo algo, Proto proto, uint64_t bytes) const;
+  // The size-independent part of an option (algbw 0: unavailable).
+  const Option& option(Func func, Algo algo, Proto proto) const {
+    return opts_[static_cast<size_t>(func)][static_cast<size_t>(algo)][static_cast<size_t>(proto)];
+  }
+
+  const System& system() const { return sys_; }
+
+ private:
+  System sys_;
+  std::array<std::array<std::array<Option, kProtos>, kAlgos>, 5> opts_{};
+};
+
+// nccl-tests' bus bandwidth factor: busbw = algbw * factor (all-reduce 2(n-1)/n; all-gather and
+// reduce-scatter (n-1)/n; broadcast and reduce 1).
+double bus_factor(Func func, int32_t ranks);
+
+std::string_view algo_name(Algo a);    // "ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"
+std::string_view proto_name(Proto p);  // "LL", "LL128", "Simple"
+std::string_view func_name(Func f);    // "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"
+// Case-insensitive, NCCL's spellings accepted too ("Ring", "NVLSTree", "CollnetDirect", "simple").
+std::optional<Algo> algo_named(std::string_view s);
+std::optional<Proto> proto_named(std::string_view s);
+std::optional<Func> func_named(std::string_view s);  // also "allreduce", "all_reduce_perf" ...
+
+// Applies an NCCL_ALGO / NCCL_PROTO-style list: "ring,tree" enables exactly those, "^LL128" all but those.
+// Throws std::invalid_argument naming the unknown element.
+void apply_algo_list(std::string_view list, std::array<bool, kAlgos>& enabled);
+void apply_proto_list(std::string_view list, std::array<bool, kProtos>& enabled);
+
+}  // namespace fabemu::emu::nccl

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `fabemu bench collective` end to end: the table, JSON/CSV, --compare with a real nccl-tests output, and bad
+# input (exit 2, the message names the file/option). Usage: test_bench.sh FABEMU SOURCE_DIR
+set -euo pipefail
+FABEMU=$1
+SRC=$2
+source "$(dirname "$0")/cli_lib.sh"
+SYS=$SRC/traces/systems
+
+# nccl-tests' table, with the tuner's choice per range.
+expect_status 0 "$FABEMU" bench collective all_reduce -s "$SYS/a100_8x_nvswitch.yaml" -b 8 -e 64M -f 4
+expect_text "$tmp/out" "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+[ "$(grep -cE '^ +[0-9]+ ' "$tmp/out")" -eq 12 ] || fail "expected 12 sizes (8 B .. 32 MiB by 4)"
+expect_text "$tmp/out" "ring/LL"
+expect_text "$tmp/out" "ring/Simple"
+# 8 x A100, ring/LL at 8 B: 20 us call + 6.6 + 14 x 0.6 = 35 us.
+expect_text "$tmp/out" "           8             2     float     sum      -1    35.00"
+
+# JSON and CSV carry the same sizes; an unvalidated system says so in the title.
+expect_status 0 "$FABEMU" bench collective all_gather_perf -s "$SYS/gb200_nvl72.yaml" -b 1M -e 1G -q \
+  --json "$tmp/s.json" --csv "$tmp/s.csv"
+[ ! -s "$tmp/out" ] || fail "-q printed the table"
+[ "$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(len(d['rows']), d['ranks'], d['collective'])" "$tmp/s.json")" = "11 72 all_gather" ] \
+  || fail "JSON rows/ranks/collective"
+[ "$(wc -l <"$tmp/s.csv")" -eq 12 ] || fail "CSV: header + 11 rows"
+expect_status 0 "$FABEMU" bench collective -s "$SYS/gb200_nvl72.yaml" -b 8 -e 8
+expect_text "$tmp/out" "UNVALIDATED system"
+
+# --compare with nccl-tests' own stdout format (a 0:-prefixed p4de-like excerpt).
+cat >"$tmp/real.txt" <<'TXT'
+# nThread 1 nGpus 1 minBytes 8 maxBytes 2147483648 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+0:           8             2     float     sum      -1    164.3    0.00    0.00      0    163.3    0.00    0.00      0
+0:     1048576        262144     float     sum      -1    309.4    3.39    6.35      0    307.3    3.41    6.40      0
+TXT
+expect_status 0 "$FABEMU" bench collective -q -s "$SYS/p4de_2node_efa.yaml" --compare "$tmp/real.txt"
+expect_text "$tmp/out" "# compared with $tmp/real.txt"
+expect_text "$tmp/out" "# busbw |error|, sizes >= 64 KiB (1)"
+expect_text "$tmp/out" "# time |error|, sizes < 64 KiB (1)"
+
+# Bad input: exit 2, named.
+expect_status 2 "$FABEMU" bench collective -s "$SRC/traces/samples/fabric_2d.yaml"
+expect_text "$tmp/err" "no \"nccl:\" section"
+expect_status 2 "$FABEMU" bench collective alltoall -s "$SYS/a100_8x_nvswitch.yaml"
+expect_text "$tmp/err" "unknown collective \"alltoall\""
+expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" --algo ring,trie
+expect_text "$tmp/err" "unknown element \"trie\""
+expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" -b 1G -e 1M
+expect_text "$tmp/err" "minimum size (-b) is above the maximum (-e)"
+expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" -d float8
+expect_text "$tmp/err" "unknown data type \"float8\""
+printf '       8   2  float sum -1  abc 0.00 0.00 0 1.0 0.00 0.00 0\n' >"$tmp/bad.txt"
+expect_status 2 "$FABEMU" bench collective -q -s "$SYS/a100_8x_nvswitch.yaml" --compare "$tmp/bad.txt"
+expect_text "$tmp/err" "$tmp/bad.txt: line 1"
+mkdir "$tmp/ro" && chmod 500 "$tmp/ro"
+if [ "$(id -u)" != 0 ]; then
+  expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" --json "$tmp/ro/x.json"
+fi
+expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" --json "$tmp/nodir/x.json"
+expect_text "$tmp/err" "--json $tmp/nodir/x.json"
+echo "cli.bench: OK"

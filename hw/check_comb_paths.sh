@@ -23,12 +23,16 @@ status=0
 # The kernel's modules, then the line-rate frame generator's FIFO and the whole generator (about 20 s:
 # yosys evaluates its CRC tables). sched_fg_build alone passes too but costs another 20 s; sched_fg_tx
 # alone has a path by design: its FIFO read request f_pop is !f_empty && slot empty. Then the receive
-# path, sched_rx (its sched_rx_rmw alone has one by design too: h_take is h_valid && the port is free), and
-# the message-level core sched_msg (with its heap and divider).
+# path, sched_rx (its sched_rx_rmw alone has one by design too: h_take is h_valid && the port is free), the
+# message-level core sched_msg (with its heap and divider), with its departure expander (sched_msg_tx), and
+# the hardware-in-the-loop transmit path sched_hil (sched_msg_tx, sched_hil_cyc, sched_fg).
 for top in sched_skid sched_hop_core sched_axi_rd sched_axi_wr sched_axil_ctrl sched_kernel \
-           sched_async_fifo sched_fg sched_rx sched_msg; do
+           sched_async_fifo sched_fg sched_rx sched_msg sched_msg_tx sched_hil; do
+  msg_srcs="$rtl/sched_msg_heap.sv $rtl/sched_msg_div.sv $rtl/sched_msg_kscan.sv $rtl/sched_msg.sv"
   case $top in
-    sched_msg) srcs_top="$rtl/sched_msg_heap.sv $rtl/sched_msg_div.sv $rtl/sched_msg_kscan.sv $rtl/sched_msg.sv" ;;
+    sched_msg) srcs_top=$msg_srcs ;;
+    sched_msg_tx) srcs_top="$msg_srcs $rtl/sched_msg_dep.sv $rtl/sched_msg_tx.sv" ;;
+    sched_hil) srcs_top="$msg_srcs $rtl/sched_msg_dep.sv $rtl/sched_msg_tx.sv $rtl/sched_hil_cyc.sv $fg_srcs $rtl/sched_hil.sv" ;;
     sched_async_fifo) srcs_top=$rtl/sched_async_fifo.sv ;;
     sched_fg) srcs_top=$fg_srcs ;;
     sched_rx) srcs_top=$rx_srcs ;;

@@ -13,7 +13,7 @@
 # its routing, 0.6 to 1 ns per carry chain of up to 64 bits, 0.6 ns of clock-to-out, setup and clock
 # uncertainty: levels <= 6 and lutonly <= 6, no chain longer than 64 bits (16 CARRY4) on a path.
 # Yosys gives no timing: a Vivado implementation on a lab machine must confirm.
-# Usage: [FRAME_GEN=1|only] [RX=1|only] [MSG=1|only] hw/synth.sh [links...]   (links a power of two,
+# Usage: [FRAME_GEN=1|only] [RX=1|only] [MSG=1|only] [HIL=1|only] hw/synth.sh [links...]   (links a power of two,
 # 2..65536; default 256 4096; FRAME_GEN, RX and MSG add (1) or select (only) the rows of the frame
 # generators, the receive path and the message-level core). Logs in
 # ${SYNTH_DIR:-/tmp/fabemu-synth}.
@@ -77,7 +77,7 @@ row() {
 
 printf '%-16s %6s %6s %5s %6s %6s %6s %4s %6s | %6s %5s %6s %6s %7s\n' module links LUT SRL FF RAMB36 RAMB18 DSP CARRY \
   levels muxf chains carry lutonly
-if [ "${FRAME_GEN:-0}" != only ] && [ "${RX:-0}" != only ] && [ "${MSG:-0}" != only ]; then
+if [ "${FRAME_GEN:-0}" != only ] && [ "${RX:-0}" != only ] && [ "${MSG:-0}" != only ] && [ "${HIL:-0}" != only ]; then
 for m in sched_axi_rd sched_axi_wr sched_axil_ctrl; do
   synth "$m" "$m" "" "$rtl/fabemu_sched_pkg.sv" "$rtl/sched_skid.sv" "$rtl/$m.sv"
   row "$m" "$m" -
@@ -111,6 +111,23 @@ if [ "${MSG:-0}" != 0 ]; then
   synth sched_msg_div sched_msg_div "" "$rtl/sched_msg_div.sv"
   row sched_msg_div sched_msg_div -
 fi
+
+# The hardware-in-the-loop additions (issue 46 item 5): HIL=1 hw/synth.sh adds their rows, HIL=only prints
+# only them: the departure expander sched_msg_dep (4096 run slots, as MSG_AW 12), the scaling to transmit
+# cycles sched_hil_cyc (8 side bits: the side fields are wires to the frame generator) and sched_msg_tx
+# (sched_msg and sched_msg_dep at the hw-emu build's sizes; over 45 minutes of yosys on a shared 2-core machine,
+# stopped there: no figure for it in sched_hil.md).
+if [ "${HIL:-0}" != 0 ]; then
+  synth sched_msg_dep sched_msg_dep "chparam -set SA 12 sched_msg_dep;" "$rtl/sched_msg_heap.sv" "$rtl/sched_msg_dep.sv"
+  row sched_msg_dep sched_msg_dep -
+  synth sched_hil_cyc sched_hil_cyc "chparam -set SW 8 sched_hil_cyc;" "$rtl/sched_hil_cyc.sv"
+  row sched_hil_cyc sched_hil_cyc -
+  hil_srcs="$rtl/sched_msg_heap.sv $rtl/sched_msg_div.sv $rtl/sched_msg_kscan.sv $rtl/sched_msg.sv $rtl/sched_msg_dep.sv $rtl/sched_msg_tx.sv"
+  # shellcheck disable=SC2086
+  synth sched_msg_tx sched_msg_tx "chparam -set LINK_ADDR_W 10 -set ROUTE_AW 16 -set MSG_AW 12 -set PKT_AW 14 sched_msg_tx;" $hil_srcs
+  row sched_msg_tx sched_msg_tx 1024
+fi
+if [ "${HIL:-0}" = only ]; then exit 0; fi
 
 if [ "${MSG:-0}" = only ]; then exit 0; fi
 

@@ -92,6 +92,40 @@ void MsgSchedModel::advance(uint64_t w) {
       leave(e.what, e.time);
     }
   }
+  release_departures(w);
+}
+
+void MsgSchedModel::add_run(const Message& msg, uint64_t start, uint64_t rate_q32) {
+  const uint64_t rem = msg.d.bytes % mtu_;
+  const uint64_t last = msg.d.bytes == 0 ? 0 : rem != 0 ? rem : mtu_;
+  const PacketDeparture first{start, msg.d.id, msg.d.src, msg.d.dst, 0, msg.packets,
+                              static_cast<uint32_t>(msg.packets == 1 ? last : mtu_), msg.d.bytes, 0};
+  runs_.push_back(Run{first, run_seq_++, ser_ps(mtu_, rate_q32), last});
+  std::push_heap(runs_.begin(), runs_.end(), run_later);
+}
+
+void MsgSchedModel::release_departures(uint64_t before) {
+  while (!runs_.empty() && runs_.front().next.time_ps < before) {
+    std::pop_heap(runs_.begin(), runs_.end(), run_later);
+    Run& r = runs_.back();
+    departures_.push_back(r.next);
+    PacketDeparture& n = r.next;
+    if (++n.seq == n.count) {
+      runs_.pop_back();
+      continue;
+    }
+    n.time_ps += r.ser_ps;
+    n.offset += mtu_;
+    n.bytes = static_cast<uint32_t>(n.seq + 1 == n.count ? r.last_bytes : mtu_);
+    std::push_heap(runs_.begin(), runs_.end(), run_later);
+  }
+}
+
+std::size_t MsgSchedModel::take_departures(std::vector<PacketDeparture>& out) {
+  const std::size_t n = departures_.size();
+  out.insert(out.end(), departures_.begin(), departures_.end());
+  departures_.clear();
+  return n;
 }
 
 uint64_t MsgSchedModel::known_until() const noexcept {
@@ -128,6 +162,8 @@ void MsgSchedModel::schedule(uint64_t time, bool hop_class, uint32_t what) {
 void MsgSchedModel::inject(uint32_t m, uint64_t now) {
   const uint64_t n = messages_[m].packets;
   uint64_t left = messages_[m].d.bytes;
+  const Link& first = links_[route_[messages_[m].d.route]];
+  add_run(messages_[m], std::max(now, first.free_ps), first.rate_q32);
   for (uint64_t i = 0; i < n; ++i) {
     const uint32_t p = packets_.acquire();
     const auto bytes = static_cast<uint32_t>(std::min<uint64_t>(left, mtu_));

@@ -32,6 +32,8 @@ void check_msg_card(std::span<const hw::sched::LinkEntry> links, uint32_t mtu);
 void check_msg_route(std::span<const uint32_t> link_ids, std::size_t links);
 void check_msg_desc(const hw::msg::MsgDesc& d, uint64_t watermark, std::size_t route_size);
 
+using PacketDeparture = hw::msg::Departure;
+
 class MsgSchedModel {
  public:
   struct LinkCounters {
@@ -61,11 +63,15 @@ class MsgSchedModel {
   uint64_t known_until() const noexcept;
   // Moves the delivery records output so far to the end of `out`, in output order; returns how many.
   std::size_t take(std::vector<hw::msg::Delivery>& out);
+  // Moves the departures released so far (every one before the watermark) to the end of `out`, in release
+  // order; returns how many.
+  std::size_t take_departures(std::vector<PacketDeparture>& out);
 
   // Messages pushed and not yet through (their last packet still on a link).
   std::size_t in_flight() const noexcept { return in_flight_; }
   const LinkCounters& link_counters(uint32_t link) const noexcept { return counters_[link]; }
   uint64_t events() const noexcept { return events_; }
+  uint64_t runs() const noexcept { return run_seq_; }
   uint64_t packet_hops() const noexcept { return hops_; }
   uint64_t watermark() const noexcept { return watermark_; }
 
@@ -96,11 +102,21 @@ class MsgSchedModel {
   static bool later(const Event& a, const Event& b) noexcept {
     return a.time != b.time ? a.time > b.time : a.key > b.key;
   }
+  struct Run {
+    PacketDeparture next;  // the run's next departure
+    uint64_t seq, ser_ps, last_bytes;
+  };
+  static bool run_later(const Run& a, const Run& b) noexcept {
+    return a.next.time_ps != b.next.time_ps ? a.next.time_ps > b.next.time_ps : a.seq > b.seq;
+  }
 
   void schedule(uint64_t time, bool hop_class, uint32_t what);
   void inject(uint32_t m, uint64_t now);
   void enter(uint32_t link, uint32_t p, uint64_t now);
   void leave(uint32_t link, uint64_t now);
+  // The message's packets leaving its first link from `start` on, one every ser(MTU) ps.
+  void add_run(const Message& msg, uint64_t start, uint64_t rate_q32);
+  void release_departures(uint64_t before);
   // The earliest delivery message `m` can still have, while its record is not out.
   uint64_t earliest_delivery(uint32_t m) const noexcept;
 
@@ -115,6 +131,9 @@ class MsgSchedModel {
   uint64_t watermark_ = 0;
   std::size_t in_flight_ = 0;
   std::vector<hw::msg::Delivery> out_;
+  std::vector<Run> runs_;  // a heap by (next departure, sequence)
+  uint64_t run_seq_ = 0;
+  std::vector<PacketDeparture> departures_;
   uint64_t events_ = 0;
   uint64_t hops_ = 0;
 };

@@ -64,6 +64,23 @@ void add_input_options(CLI::App* cmd, run::RunArgs& a) {
                       "windows; default) or messages (the card keeps the packets: one descriptor in and one delivery "
                       "record out per message; --device model, the default here, or hwemu: the card's RTL under Verilator)")
       ->check(CLI::IsMember({"hops", "messages"}));
+  cmd->add_option("--fpga-device-delay", a.fpga_device_delay_us,
+                      "FPGA, with --dilation (hardware in the loop, --device hwemu or model): a stand-in device under test on "
+                      "the card's wire, between its MAC and its receive path, that holds every frame this many "
+                      "microseconds of wall time (rounded to 322.265625 MHz cycles; 0-1,000,000; default 0)")
+      ->check(CLI::Range(0.0, 1'000'000.0));
+  cmd->add_option("--fpga-device-rate", a.fpga_device_rate_gbps,
+                      "FPGA, with --dilation: that device's rate in Gb/s of wall time (frame bytes; each frame behind "
+                      "the frames before it; 0.001-100,000, in Mb/s steps; default 0: one 512-bit beat a cycle)")
+      ->check(CLI::Range(0.0, 100'000.0));
+  cmd->add_option("--fpga-device-ecn", a.fpga_device_ecn_bytes,
+                      "FPGA, with --fpga-device-rate: that device marks CE on a frame (the card's frames are ECT(0)) "
+                      "that finds at least this many bytes queued in it (default 0: never)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
+  cmd->add_option("--fpga-device-drop", a.fpga_device_drop,
+                      "FPGA, with --dilation: that device drops every Nth frame (N >= 2; default 0: none); the wire "
+                      "section counts them lost per flow")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
 }
 
 // --fabric dpdk: the devices, the receive lcores, reliability.
@@ -137,7 +154,8 @@ void add_dpdk_options(CLI::App* cmd, run::RunArgs& a) {
 void add_wire_options(CLI::App* cmd, run::RunArgs& a) {
   cmd->add_option("--dilation", a.dilation,
                       "DPDK, socket and lab runs: run D times slower than the target fabric (default 1); 0 = as fast "
-                      "as possible; otherwise at least 0.0077")
+                      "as possible; otherwise at least 0.0077. FPGA: hardware in the loop, the card's whole path in real "
+                      "time at dilation D (0 < D < 65536; --device hwemu, the default, or model)")
       ->type_name("D")
       ->check(CLI::Number)
       ->check(CLI::Range(0.0, 1e6));

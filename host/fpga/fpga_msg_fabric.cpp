@@ -68,7 +68,12 @@ void FpgaMsgFabric::send(const emu::Message& m, emu::Time ready) {
   }
   uint64_t latency = 0;
   for (const emu::LinkId l : route) latency += route_latency_[l];
-  staged_.push_back(hw::msg::MsgDesc{ready.ps(), m.id, m.bytes, static_cast<uint32_t>(route.size()),
+  uint64_t card_id = m.id;
+  if (track_) {
+    card_id = wire_msgs_.size();
+    wire_msgs_.push_back(WireMsg{m.id, m.coll, ready.ps(), m.bytes, 0});
+  }
+  staged_.push_back(hw::msg::MsgDesc{ready.ps(), card_id, m.bytes, static_cast<uint32_t>(route.size()),
                                      route_offset(route), static_cast<uint32_t>(m.src), static_cast<uint32_t>(m.dst)});
   bound_ = std::min(bound_, ready.ps() + latency);  // its delivery is unknown until the card records it
   arm_sync(bound_);
@@ -111,7 +116,14 @@ void FpgaMsgFabric::sync() {
   device_->doorbell(watermark);
   records_.clear();
   const uint64_t card_bound = device_->poll(records_);
-  for (const hw::msg::Delivery& d : records_) engine_.at(emu::Time::from_ps(d.time_ps), *this, pending_.acquire(d.id));
+  for (const hw::msg::Delivery& d : records_) {
+    uint64_t id = d.id;
+    if (track_) {
+      wire_msgs_[d.id].delivered_ps = d.time_ps;
+      id = wire_msgs_[d.id].id;
+    }
+    engine_.at(emu::Time::from_ps(d.time_ps), *this, pending_.acquire(id));
+  }
   bound_ = card_bound;  // nothing is staged now; kNever when every record is out
   arm_sync(bound_);
 }
@@ -133,15 +145,77 @@ void FpgaMsgFabric::on_event(uint64_t arg) {
 }
 
 void FpgaMsgFabric::finish() {
+  wire_ = device_->finish_wire();
+  if (track_ && wire_ != nullptr) collect_wire_collectives();
   const std::vector<LinkCount> counts = device_->read_link_counters();
   for (std::size_t l = 0; l < stats_.size() && l < counts.size(); ++l) {
     stats_[l] = emu::LinkStats{counts[l].bytes, counts[l].packets};
   }
 }
 
+void FpgaMsgFabric::collect_wire_collectives() {
+  struct Acc {
+    uint64_t messages = 0, arrived = 0, bytes = 0, first_ready = kNever, modelled_end = 0, measured_end = 0,
+             late_cycles = 0;
+  };
+  std::vector<Acc> acc;
+  const auto of = [&](uint64_t card_id) -> Acc* {  // the collective's accumulator of a card id (none: p2p)
+    if (card_id >= wire_msgs_.size() || wire_msgs_[card_id].coll == emu::Message::kNoCollective) return nullptr;
+    const uint32_t c = wire_msgs_[card_id].coll;
+    if (c >= acc.size()) acc.resize(std::size_t{c} + 1);
+    return &acc[c];
+  };
+  for (uint64_t i = 0; i < wire_msgs_.size(); ++i) {
+    if (Acc* a = of(i)) {
+      const WireMsg& m = wire_msgs_[i];
+      ++a->messages;
+      a->bytes += m.bytes;
+      a->first_ready = std::min(a->first_ready, m.ready_ps);
+      a->modelled_end = std::max(a->modelled_end, m.delivered_ps);
+    }
+  }
+  for (const rtl::HilArrival& r : wire_->arrivals) {
+    if (Acc* a = of(r.msg)) {
+      ++a->arrived;
+      a->measured_end = std::max(a->measured_end, rtl::rx_arrival_ps(r.last_cycle, q32_));
+    }
+  }
+  for (const rtl::HilLateStart& l : wire_->late_starts) {
+    if (Acc* a = of(l.msg)) a->late_cycles = std::max(a->late_cycles, l.cycles);
+  }
+  wire_colls_.clear();
+  for (std::size_t c = 0; c < acc.size(); ++c) {
+    const Acc& a = acc[c];
+    if (a.messages == 0) continue;
+    WireCollective w;
+    w.coll = static_cast<uint32_t>(c);
+    w.messages = a.messages;
+    w.arrived = a.arrived;
+    w.bytes = a.bytes;
+    w.modelled_ps = a.modelled_end > a.first_ready ? a.modelled_end - a.first_ready : 0;
+    w.measured_ps = a.measured_end > a.first_ready ? a.measured_end - a.first_ready : 0;
+    w.late_start_ps = rtl::rx_arrival_ps(a.late_cycles, q32_);
+    w.deviation = w.modelled_ps == 0 ? 0.0 : static_cast<double>(w.measured_ps) / static_cast<double>(w.modelled_ps) - 1.0;
+    wire_colls_.push_back(w);
+  }
+}
+
 std::unique_ptr<FpgaMsgFabric> make_fpga_msg_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
                                                     const std::string& device_spec) {
   return std::make_unique<FpgaMsgFabric>(engine, topology, mtu == 0 ? ~uint32_t{0} : mtu, open_msg_device(device_spec));
+}
+
+std::unique_ptr<FpgaMsgFabric> make_fpga_hil_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
+                                                    const std::string& device_spec, rtl::HilOptions hil) {
+  if (mtu == 0 || mtu > rtl::kHilMaxPayload) {
+    throw std::invalid_argument("--fabric fpga --dilation: the MTU (--mtu) must be 1 to " +
+                                std::to_string(rtl::kHilMaxPayload) + " bytes, a frame's payload; it is " +
+                                (mtu == 0 ? std::string("0 (whole messages)") : std::to_string(mtu)));
+  }
+  hil.npus = static_cast<uint32_t>(topology.npus());
+  auto f = std::make_unique<FpgaMsgFabric>(engine, topology, mtu, open_msg_device(device_spec, hil));
+  f->track_wire(rtl::hil_ps_per_cycle_q32(hil.dilation_q16));
+  return f;
 }
 
 }  // namespace fabemu::host::fpga

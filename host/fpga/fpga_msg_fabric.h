@@ -41,8 +41,37 @@ class FpgaMsgFabric final : public emu::Fabric, private emu::EventTarget {
   emu::Engine& engine() override { return engine_; }
   void set_listener(emu::DeliveryListener* listener) override { listener_ = listener; }
 
-  // After the run: reads the card's per-link counters (link_stats).
+  // After the run: ends the wire's run when the card has one (MsgSchedDevice::finish_wire) and reads the
+  // card's per-link counters (link_stats).
   void finish();
+  // What the wire measured (hardware in the loop), after finish(); nullptr without a wire.
+  const rtl::HilReport* wire() const noexcept { return wire_; }
+  // Measured vs modelled per collective on the wire (the DPDK fabric's contract, docs/report.md), emulated
+  // ps: `modelled` from the earliest ready time of one of its wire messages (src != dst) to the latest
+  // modelled delivery; `measured` from that ready time (the host hands messages to the card ahead of the
+  // wire, so a message is never handed over late) to the latest arrival at the card's receive path of the
+  // last frame of one of its messages (rx time of the cycle: the MAC and the stand-in device instead of the
+  // modelled route); deviation = measured / modelled - 1; `late_start` the most one of its messages' first
+  // frame left the MAC after its scheduled cycle. `arrived`: messages whose every frame arrived (a message
+  // with a dropped frame has no arrival record, and is not measured).
+  struct WireCollective {
+    uint32_t coll = 0;  // position in RunResult::collectives
+    uint64_t messages = 0, arrived = 0, bytes = 0;
+    uint64_t modelled_ps = 0, measured_ps = 0, late_start_ps = 0;
+    double deviation = 0;
+  };
+  // Keeps per wire message what wire_collectives() needs (make_fpga_hil_fabric: `ps_per_cycle_q32` is the
+  // receive path's, hil_ps_per_cycle_q32). Before the first send. The card's message ids are then the
+  // messages' positions in the order they were pushed (0, 1, 2, ...), not the walker's ids, which the walker
+  // reuses once a message is delivered: on the wire a message is told from the next by its id (the receive
+  // path's arrival records, sched_rx.md), so ids must not repeat along a flow; the deliveries go to the
+  // listener with the walker's ids.
+  void track_wire(uint64_t ps_per_cycle_q32) noexcept {
+    track_ = true;
+    q32_ = ps_per_cycle_q32;
+  }
+  // After finish(), with a wire and track_wire: the collectives with wire messages, by index.
+  const std::vector<WireCollective>& wire_collectives() const noexcept { return wire_colls_; }
   const emu::Topology& topology() const noexcept { return topology_; }
   const emu::LinkStats& link_stats(emu::LinkId link) const noexcept { return stats_[link]; }
   uint64_t messages_delivered() const noexcept { return delivered_; }
@@ -80,11 +109,28 @@ class FpgaMsgFabric final : public emu::Fabric, private emu::EventTarget {
   uint64_t armed_at_ = kNever;  // time of the live sync event
   uint64_t generation_ = 0;
   uint64_t delivered_ = 0, pushed_ = 0, routes_ = 0, syncs_ = 0;
+  const rtl::HilReport* wire_ = nullptr;
+  // track_wire: each wire message by its card id (the walker's id, its collective, ready time, bytes and
+  // modelled delivery).
+  struct WireMsg {
+    uint64_t id;
+    uint32_t coll;
+    uint64_t ready_ps, bytes, delivered_ps;
+  };
+  void collect_wire_collectives();
+  bool track_ = false;
+  uint64_t q32_ = 0;
+  std::vector<WireMsg> wire_msgs_;
+  std::vector<WireCollective> wire_colls_;
 };
 
 // `--fabric fpga --fpga-interface messages --device <spec>`: open_msg_device(spec) and the fabric over it.
 // `mtu` 0 means whole messages, as for PacketFabric.
 std::unique_ptr<FpgaMsgFabric> make_fpga_msg_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
                                                     const std::string& device_spec);
+// `--fabric fpga --dilation D --device <spec>`: the card with its wire (hardware in the loop); `hil.npus`
+// is set from the topology.
+std::unique_ptr<FpgaMsgFabric> make_fpga_hil_fabric(emu::Engine& engine, const emu::Topology& topology, uint32_t mtu,
+                                                    const std::string& device_spec, rtl::HilOptions hil);
 
 }  // namespace fabemu::host::fpga

@@ -1,11 +1,15 @@
 #include "host/fpga/msg_device.h"
 
 #include <optional>
+#include <span>
+#include <type_traits>
 #include <utility>
 #include <stdexcept>
 
+#include "rtl_models/hil_model.h"
 #include "rtl_models/msg_sched_model.h"
 #ifdef FABEMU_HAVE_VERILATOR
+#include "rtl_models/sched_hil_hwemu.h"
 #include "rtl_models/sched_msg_hwemu.h"
 #endif
 
@@ -26,11 +30,15 @@ constexpr uint64_t kLinkCountBytes = 16;
 template <class Card>
 class CardMsgDevice final : public MsgSchedDevice {
  public:
-  explicit CardMsgDevice(std::string what) : what_(std::move(what)) {}
+  explicit CardMsgDevice(std::string what, const rtl::HilOptions& hil = {}) : what_(std::move(what)), hil_(hil) {}
   std::string describe() const override { return what_; }
 
   void load(std::span<const hw::sched::LinkEntry> links, uint32_t mtu) override {
-    card_.emplace(links, mtu);
+    if constexpr (std::is_constructible_v<Card, std::span<const hw::sched::LinkEntry>, uint32_t, const rtl::HilOptions&>) {
+      card_.emplace(links, mtu, hil_);
+    } else {
+      card_.emplace(links, mtu);
+    }
     links_ = links.size();
     count(links.size() * RECORD_BYTES + 4, 0, 2);  // the link table (one burst) and the MTU register
   }
@@ -61,6 +69,14 @@ class CardMsgDevice final : public MsgSchedDevice {
     count(0, links_ * kLinkCountBytes, 1);
     return v;
   }
+  std::size_t take_departures(std::vector<hw::msg::Departure>& out) override { return card().take_departures(out); }
+  const rtl::HilReport* finish_wire() override {
+    if constexpr (requires(Card& c) { c.drain(); }) {
+      return &card().drain();
+    } else {
+      return nullptr;
+    }
+  }
   uint64_t card_events() override { return card().events(); }
   uint64_t card_packet_hops() override { return card().packet_hops(); }
 
@@ -76,11 +92,31 @@ class CardMsgDevice final : public MsgSchedDevice {
   }
 
   std::string what_;
+  rtl::HilOptions hil_;
   std::optional<Card> card_;
   std::size_t links_ = 0;
 };
 
 }  // namespace
+
+std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec, const rtl::HilOptions& hil) {
+#ifdef FABEMU_HAVE_VERILATOR
+  if (spec == "hwemu") {
+    return std::make_unique<CardMsgDevice<rtl::SchedHilHwEmu>>(
+        "hwemu (Verilated sched_hil and sched_rx: the card's whole path, hardware in the loop)", hil);
+  }
+#endif
+  if (spec == "model") {
+    return std::make_unique<CardMsgDevice<rtl::HilModelCard>>(
+        "model (C++: the message-level reference, the MAC, the device and the receive path, hardware in the loop)", hil);
+  }
+  if (spec == "hwemu" || spec.rfind("xrt:", 0) == 0) {
+    throw std::runtime_error("--fabric fpga --dilation (hardware in the loop): device '" + spec + "' " +
+                             (spec == "hwemu" ? "needs a build with Verilator" : "has no hardware-in-the-loop kernel yet") +
+                             "; use --device model" + (spec == "hwemu" ? ", or hwemu in a Verilator build" : " or hwemu"));
+  }
+  throw std::invalid_argument("unknown FPGA device '" + spec + "' (expected model, hwemu or xrt:<index>)");
+}
 
 std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec) {
   if (spec == "model") return std::make_unique<CardMsgDevice<rtl::MsgSchedModel>>("model (message-level C++ reference)");

@@ -13,6 +13,7 @@
 
 #include "hw/sched/include/fabemu_msg_map.h"
 #include "hw/sched/include/fabemu_sched_map.h"
+#include "rtl_models/hil_wire.h"
 
 namespace fabemu::host::fpga {
 
@@ -51,6 +52,12 @@ class MsgSchedDevice {
   virtual uint64_t poll(std::vector<hw::msg::Delivery>& out) = 0;
   // Per link, the bytes and packets the card has put on it (read once, at the end of a run: 16 bytes a link).
   virtual std::vector<LinkCount> read_link_counters() = 0;
+  // The packets the card has put on the wire (each leaving its first link), in release order, since the last
+  // call (appended to `out`; issue 46 item 5). Card-internal: not counted as host-card traffic.
+  virtual std::size_t take_departures(std::vector<hw::msg::Departure>& out) = 0;
+  // A card with a wire (hardware in the loop, sched_hil.md): ends the run (every frame sent and received)
+  // and returns what the wire measured; nullptr for a card without one.
+  virtual const rtl::HilReport* finish_wire() { return nullptr; }
   // Card-side counters: events processed and packet-hops scheduled.
   virtual uint64_t card_events() = 0;
   virtual uint64_t card_packet_hops() = 0;
@@ -66,5 +73,9 @@ class MsgSchedDevice {
 // Verilated and clocked (rtl_models/sched_msg_hwemu.h), with the same traffic counted. "xrt:N" (and
 // "hwemu" without Verilator): std::runtime_error (--fpga-interface hops runs them).
 std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec);
+// With `hil`: the card with its wire, hardware in the loop (`--fabric fpga --dilation D`): "hwemu" is
+// sched_hil and sched_rx under Verilator with the C++ MAC and device (rtl_models/sched_hil_hwemu.h);
+// "model", "xrt:N" and "hwemu" without Verilator: std::runtime_error naming what to use.
+std::unique_ptr<MsgSchedDevice> open_msg_device(const std::string& spec, const rtl::HilOptions& hil);
 
 }  // namespace fabemu::host::fpga

@@ -293,13 +293,16 @@ void traffic_section(HtmlPage& page, const emu::RunResult& r) {
 }
 
 // A real-time fabric's report section with per-collective measurements (`collectives[]` with `modelled_ps`
-// and `measured_ps`, e.g. the DPDK fabric's; docs/report.md): (section key, its entries).
+// and `measured_ps`: the DPDK and socket fabrics' at the section's top, the FPGA fabric's in its `wire`
+// object; docs/report.md): (section key, its entries).
 struct Measured {
   uint64_t index, modelled_ps, measured_ps;
 };
 std::optional<std::pair<std::string, std::vector<Measured>>> measured_collectives(const emu::RunResult& r) {
   for (const auto& [key, text] : r.sections) {
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    const nlohmann::json section = nlohmann::json::parse(text, nullptr, false);
+    const bool nested = section.is_object() && section.contains("wire") && section["wire"].is_object();
+    const nlohmann::json& j = nested ? section["wire"] : section;
     if (!j.is_object() || !j.contains("collectives") || !j["collectives"].is_array()) continue;
     std::vector<Measured> out;
     for (const auto& c : j["collectives"]) {

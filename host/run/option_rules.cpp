@@ -15,6 +15,52 @@
 
 namespace fabemu::run {
 
+// `--fabric fpga --dilation D`: the card's whole path in real time (hardware in the loop, over the
+// message-level interface); its device options need it, and it needs a card with a wire.
+namespace {
+void check_fpga_wire(const RunArgs& a) {
+  const auto given = [&a](std::string_view name) { return a.was_given(name); };
+  if (a.fabric != "fpga") return;
+  for (const char* o : {"--fpga-device-delay", "--fpga-device-rate", "--fpga-device-ecn", "--fpga-device-drop"}) {
+    if (given(o) && !given("--dilation")) {
+      throw std::invalid_argument(fmt::format(
+          "{} sets the stand-in device on the card's wire, which runs with --dilation (hardware in the loop): give "
+          "--dilation too",
+          o));
+    }
+  }
+  if (!given("--dilation")) return;
+  if (given("--fpga-interface") && a.fpga_interface != "messages") {
+    throw std::invalid_argument(
+        "--dilation with --fabric fpga runs the card's whole path in real time over the message-level interface: "
+        "--fpga-interface hops does not take it");
+  }
+  if (!a.device.empty() && a.device != "hwemu" && a.device != "model") {
+    throw std::invalid_argument(fmt::format(
+        "--dilation with --fabric fpga (hardware in the loop) runs on --device hwemu or model; --device {} has no "
+        "wire yet",
+        a.device));
+  }
+  if (given("--fpga-device-ecn") && a.fpga_device_ecn_bytes > 0 && a.fpga_device_rate_gbps <= 0) {
+    throw std::invalid_argument("--fpga-device-ecn marks frames by the queue that builds behind the device's rate: "
+                                "give --fpga-device-rate too");
+  }
+  if (given("--fpga-device-drop") && a.fpga_device_drop == 1) {
+    throw std::invalid_argument("--fpga-device-drop 1 would drop every frame: give 0 (none) or N >= 2");
+  }
+  if (given("--fpga-device-rate") && a.fpga_device_rate_gbps > 0 && a.fpga_device_rate_gbps < 0.001) {
+    throw std::invalid_argument("--fpga-device-rate: at least 0.001 Gb/s (the device counts in Mb/s), or 0 for none");
+  }
+  if (a.dilation <= 0) {
+    throw std::invalid_argument("--dilation 0 (as fast as possible) with --fabric fpga: the card's wire paces frames "
+                                "on its clock; give a dilation above 0");
+  }
+  if (a.dilation >= 65536) {
+    throw std::invalid_argument(fmt::format("--dilation {} with --fabric fpga: below 65536 (the card's scaling)", a.dilation));
+  }
+}
+}  // namespace
+
 // Options given for a fabric that does not use them, or together with one they contradict: an error
 // naming both, never silently ignored. Without --agents (a lab run takes its wire from the lab file).
 void check_options(const RunArgs& a) {
@@ -52,8 +98,15 @@ void check_options(const RunArgs& a) {
                                               r.option, which, a.fabric));
     }
   };
-  static const Rule fpga[] = {{"--device", {"fpga"}}, {"--xclbin", {"fpga"}}, {"--fpga-interface", {"fpga"}}};
+  static const Rule fpga[] = {{"--device", {"fpga"}},
+                              {"--xclbin", {"fpga"}},
+                              {"--fpga-interface", {"fpga"}},
+                              {"--fpga-device-delay", {"fpga"}},
+                              {"--fpga-device-rate", {"fpga"}},
+                              {"--fpga-device-ecn", {"fpga"}},
+                              {"--fpga-device-drop", {"fpga"}}};
   check(fpga);
+  check_fpga_wire(a);
   static const Rule wire[] = {
       {"--dpdk-port", {"dpdk"}},          {"--dpdk-devargs", {"dpdk"}},          {"--dpdk-rx-lcore", {"dpdk"}},
       {"--dpdk-tx-lcore", {"dpdk"}},
@@ -65,7 +118,7 @@ void check_options(const RunArgs& a) {
       {"--wire-mtu", {"dpdk"}},           {"--address-plan", {"dpdk"}},          {"--pcap", {"dpdk"}},
       {"--drop-rate", {"dpdk", "socket"}}, {"--reorder-rate", {"dpdk", "socket"}},
       {"--duplicate-rate", {"dpdk", "socket"}}, {"--fault-seed", {"dpdk", "socket"}},
-      {"--dilation", {"dpdk", "socket"}}, {"--as-fast-as-possible", {"dpdk", "socket"}},
+      {"--dilation", {"dpdk", "socket", "fpga"}}, {"--as-fast-as-possible", {"dpdk", "socket"}},
       {"--socket-base-port", {"socket"}}, {"--socket-stall-timeout", {"socket"}},
   };
   if (a.agents.empty()) {

@@ -37,6 +37,11 @@ struct RunArgs {
   std::string device;
   std::string xclbin;
   std::string fpga_interface = "hops";
+  // --fabric fpga --dilation D (hardware in the loop): the stand-in device under test on the card's wire
+  double fpga_device_delay_us = 0;
+  double fpga_device_rate_gbps = 0;
+  uint64_t fpga_device_ecn_bytes = 0;
+  uint64_t fpga_device_drop = 0;
   // --fabric dpdk
   std::string dpdk_port = "ring";
   double dpdk_ring_delay_us = 0;

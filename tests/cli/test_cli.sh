@@ -165,9 +165,10 @@ expect_text "$tmp/err" "--link-series records the links of the packet model in t
 # C++ reference (message-level) give the packet model's report (only the fabric name, the event count and
 # the "fpga" section differ); xrt:0 without a board is a clear error.
 # same_as_packet REPORT CHECK: REPORT equals packet.json but for those, and the python CHECK on its "fpga"
-# section f (and the packet report a) holds.
+# section f (and the packet report a) holds. A third argument: the packet report to compare with (default
+# packet.json).
 same_as_packet() {
-  python3 - "$tmp/packet.json" "$1" "$2" <<'EOF2'
+  python3 - "${3:-$tmp/packet.json}" "$1" "$2" <<'EOF2'
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:3])
 f = b["fpga"]
@@ -196,6 +197,58 @@ same_as_packet "$tmp/fpga_msg_hwemu.json" '(f["interface"] == "messages" and f["
   fail "--fabric fpga --fpga-interface messages --device hwemu differs from the packet model"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device xrt:0
 expect_text "$tmp/err" "run it with --fpga-interface hops"
+# --fabric fpga --dilation D: hardware in the loop, the card's whole path under Verilator (frames through a
+# stand-in device into the card's receive path; hw/sched/doc/sched_hil.md), or in C++ (--device model): the
+# packet model's report, and the wire's section (a device of 1 us = 322 cycles, dropping every 50th frame:
+# the flows' lost adds up to exactly what it dropped, nothing reordered)
+expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" -m packet --mtu 4096 -q -r "$tmp/packet4096.json"
+hil_devices=model
+if "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-interface messages --device hwemu -q \
+    -r "$tmp/probe_hwemu.json" >/dev/null 2>&1; then
+  hil_devices="model hwemu"
+fi
+for dev in $hil_devices; do
+  expect_status 0 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 100 --mtu 4096 \
+    --device $dev --fpga-device-delay 1 --fpga-device-drop 50 -r "$tmp/fpga_hil_$dev.json"
+  expect_text "$tmp/out" "late departures"
+  expect_text "$tmp/out" "measured/modelled"
+  # 322 cycles of 102400/33 ps at dilation 100: 9991.8 emulated ps (the histogram gives its bucket's bound)
+  same_as_packet "$tmp/fpga_hil_$dev.json" '(f["wire"]["frames_sent"] > 0
+    and f["device"].startswith("'$dev'")
+    and f["wire"]["device"]["dropped"] == f["wire"]["frames_sent"] // 50
+    and f["wire"]["frames_received"] == f["wire"]["frames_sent"] - f["wire"]["device"]["dropped"]
+    and f["wire"]["device"]["latency_cycles"] == 322 and f["wire"]["dilation"] == 100
+    and 9900 <= f["wire"]["latency_ps"]["min"] <= 9992
+    and f["wire"]["latency_ps"]["count"] == f["wire"]["frames_received"]
+    and sum(x["sent"] for x in f["wire"]["flows"]) == f["wire"]["frames_sent"]
+    and all(x["lost"] == x["sent"] - x["frames"] and x["reordered"] == 0 for x in f["wire"]["flows"])
+    and sum(x["lost"] for x in f["wire"]["flows"]) == f["wire"]["device"]["dropped"]
+    and sum(c["messages"] for c in f["wire"]["collectives"]) == f["messages"]
+    and all(c["modelled_ps"] > 0 and c["arrived"] <= c["messages"] for c in f["wire"]["collectives"]))' "$tmp/packet4096.json" ||
+    fail "--fabric fpga --dilation --device $dev: report or wire section"
+done
+# The model's wire section is hw-emu's, but for the clock at the end
+if [ "$hil_devices" = "model hwemu" ]; then
+  python3 - "$tmp/fpga_hil_model.json" "$tmp/fpga_hil_hwemu.json" <<'EOF2' || fail "--dilation: --device model's wire differs from hwemu's"
+import json, sys
+a, b = (json.load(open(f))["fpga"]["wire"] for f in sys.argv[1:3])
+for w in (a, b):
+    w.pop("cycles"); w.pop("wall_ms")
+assert a == b, [k for k in a if a[k] != b.get(k)]
+EOF2
+fi
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 100 --device xrt:0
+expect_text "$tmp/err" "--device xrt:0 has no wire yet"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 100 --fpga-interface hops
+expect_text "$tmp/err" "--fpga-interface hops does not take it"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --fpga-device-delay 1
+expect_text "$tmp/err" "--fpga-device-delay sets the stand-in device on the card's wire, which runs with --dilation"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 10 --fpga-device-ecn 1000
+expect_text "$tmp/err" "give --fpga-device-rate too"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --dilation 10 --fpga-device-drop 1
+expect_text "$tmp/err" "--fpga-device-drop 1 would drop every frame"
+expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric dpdk --fpga-device-rate 10
+expect_text "$tmp/err" "--fpga-device-rate needs --fabric fpga"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fpga-interface messages
 expect_text "$tmp/err" "--fpga-interface needs --fabric fpga"
 expect_status 2 "$fabemu" run -w "$ar" -n "$tmp/ring4.yml" -s "$tmp/sys.json" --fabric fpga --device xrt:0 --xclbin "$tmp/none.xclbin"

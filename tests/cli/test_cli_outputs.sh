@@ -94,6 +94,7 @@ expect_text "$tmp/out" "fabric_2d.yaml: mtu 65536 is not used: the analytical mo
 expect_status 0 "$fabemu" run --help
 expect_text "$tmp/out" "--dilation D"
 expect_text "$tmp/out" "DPDK, socket and lab runs: run D times slower"
+expect_text "$tmp/out" "FPGA: hardware in the loop, the card's whole path in real"
 expect_text "$tmp/out" "DPDK and socket: drop this fraction"
 expect_text "$tmp/out" "Slowest collectives listed in the summary (default 5)"
 expect_status 2 "$fabemu" compare "$tmp/r.json" "$tmp/r.json" --max-regression -1

@@ -4,10 +4,17 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "emulator/config.h"
+#include "emulator/event_queue.h"
+#include "emulator/link_results.h"
+#include "emulator/packet_fabric.h"
+#include "emulator/topology.h"
+#include "emulator/walker.h"
 #include "host/config/astra_config.h"
 #include "traces/trace_set.h"
 
@@ -42,6 +49,30 @@ inline std::vector<Microbenchmark> shared_microbenchmarks(const std::filesystem:
 
 inline emu::SystemConfig microbenchmark_system(const std::filesystem::path& traces_dir) {
   return host::load_system_json((traces_dir.parent_path() / "configs/astra-sim/system_ring_4chunks.json").string(), 1);
+}
+
+// Walks `mb` over the fabric `make(engine, topology)` returns (a std::unique_ptr), calls `after(fabric)`
+// once the walk is done (an FPGA fabric's finish() and counters) and returns the report with the fabric's
+// link results.
+template <class Make, class After>
+emu::RunResult walk_microbenchmark(const Microbenchmark& mb, const emu::SystemConfig& sys, Make make, After after) {
+  emu::Engine engine(1 << 12);
+  const emu::Topology topology(mb.network);
+  auto fabric = make(engine, topology);
+  emu::WalkerOptions o;
+  o.system = sys;
+  const traces::ProcessGroups groups(mb.npus);
+  emu::RunResult r = emu::Walker(*fabric, mb.network, mb.files, groups, std::move(o)).run();
+  after(*fabric);
+  r.links = emu::link_results(*fabric, r.total);
+  return r;
+}
+
+// The software packet model (MTU 4096) on `mb`: the report the FPGA fabrics are held to.
+inline emu::RunResult walk_packet_model(const Microbenchmark& mb, const emu::SystemConfig& sys) {
+  return walk_microbenchmark(
+      mb, sys, [](emu::Engine& e, const emu::Topology& t) { return std::make_unique<emu::PacketFabric>(e, t, 4096); },
+      [](emu::PacketFabric&) {});
 }
 
 }  // namespace fabemu::fpga_test

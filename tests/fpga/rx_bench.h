@@ -20,6 +20,7 @@
 
 #include "emulator/histogram.h"
 #include "host/wire/frame.h"
+#include "rtl_models/rx_model.h"
 #include "tests/fpga/fg_bench.h"
 #include "verilated.h"
 
@@ -28,120 +29,49 @@ namespace fabemu::rx_test {
 namespace dp = fabemu::host::dpdk;
 using fg_test::Departure;
 
-inline constexpr int kFlowAw = 10;      // sched_rx's FLOW_AW default
+inline constexpr int kFlowAw = rtl::kRxFlowAw;   // sched_rx's FLOW_AW default
 inline constexpr int kHistCw = 48;      // HIST_CW default
-inline constexpr int kGlobals = 20;
+inline constexpr int kGlobals = rtl::kRxGlobals;
 inline constexpr int kRecFifo = 32;     // REC_AW 5
 // Global counters after the verdicts (0..13, host/wire's Verdict).
-enum Global : int { kFramesAll = 14, kFeedback = 15, kOutOfRange = 16, kEarly = 17, kRecords = 18, kRecordsDropped = 19 };
+enum Global : int { kFramesAll = rtl::kRxFramesAll, kFeedback = rtl::kRxFeedback, kOutOfRange = rtl::kRxOutOfRange,
+                    kEarly = rtl::kRxEarly, kRecords = rtl::kRxRecords, kRecordsDropped = rtl::kRxRecordsDropped };
 // Host port spaces.
 enum Space : uint8_t { kSpaceFlow = 0, kSpaceHist = 1, kSpaceGlobal = 2 };
 
-struct RxConfig {
-  bool roce = false;
-  uint16_t port_lo = fg_test::kPortLo, port_hi = fg_test::kPortHi;
-  uint16_t npus = 8;
-  uint64_t q32 = uint64_t{1} << 32;     // ps per cycle, Q32.32
+struct RxConfig : rtl::RxConfig {
+  RxConfig() {
+    port_lo = fg_test::kPortLo;
+    port_hi = fg_test::kPortHi;
+  }
 };
+using FlowCounters = rtl::RxFlowCounters;
+using Record = rtl::RxRecord;
+inline uint64_t arrival_ps(uint64_t cycle, uint64_t q) { return rtl::rx_arrival_ps(cycle, q); }
 
-struct FlowCounters {
-  uint64_t frames = 0, payload = 0, wire = 0, lost = 0, reordered = 0, ce = 0;
-  friend bool operator==(const FlowCounters&, const FlowCounters&) = default;
-};
-
-struct Record {
-  uint32_t src = 0, dst = 0, frames = 0;
-  uint64_t msg = 0, bytes = 0, first = 0, last = 0;
-  friend bool operator==(const Record&, const Record&) = default;
-};
-
-// floor(cycle * q / 2^32) mod 2^64, as sched_rx_mulq.
-inline uint64_t arrival_ps(uint64_t cycle, uint64_t q) {
-  const uint64_t ah = cycle >> 32, al = cycle & 0xFFFFFFFF, bh = q >> 32, bl = q & 0xFFFFFFFF;
-  return (ah * bh << 32) + ah * bl + al * bh + (al * bl >> 32);
-}
-
-// What sched_rx counts, from the frames as they arrived and their first beats' cycles.
+// What sched_rx counts (rtl::RxModel), with the flows that counted a frame as a map and every latency kept.
 class RxRef {
  public:
-  explicit RxRef(const RxConfig& c) : cfg_(c) {
-    rules_.mode = c.roce ? dp::WireMode::kRoceV2 : dp::WireMode::kFabemu;
-    rules_.port_lo = c.port_lo;
-    rules_.port_hi = c.port_hi;
-    rules_.verify_icrc = false;   // sched_rx checks the UDP checksum, not the ICRC
-  }
+  explicit RxRef(const RxConfig& c) : m_(c) {}
+  RxRef(const RxRef&) = delete;
+  RxRef& operator=(const RxRef&) = delete;
 
   dp::Verdict frame(std::span<const uint8_t> f, uint64_t cycle) {
-    dp::DecodedFrame d;
-    const dp::Verdict v = dp::decode(f, rules_, d);
-    ++g[static_cast<size_t>(v)];
-    ++g[kFramesAll];
-    if (v != dp::Verdict::kOurs) return v;
-    const uint64_t arr = arrival_ps(cycle, cfg_.q32);
-    if (arr < d.hdr.tx_time_ps) {
-      ++g[kEarly];
-    } else {
-      hist.record(arr - d.hdr.tx_time_ps);
-      latencies.push_back(arr - d.hdr.tx_time_ps);
-    }
-    if (d.hdr.kind != dp::PacketKind::kData) {
-      ++g[kFeedback];
-      return v;
-    }
-    const uint64_t src = d.hdr.src_rank, dst = d.hdr.dst_rank;
-    if (src >= cfg_.npus || dst >= cfg_.npus || src * cfg_.npus + dst >= (uint64_t{1} << kFlowAw)) {
-      ++g[kOutOfRange];
-      return v;
-    }
-    const auto idx = static_cast<uint32_t>(src * cfg_.npus + dst);
-    FlowCounters& c = flows[idx];
-    State& s = st_[idx];
-    ++c.frames;
-    c.payload += d.payload_bytes;
-    c.wire += f.size();
-    c.ce += d.ecn == dp::Ecn::kCe;
-    const uint32_t seq = d.hdr.seq;
-    if (!s.active || d.hdr.message_id > s.msg) {
-      const uint32_t tail = s.active && s.frames < s.count ? s.count - s.expected : 0;
-      c.lost += uint64_t{tail} + seq;
-      s = State{true, d.hdr.message_id, d.hdr.count, seq + 1, 1, d.payload_bytes, cycle};
-    } else if (d.hdr.message_id < s.msg) {
-      ++c.reordered;
-      return v;
-    } else {
-      if (seq >= s.expected) {
-        c.lost += seq - s.expected;
-        s.expected = seq + 1;
-      } else {
-        ++c.reordered;
-      }
-      ++s.frames;
-      s.bytes += d.payload_bytes;
-    }
-    if (s.frames == s.count) {
-      records.push_back(Record{static_cast<uint32_t>(src), static_cast<uint32_t>(dst), s.frames, s.msg, s.bytes,
-                               s.first, cycle});
-      ++g[kRecords];
-    }
+    const dp::Verdict v = m_.frame(f, cycle);
+    if (m_.last_latency()) latencies.push_back(*m_.last_latency());
+    if (m_.last_flow()) flows[*m_.last_flow()] = m_.flow(*m_.last_flow());
     return v;
   }
 
-  std::array<uint64_t, kGlobals> g{};
-  std::map<uint32_t, FlowCounters> flows;
-  std::vector<Record> records;
-  emu::LogHistogram hist;
-  std::vector<uint64_t> latencies;
-
  private:
-  struct State {
-    bool active = false;
-    uint64_t msg = 0;
-    uint32_t count = 0, expected = 0, frames = 0;
-    uint64_t bytes = 0, first = 0;
-  };
-  RxConfig cfg_;
-  dp::DecodeRules rules_;
-  std::map<uint32_t, State> st_;
+  rtl::RxModel m_;
+
+ public:
+  std::array<uint64_t, kGlobals>& g = m_.g;
+  std::map<uint32_t, FlowCounters> flows;
+  std::vector<Record>& records = m_.records;
+  emu::LogHistogram& hist = m_.hist;
+  std::vector<uint64_t> latencies;
 };
 
 // One stream beat: `keep` bytes (1..lanes), tlast.
@@ -197,6 +127,7 @@ class RxBench {
     t.cfg_port_hi = cfg.port_hi;
     t.cfg_npus = cfg.npus;
     t.cfg_ps_per_cycle_q32 = cfg.q32;
+    t.cfg_flow_seq = cfg.flow_seq;
     for (int i = 0; i < 4; ++i) step(nullptr);
     t.rst = 0;
     int n = 0;

@@ -5,9 +5,11 @@
 // against the "model" device on the 36 shared microbenchmark runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,7 +35,7 @@ using fabemu::rtl::SchedMsgHwEmu;
 namespace {
 
 struct Lockstep {
-  uint64_t records = 0, advances = 0, events = 0, busy_cycles = 0, scan_cycles = 0, cycles = 0;
+  uint64_t departures = 0, records = 0, advances = 0, events = 0, busy_cycles = 0, scan_cycles = 0, cycles = 0;
 };
 
 // Pushes `msgs` (ready order) into the model and the RTL alike, with watermarks advancing by random steps
@@ -75,6 +77,20 @@ Lockstep run_lockstep(const emu::NetworkConfig& config, uint32_t mtu, const std:
     rtl.take(b);
     EXPECT_EQ(b, a) << "advance to " << nw << " ps";
     EXPECT_EQ(rtl.known_until(), model.known_until()) << "after advance to " << nw << " ps";
+    std::vector<msg::Departure> da, db;
+    model.take_departures(da);
+    rtl.take_departures(db);
+    EXPECT_EQ(db.size(), da.size()) << "departures by " << nw << " ps";
+    for (std::size_t k = 0; k < da.size() && k < db.size() && !::testing::Test::HasFailure(); ++k) {
+      EXPECT_EQ(db[k], da[k]) << "departure " << s.departures + k << ": message " << db[k].id << "/" << da[k].id
+                              << " seq " << db[k].seq << "/" << da[k].seq << " at " << db[k].time_ps << "/"
+                              << da[k].time_ps << " ps";
+      EXPECT_LT(da[k].time_ps, nw);
+      if (k > 0) {
+        EXPECT_LE(da[k - 1].time_ps, da[k].time_ps);
+      }
+    }
+    s.departures += da.size();
     if (::testing::Test::HasFailure()) break;
     s.records += a.size();
     w = nw;
@@ -85,6 +101,10 @@ Lockstep run_lockstep(const emu::NetworkConfig& config, uint32_t mtu, const std:
     EXPECT_EQ(c.packets, model.link_counters(l).packets) << "link " << l;
   }
   EXPECT_EQ(rtl.events(), model.events());
+  EXPECT_EQ(rtl.runs(), model.runs());
+  uint64_t packets = 0;  // every packet of every message left its first link once
+  for (const ft::TimedMessage& tm : msgs) packets += tm.m.bytes == 0 ? 1 : (tm.m.bytes + mtu - 1) / mtu;
+  EXPECT_EQ(s.departures, packets);
   EXPECT_EQ(rtl.packet_hops(), model.packet_hops());
   s.events = model.events();
   s.busy_cycles = rtl.busy_cycles();
@@ -241,30 +261,29 @@ TEST(FpgaMsgFabricHwEmu, MicrobenchmarkReportsAndTrafficMatchTheModelDevice) {
   FABEMU_REQUIRE_SHARED(traces_dir);
   const emu::SystemConfig sys = ft::microbenchmark_system(traces_dir);
   double t_sw = 0, t_model = 0, t_hw = 0;
-  uint64_t messages = 0;
+  uint64_t messages = 0, departures = 0;
   for (const ft::Microbenchmark& mb : ft::shared_microbenchmarks(traces_dir)) {
     SCOPED_TRACE(mb.what);
     ASSERT_EQ(mb.files.size(), static_cast<std::size_t>(mb.npus));
-    const fabemu::traces::ProcessGroups groups(mb.npus);
     fpga::MsgTraffic traffic[2];
+    std::vector<msg::Departure> deps[2];  // model device, hw-emu device
     const auto run = [&](int which, double& seconds) {  // 0 software, 1 model device, 2 hwemu device
       const auto t0 = std::chrono::steady_clock::now();
-      emu::Engine engine(1 << 12);
-      emu::Topology topology(mb.network);
-      emu::WalkerOptions o;
-      o.system = sys;
       emu::RunResult r;
       if (which == 0) {
-        emu::PacketFabric fabric(engine, topology, 4096);
-        r = emu::Walker(fabric, mb.network, mb.files, groups, std::move(o)).run();
-        r.links = emu::link_results(fabric, r.total);
+        r = ft::walk_packet_model(mb, sys);
       } else {
-        auto fabric = fpga::make_fpga_msg_fabric(engine, topology, 4096, which == 1 ? "model" : "hwemu");
-        r = emu::Walker(*fabric, mb.network, mb.files, groups, std::move(o)).run();
-        fabric->finish();
-        r.links = emu::link_results(*fabric, r.total);
-        traffic[which - 1] = fabric->device().traffic();
-        if (which == 2) messages += fabric->messages_pushed();
+        r = ft::walk_microbenchmark(
+            mb, sys,
+            [&](emu::Engine& e, const emu::Topology& t) {
+              return fpga::make_fpga_msg_fabric(e, t, 4096, which == 1 ? "model" : "hwemu");
+            },
+            [&](fpga::FpgaMsgFabric& f) {
+              f.finish();
+              traffic[which - 1] = f.device().traffic();
+              f.device().take_departures(deps[which - 1]);
+              if (which == 2) messages += f.messages_pushed();
+            });
       }
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return r;
@@ -279,7 +298,15 @@ TEST(FpgaMsgFabricHwEmu, MicrobenchmarkReportsAndTrafficMatchTheModelDevice) {
     EXPECT_EQ(traffic[1].transfers, traffic[0].transfers);
     EXPECT_EQ(traffic[1].doorbells, traffic[0].doorbells);
     EXPECT_EQ(traffic[1].polls, traffic[0].polls);
+    // The departures (first link of every message, (time, run) order): the RTL's are the model's.
+    EXPECT_FALSE(deps[0].empty());
+    EXPECT_TRUE(deps[1] == deps[0]) << deps[1].size() << " departures, the model " << deps[0].size();
+    EXPECT_TRUE(std::is_sorted(deps[0].begin(), deps[0].end(),
+                               [](const msg::Departure& a, const msg::Departure& b) { return a.time_ps < b.time_ps; }));
+    departures += deps[1].size();
   }
+  std::printf("departures: %llu packets leaving their first link, equal in the RTL and the model\n",
+              static_cast<unsigned long long>(departures));
   std::printf("microbenchmarks (36 runs, mtu 4096, %llu messages): wall time software %.2f s, model device %.2f s, "
               "hw-emu device %.2f s (%.0fx software)\n",
               static_cast<unsigned long long>(messages), t_sw, t_model, t_hw, t_hw / t_sw);

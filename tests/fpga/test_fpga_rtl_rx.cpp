@@ -132,6 +132,117 @@ TEST(FpgaRtlRx, EncodedFramesCountedExactly64) { encoded_frames<Rx64>(60, {0, 1,
 
 namespace {
 
+// cfg_flow_seq (sched_hil's frames): each flow's frames numbered in departure order in the IPv4 id, its
+// messages in any id order (here a random permutation per flow), flows interleaved; some frames dropped
+// (never a flow's last), some adjacent pairs of a flow swapped. Flow 0 carries 70,000 one-frame messages, so
+// that its numbers wrap past 2^16. Every flow's lost is its drops and its reordered its swaps, exactly; the
+// RTL equals the reference; every message without a drop completes.
+template <class B>
+void flow_sequence(uint64_t seed, uint32_t big) {
+  RxConfig cfg;
+  cfg.npus = 3;
+  cfg.q32 = kQ;
+  cfg.flow_seq = true;
+  std::mt19937_64 rng(seed);
+  struct Flow {
+    std::vector<std::vector<uint8_t>> frames;  // in arrival order
+    uint64_t drops = 0, swaps = 0, complete = 0;
+  };
+  std::vector<Flow> flows(9);
+  uint64_t messages = 0;
+  for (uint32_t f = 0; f < 9; ++f) {
+    const uint32_t n_msgs = f == 0 ? big : 40;
+    std::vector<uint64_t> ids(n_msgs);
+    for (uint32_t i = 0; i < n_msgs; ++i) ids[i] = 5000 + 100 * f + i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    std::vector<dp::FrameSpec> specs;
+    std::vector<std::size_t> first_of;  // each message's first frame in specs
+    for (const uint64_t id : ids) {
+      first_of.push_back(specs.size());
+      auto m = message(rng, false, f / 3, f % 3, id, f == 0 ? 1 : 1 + static_cast<uint32_t>(rng() % 5), f == 0 ? 0 : 64);
+      specs.insert(specs.end(), m.begin(), m.end());
+    }
+    messages += n_msgs;
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      specs[k].ip_id = static_cast<uint16_t>(k);
+      specs[k].dst.port = cfg.port_lo;
+      specs[k].hdr.tx_time_ps = arrival_ps(kPast32, cfg.q32) - random_latency(rng);
+    }
+    // Drops (not the last frame), then swaps of adjacent survivors.
+    std::vector<bool> dropped(specs.size(), false);
+    for (std::size_t k = 0; k + 1 < specs.size(); ++k) {
+      if (f != 0 && rng() % 9 == 0) dropped[k] = true;
+    }
+    std::vector<dp::FrameSpec> kept;
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      if (dropped[k]) {
+        ++flows[f].drops;
+      } else {
+        kept.push_back(specs[k]);
+      }
+    }
+    // Flow 0: one-frame messages swapped (the later message arrives first and completes; the earlier one's
+    // frame then comes behind, of another message than the flow's current one: reordered, and its message
+    // never completes). The others: pairs inside a message (it still completes).
+    uint64_t orphaned = 0;
+    for (std::size_t k = 0; k + 1 < kept.size(); ++k) {
+      const bool same = kept[k].hdr.message_id == kept[k + 1].hdr.message_id;
+      if ((f == 0 && k % 37 == 0) || (f != 0 && same && rng() % 5 == 0)) {
+        std::swap(kept[k], kept[k + 1]);
+        ++flows[f].swaps;
+        orphaned += f == 0;
+        ++k;
+      }
+    }
+    // A message completes when none of its frames was dropped (and it was not orphaned).
+    for (std::size_t i = 0; i < first_of.size(); ++i) {
+      const std::size_t end = i + 1 < first_of.size() ? first_of[i + 1] : specs.size();
+      bool whole = true;
+      for (std::size_t k = first_of[i]; k < end; ++k) whole = whole && !dropped[k];
+      flows[f].complete += whole;
+    }
+    flows[f].complete -= orphaned;
+    for (const dp::FrameSpec& s : kept) flows[f].frames.push_back(encode(s));
+  }
+  // Interleave the flows, each in its own order.
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<std::size_t> at(9, 0);
+  for (;;) {
+    std::vector<uint32_t> left;
+    for (uint32_t f = 0; f < 9; ++f) {
+      if (at[f] < flows[f].frames.size()) left.push_back(f);
+    }
+    if (left.empty()) break;
+    const uint32_t f = left[rng() % left.size()];
+    frames.push_back(std::move(flows[f].frames[at[f]++]));
+  }
+  B b(cfg, kPast32);
+  RxRef ref(cfg);
+  const std::vector<uint64_t> first = b.send(frames, 90, seed);
+  ASSERT_EQ(first.size(), frames.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) ref.frame(frames[i], first[i]);
+  b.idle(60);
+  expect_equal(b, ref, 9);
+  uint64_t complete = 0;
+  for (uint32_t f = 0; f < 9; ++f) {
+    const FlowCounters c = b.read_flow(f);
+    EXPECT_EQ(c.lost, flows[f].drops) << "flow " << f;
+    EXPECT_EQ(c.reordered, flows[f].swaps) << "flow " << f;
+    complete += flows[f].complete;
+  }
+  EXPECT_GT(flows[0].swaps, 10u);
+  EXPECT_EQ(b.read_global(kRecords) + b.read_global(kRecordsDropped), complete);
+  EXPECT_LT(complete, messages);
+}
+
+}  // namespace
+
+TEST(FpgaRtlRx, FlowSequenceCountsDropsAndSwapsWhateverTheMessageIds512) { flow_sequence<Rx512>(21, 70'000); }
+
+TEST(FpgaRtlRx, FlowSequenceCountsDropsAndSwapsWhateverTheMessageIds64) { flow_sequence<Rx64>(22, 400); }
+
+namespace {
+
 void fix_ip_checksum(std::vector<uint8_t>& f) {
   f[24] = 0;
   f[25] = 0;

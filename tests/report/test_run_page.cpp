@@ -149,6 +149,14 @@ TEST(RunPage, MeasuredAgainstModelledFromTheFabricsSection) {
   // The most deviating first in the table.
   EXPECT_LT(html.find("<td>+50.00%</td>"), html.find("<td>+1.00%</td>"));
 
+  // The FPGA fabric's are in its section's `wire` object.
+  r.fabric = "fpga";
+  r.sections = {{"fpga", R"({"device": "model", "wire": {"collectives": [{"index": 1, "modelled_ps": 4000000, )"
+                         R"("measured_ps": 3000000}]}})"}};
+  const std::string fpga = run_page(r);
+  EXPECT_NE(fpga.find("From the report&#39;s &quot;fpga&quot; section"), std::string::npos);
+  EXPECT_NE(fpga.find("<td>-25.00%</td>"), std::string::npos);
+
   r.sections = {{"socket", R"({"dilation": 0})"}};
   r.fabric = "socket";
   EXPECT_NE(run_page(r).find("The socket fabric reports no per-collective measurement."), std::string::npos);

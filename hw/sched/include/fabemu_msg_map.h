@@ -55,6 +55,22 @@ struct Delivery {
   friend bool operator==(const Delivery&, const Delivery&) = default;
 };
 
+// One packet leaving its message's first link: what the card puts on the wire (issue 46 item 5; the rest
+// of the route stays modelled). Card-internal (sched_msg_dep's stream into the frame generator), no record
+// format: the host sees its frames and the counters. A message entering its first link at `now` is a run of
+// packets back to back: packet k departs at max(now, link_free) + k * ser(MTU). The card releases them in
+// the order (time, run sequence), runs numbered as they enter their first link, each once every departure
+// before it is known (below the watermark; hw/sched/doc/sched_msg_dep.md).
+struct Departure {
+  uint64_t time_ps = 0;
+  uint64_t id = 0;
+  uint32_t src = 0, dst = 0;
+  uint64_t seq = 0, count = 0;  // packet index, packets of the message
+  uint32_t bytes = 0;           // payload of this packet
+  uint64_t msg_bytes = 0, offset = 0;
+  friend bool operator==(const Departure&, const Departure&) = default;
+};
+
 namespace detail {
 inline void put_bits(Record& r, uint32_t lsb, uint32_t bits, uint64_t v) noexcept {
   for (uint32_t i = 0; i < bits; i += 8) r[(lsb + i) / 8] = static_cast<uint8_t>(v >> i);

@@ -38,6 +38,8 @@ module sched_msg #(
   input  wire logic [39:0]            d_bytes,
   input  wire logic [7:0]             d_hops,
   input  wire logic [ROUTE_AW-1:0]    d_route,
+  input  wire logic [23:0]            d_src,       // ranks: carried to the departures (x_*)
+  input  wire logic [23:0]            d_dst,
   // watermark: process every event before it (monotonic; a smaller one is ignored)
   input  wire logic                   wm_wr,
   input  wire logic [63:0]            wm,
@@ -47,6 +49,18 @@ module sched_msg #(
   output      logic [63:0]            r_id,
   output      logic [63:0]            r_time,
   output      logic [31:0]            r_packets,
+  // runs: one per message entering its first link, for the departure expander (sched_msg_dep)
+  output      logic                   x_valid,
+  input  wire logic                   x_ready,
+  output      logic [63:0]            x_id,
+  output      logic [23:0]            x_src,
+  output      logic [23:0]            x_dst,
+  output      logic [39:0]            x_bytes,
+  output      logic [39:0]            x_packets,
+  output      logic [31:0]            x_lastb,
+  output      logic [63:0]            x_start,     // departure of the first packet
+  output      logic [63:0]            x_ser,       // ser(MTU) on the first link
+  output      logic [63:0]            x_safe,      // every run not yet on x starts at or after this time
   // status
   output      logic [63:0]            known_until,
   output      logic                   idle,       // no event before W, K up to date, nothing in progress
@@ -84,6 +98,7 @@ module sched_msg #(
   logic [31:0] m_lastb [2**MA];
   logic [7:0] m_hops [2**MA];
   logic [RA-1:0] m_route [2**MA];
+  logic [23:0] m_src [2**MA], m_dst [2**MA];
   logic [63:0] p_far [2**PA];
   logic [MA-1:0] p_msg [2**PA];
   logic [7:0] p_hop [2**PA];
@@ -106,6 +121,7 @@ module sched_msg #(
   logic [31:0] mr_lastb;
   logic [7:0] mr_hops;
   logic [RA-1:0] mr_route;
+  logic [23:0] mr_src, mr_dst;
   logic [63:0] pr_far;
   logic [MA-1:0] pr_msg;
   logic [7:0] pr_hop;
@@ -124,6 +140,7 @@ module sched_msg #(
     rt_rd <= route[ra_n];
     mr_id <= m_id[ma_n]; mr_suf <= m_suf[ma_n]; mr_bytes <= m_bytes[ma_n];
     mr_pk <= m_pk[ma_n]; mr_lastb <= m_lastb[ma_n]; mr_hops <= m_hops[ma_n]; mr_route <= m_route[ma_n];
+    mr_src <= m_src[ma_n]; mr_dst <= m_dst[ma_n];
     pr_far <= p_far[pa_n]; pr_msg <= p_msg[pa_n]; pr_hop <= p_hop[pa_n]; pr_cnt <= p_cnt[pa_n];
     pr_last <= p_last[pa_n]; pr_bytes <= p_bytes[pa_n]; pr_next <= p_next[pa_n];
     fs_top <= fstack[PA'(fsp - 1'b1)];
@@ -159,6 +176,7 @@ module sched_msg #(
 
   // ---- registers of the state machine ----------------------------------------------------------------
   logic [63:0] w_q, seq, now, dq_ready, dq_id, tot, ser_a, ser_b, big, hp_time;
+  logic [23:0] dq_src, dq_dst;
   logic [7:0]  dq_hops, h, fwd_hop;
   logic [RA-1:0] dq_route, rlen;
   logic [WW-1:0] what, hp_what;
@@ -171,6 +189,7 @@ module sched_msg #(
   logic [MA:0] unrec;
 
   wire logic out_free = !r_valid || r_ready;
+  wire logic x_free = !x_valid || x_ready;
   wire logic ev_ready = h_ready && !h_empty && top_time < w_q;
   wire logic m_avail = msp != 0 || mfresh[MA] == 1'b0;
   wire logic p_avail = fsp != 0 || pfresh < cfg_pool_slots;
@@ -219,6 +238,7 @@ module sched_msg #(
     if (rst) begin
       st <= S_IDLE;
       rt_ready <= 1'b0; d_ready <= 1'b0; r_valid <= 1'b0; idle <= 1'b0; err_pool <= 1'b0;
+      x_valid <= 1'b0; x_safe <= '0;
       w_q <= '0; seq <= '0; rlen <= '0; fsp <= '0; pfresh <= '0; msp <= '0; mfresh <= '0;
       known_until <= '1; k_dirty <= 1'b0; unrec <= '0; n_events <= '0; n_hops <= '0; n_scan <= '0;
       div_start <= 1'b0; ks_start <= 1'b0; ks_wr <= 1'b0;
@@ -227,6 +247,7 @@ module sched_msg #(
       if (rt_valid && rt_ready) rlen <= rlen + 1'b1;
       if (wm_wr && wm > w_q) w_q <= wm;
       if (r_valid && r_ready) r_valid <= 1'b0;
+      if (x_valid && x_ready) x_valid <= 1'b0;
       div_start <= 1'b0; ks_start <= 1'b0; ks_wr <= 1'b0;
       d_ready <= 1'b0;
       idle <= 1'b0;
@@ -243,10 +264,12 @@ module sched_msg #(
           if (err_pool) st <= S_HALT;
           else if (d_valid && d_ready) begin
             dq_ready <= d_ready_ps; dq_id <= d_id; dq_bytes <= d_bytes; dq_hops <= d_hops; dq_route <= d_route;
+            dq_src <= d_src; dq_dst <= d_dst;
             div_start <= 1'b1; h <= '0; tot <= '0; k_dirty <= 1'b1;
             st <= S_P_RT;
           end else if (ev_ready) begin
             now <= top_time; what <= h_top[WW-1:0]; n_events <= n_events + 1'b1; k_dirty <= 1'b1;
+            x_safe <= top_time;  // events come in time order: a later run starts at or after it
             st <= h_top[EW-65] ? S_L0 : S_I0;
           end else if (k_dirty && h_ready && !(d_valid && m_avail)) begin  // after the events and descriptors
             if (unrec == 0) begin
@@ -256,6 +279,7 @@ module sched_msg #(
             end
           end else begin
             d_ready <= m_avail && !(d_valid && d_ready);
+            if (h_ready) x_safe <= w_q;  // every event before W has run (and put its run on x)
             idle <= h_ready && !wm_wr && !k_dirty;
           end
         end
@@ -281,7 +305,7 @@ module sched_msg #(
         end
         S_P_HEAP: if (h_ready) begin
           m_id[m] <= dq_id; m_bytes[m] <= dq_bytes; m_hops[m] <= dq_hops; m_route[m] <= dq_route;
-          m_pk[m] <= pk; m_lastb[m] <= lastb; m_suf[m] <= tot;
+          m_pk[m] <= pk; m_lastb[m] <= lastb; m_suf[m] <= tot; m_src[m] <= dq_src; m_dst[m] <= dq_dst;
           ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= dq_ready + tot;
           unrec <= unrec + 1'b1; seq <= seq + 1'b1; st <= S_IDLE;
         end
@@ -299,7 +323,9 @@ module sched_msg #(
         S_I7: begin
           if (!p_avail) begin
             err_pool <= 1'b1; st <= S_HALT;
-          end else if (!rec_inject || out_free) begin
+          end else if ((!rec_inject || out_free) && x_free) begin
+            x_valid <= 1'b1; x_id <= mr_id; x_src <= mr_src; x_dst <= mr_dst; x_bytes <= mr_bytes;
+            x_packets <= mr_pk; x_lastb <= mr_lastb; x_start <= depart; x_ser <= ser_a;
             e <= p_alloc;
             if (fsp != 0) fsp <= fsp - 1'b1; else pfresh <= pfresh + 1'b1;
             p_far[p_alloc] <= inj_far; p_msg[p_alloc] <= m; p_hop[p_alloc] <= '0; p_cnt[p_alloc] <= mr_pk;

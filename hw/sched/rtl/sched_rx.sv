@@ -28,6 +28,7 @@ module sched_rx #(
   input  wire logic [15:0]         cfg_port_lo, cfg_port_hi,   // fabemu mode: our UDP destination ports
   input  wire logic [15:0]         cfg_npus,     // flow index = src * cfg_npus + dst
   input  wire logic [63:0]         cfg_ps_per_cycle_q32,       // Q32.32 ps per cycle (period / dilation)
+  input  wire logic                cfg_flow_seq, // loss and reordering by the IPv4 id as a per-flow sequence
   // Arrival records (valid/ready).
   output      logic                m_rec_valid,
   input  wire logic                m_rec_ready,
@@ -73,9 +74,10 @@ module sched_rx #(
   logic [63:0] p_msg_id, p_tx_time, p_cycle;
   logic [15:0] p_payload;
   logic [19:0] p_len;
+  logic [15:0] p_ip_id;
   sched_rx_parse #(.KW(KW)) parse (.clk, .rst, .cfg_roce, .cfg_port_lo, .cfg_port_hi, .f_valid, .f_hdr,
     .f_nbb, .f_keep, .f_cycle, .f_usum, .p_valid, .p_verdict, .p_kind, .p_src, .p_dst, .p_seq, .p_count, .p_msg_id,
-    .p_tx_time, .p_cycle, .p_payload, .p_len, .p_ce);
+    .p_tx_time, .p_cycle, .p_payload, .p_len, .p_ce, .p_ip_id);
 
   logic ours, data;
   assign ours = p_valid && p_verdict == 4'd0;
@@ -97,9 +99,9 @@ module sched_rx #(
     .h_rsp_valid(lat_rsp_valid), .h_rsp_data(lat_rsp));
 
   logic [351:0] m_rec;
-  sched_rx_flow #(.AW(FLOW_AW), .REC_AW(REC_AW)) flow (.clk, .rst, .cfg_npus, .in_valid(data), .in_src(p_src),
+  sched_rx_flow #(.AW(FLOW_AW), .REC_AW(REC_AW)) flow (.clk, .rst, .cfg_npus, .cfg_flow_seq, .in_valid(data), .in_src(p_src),
     .in_dst(p_dst), .in_seq(p_seq), .in_count(p_count), .in_msg_id(p_msg_id), .in_cycle(p_cycle),
-    .in_payload(p_payload), .in_len(p_len), .in_ce(p_ce), .oor, .rec_push, .rec_drop,
+    .in_payload(p_payload), .in_len(p_len), .in_ce(p_ce), .in_fseq(p_ip_id), .oor, .rec_push, .rec_drop,
     .init_busy(flow_busy), .m_rec_valid, .m_rec_ready, .m_rec, .h_valid(pend && !taken && q_space == 2'd0),
     .h_write(q_write), .h_addr(q_addr[FLOW_AW-1:0]), .h_wdata(q_wdata), .h_take(flow_take),
     .h_rsp_valid(flow_rsp_valid), .h_rsp_data(flow_rsp));

@@ -11,6 +11,7 @@ module sched_rx64 (
   input  wire logic cfg_roce,
   input  wire logic [15:0] cfg_port_lo, cfg_port_hi, cfg_npus,
   input  wire logic [63:0] cfg_ps_per_cycle_q32,
+  input  wire logic cfg_flow_seq,
   output      logic m_rec_valid,
   input  wire logic m_rec_ready,
   output      logic [31:0] m_rec_src, m_rec_dst, m_rec_frames,

@@ -2,9 +2,15 @@
 // index src * NPUS + dst (G1, G2; cfg_npus a register; ranks >= NPUS or an index >= 2^AW are counted in
 // `oor` and go no further). Two read-modify-write stages (sched_rx_rmw) in series:
 // - message state (G2..G4): the flow's current message (id, count, next expected seq, frames and
-//   payload bytes so far, first frame's cycle). A higher message id starts a new one (the old one's
+//   payload bytes so far, first frame's cycle) and the flow's next expected sequence number (the IPv4
+//   id, 16 bits). By message id (cfg_flow_seq 0): a higher message id starts a new one (the old one's
 //   missing tail, count - expected, is counted lost); a lower id is a late frame of an earlier message
 //   (reordered, no other effect); seq above the next expected counts the gap lost, below it reordered.
+//   By flow sequence (cfg_flow_seq 1, sched_hil: the card numbers each flow's frames in departure
+//   order): a sequence number ahead of the expected one by d (mod 2^16, d < 2^15) counts d lost and
+//   moves the expected one past it; one behind is reordered and one lost less (it was counted in a
+//   gap); a frame not behind whose message id differs from the current one starts a new message, one
+//   behind of another message changes nothing else.
 //   The frame that brings the message's frames to `count` emits its arrival record (G5).
 // - counters (G5..G7): frames, payload bytes, wire bytes, lost, reordered, CE-marked; 64 bits each.
 // Records wait in a FIFO of 2^REC_AW; when it is full a record is dropped (rec_drop).
@@ -17,12 +23,14 @@ module sched_rx_flow #(
   input  wire logic          clk,
   input  wire logic          rst,
   input  wire logic [15:0]   cfg_npus,
+  input  wire logic          cfg_flow_seq,     // loss and reordering by in_fseq (else by message id and seq)
   input  wire logic          in_valid,         // a data frame that is ours (registers of the parent)
   input  wire logic [31:0]   in_src, in_dst, in_seq, in_count,
   input  wire logic [63:0]   in_msg_id, in_cycle,
   input  wire logic [15:0]   in_payload,
   input  wire logic [19:0]   in_len,
   input  wire logic          in_ce,
+  input  wire logic [15:0]   in_fseq,          // the flow's sequence number (the IPv4 id)
   output      logic          oor,              // one cycle per frame of a flow out of range
   output      logic          rec_push, rec_drop,
   output      logic          init_busy,
@@ -39,7 +47,7 @@ module sched_rx_flow #(
   output      logic [383:0]  h_rsp_data
 );
 
-  localparam int SW = 289;                     // state: {first, bytes, frames, expected, count, msg id, active}
+  localparam int SW = 305;                     // state: {flow seq expected, first, bytes, frames, expected, count, msg id, active}
 
   // --- G1, G2: flow index ---
   logic        v1, v2, ok1, range2;
@@ -65,9 +73,10 @@ module sched_rx_flow #(
   logic [15:0] pay4;
   logic [19:0] len4;
   logic        ce4;
-  sched_delay #(.W(32 * 4 + 64 * 2 + 16 + 20 + 1), .N(4)) d_in (.clk, .en(1'b1),
-    .d({in_src, in_dst, in_seq, in_count, in_msg_id, in_cycle, in_payload, in_len, in_ce}),
-    .q({src4, dst4, seq4, cnt4, msg4, cyc4, pay4, len4, ce4}));
+  logic [15:0] fseq4;
+  sched_delay #(.W(32 * 4 + 64 * 2 + 16 + 20 + 1 + 16), .N(4)) d_in (.clk, .en(1'b1),
+    .d({in_src, in_dst, in_seq, in_count, in_msg_id, in_cycle, in_payload, in_len, in_ce, in_fseq}),
+    .q({src4, dst4, seq4, cnt4, msg4, cyc4, pay4, len4, ce4, fseq4}));
 
   // --- message state ---
   logic          s_busy, v4;
@@ -79,21 +88,26 @@ module sched_rx_flow #(
     .in_addr(idx2[AW-1:0]), .cur_valid(v4), .cur_addr(a4), .cur, .nxt, .h_valid(1'b0), .h_write(1'b0),
     .h_addr('0), .h_wdata('0), .h_take(s_h_take), .h_rsp_valid(s_h_rsp_valid), .h_rsp_data(s_h_rsp));
 
-  logic        active, newm, stale, ahead;
+  logic        active, newm, stale, ahead, behind;
   logic [63:0] c_msg, c_bytes, c_first;
   logic [31:0] c_cnt, c_exp, c_frm;
-  assign {c_first, c_bytes, c_frm, c_exp, c_cnt, c_msg, active} = cur;
-  assign newm = !active || msg4 > c_msg;
-  assign stale = active && msg4 < c_msg;
+  logic [15:0] c_fexp, fgap, n_fexp;
+  assign {c_fexp, c_first, c_bytes, c_frm, c_exp, c_cnt, c_msg, active} = cur;
+  assign fgap = fseq4 - c_fexp;                // mod 2^16: ahead below 2^15, behind from it
+  assign behind = cfg_flow_seq && fgap[15];
+  assign newm = cfg_flow_seq ? !behind && (!active || msg4 != c_msg) : !active || msg4 > c_msg;
+  assign stale = cfg_flow_seq ? behind && (!active || msg4 != c_msg) : active && msg4 < c_msg;
   assign ahead = seq4 >= c_exp;
+  assign n_fexp = behind ? c_fexp : fseq4 + 16'd1;
   always_comb begin
-    if (newm) nxt = {cyc4, 64'(pay4), 32'd1, seq4 + 32'd1, cnt4, msg4, 1'b1};
+    if (newm) nxt = {n_fexp, cyc4, 64'(pay4), 32'd1, seq4 + 32'd1, cnt4, msg4, 1'b1};
     else if (stale) nxt = cur;
-    else nxt = {c_first, c_bytes + 64'(pay4), c_frm + 32'd1, ahead ? seq4 + 32'd1 : c_exp, c_cnt, c_msg, 1'b1};
+    else nxt = {n_fexp, c_first, c_bytes + 64'(pay4), c_frm + 32'd1, ahead ? seq4 + 32'd1 : c_exp, c_cnt, c_msg, 1'b1};
   end
 
   // --- G5: deltas and the record ---
-  logic          v5, newm5, stale5, ahead5, active5, ce5;
+  logic          v5, newm5, stale5, ahead5, active5, ce5, behind5;
+  logic [15:0]   fgap5;
   logic [AW-1:0] a5;
   logic [SW-1:0] cur5, nxt5;
   logic [31:0]   src5, dst5, seq5;
@@ -105,7 +119,7 @@ module sched_rx_flow #(
     a5 <= a4;
     cur5 <= cur;
     nxt5 <= nxt;
-    {newm5, stale5, ahead5, active5, ce5} <= {newm, stale, ahead, active, ce4};
+    {newm5, stale5, ahead5, active5, ce5, behind5, fgap5} <= {newm, stale, ahead, active, ce4, behind, fgap};
     {src5, dst5, seq5, cyc5, pay5, len5} <= {src4, dst4, seq4, cyc4, pay4, len4};
     if (rst) v5 <= 1'b0;
   end
@@ -118,16 +132,25 @@ module sched_rx_flow #(
   logic [63:0]  o_msg5, o_bytes5, o_first5;
   logic         n_act5, o_act5;
   logic [31:0]  n_exp5;
+  logic [15:0]  n_fexp5, o_fexp5;
   // verilator lint_on UNUSED
-  assign {n_first5, n_bytes5, n_frm5, n_exp5, n_cnt5, n_msg5, n_act5} = nxt5;
-  assign {o_first5, o_bytes5, o_frm5, o_exp5, o_cnt5, o_msg5, o_act5} = cur5;
+  assign {n_fexp5, n_first5, n_bytes5, n_frm5, n_exp5, n_cnt5, n_msg5, n_act5} = nxt5;
+  assign {o_fexp5, o_first5, o_bytes5, o_frm5, o_exp5, o_cnt5, o_msg5, o_act5} = cur5;
   assign tail32 = o_cnt5 - o_exp5;
   assign gap32 = seq5 - o_exp5;
   assign tail5 = active5 && o_frm5 < o_cnt5 ? 64'(tail32) : 64'd0;
   always_comb begin
     lost5 = '0;
     reord5 = 1'b0;
-    if (newm5) lost5 = tail5 + 64'(seq5);
+    if (cfg_flow_seq) begin
+      if (behind5) begin
+        reord5 = 1'b1;
+        lost5 = '1;                            // - 1: counted lost when its gap was seen
+      end else begin
+        lost5 = 64'(fgap5);
+      end
+    end
+    else if (newm5) lost5 = tail5 + 64'(seq5);
     else if (stale5 || !ahead5) reord5 = 1'b1;
     else lost5 = 64'(gap32);
   end

@@ -34,7 +34,8 @@ module sched_rx_parse #(
   output      logic [63:0]   p_msg_id, p_tx_time, p_cycle,
   output      logic [15:0]   p_payload,        // bytes after the fabemu header (RoCEv2: without pad, ICRC)
   output      logic [19:0]   p_len,            // frame bytes (wire bytes without FCS)
-  output      logic          p_ce              // IPv4 ECN field == CE (3)
+  output      logic          p_ce,             // IPv4 ECN field == CE (3)
+  output      logic [15:0]   p_ip_id           // IPv4 identification (sched_hil: the flow's departure sequence)
 );
 
   localparam logic [31:0] POLY = 32'hEDB8_8320;
@@ -257,6 +258,7 @@ module sched_rx_parse #(
   sched_delay #(.W(20), .N(4)) d_n (.clk, .en(1'b1), .d(n2), .q(p_len));
   sched_delay #(.W(16), .N(3)) d_pay (.clk, .en(1'b1), .d(pay3), .q(p_payload));
   sched_delay #(.W(64), .N(6)) d_cyc (.clk, .en(1'b1), .d(f_cycle), .q(p_cycle));
+  sched_delay #(.W(16), .N(6)) d_ipid (.clk, .en(1'b1), .d(be16(f_hdr, 18)), .q(p_ip_id));
   assign p_kind = fh6[8 * 5 +: 8];
   assign p_src = fb32(fh6, 8);
   assign p_dst = fb32(fh6, 12);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <optional>
 #include <vector>
 
 #include "emulator/collective_plan.h"
@@ -28,6 +29,8 @@ struct Instance {
   const traces::ProcessGroup* pg = nullptr;  // nullptr: all ranks
   int32_t n = 0;
   CollectivePlan plan;
+  // NCCL's semantics: the collective's time from its last member's issue (nccl_semantics.h); else nullopt.
+  std::optional<Duration> nccl_time;
   uint32_t chunks = 1;
   std::vector<Time> issued;
   std::vector<const traces::Node*> node;

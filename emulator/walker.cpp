@@ -62,6 +62,7 @@ Walker::Impl::Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std
     closed_form_.emplace(*analytical, costs_);
   }
   plan_.closed_form = closed_form_.has_value();
+  if (options_.nccl) nccl_.emplace(*options_.nccl);
 }
 
 void Walker::Impl::set_up_compute_model() {
@@ -336,6 +337,7 @@ void Walker::Impl::on_event(uint64_t arg) {
   switch (a.kind) {
     case ActionKind::kCompDone: compute_done(a.rank, a.member); break;
     case ActionKind::kPhaseEnd: phase_end(a.rank, a.inst, a.chunk, a.member); break;
+    case ActionKind::kMemberDone: member_done(a.rank, a.inst, a.member); break;
   }
 }
 

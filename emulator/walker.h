@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "emulator/config.h"
 #include "emulator/fabric.h"
+#include "emulator/nccl_model.h"
 #include "emulator/report.h"
 
 namespace fabemu::traces {
@@ -67,6 +69,11 @@ struct WalkerOptions {
   uint64_t timeline_message_limit = 1'000'000;
   ProgressListener* progress = nullptr;  // told how far the walk got every kProgressEvents events
   bool traffic_matrix = false;  // keep RunResult::traffic (sender x receiver messages and bytes)
+  // NCCL's semantics (a fabric file's `collective_semantics: nccl`): every collective NCCL has (all-reduce,
+  // all-gather, reduce-scatter, broadcast, reduce, barrier) ends on all its members at the last member's issue
+  // + the NCCL model's time for its group's shape on this machine (nccl_semantics.h), without messages;
+  // the others (all-to-all, ...) run in ASTRA-sim's semantics. Absent: ASTRA-sim's semantics for all.
+  std::optional<nccl::System> nccl;
 };
 
 class Walker {

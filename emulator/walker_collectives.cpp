@@ -55,6 +55,13 @@ void Walker::Impl::issue_collective(int32_t r, const Node& node) {
   account(R);
   ++R.comm_active;
   if (I.members_issued < static_cast<uint32_t>(I.n)) return;
+  if (I.nccl_time) {  // NCCL's semantics: every member ends once the model's time has passed
+    for (int32_t k = 0; k < I.n; ++k) {
+      schedule(engine_.now() + *I.nccl_time,
+               Action{ActionKind::kMemberDone, CollectiveTable::member_rank(I, k), slot, 0, k});
+    }
+    return;
+  }
   // Every member has issued it: its chunks join the first phase's dimension queue.
   I.priority = info.priority.value_or(0);
   scheduler_.enqueue_collective(slot, options_.system.scheduling_policy);
@@ -94,7 +101,19 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
   I.pg = all ? nullptr : pg;
   I.n = all ? static_cast<int32_t>(ranks_.size()) : static_cast<int32_t>(pg->ranks.size());
   I.chunks = collective_chunks(type, bytes, options_.system.preferred_dataset_splits);
-  plan_collective(CollectiveRequest{type, all, I.n, &info.involved_dim}, plan_, I.plan, diagnostics_.algo_warnings);
+  I.nccl_time.reset();
+  std::optional<nccl::Choice> nccl_choice;
+  if (nccl_) {
+    static const std::vector<int64_t> kAllRanks;
+    nccl_choice = nccl_->choose(type, bytes, all ? kAllRanks : pg->ranks, I.n, diagnostics_.algo_warnings);
+    if (nccl_choice) I.nccl_time = nccl_choice->time;
+  }
+  if (I.nccl_time) {
+    I.plan.phases.clear();
+    I.plan.total_steps = 0;
+  } else {
+    plan_collective(CollectiveRequest{type, all, I.n, &info.involved_dim}, plan_, I.plan, diagnostics_.algo_warnings);
+  }
   const auto n = static_cast<size_t>(I.n);
   I.issued.assign(n, Time{});
   I.node.assign(n, nullptr);
@@ -122,6 +141,10 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
   }
   cr.algorithm = algos;
   cr.chunks = I.chunks;
+  if (I.nccl_time) {  // what NCCL's tuner picked, for the report and the summary
+    cr.algorithm = fmt::format("nccl:{}/{}", nccl::algo_name(nccl_choice->algo), nccl::proto_name(nccl_choice->proto));
+    cr.chunks = 1;
+  }
   cr.issued_first = engine_.now();
   result_.collectives.push_back(std::move(cr));
   return slot;

@@ -17,6 +17,7 @@
 
 #include "emulator/chunk_scheduler.h"
 #include "emulator/closed_form.h"
+#include "emulator/nccl_semantics.h"
 #include "emulator/collective_plan.h"
 #include "emulator/collective_table.h"
 #include "emulator/run_diagnostics.h"
@@ -68,7 +69,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
     bool pumping = false;
   };
 
-  enum class ActionKind : uint8_t { kCompDone, kPhaseEnd };
+  enum class ActionKind : uint8_t { kCompDone, kPhaseEnd, kMemberDone };
   // An event of the walker's own.
   struct Action {
     ActionKind kind;
@@ -164,6 +165,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   traces::CollectiveOrder collective_order_;  // each collective's place in its group's file order
   ChunkScheduler scheduler_;
   std::optional<ClosedForm> closed_form_;  // with an AnalyticalFabric and options.closed_form
+  std::optional<nccl::Semantics> nccl_;    // with options.nccl
   std::vector<int32_t> member_at_;         // closed form: the instance member at each position
   SlotPool<Msg> msgs_;
   SlotPool<Action> actions_;

@@ -26,7 +26,7 @@ constexpr int64_t kMaxNpus = std::numeric_limits<int32_t>::max();
 
 const std::vector<std::string_view> kTopKeys = {
     "topology", "model", "mtu", "collectives", "chunks", "active_chunks", "endpoint_delay_ns", "local_mem_bw_GBps",
-    "scheduling", "collective_optimization", "roofline", "nccl"};
+    "scheduling", "collective_optimization", "roofline", "nccl", "collective_semantics"};
 const std::vector<std::string_view> kDimKeys = {"type", "npus", "bandwidth_gbps", "latency_ns"};
 const std::vector<std::string_view> kFatTreeKeys = {
     "type", "hosts_per_leaf", "leaves", "spines", "oversubscription", "host_bandwidth_gbps", "host_latency_ns",
@@ -421,6 +421,10 @@ FabricFile load_fabric_yaml(const std::string& path) {
     }
   }
   if (const auto v = top.get("nccl")) parse_nccl(path, *v, f);
+  if (const auto v = top.get("collective_semantics")) {
+    f.collective_semantics = v->choice({"astra", "nccl"});
+    if (f.collective_semantics == "nccl" && !f.nccl) v->wrong("nccl needs the \"nccl:\" section (the system as NCCL sees it)");
+  }
   return f;
 }
 

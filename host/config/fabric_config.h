@@ -22,6 +22,9 @@ struct FabricFile {
   // for `fabemu bench collective`; absent = not given.
   std::optional<emu::nccl::System> nccl;
   bool nccl_validated = true;  // `nccl.validated: false`: stated from public specs, never checked against a run
+  // `collective_semantics`: "astra" (default: ASTRA-sim's collectives) or "nccl" (the NCCL model's times in
+  // `fabemu run`, emu::WalkerOptions::nccl; needs the nccl section).
+  std::string collective_semantics = "astra";
   std::string source;
 };
 

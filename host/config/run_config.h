@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,8 @@ struct RunConfig {
   emu::SystemConfig system;
   std::string model;  // the fabric file's "analytical" | "packet"; "" when not given (or from network.yml)
   uint32_t mtu = 0;   // the fabric file's packet size; 0 = whole messages (not given)
+  // The fabric file's `collective_semantics: nccl`: its nccl section; else nullopt (ASTRA-sim's semantics).
+  std::optional<emu::nccl::System> nccl_semantics;
 };
 
 // A fabric file when `fabric_file` is not empty; else `network_file` and, when given, `system_file` (without

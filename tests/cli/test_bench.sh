@@ -37,6 +37,22 @@ expect_text "$tmp/err" "--semantics astra runs all_reduce, all_gather and reduce
 expect_status 2 "$FABEMU" bench collective -s "$SYS/p4de_2node_efa.yaml" -m packet
 expect_text "$tmp/err" "--model applies to --semantics astra"
 
+# collective_semantics: nccl in fabemu run: the collective takes the time bench collective prints, to the ps.
+cp "$SYS/a100_8x_nvswitch.yaml" "$tmp/nccl.yaml"
+echo "collective_semantics: nccl" >>"$tmp/nccl.yaml"
+"$FABEMU" trace generate collective --type all_reduce -n 8 --size 1MB -o "$tmp/ar/ar" >/dev/null
+expect_status 0 "$FABEMU" run -w "$tmp/ar/ar" -f "$tmp/nccl.yaml" --report "$tmp/nr.json"
+expect_text "$tmp/out" "nccl:ring/LL"
+expect_status 0 "$FABEMU" bench collective -s "$tmp/nccl.yaml" -b 1M -e 1M -q --json "$tmp/nb.json"
+python3 - "$tmp/nb.json" "$tmp/nr.json" <<'PY' || fail "fabemu run in NCCL semantics differs from bench collective"
+import json, sys
+bench = json.load(open(sys.argv[1]))["rows"][0]
+run = json.load(open(sys.argv[2]))["collectives"][0]
+assert run["duration_ps"] == bench["time_ps"], (run["duration_ps"], bench["time_ps"])
+PY
+expect_status 2 "$FABEMU" run -w "$tmp/ar/ar" -f "$tmp/nccl.yaml" -m packet -q
+expect_text "$tmp/err" "collective_semantics nccl runs on the analytical model of --fabric software"
+
 # JSON and CSV carry the same sizes; an unvalidated system says so in the title.
 expect_status 0 "$FABEMU" bench collective all_gather_perf -s "$SYS/gb200_nvl72.yaml" -b 1M -e 1G -q \
   --json "$tmp/s.json" --csv "$tmp/s.csv"

@@ -49,6 +49,11 @@ void add_input_options(CLI::App* cmd, run::RunArgs& a) {
   auto* net = cmd->add_option("--network,-n", a.network, "ASTRA-sim network.yml");
   cmd->add_option("--system,-s", a.system, "ASTRA-sim system.json (with --network)")->needs(net);
   fc->excludes(net);
+  cmd->add_option("--collective-semantics", a.collective_semantics,
+                  "astra (ASTRA-sim's collectives) or nccl (the NCCL model times the collectives NCCL has; needs the "
+                  "fabric file's nccl: section, analytical model; docs/nccl.md); default: the fabric file's, else astra")
+      ->check(CLI::IsMember({"astra", "nccl"}))
+      ->needs(fc);
   cmd->add_option("--fabric", a.fabric,
                       "Fabric backend: software (the model), dpdk (real frames, delivered at the packet model's "
                       "times; EAL arguments after --), socket (UDP datagrams between one loopback socket per rank, delivered at "

@@ -20,6 +20,7 @@ RunConfig load_run_config(const std::string& fabric_file, const std::string& net
     c.model = std::move(f.model);
     c.mtu = f.mtu;
     if (f.collective_semantics == "nccl") c.nccl_semantics = f.nccl;
+    c.nccl = f.nccl;
     return c;
   }
   c.network = load_network_yml(network_file);

@@ -13,6 +13,7 @@ namespace fabemu::run {
 struct RunArgs {
   std::string workload;
   std::string fabric_config;
+  std::string collective_semantics;  // --collective-semantics astra|nccl; "" = the fabric file's (else astra)
   std::string network;
   std::string system;
   std::string fabric = "software";

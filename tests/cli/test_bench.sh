@@ -51,7 +51,15 @@ run = json.load(open(sys.argv[2]))["collectives"][0]
 assert run["duration_ps"] == bench["time_ps"], (run["duration_ps"], bench["time_ps"])
 PY
 expect_status 2 "$FABEMU" run -w "$tmp/ar/ar" -f "$tmp/nccl.yaml" -m packet -q
-expect_text "$tmp/err" "collective_semantics nccl runs on the analytical model of --fabric software"
+expect_text "$tmp/err" "collective semantics nccl runs on the analytical model of --fabric software"
+# --collective-semantics overrides the file's, both ways.
+expect_status 0 "$FABEMU" run -w "$tmp/ar/ar" -f "$tmp/nccl.yaml" --collective-semantics astra
+expect_text "$tmp/out" "ALL_REDUCE"
+if grep -q "nccl:" "$tmp/out"; then fail "--collective-semantics astra still ran NCCL's"; fi
+expect_status 0 "$FABEMU" run -w "$tmp/ar/ar" -f "$SYS/a100_8x_nvswitch.yaml" --collective-semantics nccl
+expect_text "$tmp/out" "nccl:ring/LL"
+expect_status 2 "$FABEMU" run -w "$tmp/ar/ar" -f "$SRC/traces/samples/fabric_2d.yaml" --collective-semantics nccl
+expect_text "$tmp/err" "has no \"nccl:\" section"
 
 # JSON and CSV carry the same sizes; an unvalidated system says so in the title.
 expect_status 0 "$FABEMU" bench collective all_gather_perf -s "$SYS/gb200_nvl72.yaml" -b 1M -e 1G -q \

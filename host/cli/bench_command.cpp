@@ -1,4 +1,4 @@
-// `fabemu bench collective`: nccl-tests' sweep on the NCCL model of a system (host/nccl/collective_bench.h).
+// `fabemu bench collective`: nccl-tests' sweep on a system in NCCL's or ASTRA-sim's semantics (host/nccl/collective_bench.h).
 #include <fmt/core.h>
 
 #include <cstdlib>
@@ -152,7 +152,8 @@ void add_bench_command(CLI::App& app, int& status) {
   auto* bench = app.add_subcommand("bench", "Benchmarks in emulation");
   bench->require_subcommand(1);
   auto* cmd = bench->add_subcommand(
-      "collective", "nccl-tests' sweep on the NCCL model of a system: nccl-tests' table, CSV/JSON, --compare REAL");
+      "collective", "nccl-tests' sweep on a system in NCCL's semantics (its cost model) or ASTRA-sim's: nccl-tests' table, "
+                    "CSV/JSON, --compare REAL");
   auto a = std::make_shared<BenchArgs>();
   cmd->add_option("collective", a->collective,
                   "all_reduce (default), all_gather, reduce_scatter, broadcast or reduce (all_reduce_perf works too)");

@@ -71,7 +71,8 @@ struct WalkerOptions {
   bool traffic_matrix = false;  // keep RunResult::traffic (sender x receiver messages and bytes)
   // NCCL's semantics (a fabric file's `collective_semantics: nccl`): every collective NCCL has (all-reduce,
   // all-gather, reduce-scatter, broadcast, reduce, barrier) ends on all its members at the last member's issue
-  // + the NCCL model's time for its group's shape on this machine (nccl_semantics.h), without messages;
+  // + the NCCL model's time for its group's shape on this machine (nccl_semantics.h), without messages, one
+  // after another per group (a communicator's stream);
   // the others (all-to-all, ...) run in ASTRA-sim's semantics. Absent: ASTRA-sim's semantics for all.
   std::optional<nccl::System> nccl;
 };

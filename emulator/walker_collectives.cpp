@@ -55,10 +55,15 @@ void Walker::Impl::issue_collective(int32_t r, const Node& node) {
   account(R);
   ++R.comm_active;
   if (I.members_issued < static_cast<uint32_t>(I.n)) return;
-  if (I.nccl_time) {  // NCCL's semantics: every member ends once the model's time has passed
+  if (I.nccl_time) {
+    // NCCL's semantics: the collectives of one communicator run one after another on its stream; every member
+    // ends once the model's time has passed from the later of now and the stream's previous collective's end.
+    if (nccl_stream_free_.size() <= lc.group) nccl_stream_free_.resize(lc.group + 1, Time{});
+    Time& free = nccl_stream_free_[lc.group];
+    const Time end = std::max(engine_.now(), free) + *I.nccl_time;
+    free = end;
     for (int32_t k = 0; k < I.n; ++k) {
-      schedule(engine_.now() + *I.nccl_time,
-               Action{ActionKind::kMemberDone, CollectiveTable::member_rank(I, k), slot, 0, k});
+      schedule(end, Action{ActionKind::kMemberDone, CollectiveTable::member_rank(I, k), slot, 0, k});
     }
     return;
   }

@@ -166,6 +166,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   ChunkScheduler scheduler_;
   std::optional<ClosedForm> closed_form_;  // with an AnalyticalFabric and options.closed_form
   std::optional<nccl::Semantics> nccl_;    // with options.nccl
+  std::vector<Time> nccl_stream_free_;     // NCCL semantics: when each group's stream is free (by group index)
   std::vector<int32_t> member_at_;         // closed form: the instance member at each position
   SlotPool<Msg> msgs_;
   SlotPool<Action> actions_;

@@ -14,9 +14,14 @@
 #include "traces/error.h"
 #include "traces/generate.h"
 #include "traces/process_groups.h"
+#include "tests/emulator/walker_test_util.h"
 
 namespace fabemu::emu::nccl {
 namespace {
+
+using walker_test::coll;
+using walker_test::Node;
+using walker_test::write_ranks;
 
 std::string preset(const std::string& name) { return std::string(FABEMU_SOURCE_DIR) + "/traces/systems/" + name; }
 
@@ -27,7 +32,7 @@ struct Walked {
 
 // One collective on the preset's machine in NCCL's semantics (optionally over a process group).
 Walked walk(const std::string& system, traces::CollectiveType type, uint64_t bytes,
-         std::optional<std::vector<int64_t>> pg = std::nullopt) {
+            std::optional<std::vector<int64_t>> pg = std::nullopt) {
   test::ScratchDir dir;
   const auto f = host::load_fabric_yaml(preset(system));
   traces::CollectiveSpec spec;
@@ -57,6 +62,28 @@ TEST(NcclSemantics, AWholeMachineCollectiveTakesTheModelsTimeOnEveryMember) {
   EXPECT_EQ(r.result.collectives[0].algorithm, "nccl:ring/LL");
   EXPECT_EQ(r.result.collectives[0].duration().ps(), c->time.ps());
   EXPECT_EQ(r.result.messages, 0u);  // the model times it; nothing is sent
+}
+
+TEST(NcclSemantics, ACommunicatorsCollectivesRunOneAfterAnotherOnItsStream) {
+  // Two all-reduces that depend on nothing, issued at once by every rank: NCCL runs them one after the other
+  // on the communicator's stream, so the second ends at twice the model's time.
+  test::ScratchDir dir;
+  const auto f = host::load_fabric_yaml(preset("a100_8x_nvswitch.yaml"));
+  std::vector<std::vector<Node>> ranks(8);
+  for (auto& r : ranks) r = {coll(1, ChakraProtoMsg::ALL_REDUCE, 1 << 20), coll(2, ChakraProtoMsg::ALL_REDUCE, 1 << 20)};
+  const auto files = write_ranks(dir, "two", ranks);
+  Engine engine;
+  AnalyticalFabric fabric(engine, Topology(f.network));
+  WalkerOptions opt;
+  opt.system = f.system;
+  opt.nccl = *f.nccl;
+  Walker w(fabric, f.network, files, traces::ProcessGroups(8), opt);
+  const RunResult r = w.run();
+  const auto c = Model(*f.nccl).choose(Func::kAllReduce, 1 << 20);
+  ASSERT_EQ(r.collectives.size(), 2u);
+  EXPECT_EQ(r.collectives[0].finished.ps(), c->time.ps());
+  EXPECT_EQ(r.collectives[1].finished.ps(), 2 * c->time.ps());
+  for (const auto& rank : r.ranks) EXPECT_EQ(rank.finish.ps(), 2 * c->time.ps());
 }
 
 TEST(NcclSemantics, AnAllGathersSizeIsTheGatheredWhole) {

@@ -19,8 +19,8 @@ RunConfig load_run_config(const std::string& fabric_file, const std::string& net
     c.system = std::move(f.system);
     c.model = std::move(f.model);
     c.mtu = f.mtu;
-    if (f.collective_semantics == "nccl") c.nccl_semantics = f.nccl;
     c.nccl = f.nccl;
+    c.nccl_semantics = f.collective_semantics == "nccl";
     return c;
   }
   c.network = load_network_yml(network_file);

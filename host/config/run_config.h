@@ -17,9 +17,8 @@ struct RunConfig {
   emu::SystemConfig system;
   std::string model;  // the fabric file's "analytical" | "packet"; "" when not given (or from network.yml)
   uint32_t mtu = 0;   // the fabric file's packet size; 0 = whole messages (not given)
-  // The fabric file's `collective_semantics: nccl`: its nccl section; else nullopt (ASTRA-sim's semantics).
-  std::optional<emu::nccl::System> nccl_semantics;
-  std::optional<emu::nccl::System> nccl;  // the fabric file's nccl section, whatever the semantics
+  std::optional<emu::nccl::System> nccl;  // the fabric file's nccl section
+  bool nccl_semantics = false;            // its `collective_semantics: nccl` (the section is then present)
 };
 
 // A fabric file when `fabric_file` is not empty; else `network_file` and, when given, `system_file` (without

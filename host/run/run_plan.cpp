@@ -158,16 +158,14 @@ RunPlan load_run_plan(const RunArgs& a) {
   plan.groups = traces::ProcessGroups(static_cast<int64_t>(plan.paths.size()));
   if (!a.comm_groups.empty()) plan.groups.load_file(a.comm_groups);
   plan.walker = walker_options(a, plan.system, plan.paths.size());
-  if (a.collective_semantics == "astra") config.nccl_semantics.reset();
-  if (a.collective_semantics == "nccl") {
+  // --collective-semantics overrides the fabric file's.
+  const bool nccl = a.collective_semantics.empty() ? config.nccl_semantics : a.collective_semantics == "nccl";
+  if (nccl) {
     if (!config.nccl) {
       throw std::invalid_argument(fmt::format("--collective-semantics nccl: {} has no \"nccl:\" section (the system as "
                                               "NCCL sees it; presets in traces/systems)",
                                               a.fabric_config));
     }
-    config.nccl_semantics = config.nccl;
-  }
-  if (config.nccl_semantics) {
     // The NCCL model gives each collective's time, not its messages: nothing for a packet model to carry.
     if (plan.model != "analytical" || a.fabric != "software") {
       throw std::invalid_argument(fmt::format(
@@ -175,7 +173,7 @@ RunPlan load_run_plan(const RunArgs& a) {
           "collectives without messages); this run is {}",
           a.fabric_config, a.fabric != "software" ? "on --fabric " + a.fabric : "on the packet model"));
     }
-    plan.walker.nccl = config.nccl_semantics;
+    plan.walker.nccl = config.nccl;
   }
   plan.timeline_messages = a.timeline_messages;
   plan.link_series = link_series_bins(a, plan.model);

@@ -39,17 +39,7 @@ std::optional<fs::path> shared_configs_dir() {
   if (!var##_opt) GTEST_SKIP() << "../shared/configs/astra-sim is absent: shared-config test skipped"; \
   const fs::path var = *var##_opt
 
-// Runs `f`, which must throw TraceError; returns it.
-template <class F>
-TraceError error_of(F&& f) {
-  try {
-    f();
-  } catch (const TraceError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a TraceError";
-  return TraceError({}, "(none)");
-}
+using test::error_of;
 
 TraceError yml_error(const ScratchDir& dir, const std::string& text) {
   const std::string path = dir.file("network.yml");

@@ -13,16 +13,7 @@ namespace {
 
 using traces::TraceError;
 
-template <class F>
-TraceError error_of(F&& f) {
-  try {
-    f();
-  } catch (const TraceError& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a TraceError";
-  return TraceError({}, "(none)");
-}
+using test::error_of;
 
 TraceError parse_error(const std::string& text, const std::string& source = "run.txt") {
   return error_of([&] { parse_nccl_tests(text, source); });

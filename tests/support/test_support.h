@@ -1,11 +1,14 @@
 // Helpers shared by the test suite: where the shared traces are, scratch directories, small traces.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "traces/error.h"
 #include "traces/reader.h"
 
 namespace fabemu::test {
@@ -17,6 +20,18 @@ std::optional<std::filesystem::path> shared_traces_dir();
   auto var##_opt = ::fabemu::test::shared_traces_dir();                              \
   if (!var##_opt) GTEST_SKIP() << "../shared/traces is absent: shared-trace test skipped"; \
   const std::filesystem::path var = *var##_opt
+
+// Runs `f`, which must throw traces::TraceError; returns it (a test failure, and an empty error, if not).
+template <class F>
+traces::TraceError error_of(F&& f) {
+  try {
+    f();
+  } catch (const traces::TraceError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a TraceError";
+  return traces::TraceError({}, "(none)");
+}
 
 // A fresh empty directory under the build tree, removed by the destructor.
 class ScratchDir {

@@ -24,7 +24,8 @@ struct Phase {
   CollectiveAlgo algo;
   int32_t dim;        // the network dimension it runs on (its communication streams)
   int32_t n;          // members per subgroup
-  bool hier;          // subgroup = ranks along dimension `dim` (default group only); else the whole group
+  int32_t stride;     // member-index distance between neighbours of a subgroup along `dim`; 0: the subgroup is
+                      // the whole collective (a flat phase)
   uint64_t mul, div;  // phase bytes = chunk bytes * mul / div
   uint32_t step_offset;  // steps of the earlier phases
   uint32_t steps;
@@ -46,19 +47,28 @@ struct StepCosts {
   Duration after_step(uint64_t reduce_bytes) const { return endpoint_delay + reduce(reduce_bytes); }
 };
 
+// Where a collective's members sit on the network's dimensions: span[d] members along dimension d (1: the
+// members do not spread along it) and stride[d], the distance in member indices between neighbours along it
+// (member m's position along d is (m / stride[d]) % span[d]). An empty span: the members are no grid (flat).
+struct MemberGrid {
+  std::vector<int32_t> span;
+  std::vector<int32_t> stride;
+  friend bool operator==(const MemberGrid&, const MemberGrid&) = default;
+};
+
 // What planning needs to know of one collective.
 struct CollectiveRequest {
   traces::CollectiveType type;
-  bool default_group;  // the group of all ranks (hierarchical over the dimensions its ranks span)
   int32_t members;
+  // The members' grid (default_group_grid() for the group of all ranks, group_grid() for a smaller one):
+  // hierarchical over the dimensions it spans; nullptr or an empty span: one flat phase over the members.
+  const MemberGrid* grid = nullptr;
   const std::optional<std::vector<bool>>* involved_dim = nullptr;  // nullptr or absent: all dimensions
 };
 
-// What planning needs to know of the network, the workload and the run.
+// What planning needs to know of the system and the run.
 struct PlanContext {
   const SystemConfig* system;
-  // default_group_span(): ranks of the default group along each dimension; empty = flat.
-  std::vector<int32_t> span;
   // The fabric evaluates step-synchronous phases in closed form (AnalyticalFabric, closed_form on).
   bool closed_form = false;
 };
@@ -75,6 +85,18 @@ std::vector<int32_t> default_group_span(const NetworkConfig& network, int64_t ra
 
 // Rank distance between neighbours along each dimension (1 for a network without dimensions).
 std::vector<int32_t> dimension_strides(const NetworkConfig& network);
+
+// The default group's grid: default_group_span() with dimension_strides() (its member indices are ranks).
+MemberGrid default_group_grid(const NetworkConfig& network, int64_t ranks, std::set<std::string>& warnings);
+
+// The grid of a process group smaller than all ranks (`ranks` in the group's member order), when it spreads
+// along two or more dimensions: its ranks must be the product of one set of coordinates per dimension, listed
+// in increasing rank order (dimension 0 varies fastest; e.g. ranks {0, 4, 8, 12, ..., 28} of an 8 x 4
+// network: coordinates {0, 4} x {0, 1, 2, 3}, span [2, 4], stride [1, 2]). Anything else (a group along one
+// dimension, or ranks that are no such product) gives an empty grid: its collectives run flat over the
+// members, as they always did (a group of several dimensions that is no product is noted in `warnings`).
+MemberGrid group_grid(const NetworkConfig& network, const std::string& group, const std::vector<int64_t>& ranks,
+                      std::set<std::string>& warnings);
 
 // Fills `out` (its vectors reused) with the phases of `c`; why an algorithm is replaced or missing goes
 // to `warnings`.
@@ -98,21 +120,18 @@ inline PhaseSchedule phase_schedule(const Phase& P, uint64_t chunk_bytes, uint32
   return PhaseSchedule(P.op, P.algo, P.n, chunk_bytes * P.mul / P.div, 0, static_cast<int>(c & 1));
 }
 
-// Member positions inside a phase. `strides` is dimension_strides(); m is a member of the collective.
+// Member positions inside a phase; m is a member of the collective (an index into its members).
 // Position of member m in phase P:
-inline int32_t phase_index(const Phase& P, const std::vector<int32_t>& strides, int32_t m) {
-  if (!P.hier) return m;
-  return (m / strides[static_cast<size_t>(P.dim)]) % P.n;
+inline int32_t phase_index(const Phase& P, int32_t m) {
+  if (P.stride == 0) return m;
+  return (m / P.stride) % P.n;
 }
 // The member at position x of m's subgroup in phase P:
-inline int32_t phase_member(const Phase& P, const std::vector<int32_t>& strides, int32_t m, int32_t x) {
-  if (!P.hier) return x;
-  const int32_t stride = strides[static_cast<size_t>(P.dim)];
-  return m - phase_index(P, strides, m) * stride + x * stride;
+inline int32_t phase_member(const Phase& P, int32_t m, int32_t x) {
+  if (P.stride == 0) return x;
+  return m - phase_index(P, m) * P.stride + x * P.stride;
 }
 // The first member of m's subgroup in phase P (0 for a flat phase): names the subgroup.
-inline int32_t subgroup_of(const Phase& P, const std::vector<int32_t>& strides, int32_t m) {
-  return P.hier ? phase_member(P, strides, m, 0) : 0;
-}
+inline int32_t subgroup_of(const Phase& P, int32_t m) { return P.stride != 0 ? phase_member(P, m, 0) : 0; }
 
 }  // namespace fabemu::emu

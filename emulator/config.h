@@ -15,29 +15,15 @@
 namespace fabemu::emu {
 
 // The building block of one network dimension, named as in ASTRA-sim's analytical backend, plus
-// fabemu's two-level fat-tree (leaf-spine), which is only supported as the ONE dimension of a network
-// (see FatTreeConfig).
+// fabemu's two-level fat-tree (leaf-spine; see FatTreeConfig).
 enum class DimTopology { kRing, kFullyConnected, kSwitch, kFatTree };
 
-struct NetworkDim {
-  DimTopology topology = DimTopology::kRing;
-  int64_t npus = 0;  // NPUs along this dimension; ASTRA-sim requires at least 2
-  // Per link, exact Q32.32 ps/byte.
-  Rate bandwidth = Rate::from_ps_per_byte_q32(0);
-  // As written in the file, for reports; its unit is bandwidth_unit's. `bandwidth` is what counts.
-  double bandwidth_gbps = 0;
-  Duration latency;           // per link, exact: 936.25 ns is 936'250 ps
-  // The unit of bandwidth_gbps. kAstraGBps: ASTRA-sim "GB/s" = 2^30 bytes/s (network.yml); kGbps:
-  // gigabits/s = 10^9 bits/s (fabemu's fabric file, Rate::from_gbps).
-  enum class BandwidthUnit { kAstraGBps, kGbps };
-  BandwidthUnit bandwidth_unit = BandwidthUnit::kAstraGBps;
-};
-
 // A two-level fat-tree (leaf-spine): `leaves` leaf switches with `hosts_per_leaf` NPUs each, every
-// leaf joined to every one of `spines` spine switches by one link each way. NPU h hangs off leaf
-// h / hosts_per_leaf. Cross-leaf traffic picks its spine by ECMP on (src, dst, flow).
-// Supported as the ONLY dimension of a network: NetworkConfig::dims then holds exactly one NetworkDim
-// with topology kFatTree and npus = hosts_per_leaf * leaves (its bandwidth / latency, if set, are the
+// leaf joined to every one of `spines` spine switches by one link each way. The NPU at coordinate c along
+// the dimension hangs off leaf c / hosts_per_leaf. Cross-leaf traffic picks its spine by ECMP on (src, dst,
+// flow). A network's only dimension, or one dimension of a product (e.g. 8 GPUs on NVSwitch x a fat-tree
+// between the nodes: one fat-tree per position along the other dimensions, a rail). Its NetworkDim has
+// topology kFatTree, npus = hosts_per_leaf * leaves and this description (its bandwidth / latency are the
 // host links'; the Topology reads the rates and latencies from here).
 struct FatTreeConfig {
   int32_t hosts_per_leaf = 0;
@@ -59,10 +45,24 @@ struct FatTreeConfig {
   }
 };
 
+struct NetworkDim {
+  DimTopology topology = DimTopology::kRing;
+  int64_t npus = 0;  // NPUs along this dimension; ASTRA-sim requires at least 2
+  // Per link, exact Q32.32 ps/byte.
+  Rate bandwidth = Rate::from_ps_per_byte_q32(0);
+  // As written in the file, for reports; its unit is bandwidth_unit's. `bandwidth` is what counts.
+  double bandwidth_gbps = 0;
+  Duration latency;           // per link, exact: 936.25 ns is 936'250 ps
+  // The unit of bandwidth_gbps. kAstraGBps: ASTRA-sim "GB/s" = 2^30 bytes/s (network.yml); kGbps:
+  // gigabits/s = 10^9 bits/s (fabemu's fabric file, Rate::from_gbps).
+  enum class BandwidthUnit { kAstraGBps, kGbps };
+  BandwidthUnit bandwidth_unit = BandwidthUnit::kAstraGBps;
+  // Set exactly when topology is kFatTree.
+  std::optional<FatTreeConfig> fat_tree;
+};
+
 struct NetworkConfig {
   std::vector<NetworkDim> dims;  // dimension 0 first, as listed in the file
-  // Set exactly when dims is the single kFatTree dimension.
-  std::optional<FatTreeConfig> fat_tree;
   // Product of the per-dimension NPU counts: the number of ranks the network holds.
   int64_t total_npus() const {
     int64_t n = dims.empty() ? 0 : 1;

@@ -12,6 +12,7 @@
 #include "emulator/binned_series.h"
 #include "emulator/report.h"
 #include "emulator/time.h"
+#include "emulator/topology.h"
 
 namespace fabemu::emu {
 
@@ -28,6 +29,7 @@ std::vector<LinkResult> link_results(const F& fabric, Time total) {
     lr.from = links[id].from;
     lr.to = links[id].to;
     lr.dim = links[id].dim;
+    lr.tier = link_tier_name(links[id].tier);
     lr.bytes = st.bytes;
     lr.packets = st.packets;
     lr.busy = links[id].rate.ser(st.bytes);

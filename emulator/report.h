@@ -78,6 +78,7 @@ struct LinkResult {
   int32_t from = 0;            // node ids: NPUs 0..N-1, then switches
   int32_t to = 0;
   int32_t dim = 0;
+  std::string tier;            // "leaf" (NPU <-> leaf) or "spine" (leaf <-> spine) on a fat-tree dimension; else ""
   uint64_t bytes = 0;
   uint64_t packets = 0;
   Duration busy;               // serialization time spent (bytes x rate)

@@ -192,10 +192,12 @@ std::string report_to_json(const RunResult& r) {
   out += "  \"links\": [";
   for (size_t i = 0; i < r.links.size(); ++i) {
     const LinkResult& l = r.links[i];
+    // "tier" only on a fat-tree's links: the reports of other networks are as they were.
+    const std::string tier = l.tier.empty() ? std::string() : fmt::format(", \"tier\": \"{}\"", l.tier);
     fmt::format_to(it,
-                   "{}\n    {{\"id\": {}, \"from\": {}, \"to\": {}, \"dim\": {}, \"bytes\": {}, \"packets\": {}, "
+                   "{}\n    {{\"id\": {}, \"from\": {}, \"to\": {}, \"dim\": {}{}, \"bytes\": {}, \"packets\": {}, "
                    "\"busy_ps\": {}, \"utilization\": {}}}",
-                   i == 0 ? "" : ",", l.id, l.from, l.to, l.dim, l.bytes, l.packets, l.busy.ps(),
+                   i == 0 ? "" : ",", l.id, l.from, l.to, l.dim, tier, l.bytes, l.packets, l.busy.ps(),
                    fixed6(l.utilization));
   }
   out += r.links.empty() ? "],\n" : "\n  ],\n";
@@ -321,6 +323,10 @@ LinkResult read_link(const Reader& rd, const json& o, const std::string& p) {
   l.from = rd.i32(o, p, "from");
   l.to = rd.i32(o, p, "to");
   l.dim = rd.i32(o, p, "dim");
+  if (o.contains("tier")) {
+    l.tier = rd.str(o, p, "tier");
+    if (l.tier != "leaf" && l.tier != "spine") rd.fail(p + "/tier", "expected \"leaf\" or \"spine\"");
+  }
   l.bytes = rd.u64(o, p, "bytes");
   l.packets = rd.u64(o, p, "packets");
   l.busy = Duration::from_ps(rd.u64(o, p, "busy_ps"));

@@ -185,6 +185,23 @@ void write_slowest_collectives(Out it, const RunResult& r, size_t top_collective
   }
 }
 
+// A fat-tree's links by tier (leaf, spine): how many carried traffic, their busiest and mean utilization.
+void write_fat_tree_tiers(Out it, const RunResult& r) {
+  for (const char* tier : {"leaf", "spine"}) {
+    size_t n = 0;
+    double max = 0, sum = 0;
+    for (const LinkResult& l : r.links) {
+      if (l.tier != tier) continue;
+      ++n;
+      max = std::max(max, l.utilization);
+      sum += l.utilization;
+    }
+    if (n == 0) continue;
+    fmt::format_to(it, "  {:<28} {:>6.1f}% busy at most, {:.1f}% on average, over {} links\n",
+                   fmt::format("fat-tree {} links", tier), 100.0 * max, 100.0 * sum / static_cast<double>(n), n);
+  }
+}
+
 void write_busiest_links(Out it, const RunResult& r) {
   std::vector<const LinkResult*> sorted;
   for (const LinkResult& l : r.links) sorted.push_back(&l);
@@ -196,10 +213,12 @@ void write_busiest_links(Out it, const RunResult& r) {
   fmt::format_to(it, "\nBusiest links ({} of {} that carried traffic)\n", shown, r.links.size());
   for (size_t i = 0; i < shown; ++i) {
     const LinkResult& l = *sorted[i];
-    fmt::format_to(it, "  {:<28} {:>6.1f}% busy  {:>12}  {} packets\n",
-                   fmt::format("link {} ({} -> {}, dim {})", l.id, l.from, l.to, l.dim), 100.0 * l.utilization,
+    const std::string name =
+        fmt::format("link {} ({} -> {}, dim {}{}{})", l.id, l.from, l.to, l.dim, l.tier.empty() ? "" : ", ", l.tier);
+    fmt::format_to(it, "  {:<28} {:>6.1f}% busy  {:>12}  {} packets\n", name, 100.0 * l.utilization,
                    format_size(l.bytes), l.packets);
   }
+  write_fat_tree_tiers(it, r);
 }
 
 void write_totals(Out it, const RunResult& r) {

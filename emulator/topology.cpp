@@ -58,18 +58,11 @@ int64_t add_sat(int64_t a, int64_t b) noexcept {
 TopologySize topology_size(const NetworkConfig& config) noexcept {
   TopologySize size;
   if (config.dims.empty()) return size;
-  if (config.fat_tree) {
-    const FatTreeConfig& ft = *config.fat_tree;
-    size.npus = mul_sat(std::max(0, ft.hosts_per_leaf), std::max(0, ft.leaves));
-    size.switches = add_sat(std::max(0, ft.leaves), std::max(0, ft.spines));
-    size.links = add_sat(mul_sat(2, size.npus), mul_sat(2, mul_sat(std::max(0, ft.leaves), std::max(0, ft.spines))));
-    return size;
-  }
   size.npus = 1;
   for (const NetworkDim& d : config.dims) size.npus = mul_sat(size.npus, std::max<int64_t>(0, d.npus));
   for (const NetworkDim& d : config.dims) {
     const int64_t n = d.npus;
-    if (n < 2) continue;
+    if (n < 2 && d.topology != DimTopology::kFatTree) continue;
     switch (d.topology) {
       case DimTopology::kRing:
         size.links = add_sat(size.links, mul_sat(size.npus, n == 2 ? 1 : 2));
@@ -81,74 +74,105 @@ TopologySize topology_size(const NetworkConfig& config) noexcept {
         size.links = add_sat(size.links, mul_sat(size.npus, 2));
         size.switches = add_sat(size.switches, size.npus / n);
         break;
-      case DimTopology::kFatTree:
+      case DimTopology::kFatTree: {
+        if (!d.fat_tree || n < 1) break;
+        const int64_t leaves = std::max(0, d.fat_tree->leaves);
+        const int64_t spines = std::max(0, d.fat_tree->spines);
+        const int64_t groups = size.npus / n;
+        size.links = add_sat(size.links, add_sat(mul_sat(2, size.npus), mul_sat(groups, mul_sat(2, mul_sat(leaves, spines)))));
+        size.switches = add_sat(size.switches, mul_sat(groups, add_sat(leaves, spines)));
         break;
+      }
     }
   }
   return size;
 }
 
-void Topology::build_fat_tree(const NetworkConfig& config) {
-  const std::string only =
-      "a fat-tree is supported only as the ONLY dimension of a network (one dimension of topology "
-      "FatTree, npus = hosts_per_leaf * leaves, with NetworkConfig::fat_tree set)";
-  if (!config.fat_tree) bad_network(config, "has a FatTree dimension but no fat-tree description; " + only);
-  if (config.dims.size() != 1 || config.dims[0].topology != DimTopology::kFatTree) {
-    bad_network(config, "has " + std::to_string(config.dims.size()) + " dimensions with a fat-tree; " + only);
+namespace {
+
+// A FatTree dimension agrees with its description; no other dimension has one.
+void check_fat_tree(const NetworkConfig& config, std::size_t i) {
+  const NetworkDim& d = config.dims[i];
+  const std::string which = "dimension " + std::to_string(i);
+  if (d.topology != DimTopology::kFatTree) {
+    if (d.fat_tree) bad_network(config, which + " has a fat-tree description but is not of topology FatTree");
+    return;
   }
-  const FatTreeConfig& ft = *config.fat_tree;
+  if (!d.fat_tree) bad_network(config, which + " is a FatTree dimension without its fat-tree description");
+  const FatTreeConfig& ft = *d.fat_tree;
   if (ft.hosts_per_leaf < 1 || ft.leaves < 1 || ft.spines < 1) {
-    bad_network(config, "fat-tree needs hosts_per_leaf, leaves and spines >= 1 (has " +
+    bad_network(config, which + ": fat-tree needs hosts_per_leaf, leaves and spines >= 1 (has " +
                             std::to_string(ft.hosts_per_leaf) + ", " + std::to_string(ft.leaves) + ", " +
                             std::to_string(ft.spines) + ")");
   }
-  constexpr int64_t kMaxIds = std::numeric_limits<int32_t>::max();
   const int64_t n = int64_t{ft.hosts_per_leaf} * ft.leaves;
-  if (config.dims[0].npus != n) {
-    bad_network(config, "fat-tree dimension has " + std::to_string(config.dims[0].npus) +
+  if (d.npus != n) {
+    bad_network(config, which + ": fat-tree dimension has " + std::to_string(d.npus) +
                             " NPUs but hosts_per_leaf * leaves = " + std::to_string(n));
   }
-  const int64_t links = 2 * n + 2 * int64_t{ft.leaves} * ft.spines;
-  if (n + ft.leaves + ft.spines > kMaxIds || links > std::numeric_limits<LinkId>::max()) {
-    bad_network(config, "fat-tree has too many NPUs, switches or links for 32-bit ids");
-  }
-  assert(topology_size(config).links == links);
-  check_links(config, links);
-  npus_ = static_cast<int32_t>(n);
-  nodes_ = static_cast<int32_t>(n + ft.leaves + ft.spines);
-  fat_tree_ = FatTree{ft.hosts_per_leaf, ft.leaves, ft.spines, static_cast<LinkId>(2 * n)};
-  max_hops_ = ft.leaves > 1 ? 4 : (n > 1 ? 2 : 0);
-  links_.reserve(static_cast<std::size_t>(links));
-  for (int32_t h = 0; h < npus_; ++h) {
-    const int32_t leaf = npus_ + h / ft.hosts_per_leaf;
-    links_.push_back(Link{h, leaf, ft.host_link_rate, ft.host_link_latency, 0});
-    links_.push_back(Link{leaf, h, ft.host_link_rate, ft.host_link_latency, 0});
-  }
-  for (int32_t l = 0; l < ft.leaves; ++l) {
-    for (int32_t sp = 0; sp < ft.spines; ++sp) {
-      const int32_t leaf = npus_ + l;
-      const int32_t spine = npus_ + ft.leaves + sp;
-      links_.push_back(Link{leaf, spine, ft.spine_link_rate, ft.spine_link_latency, 0});
-      links_.push_back(Link{spine, leaf, ft.spine_link_rate, ft.spine_link_latency, 0});
-    }
-  }
-  assert(links_.size() == static_cast<std::size_t>(links));
 }
 
-int32_t Topology::ecmp_spine(int32_t src, int32_t dst, uint64_t flow) const noexcept {
+}  // namespace
+
+int32_t Topology::group_of(const Dim& d, int32_t npu) noexcept {
+  return npu % d.stride + (npu / (d.stride * d.n)) * d.stride;
+}
+
+int32_t Topology::spine_of(const Dim& d, int32_t a, int32_t b, uint64_t flow) const noexcept {
+  const uint64_t pair = (uint64_t{static_cast<uint32_t>(a)} << 32) | static_cast<uint32_t>(b);
+  return static_cast<int32_t>(mix64(mix64(pair) ^ flow) % static_cast<uint64_t>(d.spines));
+}
+
+int32_t Topology::ecmp_spine(int32_t a, int32_t b, uint64_t flow) const noexcept {
   assert(is_fat_tree());
-  const uint64_t pair = (uint64_t{static_cast<uint32_t>(src)} << 32) | static_cast<uint32_t>(dst);
-  return static_cast<int32_t>(mix64(mix64(pair) ^ flow) % static_cast<uint64_t>(fat_tree_.spines));
+  return spine_of(dims_[static_cast<std::size_t>(fat_tree_dim_)], a, b, flow);
+}
+
+void Topology::add_fat_tree_links(const Dim& d, const FatTreeConfig& ft, int32_t dim) {
+  const int32_t per_group = d.leaves + d.spines;
+  for (int32_t p = 0; p < npus_; ++p) {
+    const int32_t leaf = d.switch_base + group_of(d, p) * per_group + coord(p, d.stride, d.n) / d.hosts_per_leaf;
+    links_.push_back(Link{p, leaf, ft.host_link_rate, ft.host_link_latency, dim, LinkTier::kLeaf});
+    links_.push_back(Link{leaf, p, ft.host_link_rate, ft.host_link_latency, dim, LinkTier::kLeaf});
+  }
+  const int32_t groups = npus_ / d.n;
+  for (int32_t g = 0; g < groups; ++g) {
+    for (int32_t l = 0; l < d.leaves; ++l) {
+      for (int32_t sp = 0; sp < d.spines; ++sp) {
+        const int32_t leaf = d.switch_base + g * per_group + l;
+        const int32_t spine = d.switch_base + g * per_group + d.leaves + sp;
+        links_.push_back(Link{leaf, spine, ft.spine_link_rate, ft.spine_link_latency, dim, LinkTier::kSpine});
+        links_.push_back(Link{spine, leaf, ft.spine_link_rate, ft.spine_link_latency, dim, LinkTier::kSpine});
+      }
+    }
+  }
+}
+
+std::size_t Topology::fat_tree_route(const Dim& d, int32_t cur, int32_t next, uint64_t flow, std::span<LinkId> out,
+                                     std::size_t h) const noexcept {
+  const int32_t ls = coord(cur, d.stride, d.n) / d.hosts_per_leaf;
+  const int32_t ld = coord(next, d.stride, d.n) / d.hosts_per_leaf;
+  if (ls == ld) {
+    assert(h + 2 <= out.size());
+    out[h++] = d.link_base + 2 * static_cast<LinkId>(cur);
+    out[h++] = d.link_base + 2 * static_cast<LinkId>(next) + 1;
+    return h;
+  }
+  assert(h + 4 <= out.size());
+  const auto spines = static_cast<LinkId>(d.spines);
+  const auto sp = static_cast<LinkId>(spine_of(d, cur, next, flow));
+  const LinkId group_base = d.link_base + 2 * static_cast<LinkId>(npus_) +
+                            static_cast<LinkId>(group_of(d, cur)) * 2 * static_cast<LinkId>(d.leaves) * spines;
+  out[h++] = d.link_base + 2 * static_cast<LinkId>(cur);
+  out[h++] = group_base + 2 * (static_cast<LinkId>(ls) * spines + sp);
+  out[h++] = group_base + 2 * (static_cast<LinkId>(ld) * spines + sp) + 1;
+  out[h++] = d.link_base + 2 * static_cast<LinkId>(next) + 1;
+  return h;
 }
 
 Topology::Topology(const NetworkConfig& config) {
   if (config.dims.empty()) bad_network(config, "has no dimension");
-  for (const NetworkDim& d : config.dims) {
-    if (d.topology == DimTopology::kFatTree || config.fat_tree) {
-      build_fat_tree(config);
-      return;
-    }
-  }
+  for (std::size_t i = 0; i < config.dims.size(); ++i) check_fat_tree(config, i);
   // Sizes are checked in 64 bits before anything is built, so that ids fit their 32-bit types.
   constexpr int64_t kMaxIds = std::numeric_limits<int32_t>::max();
   int64_t total = 1;
@@ -166,7 +190,18 @@ Topology::Topology(const NetworkConfig& config) {
     const int64_t n = nd.npus;
     Dim d{nd.topology, static_cast<int32_t>(n), static_cast<int32_t>(stride), static_cast<LinkId>(links),
           static_cast<int32_t>(total + switches)};
-    if (n > 1) {
+    if (nd.topology == DimTopology::kFatTree) {
+      // A fat-tree of one host still has its leaf and spine (a network that is one fat-tree is built whole).
+      const FatTreeConfig& ft = *nd.fat_tree;
+      d.hosts_per_leaf = ft.hosts_per_leaf;
+      d.leaves = ft.leaves;
+      d.spines = ft.spines;
+      const int64_t groups = total / n;
+      links = add_sat(links, add_sat(2 * total, mul_sat(groups, mul_sat(2, mul_sat(ft.leaves, ft.spines)))));
+      switches = add_sat(switches, mul_sat(groups, int64_t{ft.leaves} + ft.spines));
+      max_hops_ += ft.leaves > 1 ? 4 : (n > 1 ? 2 : 0);
+      if (fat_tree_dim_ < 0) fat_tree_dim_ = static_cast<int32_t>(dims_.size());
+    } else if (n > 1) {
       switch (nd.topology) {
         case DimTopology::kRing:
           // Two NPUs have one neighbour each way; a larger ring has a clockwise and a counter-clockwise link.
@@ -182,7 +217,7 @@ Topology::Topology(const NetworkConfig& config) {
           switches += total / n;
           max_hops_ += 2;
           break;
-        case DimTopology::kFatTree:  // handled by build_fat_tree
+        case DimTopology::kFatTree:  // above
           break;
       }
     }
@@ -201,6 +236,11 @@ Topology::Topology(const NetworkConfig& config) {
     const Dim& d = dims_[di];
     const NetworkDim& nd = config.dims[di];
     const auto dim = static_cast<int32_t>(di);
+    if (d.kind == DimTopology::kFatTree) {
+      assert(links_.size() == d.link_base);
+      add_fat_tree_links(d, *nd.fat_tree, dim);
+      continue;
+    }
     if (d.n == 1) continue;
     assert(links_.size() == d.link_base);
     // The order below is the one ring_link() / route() compute indexes from.
@@ -220,9 +260,7 @@ Topology::Topology(const NetworkConfig& config) {
           }
           break;
         case DimTopology::kSwitch: {
-          // The group: the NPUs that differ from p in this coordinate only.
-          const int32_t group = p % d.stride + (p / (d.stride * d.n)) * d.stride;
-          const int32_t sw = d.switch_base + group;
+          const int32_t sw = d.switch_base + group_of(d, p);
           links_.push_back(Link{p, sw, nd.bandwidth, nd.latency, dim});
           links_.push_back(Link{sw, p, nd.bandwidth, nd.latency, dim});
           break;
@@ -242,26 +280,6 @@ LinkId Topology::ring_link(const Dim& d, int32_t npu, bool cw) const noexcept {
 
 std::span<LinkId> Topology::route(int32_t src, int32_t dst, uint64_t flow, std::span<LinkId> out) const noexcept {
   assert(src >= 0 && src < npus_ && dst >= 0 && dst < npus_);
-  if (is_fat_tree()) {
-    if (src == dst) return out.first(0);
-    const FatTree& ft = fat_tree_;
-    const int32_t ls = src / ft.hosts_per_leaf;
-    const int32_t ld = dst / ft.hosts_per_leaf;
-    if (ls == ld) {
-      assert(out.size() >= 2);
-      out[0] = 2 * static_cast<LinkId>(src);
-      out[1] = 2 * static_cast<LinkId>(dst) + 1;
-      return out.first(2);
-    }
-    assert(out.size() >= 4);
-    const auto sp = static_cast<LinkId>(ecmp_spine(src, dst, flow));
-    const auto spines = static_cast<LinkId>(ft.spines);
-    out[0] = 2 * static_cast<LinkId>(src);
-    out[1] = ft.spine_link_base + 2 * (static_cast<LinkId>(ls) * spines + sp);
-    out[2] = ft.spine_link_base + 2 * (static_cast<LinkId>(ld) * spines + sp) + 1;
-    out[3] = 2 * static_cast<LinkId>(dst) + 1;
-    return out.first(4);
-  }
   std::size_t h = 0;
   int32_t cur = src;
   for (const Dim& d : dims_) {
@@ -293,8 +311,12 @@ std::span<LinkId> Topology::route(int32_t src, int32_t dst, uint64_t flow, std::
         cur += (cd - cs) * d.stride;
         out[h++] = d.link_base + 2 * static_cast<LinkId>(cur) + 1;
         break;
-      case DimTopology::kFatTree:
+      case DimTopology::kFatTree: {
+        const int32_t next = cur + (cd - cs) * d.stride;
+        h = fat_tree_route(d, cur, next, flow, out, h);
+        cur = next;
         break;
+      }
     }
   }
   assert(cur == dst);
@@ -309,10 +331,6 @@ std::vector<LinkId> Topology::route(int32_t src, int32_t dst, uint64_t flow) con
 
 std::size_t Topology::hops(int32_t src, int32_t dst) const noexcept {
   assert(src >= 0 && src < npus_ && dst >= 0 && dst < npus_);
-  if (is_fat_tree()) {
-    if (src == dst) return 0;
-    return src / fat_tree_.hosts_per_leaf == dst / fat_tree_.hosts_per_leaf ? 2 : 4;
-  }
   std::size_t h = 0;
   for (const Dim& d : dims_) {
     const int32_t cs = coord(src, d.stride, d.n);
@@ -330,6 +348,7 @@ std::size_t Topology::hops(int32_t src, int32_t dst) const noexcept {
         h += 2;
         break;
       case DimTopology::kFatTree:
+        h += cs / d.hosts_per_leaf == cd / d.hosts_per_leaf ? 2 : 4;
         break;
     }
   }

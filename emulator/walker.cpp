@@ -29,7 +29,6 @@ Walker::Impl::Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std
       network_(network),
       groups_(groups),
       options_(std::move(options)),
-      strides_(dimension_strides(network_)),
       scheduler_(collectives_, *this, network_.dims.size(), files.size(), comm_streams(options_)),
       message_log_(options_.timeline, options_.timeline_message_limit, files.size(), options_.traffic_matrix) {
   const int64_t npus = network_.total_npus();
@@ -48,7 +47,7 @@ Walker::Impl::Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std
                                             options_.system.preferred_dataset_splits));
   }
   plan_.system = &options_.system;
-  plan_.span = default_group_span(network_, static_cast<int64_t>(files.size()), diagnostics_.algo_warnings);
+  default_grid_ = default_group_grid(network_, static_cast<int64_t>(files.size()), diagnostics_.algo_warnings);
   set_up_compute_model();
   costs_.endpoint_delay = options_.system.endpoint_delay;
   note_custom_collectives();

@@ -61,6 +61,10 @@ struct WalkerOptions {
   std::vector<double> compute_scale;  // per rank (missing ranks: 1.0); COMP times are multiplied by it
   bool closed_form = true;   // on a fabric with Fabric::analytical(), evaluate regular collectives in closed form
   bool strict = false;       // dependency problems in traces are errors (see traces/resolver.h)
+  // A process group smaller than all ranks that spreads along several dimensions (group_grid() in
+  // collective_plan.h): true, its collectives run dimension by dimension like the default group's; false,
+  // flat over its members (one ring, as ASTRA-sim 2.x runs every group smaller than all ranks).
+  bool hierarchical_groups = true;
   // Nodes each rank's resolver holds at most (traces/resolver.h); 0 = automatic: 2^20 / ranks, between
   // 64 and 16384, so that thousands of ranks do not each hold a whole trace.
   size_t resolver_window = 0;

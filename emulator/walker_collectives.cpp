@@ -92,6 +92,17 @@ Walker::Impl::LoadedCollective Walker::Impl::loaded_as(int32_t r, const Node& no
   return lc;
 }
 
+// The grid of a collective's members: the default group's, or a smaller group's (computed once per group).
+const MemberGrid* Walker::Impl::grid_of(const traces::ProcessGroup* pg) {
+  if (pg == nullptr) return &default_grid_;
+  if (!options_.hierarchical_groups) return nullptr;
+  auto it = group_grids_.find(pg);
+  if (it == group_grids_.end()) {
+    it = group_grids_.emplace(pg, group_grid(network_, pg->name, pg->ranks, diagnostics_.algo_warnings)).first;
+  }
+  return &it->second;
+}
+
 // The first member to issue a collective makes its instance, its plan and its report entry.
 uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces::CommInfo& info,
                                        const LoadedCollective& lc, uint64_t key) {
@@ -117,7 +128,8 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
     I.plan.phases.clear();
     I.plan.total_steps = 0;
   } else {
-    plan_collective(CollectiveRequest{type, all, I.n, &info.involved_dim}, plan_, I.plan, diagnostics_.algo_warnings);
+    plan_collective(CollectiveRequest{type, I.n, grid_of(all ? nullptr : pg), &info.involved_dim}, plan_, I.plan,
+                    diagnostics_.algo_warnings);
   }
   const auto n = static_cast<size_t>(I.n);
   I.issued.assign(n, Time{});
@@ -180,7 +192,7 @@ void Walker::Impl::start_phase(int32_t r, uint32_t inst, uint32_t chunk) {
   C.start[mi] = engine_.now();
   if (P.closed_form) {
     const auto sub = static_cast<size_t>(C.phase[mi]) * static_cast<size_t>(I.n) +
-                     static_cast<size_t>(subgroup_of(P, strides_, m));
+                     static_cast<size_t>(subgroup_of(P, m));
     if (++C.sub_started[sub] == static_cast<uint32_t>(P.n)) evaluate_closed_form(inst, chunk, C, P, m);
     return;
   }
@@ -200,7 +212,7 @@ void Walker::Impl::step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t 
   const auto mi = static_cast<size_t>(m);
   const Phase& P = I.plan.phases[C.phase[mi]];
   const PhaseSchedule S = schedule_of(I, P, chunk);
-  const int32_t x = phase_index(P, strides_, m);
+  const int32_t x = phase_index(P, m);
   CollectiveResult& cr = result_.collectives[I.result];
   for (;;) {
     const uint32_t s = C.step[mi];
@@ -215,7 +227,7 @@ void Walker::Impl::step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t 
     const uint32_t ns = S.num_sends(x, s);
     for (uint32_t k = 0; k < ns; ++k) {
       const ScheduledSend sd = S.send(x, s, k);
-      const int32_t peer = phase_member(P, strides_, m, sd.peer);
+      const int32_t peer = phase_member(P, m, sd.peer);
       const uint32_t id = msgs_.acquire();
       Msg& M = msgs_[id];
       M.kind = MsgKind::kColl;
@@ -264,7 +276,7 @@ void Walker::Impl::coll_delivered(uint32_t id) {
   const uint32_t s = C.step[mi];
   if (P.step_offset + s != M.gstep) return;
   const PhaseSchedule S = schedule_of(I, P, M.chunk);
-  const int32_t x = phase_index(P, strides_, M.member);
+  const int32_t x = phase_index(P, M.member);
   if (got < S.num_recvs(x, s)) return;
   C.waiting[mi] = 0;
   ++C.step[mi];
@@ -283,7 +295,7 @@ void Walker::Impl::evaluate_closed_form(uint32_t inst, uint32_t chunk, ChunkStat
   cf.resize(n);
   member_at_.resize(n);
   for (size_t x = 0; x < n; ++x) {
-    const int32_t m = phase_member(P, strides_, any_member, static_cast<int32_t>(x));
+    const int32_t m = phase_member(P, any_member, static_cast<int32_t>(x));
     member_at_[x] = m;
     const Time begin = C.start[static_cast<size_t>(m)] + (P.steps > 0 ? costs_.endpoint_delay : Duration::zero());
     cf.set_position(x, CollectiveTable::member_rank(I, m), begin);

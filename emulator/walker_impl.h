@@ -127,6 +127,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   uint32_t group_index(const std::string& name);
   void issue_collective(int32_t r, const Node& node);
   LoadedCollective loaded_as(int32_t r, const Node& node, const traces::CommInfo& info);
+  const MemberGrid* grid_of(const traces::ProcessGroup* pg);
   uint32_t open_collective(int32_t r, const Node& node, const traces::CommInfo& info, const LoadedCollective& lc,
                            uint64_t key);
   void check_same_collective(int32_t r, const Node& node, const Instance& I, const LoadedCollective& lc,
@@ -152,8 +153,9 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   NetworkConfig network_;
   traces::ProcessGroups groups_;
   WalkerOptions options_;
-  std::vector<int32_t> strides_;  // dimension_strides()
   PlanContext plan_;
+  MemberGrid default_grid_;  // default_group_grid()
+  std::unordered_map<const traces::ProcessGroup*, MemberGrid> group_grids_;  // group_grid(), as groups are met
   Rate ops_rate_ = Rate::from_ps_per_byte_q32(0);
   bool roofline_ready_ = false;
   StepCosts costs_;

@@ -17,9 +17,9 @@ using ShapeKey = std::tuple<std::string, int, uint64_t, std::vector<bool>, bool>
 class Expander {
  public:
   Expander(const emu::NetworkConfig& network, const emu::SystemConfig& system, int64_t world, ImpliedTraffic& out)
-      : system_(system), world_(world), strides_(emu::dimension_strides(network)), out_(out) {
+      : system_(system), world_(world), network_(network), out_(out) {
     ctx_.system = &system_;
-    ctx_.span = emu::default_group_span(network, world, out_.warnings);
+    default_grid_ = emu::default_group_grid(network, world, out_.warnings);
   }
 
   // Adds `times` copies of a collective of `bytes` per member over `ranks` (empty: all ranks).
@@ -27,7 +27,8 @@ class Expander {
     const bool all = ranks.size() == static_cast<size_t>(world_);
     const auto n = static_cast<int32_t>(ranks.size());
     const uint64_t payload = I.type == ChakraProtoMsg::BARRIER ? 0 : bytes;
-    emu::plan_collective(emu::CollectiveRequest{I.type, all, n, &I.involved_dim}, ctx_, plan_, out_.warnings);
+    emu::plan_collective(emu::CollectiveRequest{I.type, n, all ? &default_grid_ : &grid_of(I.pg, ranks), &I.involved_dim},
+                         ctx_, plan_, out_.warnings);
     note_algorithms(I.type);
     const uint32_t chunks = emu::collective_chunks(I.type, bytes, system_.preferred_dataset_splits);
     for (uint32_t c = 0; c < chunks; ++c) {
@@ -41,17 +42,27 @@ class Expander {
  private:
   void add_member_sends(const emu::Phase& P, const emu::PhaseSchedule& S, int32_t m, const std::vector<int32_t>& ranks,
                         uint64_t times) {
-    const int32_t x = emu::phase_index(P, strides_, m);
+    const int32_t x = emu::phase_index(P, m);
     for (uint32_t s = 0; s < S.steps(); ++s) {
       const uint32_t sends = S.num_sends(x, s);
       for (uint32_t k = 0; k < sends; ++k) {
         const emu::ScheduledSend sd = S.send(x, s, k);
-        const int32_t peer = emu::phase_member(P, strides_, m, sd.peer);
+        const int32_t peer = emu::phase_member(P, m, sd.peer);
         TrafficCell& cell = out_.matrix[{ranks[static_cast<size_t>(m)], ranks[static_cast<size_t>(peer)]}];
         cell.bytes += sd.bytes * times;
         cell.messages += times;
       }
     }
+  }
+
+  // A smaller group's grid, computed once per group.
+  const emu::MemberGrid& grid_of(const std::string& group, const std::vector<int32_t>& ranks) {
+    auto it = grids_.find(group);
+    if (it == grids_.end()) {
+      const std::vector<int64_t> wide(ranks.begin(), ranks.end());
+      it = grids_.emplace(group, emu::group_grid(network_, group, wide, out_.warnings)).first;
+    }
+    return it->second;
   }
 
   void note_algorithms(traces::CollectiveType type) {
@@ -64,8 +75,10 @@ class Expander {
 
   const emu::SystemConfig& system_;
   int64_t world_;
-  std::vector<int32_t> strides_;
+  const emu::NetworkConfig& network_;
   emu::PlanContext ctx_;
+  emu::MemberGrid default_grid_;
+  std::map<std::string, emu::MemberGrid> grids_;
   emu::CollectivePlan plan_;
   std::map<std::string, std::string> algorithms_;
   ImpliedTraffic& out_;

@@ -233,6 +233,10 @@ void add_model_options(CLI::App* cmd, run::RunArgs& a) {
       ->take_all();
   cmd->add_flag("--no-closed-form", a.no_closed_form,
                     "Analytical model: walk every collective message by message (same result, slower)");
+  cmd->add_option("--group-collectives", a.group_collectives,
+                  "A process group over several network dimensions: hierarchical (dimension by dimension, "
+                  "the default) | flat (one ring over its members, as ASTRA-sim 2.x)")
+      ->check(CLI::IsMember({"hierarchical", "flat"}));
   cmd->add_flag("--strict", a.strict, "Dependency problems in the traces are errors, not warnings");
 }
 

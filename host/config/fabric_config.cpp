@@ -40,7 +40,8 @@ const std::vector<std::string_view> kNcclKeys = {
     "protocols", "validated"};
 
 constexpr std::string_view kTopologyForm =
-    "a list of dimensions, e.g. [{type: Ring, npus: 8, bandwidth_gbps: 400, latency_ns: 500}], or one fat-tree, "
+    "a list of dimensions, e.g. [{type: Switch, npus: 8, bandwidth_gbps: 3600, latency_ns: 250}, {type: FatTree, "
+    "hosts_per_leaf: 16, leaves: 8, spines: 4, host_bandwidth_gbps: 400, host_latency_ns: 500}], or one fat-tree, "
     "e.g. {type: FatTree, hosts_per_leaf: 16, leaves: 8, spines: 4, host_bandwidth_gbps: 400, host_latency_ns: 500}";
 
 // One value of the file: its full key name ("topology[1].npus") and where it is.
@@ -181,7 +182,7 @@ emu::NetworkDim parse_dimension(const std::string& file, const YAML::Node& node,
   return d;
 }
 
-void parse_fat_tree(const std::string& file, const YAML::Node& node, std::string_view key, emu::NetworkConfig& net) {
+emu::NetworkDim parse_fat_tree(const std::string& file, const YAML::Node& node, std::string_view key) {
   const Map m = checked_map(file, node, yaml_line(node), key, kFatTreeKeys, "a fat-tree", kTopologyForm);
   emu::FatTreeConfig ft;
   const auto count = [&](std::string_view name, std::string_view what) {
@@ -237,8 +238,16 @@ void parse_fat_tree(const std::string& file, const YAML::Node& node, std::string
   d.bandwidth_gbps = ft.host_gbps;
   d.bandwidth_unit = emu::NetworkDim::BandwidthUnit::kGbps;
   d.latency = ft.host_link_latency;
-  net.dims = {d};
-  net.fat_tree = ft;
+  d.fat_tree = ft;
+  return d;
+}
+
+// The keys that make a network's size, for the error that it is too large.
+std::string_view network_size_keys(const emu::NetworkConfig& net) {
+  const bool fat_tree = std::any_of(net.dims.begin(), net.dims.end(), [](const auto& d) { return d.fat_tree.has_value(); });
+  if (!fat_tree) return "key \"npus\" of the dimensions of \"topology\"";
+  if (net.dims.size() == 1) return "keys \"hosts_per_leaf\", \"leaves\" and \"spines\" of \"topology\"";
+  return "keys \"npus\" (\"hosts_per_leaf\", \"leaves\" and \"spines\" of a fat-tree) of the dimensions of \"topology\"";
 }
 
 void parse_topology(const std::string& file, const Value& v, emu::NetworkConfig& net) {
@@ -249,7 +258,7 @@ void parse_topology(const std::string& file, const Value& v, emu::NetworkConfig&
            fmt::format("key \"topology.type\": a mapping describes a fat-tree (type: FatTree); write dimensions as a "
                        "list, e.g. topology: [{{type: Ring, npus: 8, bandwidth_gbps: 400, latency_ns: 500}}]"));
     }
-    parse_fat_tree(file, v.node, "topology", net);
+    net.dims = {parse_fat_tree(file, v.node, "topology")};
     return;
   }
   if (!v.node.IsSequence() || v.node.size() == 0) v.bad(kTopologyForm);
@@ -258,16 +267,10 @@ void parse_topology(const std::string& file, const Value& v, emu::NetworkConfig&
     const YAML::Node entry = v.node[i];
     const auto type = entry.IsMap() ? type_of(entry) : std::nullopt;
     if (type && type->first == "FatTree") {
-      if (dims != 1) {
-        fail(file, type->second,
-             fmt::format("key \"topology[{}].type\": a fat-tree is supported only as the ONLY dimension of a network, "
-                         "but the list has {} dimensions; write topology: {{type: FatTree, ...}} alone",
-                         i, dims));
-      }
-      parse_fat_tree(file, entry, "topology[0]", net);
-      return;
+      net.dims.push_back(parse_fat_tree(file, entry, fmt::format("topology[{}]", i)));
+    } else {
+      net.dims.push_back(parse_dimension(file, entry, i));
     }
-    net.dims.push_back(parse_dimension(file, entry, i));
   }
   int64_t total = 1;
   for (size_t i = 0; i < dims; ++i) {
@@ -315,7 +318,7 @@ std::array<double, emu::nccl::kProtos> per_protocol(const Value& v, RealRange ra
 void parse_nccl(const std::string& path, const Value& v, FabricFile& f) {
   const Map m = checked_map(path, v.node, v.line, "nccl", kNcclKeys, "\"nccl\"",
                             "a mapping, e.g. {gpu: hopper, intra: nvlink, channels: 16, channel_GBps: 20.6}");
-  if (f.network.fat_tree) v.wrong("needs a topology of dimensions whose first one is the node, not a fat-tree");
+  if (f.network.dims[0].fat_tree) v.wrong("needs a topology whose first dimension is the node, not a fat-tree");
   emu::nccl::System s;
   s.gpus_per_node = static_cast<int32_t>(f.network.dims[0].npus);
   s.nodes = static_cast<int32_t>(f.network.total_npus() / f.network.dims[0].npus);
@@ -372,8 +375,7 @@ FabricFile load_fabric_yaml(const std::string& path) {
   const Value topology = top.need("topology", kTopologyForm);
   parse_topology(path, topology, f.network);
   check_network_size(path, topology.line,
-                     f.network.fat_tree ? "keys \"hosts_per_leaf\", \"leaves\" and \"spines\" of \"topology\""
-                                        : "key \"npus\" of the dimensions of \"topology\"",
+                     network_size_keys(f.network),
                      f.network);
   const size_t dims = f.network.dims.size();
 

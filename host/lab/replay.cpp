@@ -254,6 +254,7 @@ emu::WalkerOptions walker_options(const proto::RunSpec& spec, const ReplayConfig
   opt.compute_scale.assign(spec.compute_scale().begin(), spec.compute_scale().end());
   opt.closed_form = spec.closed_form();
   opt.strict = spec.strict();
+  opt.hierarchical_groups = !spec.flat_groups();
   if (spec.timeline()) {
     opt.timeline = &timeline;
     opt.timeline_message_limit = spec.timeline_messages();

@@ -205,7 +205,8 @@ const emu::LinkResult* find_link(const emu::RunResult& r, uint32_t id) {
 
 std::string link_label(const emu::RunResult& r, uint32_t id) {
   const emu::LinkResult* l = find_link(r, id);
-  return l == nullptr ? fmt::format("link {}", id) : fmt::format("link {} ({}->{})", id, l->from, l->to);
+  if (l == nullptr) return fmt::format("link {}", id);
+  return fmt::format("link {} ({}->{}{}{})", id, l->from, l->to, l->tier.empty() ? "" : ", ", l->tier);
 }
 
 void link_heatmap(HtmlPage& page, const emu::RunResult& r, const RunPageLimits& limits) {

@@ -50,6 +50,7 @@ void fill_spec(const RunArgs& a, const RunPlan& plan, bool timeline, lab::proto:
   for (const double f : plan.walker.compute_scale) spec.add_compute_scale(f);
   spec.set_closed_form(plan.walker.closed_form);
   spec.set_strict(plan.walker.strict);
+  spec.set_flat_groups(!plan.walker.hierarchical_groups);
   spec.set_timeline(timeline);
   spec.set_timeline_messages(a.timeline_messages);
   spec.set_dilation(a.as_fast_as_possible ? 0.0 : a.dilation);

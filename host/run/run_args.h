@@ -26,6 +26,7 @@ struct RunArgs {
   double mem_bw_gbps = 0;
   std::vector<std::string> compute_scale;
   bool no_closed_form = false;
+  std::string group_collectives = "hierarchical";  // --group-collectives hierarchical | flat
   bool strict = false;
   std::string report;
   std::string timeline;

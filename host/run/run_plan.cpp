@@ -138,6 +138,7 @@ emu::WalkerOptions walker_options(const RunArgs& a, const emu::SystemConfig& sys
   opt.compute_scale = parse_compute_scale(a.compute_scale, ranks);
   opt.closed_form = !a.no_closed_form;
   opt.strict = a.strict;
+  opt.hierarchical_groups = a.group_collectives != "flat";
   return opt;
 }
 
@@ -188,16 +189,17 @@ std::string model_name(const RunPlan& plan) {
 }
 
 std::string describe_network(const emu::NetworkConfig& net) {
-  if (net.fat_tree) {
-    const auto& f = *net.fat_tree;
-    return fmt::format("FatTree({} leaves x {} hosts, {} spines, {:g}:1 oversubscribed) hosts {:g} Gb/s {}, spines {:g} "
-                       "Gb/s {}",
-                       f.leaves, f.hosts_per_leaf, f.spines, f.oversubscription(), f.host_gbps,
-                       describe_latency(f.host_link_latency), f.spine_gbps, describe_latency(f.spine_link_latency));
-  }
   std::string out;
   for (const auto& d : net.dims) {
     if (!out.empty()) out += " x ";
+    if (d.fat_tree) {
+      const auto& f = *d.fat_tree;
+      out += fmt::format("FatTree({} leaves x {} hosts, {} spines, {:g}:1 oversubscribed) hosts {:g} Gb/s {}, spines "
+                         "{:g} Gb/s {}",
+                         f.leaves, f.hosts_per_leaf, f.spines, f.oversubscription(), f.host_gbps,
+                         describe_latency(f.host_link_latency), f.spine_gbps, describe_latency(f.spine_link_latency));
+      continue;
+    }
     const bool gbit = d.bandwidth_unit == emu::NetworkDim::BandwidthUnit::kGbps;
     // ASTRA-sim's "GB/s" is 2^30 bytes/s: GiB/s in fabemu's units (README, Units).
     out += fmt::format("{}({}) {:g} {} {}", dim_name(d.topology), d.npus, d.bandwidth_gbps, gbit ? "Gb/s" : "GiB/s",

@@ -114,4 +114,31 @@ for coll in all_gather all_reduce all_to_all reduce_scatter; do
     done
   done
 done
+# --- issue 51 item 4: a fat-tree as the scale-out dimension (8 GPUs on NVSwitch x a leaf-spine fabric of 16
+# nodes), a generated LLM iteration on the packet model: leaf and spine links named in the report and summary
+expect_status 0 "$fabemu" trace generate llm --preset llama3-8b --layers 2 --tp 8 --pp 1 --dp 16 -o "$tmp/llm/w"
+expect_status 0 "$fabemu" run -w "$tmp/llm/w" -f "$repo/traces/samples/nvswitch_fattree.yaml" --report "$tmp/ft.json"
+expect_text "$tmp/out" "FatTree(4 leaves x 4 hosts, 2 spines, 2:1 oversubscribed)"
+expect_text "$tmp/out" "  fat-tree leaf links "
+expect_text "$tmp/out" "% on average, over 128 links"
+python3 - "$tmp/ft.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "complete", r["status"]
+tiers = {}
+for l in r["links"]:
+    t = l.get("tier", "")
+    assert (t != "") == (l["dim"] == 1), l
+    tiers.setdefault(t, []).append(l)
+assert set(tiers) == {"", "leaf", "spine"}, set(tiers)
+# Every node's 8 rails: 16 nodes x 8 GPUs send on their leaf up-links (plus the down-links); spines carry the
+# data-parallel rings' cross-leaf hops.
+assert len(tiers["leaf"]) == 2 * 128, len(tiers["leaf"])
+assert all(l["bytes"] > 0 for l in tiers["spine"]) and len(tiers["spine"]) > 0
+print("fat-tree run: %d leaf links, %d spine links, max spine utilization %.4f" %
+      (len(tiers["leaf"]), len(tiers["spine"]), max(l["utilization"] for l in tiers["spine"])))
+PY
+expect_status 0 "$fabemu" run -w "$tmp/llm/w" -f "$repo/traces/samples/nvswitch_fattree.yaml" -q --group-collectives flat
+expect_status 2 "$fabemu" run -w "$tmp/llm/w" -f "$repo/traces/samples/nvswitch_fattree.yaml" -q --group-collectives tree
+expect_text "$tmp/err" "--group-collectives"
 echo "test_cli_outputs: all passed"

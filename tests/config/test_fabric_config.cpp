@@ -89,7 +89,7 @@ roofline: {enabled: true, peak_tflops: 900}
 
   const auto& net = f.network;
   ASSERT_EQ(net.dims.size(), 2u);
-  EXPECT_FALSE(net.fat_tree.has_value());
+  EXPECT_FALSE(net.dims[0].fat_tree.has_value());
   EXPECT_EQ(net.total_npus(), 32);
   const NetworkDim& d0 = net.dims[0];
   EXPECT_EQ(d0.topology, DimTopology::kRing);
@@ -159,8 +159,8 @@ model: analytical
   EXPECT_EQ(d.npus, 128);
   EXPECT_EQ(d.bandwidth, Rate::from_gbps(400));
   EXPECT_EQ(d.latency, Duration::from_ns(500));
-  ASSERT_TRUE(f.network.fat_tree.has_value());
-  const emu::FatTreeConfig& ft = *f.network.fat_tree;
+  ASSERT_TRUE(f.network.dims[0].fat_tree.has_value());
+  const emu::FatTreeConfig& ft = *f.network.dims[0].fat_tree;
   EXPECT_EQ(ft.hosts_per_leaf, 16);
   EXPECT_EQ(ft.leaves, 8);
   EXPECT_EQ(ft.spines, 4);
@@ -184,7 +184,7 @@ TEST(FabricFile, FatTreeFromOversubscriptionAndSpineDefaults) {
   const FabricFile f = load(dir, R"(topology: {type: FatTree, hosts_per_leaf: 16, leaves: 4, oversubscription: 2,
            host_bandwidth_gbps: 400, host_latency_ns: 250}
 )");
-  const emu::FatTreeConfig& ft = f.network.fat_tree.value();
+  const emu::FatTreeConfig& ft = f.network.dims[0].fat_tree.value();
   EXPECT_EQ(ft.spines, 8);
   EXPECT_EQ(ft.spine_link_rate, Rate::from_gbps(400));
   EXPECT_EQ(ft.spine_link_latency, Duration::from_ps(250'000));
@@ -193,7 +193,7 @@ TEST(FabricFile, FatTreeFromOversubscriptionAndSpineDefaults) {
   const FabricFile g = load(dir, R"(topology:
   - {type: FatTree, hosts_per_leaf: 16, leaves: 4, spines: 8, host_bandwidth_gbps: 400, host_latency_ns: 250}
 )");
-  EXPECT_EQ(g.network.fat_tree.value().spines, 8);
+  EXPECT_EQ(g.network.dims[0].fat_tree.value().spines, 8);
   EXPECT_EQ(g.network.dims.size(), 1u);
 }
 
@@ -238,13 +238,30 @@ TEST(FabricFileErrors, NegativeNpus) {
                1, {"key \"topology.hosts_per_leaf\"", "an integer from 1 to 2147483647 (NPUs per leaf switch)"});
 }
 
-TEST(FabricFileErrors, FatTreePlusAnotherDimension) {
+// Issue 51 item 4: a fat-tree as one dimension of a product (NVSwitch nodes x a leaf-spine fabric).
+TEST(FabricFile, FatTreeAsADimensionOfAProduct) {
   ScratchDir dir;
+  const FabricFile f = load(dir,
+                            "topology:\n"
+                            "  - {type: Switch, npus: 8, bandwidth_gbps: 3600, latency_ns: 250}\n"
+                            "  - {type: FatTree, hosts_per_leaf: 4, leaves: 4, spines: 2, host_bandwidth_gbps: 400,\n"
+                            "     host_latency_ns: 700, spine_bandwidth_gbps: 800, spine_latency_ns: 600}\n");
+  ASSERT_EQ(f.network.dims.size(), 2u);
+  EXPECT_EQ(f.network.dims[0].topology, DimTopology::kSwitch);
+  EXPECT_FALSE(f.network.dims[0].fat_tree.has_value());
+  EXPECT_EQ(f.network.dims[1].topology, DimTopology::kFatTree);
+  EXPECT_EQ(f.network.dims[1].npus, 16);
+  const emu::FatTreeConfig& ft = f.network.dims[1].fat_tree.value();
+  EXPECT_EQ(ft.spines, 2);
+  EXPECT_EQ(ft.spine_link_rate, Rate::from_gbps(800));
+  EXPECT_EQ(ft.host_link_latency, Duration::from_ps(700'000));
+  EXPECT_EQ(f.network.total_npus(), 128);
+  // Its keys are located with the dimension's index.
   expect_error(dir,
                "topology:\n"
-               "  - {type: Ring, npus: 2, bandwidth_gbps: 400, latency_ns: 1}\n"
-               "  - {type: FatTree, hosts_per_leaf: 2, leaves: 2, spines: 1, host_bandwidth_gbps: 1, host_latency_ns: 1}\n",
-               3, {"key \"topology[1].type\"", "ONLY dimension", "2 dimensions"});
+               "  - {type: Switch, npus: 8, bandwidth_gbps: 3600, latency_ns: 250}\n"
+               "  - {type: FatTree, hosts_per_leaf: 4, leaves: 4, host_bandwidth_gbps: 400, host_latency_ns: 1}\n",
+               3, {"missing key \"topology[1].spines\"", "oversubscription"});
 }
 
 TEST(FabricFileErrors, MissingRequiredKey) {

@@ -166,6 +166,7 @@ void expect_equal(const RunResult& a, const RunResult& b) {
     EXPECT_EQ(x.from, y.from);
     EXPECT_EQ(x.to, y.to);
     EXPECT_EQ(x.dim, y.dim);
+    EXPECT_EQ(x.tier, y.tier);
     EXPECT_EQ(x.bytes, y.bytes);
     EXPECT_EQ(x.packets, y.packets);
     EXPECT_EQ(x.busy, y.busy);
@@ -255,6 +256,27 @@ std::string error_of(const std::string& text) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Issue 51 item 4: a fat-tree's links carry their tier ("leaf", "spine"), read back; other links have none.
+TEST(ReportJson, FatTreeLinkTiersRoundTrip) {
+  RunResult r = sample();
+  LinkResult spine = r.links[0];
+  spine.id = 40;
+  spine.dim = 1;
+  spine.tier = "spine";
+  r.links.push_back(spine);
+  const std::string text = report_to_json(r);
+  EXPECT_NE(text.find("\"dim\": 1, \"tier\": \"spine\", \"bytes\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"dim\": 0, \"bytes\""), std::string::npos) << text;
+  const RunResult back = report_from_json(text, "ft.json");
+  expect_equal(back, r);
+  ASSERT_EQ(back.links.size(), 2u);
+  EXPECT_EQ(back.links[0].tier, "");
+  EXPECT_EQ(back.links[1].tier, "spine");
+  auto j = nlohmann::json::parse(text);
+  j["links"][1]["tier"] = "core";
+  EXPECT_EQ(error_of(j.dump()), "r.json: /links/1/tier: expected \"leaf\" or \"spine\"");
 }
 
 TEST(ReportJson, ErrorsNameFileAndPointer) {

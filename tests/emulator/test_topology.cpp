@@ -170,7 +170,7 @@ NetworkConfig fat_tree(int32_t hosts_per_leaf, int32_t leaves, int32_t spines, R
   ft.spine_link_rate = spine;
   ft.spine_link_latency = spine_lat;
   NetworkConfig c = network({dim(DimTopology::kFatTree, int64_t{hosts_per_leaf} * leaves, host, host_lat)});
-  c.fat_tree = ft;
+  c.dims[0].fat_tree = ft;
   return c;
 }
 
@@ -199,8 +199,10 @@ TEST(FatTree, LayoutAndLinkCount) {
   EXPECT_EQ(t.link(34).rate, spine);
   EXPECT_EQ(t.link(34).latency, Duration::from_ps(700));
   for (const Link& l : t.links()) EXPECT_EQ(l.dim, 0);
+  EXPECT_EQ(t.link(10).tier, LinkTier::kLeaf);
+  EXPECT_EQ(t.link(35).tier, LinkTier::kSpine);
   // 4 * 400 / (2 * 100) = 8:1.
-  EXPECT_DOUBLE_EQ(fat_tree(4, 3, 2, host, {}, spine, {}).fat_tree->oversubscription(), 8.0);
+  EXPECT_DOUBLE_EQ(fat_tree(4, 3, 2, host, {}, spine, {}).dims[0].fat_tree->oversubscription(), 8.0);
 }
 
 TEST(FatTree, SameLeafAndCrossLeafRoutes) {
@@ -231,12 +233,12 @@ TEST(FatTree, SameLeafAndCrossLeafRoutes) {
   EXPECT_EQ(std::vector<LinkId>(ra.begin(), ra.end()), std::vector<LinkId>(rb.begin(), rb.end()));
 }
 
-TEST(FatTree, EveryRouteIsAConnectedPath) {
-  const Topology t(fat_tree(3, 4, 3));
+// Every route of flows 0..flows-1 between every pair is a path of hops(s, d) links from s to d.
+void expect_every_route_connected(const Topology& t, uint64_t flows) {
   std::vector<LinkId> buf(t.max_hops());
   for (int32_t s = 0; s < t.npus(); ++s) {
     for (int32_t d = 0; d < t.npus(); ++d) {
-      for (uint64_t flow = 0; flow < 5; ++flow) {
+      for (uint64_t flow = 0; flow < flows; ++flow) {
         const auto r = t.route(s, d, flow, buf);
         ASSERT_EQ(r.size(), t.hops(s, d));
         int32_t at = s;
@@ -249,6 +251,8 @@ TEST(FatTree, EveryRouteIsAConnectedPath) {
     }
   }
 }
+
+TEST(FatTree, EveryRouteIsAConnectedPath) { expect_every_route_connected(Topology(fat_tree(3, 4, 3)), 5); }
 
 TEST(FatTree, EcmpIsDeterministicAndSpreads) {
   const Topology t(fat_tree(4, 2, 4));
@@ -289,7 +293,7 @@ TEST(FatTree, PacketFabricOversubscribedSpineFollowsTheFifoContract) {
   const uint64_t B = 10'000;
   const uint64_t s = B * 20;
   const NetworkConfig config = fat_tree(4, 2, 2, Rate::from_gbps(400), Lh, Rate::from_gbps(400), Ls);
-  EXPECT_DOUBLE_EQ(config.fat_tree->oversubscription(), 2.0);
+  EXPECT_DOUBLE_EQ(config.dims[0].fat_tree->oversubscription(), 2.0);
   const Topology t(config);
   // Flows for 0->4 and 1->5 on the same spine, and a flow for 1->5 on the other one.
   const uint64_t fa = 0;
@@ -353,22 +357,20 @@ TEST(FatTree, AnalyticalCrossAndSameLeaf) {
 }
 
 TEST(FatTree, RejectsBadFatTrees) {
-  // A fat-tree next to another dimension.
-  NetworkConfig two = fat_tree(2, 2, 1);
-  two.dims.push_back(dim(DimTopology::kRing, 2));
-  EXPECT_THROW(Topology{two}, std::invalid_argument);
-  try {
-    Topology{two};
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("ONLY dimension"), std::string::npos) << e.what();
-  }
   // A FatTree dimension without its description, and a description on a Ring.
   NetworkConfig bare = fat_tree(2, 2, 1);
-  bare.fat_tree.reset();
+  bare.dims[0].fat_tree.reset();
   EXPECT_THROW(Topology{bare}, std::invalid_argument);
   NetworkConfig ring = fat_tree(2, 2, 1);
   ring.dims[0].topology = DimTopology::kRing;
   EXPECT_THROW(Topology{ring}, std::invalid_argument);
+  try {
+    Topology{ring};
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("dimension 0 has a fat-tree description but is not of topology FatTree"),
+              std::string::npos)
+        << e.what();
+  }
   // npus disagreeing with hosts_per_leaf * leaves; no spine.
   NetworkConfig npus = fat_tree(2, 2, 1);
   npus.dims[0].npus = 5;
@@ -376,6 +378,59 @@ TEST(FatTree, RejectsBadFatTrees) {
   EXPECT_THROW(Topology{fat_tree(2, 2, 0)}, std::invalid_argument);
   // One leaf: 2 hops at most.
   EXPECT_EQ(Topology(fat_tree(4, 1, 1)).max_hops(), 2u);
+}
+
+// Issue 51 item 4: 4 GPUs on a switch x a fat-tree of 6 nodes (3 per leaf, 2 leaves, 2 spines) between the
+// nodes: one fat-tree per GPU position (a rail). NPU p = gpu + 4 * node.
+NetworkConfig switch_by_fat_tree() {
+  NetworkConfig c = fat_tree(3, 2, 2, Rate::from_gbps(400), Duration::from_ns(1), Rate::from_gbps(200),
+                             Duration::from_ns(2));
+  c.dims.insert(c.dims.begin(), dim(DimTopology::kSwitch, 4, Rate::from_gbps(3600), Duration::from_ns(3)));
+  return c;
+}
+
+TEST(FatTreeInAProduct, LayoutLinkCountAndTiers) {
+  const NetworkConfig config = switch_by_fat_tree();
+  const Topology t(config);
+  EXPECT_TRUE(t.is_fat_tree());
+  EXPECT_EQ(t.npus(), 24);
+  // 6 node switches, then per rail (4) 2 leaves and 2 spines: 24 + 6 + 16 nodes.
+  EXPECT_EQ(t.nodes(), 24 + 6 + 4 * 4);
+  // Switch: 2 per NPU (48); fat-tree: 2 per NPU (48), then per rail 2LS = 8 (32).
+  EXPECT_EQ(t.links().size(), 48u + 48u + 32u);
+  const TopologySize size = topology_size(config);
+  EXPECT_EQ(size.links, 128);
+  EXPECT_EQ(size.switches, 22);
+  EXPECT_EQ(t.max_hops(), 2u + 4u);
+  // NPU 13 (GPU 1 of node 3, rail 1, leaf 1 of its rail): up-link 48 + 26 = 74, to the rail's leaf 1 =
+  // node 30 + 1 * 4 + 1 = 35.
+  EXPECT_EQ(t.link(74).from, 13);
+  EXPECT_EQ(t.link(74).to, 35);
+  EXPECT_EQ(t.link(74).tier, LinkTier::kLeaf);
+  EXPECT_EQ(t.link(74).dim, 1);
+  EXPECT_EQ(t.link(0).tier, LinkTier::kNone);
+  // Rail 1's leaf 1 -> spine 0: 96 + 1 * 8 + 2 * (1 * 2 + 0) = 108, node 35 -> 30 + 4 + 2 = 36.
+  EXPECT_EQ(t.link(108).from, 35);
+  EXPECT_EQ(t.link(108).to, 36);
+  EXPECT_EQ(t.link(108).tier, LinkTier::kSpine);
+  EXPECT_EQ(t.link(108).rate, Rate::from_gbps(200));
+  EXPECT_EQ(t.link(108).latency, Duration::from_ns(2));
+}
+
+TEST(FatTreeInAProduct, RoutesAreDimensionOrderedAndConnected) {
+  const Topology t(switch_by_fat_tree());
+  // GPU 0 of node 0 to GPU 1 of node 4 (leaf 1): the node switch to GPU 1, then rail 1's fat-tree, across.
+  const auto r = t.route(0, 17, uint64_t{5});
+  ASSERT_EQ(r.size(), 6u);
+  EXPECT_EQ(t.link(r[0]).to, 24);  // node 0's switch
+  EXPECT_EQ(t.link(r[1]).to, 1);
+  EXPECT_EQ(t.link(r[2]).tier, LinkTier::kLeaf);
+  EXPECT_EQ(t.link(r[3]).tier, LinkTier::kSpine);
+  EXPECT_EQ(t.link(r[3]).to, 30 + 4 + 2 + t.ecmp_spine(1, 17, 5));
+  EXPECT_EQ(t.hops(0, 17), 6u);
+  // Same leaf (nodes 0 and 2, GPU 3): 2 hops.
+  EXPECT_EQ(t.hops(3, 11), 2u);
+  expect_every_route_connected(t, 3);
 }
 
 }  // namespace

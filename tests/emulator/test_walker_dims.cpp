@@ -165,6 +165,66 @@ TEST(WalkerDimensionOrder, ThreeDimensionsAllGatherReversedReduceScatterForward)
   }
 }
 
+// Issue 51 item 3: on 4 nodes of 8 (an 8 x 4 network, NVSwitch-like fully connected dimensions), tensor-parallel
+// groups of 4 inside a node (ranks 0-3, 4-7, ...) and data-parallel groups of the ranks at the same tensor-parallel
+// position (ranks j, j+4, ..., j+28: coordinates {j, j+4} x {0, 1, 2, 3}). Each rank all-reduces S_tp in its
+// tensor-parallel group, then S in its data-parallel group. The tensor-parallel groups run flat (one dimension, as
+// before); the data-parallel ones localBWAware over their grid: reduce-scatter over 2 members along dimension 0,
+// all-reduce of half over 4 along dimension 1, all-gather over 2, each at its closed form (no link is shared).
+// Flat over the 8 members (as ASTRA-sim 2.x runs a group) takes longer: every other ring hop crosses both
+// dimensions.
+TEST(WalkerGroupGrid, ADataParallelGroupAcrossTwoDimensionsRunsHierarchically) {
+  const uint64_t S = uint64_t{1} << 22, S_tp = uint64_t{1} << 20;
+  const auto d0 = dim(DimTopology::kFullyConnected, 8, 400, 200);
+  const auto d1 = dim(DimTopology::kFullyConnected, 4, 50, 2000);
+  const Duration ep = Duration::from_ns(10);
+  const Rate mem = mem_rate(1600);
+  // A ring phase over n members of `bytes`: ep, then per step the message and ep, plus the reductions.
+  auto ring = [&](const NetworkDim &d, uint64_t msg, uint32_t steps, uint32_t reducing) {
+    return ep + (d.latency + d.bandwidth.ser(msg) + ep) * steps + mem.ser(3 * msg) * reducing;
+  };
+  const Duration tp = ring(d0, S_tp / 4, 6, 3);
+  const Duration dp = ring(d0, S / 2, 1, 1) + ring(d1, S / 8, 6, 3) + ring(d0, S / 2, 1, 0);
+  test::ScratchDir dir;
+  traces::ProcessGroups groups(32);
+  std::vector<std::vector<Node>> ranks;
+  for (int64_t g = 0; g < 8; ++g) groups.add("tp" + std::to_string(g), {4 * g, 4 * g + 1, 4 * g + 2, 4 * g + 3}, {.file = "t"});
+  for (int64_t j = 0; j < 4; ++j) {
+    std::vector<int64_t> members;
+    for (int64_t k = 0; k < 8; ++k) members.push_back(j + 4 * k);
+    groups.add("dp" + std::to_string(j), members, {.file = "t"});
+  }
+  for (int r = 0; r < 32; ++r) {
+    ranks.push_back({coll(0, ChakraProtoMsg::ALL_REDUCE, S_tp, {}, "tp" + std::to_string(r / 4)),
+                     coll(1, ChakraProtoMsg::ALL_REDUCE, S, {0}, "dp" + std::to_string(r % 4))});
+  }
+  const auto files = write_ranks(dir, "grid", ranks);
+  auto sys = system_config(CollectiveAlgo::kRing, 1, 1, 2);
+  sys.collective_optimization = CollectiveOptimization::kLocalBwAware;
+  Time flat_end;
+  for (const Model model : {Model::kAnalytical, Model::kPacket}) {
+    for (const bool cf : {true, false}) {
+      SCOPED_TRACE(std::string(model == Model::kPacket ? "packet" : "analytical") + (cf ? " closed form" : ""));
+      const auto run = run_walker(network({d0, d1}), opts(sys, cf), files, model, ~uint32_t{0}, &groups);
+      ASSERT_TRUE(run.result.stuck.empty()) << joined(run.result.stuck);
+      ASSERT_EQ(run.result.collectives.size(), 12u);
+      for (const auto &c : run.result.collectives) {
+        EXPECT_EQ(c.algorithm, c.members == 8 ? "ring+ring+ring" : "ring") << c.group;
+      }
+      for (const auto &rk : run.result.ranks) EXPECT_EQ(rk.finish.ps(), (Time::zero() + tp + dp).ps());
+      auto flat = opts(sys, cf);
+      flat.hierarchical_groups = false;
+      const auto flat_run = run_walker(network({d0, d1}), flat, files, model, ~uint32_t{0}, &groups);
+      ASSERT_TRUE(flat_run.result.stuck.empty()) << joined(flat_run.result.stuck);
+      EXPECT_GT(flat_run.result.total.ps(), run.result.total.ps());
+      if (model == Model::kAnalytical && cf) flat_end = flat_run.result.total;
+    }
+  }
+  // The figures of the closing note: hierarchical and flat.
+  RecordProperty("hierarchical_ps", std::to_string((Time::zero() + tp + dp).ps()));
+  RecordProperty("flat_ps", std::to_string(flat_end.ps()));
+}
+
 // Item 5: roofline asked for, COMP nodes without num_ops/tensor_size: a warning with their count, and an
 // error naming file, rank and node under --strict.
 TEST(WalkerRoofline, DurationFallbackIsWarnedAndAnErrorUnderStrict) {

@@ -65,7 +65,7 @@ inline emu::NetworkConfig fat_tree_4x3x2() {
   ft.spine_link_latency = Duration::from_ps(1'100);
   emu::NetworkConfig c;
   c.dims = {dim(emu::DimTopology::kFatTree, 12, ft.host_link_rate, ft.host_link_latency)};
-  c.fat_tree = ft;
+  c.dims[0].fat_tree = ft;
   return c;
 }
 

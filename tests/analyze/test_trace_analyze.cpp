@@ -1,6 +1,7 @@
 // `fabemu trace analyze` and `trace graph` on small traces whose answers are worked out by hand here:
 // collective instances and who deviates, the point-to-point and collective traffic matrices cell by cell,
 // compute spread, the longest chain, and the graph window's nodes and edges.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -131,6 +132,53 @@ TEST(TraceAnalyze, CollectiveMatrixUnderRing) {
   EXPECT_EQ(t.algorithms, "ALL_REDUCE: ring");
   emu::NetworkConfig small = emu::walker_test::network({emu::walker_test::dim(emu::DimTopology::kRing, 2)});
   EXPECT_THROW(implied_traffic(a, small, sys), std::invalid_argument);
+}
+
+// Issue 51 item 3: data-parallel groups {j, j+4, ..., j+28} of an 8 x 4 network run hierarchically in `run`, and
+// `trace analyze` implies the same traffic: exactly the walker's sender x receiver bytes, and only between ranks
+// of one node (dimension 0) or of one GPU position (dimension 1), never the flat ring's diagonal hops.
+TEST(TraceAnalyze, GroupOverTwoDimensionsImpliesTheWalkersTraffic) {
+  test::ScratchDir dir;
+  std::string pgs = "[";
+  for (int j = 0; j < 4; ++j) {
+    pgs += fmt::format("{}{{'pg_name': 'dp{}', 'ranks': [{}, {}, {}, {}, {}, {}, {}, {}], 'group_size': 8}}", j == 0 ? "" : ", ", j,
+                       j, j + 4, j + 8, j + 12, j + 16, j + 20, j + 24, j + 28);
+  }
+  pgs += "]";
+  std::vector<std::vector<traces::Node>> ranks;
+  for (int r = 0; r < 32; ++r) {
+    traces::Node meta = test::make_node(0, ChakraProtoMsg::METADATA_NODE);
+    meta.mutable_inputs()->set_values(pgs);
+    ranks.push_back({meta, coll(1, ChakraProtoMsg::ALL_REDUCE, 1 << 20, {0}, "dp" + std::to_string(r % 4))});
+  }
+  const auto files = emu::walker_test::write_ranks(dir, "ring", ranks);
+  const emu::NetworkConfig net = emu::walker_test::network({emu::walker_test::dim(emu::DimTopology::kFullyConnected, 8),
+                                                            emu::walker_test::dim(emu::DimTopology::kFullyConnected, 4)});
+  emu::SystemConfig sys = emu::walker_test::system_config(emu::CollectiveAlgo::kRing, 2, 1, 2);
+  sys.collective_optimization = emu::CollectiveOptimization::kLocalBwAware;
+  const ImpliedTraffic t = implied_traffic(analyze_dir(dir), net, sys);
+  EXPECT_EQ(t.algorithms, "ALL_REDUCE: ring+ring+ring");
+  emu::WalkerOptions opt;
+  opt.system = sys;
+  opt.traffic_matrix = true;
+  const auto run = emu::walker_test::run_walker(net, opt, files);
+  ASSERT_TRUE(run.result.stuck.empty()) << emu::walker_test::joined(run.result.stuck);
+  const emu::TrafficMatrix& walked = run.result.traffic;
+  ASSERT_EQ(walked.block, 1u);
+  uint64_t cells = 0;
+  for (int32_t a = 0; a < 32; ++a) {
+    for (int32_t b = 0; b < 32; ++b) {
+      const auto it = t.matrix.find({a, b});
+      const uint64_t implied = it == t.matrix.end() ? 0 : it->second.bytes;
+      EXPECT_EQ(implied, walked.bytes[static_cast<size_t>(a) * walked.side + static_cast<size_t>(b)]) << a << "->" << b;
+      if (implied == 0) continue;
+      ++cells;
+      EXPECT_TRUE(a / 8 == b / 8 || a % 8 == b % 8) << a << "->" << b << ": neither one node nor one GPU position";
+    }
+  }
+  // Per member: its one dimension-0 peer (reduce-scatter, all-gather) and its 3 dimension-1 peers' ring (one
+  // successor): 2 cells, over 32 members.
+  EXPECT_EQ(cells, 64u);
 }
 
 // What `trace analyze` counts per rank is what `trace info` (traces/info.h, a separate reading) counts; the shared

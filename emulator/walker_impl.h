@@ -1,9 +1,11 @@
 // The rank walker's inside (internal to emulator/): per-rank state, the messages and events it has in
-// flight, and the steps of a walk. Its methods live in three files: walker.cpp (set-up, the run loop,
-// compute streams, time accounting), walker_p2p.cpp (SEND/RECV) and walker_collectives.cpp (a
-// collective from issue to its members' ends, message by message or in closed form). The parts it
+// flight, and the steps of a walk. Its methods live in four files: walker.cpp (set-up, the run loop,
+// compute streams, time accounting), walker_p2p.cpp (SEND/RECV), walker_collectives.cpp (a
+// collective from issue to its members' ends, message by message or in closed form) and
+// walker_custom.cpp (a custom collective implementation's graph on one member). The parts it
 // drives own the rest: collective_plan (phases), collective_table (collectives in flight),
-// chunk_scheduler (streams per dimension), closed_form, walker_p2p (matching), run_diagnostics.
+// chunk_scheduler (streams per dimension), closed_form, walker_p2p (matching), custom_collective
+// (custom implementations' graphs), run_diagnostics.
 #pragma once
 
 #include <cstdint>

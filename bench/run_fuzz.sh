@@ -35,7 +35,7 @@ mkdir -p "$out/logs"
 # Per target: the largest input (-max_len) and the time one input may take (-timeout, s).
 max_len() {
   case $1 in
-    fuzz_trace_*|fuzz_json_lines|fuzz_lab_framing|fuzz_lab_handshake) echo 65536 ;;
+    fuzz_trace_*|fuzz_json_lines|fuzz_lab_framing|fuzz_lab_handshake|fuzz_msccl_xml) echo 65536 ;;
     fuzz_wire) echo 9100 ;;
     *) echo 16384 ;;
   esac

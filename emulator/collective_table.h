@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "emulator/collective_plan.h"
+#include "emulator/custom_collective.h"
 #include "emulator/slot_pool.h"
 #include "emulator/time.h"
 #include "traces/attrs.h"
@@ -31,6 +32,9 @@ struct Instance {
   CollectivePlan plan;
   // NCCL's semantics: the collective's time from its last member's issue (nccl_semantics.h); else nullopt.
   std::optional<Duration> nccl_time;
+  // A custom implementation (system.json's "*-implementation-custom"): its graphs run instead of the plan's
+  // algorithm, in one chunk and one phase (walker_custom.cpp); nullptr: the native algorithm.
+  const CustomAlgorithm* custom = nullptr;
   uint32_t chunks = 1;
   std::vector<Time> issued;
   std::vector<const traces::Node*> node;

@@ -30,6 +30,7 @@ Walker::Impl::Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std
       groups_(groups),
       options_(std::move(options)),
       scheduler_(collectives_, *this, network_.dims.size(), files.size(), comm_streams(options_)),
+      customs_(options_.system),
       message_log_(options_.timeline, options_.timeline_message_limit, files.size(), options_.traffic_matrix) {
   const int64_t npus = network_.total_npus();
   if (static_cast<int64_t>(files.size()) > npus) {
@@ -50,7 +51,7 @@ Walker::Impl::Impl(Fabric& fabric, const NetworkConfig& network, std::vector<std
   default_grid_ = default_group_grid(network_, static_cast<int64_t>(files.size()), diagnostics_.algo_warnings);
   set_up_compute_model();
   costs_.endpoint_delay = options_.system.endpoint_delay;
-  note_custom_collectives();
+  check_custom_keys();
   ranks_.resize(files.size());
   for (size_t r = 0; r < files.size(); ++r) {
     ranks_[r].path = std::move(files[r]);
@@ -79,19 +80,13 @@ void Walker::Impl::set_up_compute_model() {
   }
 }
 
-void Walker::Impl::note_custom_collectives() {
+// The per-collective-type keys run (walker_custom.cpp); ASTRA-sim's per-node key is not supported.
+void Walker::Impl::check_custom_keys() {
   const auto& sys = options_.system;
-  for (const auto& [name, prefix] : {std::pair{"all-reduce", &sys.all_reduce_custom}, std::pair{"all-gather", &sys.all_gather_custom},
-                                     std::pair{"reduce-scatter", &sys.reduce_scatter_custom},
-                                     std::pair{"all-to-all", &sys.all_to_all_custom}}) {
-    if (!prefix->empty()) {
-      diagnostics_.algo_warnings.insert(
-          fmt::format("{}-implementation-custom ({}) is not run: the native algorithm is used", name, *prefix));
-    }
-  }
   if (!sys.per_node_custom_implementation.empty()) {
-    diagnostics_.algo_warnings.insert(fmt::format(
-        "per-node-custom-implementation ({}) is not run: the native algorithms are used",
+    throw std::invalid_argument(fmt::format(
+        "per-node-custom-implementation ({}) is not supported: name a custom implementation per collective type "
+        "(\"all-reduce-implementation-custom\", ...; docs/custom_collectives.md)",
         sys.per_node_custom_implementation));
   }
 }
@@ -337,6 +332,7 @@ void Walker::Impl::on_event(uint64_t arg) {
     case ActionKind::kCompDone: compute_done(a.rank, a.member); break;
     case ActionKind::kPhaseEnd: phase_end(a.rank, a.inst, a.chunk, a.member); break;
     case ActionKind::kMemberDone: member_done(a.rank, a.inst, a.member); break;
+    case ActionKind::kCustomComp: custom_done(a.inst, runs_[a.inst].plan->graph->nodes[a.chunk]); break;
   }
 }
 

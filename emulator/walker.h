@@ -1,7 +1,8 @@
 // The rank walker: replays a multi-rank Chakra workload over a Fabric. Per rank it streams the trace
 // through the dependency resolver, runs COMP nodes on the rank's compute stream, matches SEND/RECV by
 // (src, dst, tag) and collectives by (process group, issue order), turns collectives into the point-
-// to-point schedules of collective.h and hands their messages to the fabric. The walker does not
+// to-point schedules of collective.h (or, for a type with a custom implementation, the graphs of
+// system.json's "*-implementation-custom") and hands their messages to the fabric. The walker does not
 // know which fabric it drives; when the fabric offers the closed-form capability (Fabric::analytical(),
 // the congestion-unaware AnalyticalFabric) it may evaluate a collective in closed form instead (a
 // max-plus recurrence over the members' start times), with exactly the times the message-by-message

@@ -118,13 +118,23 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
   I.n = all ? static_cast<int32_t>(ranks_.size()) : static_cast<int32_t>(pg->ranks.size());
   I.chunks = collective_chunks(type, bytes, options_.system.preferred_dataset_splits);
   I.nccl_time.reset();
+  I.custom = customs_.has(type) ? customs_.find(type, I.n, I.bytes,
+                                                fmt::format("node {} of rank {} in {}", node.id(), r,
+                                                            ranks_[static_cast<size_t>(r)].path))
+                                 : nullptr;
   std::optional<nccl::Choice> nccl_choice;
-  if (nccl_) {
+  if (nccl_ && I.custom == nullptr) {
     static const std::vector<int64_t> kAllRanks;
     nccl_choice = nccl_->choose(type, bytes, all ? kAllRanks : pg->ranks, I.n, diagnostics_.algo_warnings);
     if (nccl_choice) I.nccl_time = nccl_choice->time;
   }
-  if (I.nccl_time) {
+  if (I.custom != nullptr) {
+    // ASTRA-sim's rule: the whole collective in one chunk (preferred-dataset-splits does not apply), its graph
+    // in one phase that holds a communication stream of the first dimension.
+    I.chunks = 1;
+    I.plan.phases.assign(1, Phase{PhaseOp{}, CollectiveAlgo::kRing, 0, I.n, false, 1, 1, 0, 0, false});
+    I.plan.total_steps = 0;
+  } else if (I.nccl_time) {
     I.plan.phases.clear();
     I.plan.total_steps = 0;
   } else {
@@ -156,7 +166,7 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
     if (!algos.empty()) algos += "+";
     algos += algo_name(P.algo);
   }
-  cr.algorithm = algos;
+  cr.algorithm = I.custom != nullptr ? "custom" : algos;
   cr.chunks = I.chunks;
   if (I.nccl_time) {  // what NCCL's tuner picked, for the report and the summary
     cr.algorithm = fmt::format("nccl:{}/{}", nccl::algo_name(nccl_choice->algo), nccl::proto_name(nccl_choice->proto));
@@ -190,6 +200,10 @@ void Walker::Impl::start_phase(int32_t r, uint32_t inst, uint32_t chunk) {
   const Phase& P = I.plan.phases[C.phase[mi]];
   C.step[mi] = 0;
   C.start[mi] = engine_.now();
+  if (I.custom != nullptr) {
+    start_custom(r, inst, m);
+    return;
+  }
   if (P.closed_form) {
     const auto sub = static_cast<size_t>(C.phase[mi]) * static_cast<size_t>(I.n) +
                      static_cast<size_t>(subgroup_of(P, m));

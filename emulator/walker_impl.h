@@ -1,9 +1,11 @@
 // The rank walker's inside (internal to emulator/): per-rank state, the messages and events it has in
-// flight, and the steps of a walk. Its methods live in three files: walker.cpp (set-up, the run loop,
-// compute streams, time accounting), walker_p2p.cpp (SEND/RECV) and walker_collectives.cpp (a
-// collective from issue to its members' ends, message by message or in closed form). The parts it
+// flight, and the steps of a walk. Its methods live in four files: walker.cpp (set-up, the run loop,
+// compute streams, time accounting), walker_p2p.cpp (SEND/RECV), walker_collectives.cpp (a
+// collective from issue to its members' ends, message by message or in closed form) and
+// walker_custom.cpp (a custom collective implementation's graph on one member). The parts it
 // drives own the rest: collective_plan (phases), collective_table (collectives in flight),
-// chunk_scheduler (streams per dimension), closed_form, walker_p2p (matching), run_diagnostics.
+// chunk_scheduler (streams per dimension), closed_form, walker_p2p (matching), custom_collective
+// (custom implementations' graphs), run_diagnostics.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 
 #include "emulator/chunk_scheduler.h"
 #include "emulator/closed_form.h"
+#include "emulator/custom_collective.h"
 #include "emulator/nccl_semantics.h"
 #include "emulator/collective_plan.h"
 #include "emulator/collective_table.h"
@@ -69,7 +72,7 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
     bool pumping = false;
   };
 
-  enum class ActionKind : uint8_t { kCompDone, kPhaseEnd, kMemberDone };
+  enum class ActionKind : uint8_t { kCompDone, kPhaseEnd, kMemberDone, kCustomComp };
   // An event of the walker's own.
   struct Action {
     ActionKind kind;
@@ -77,6 +80,20 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
     uint32_t inst;
     uint32_t chunk;
     int32_t member;  // instance member index; compute stream index for kCompDone
+  };
+  // kCustomComp: `inst` is the custom run, `chunk` the COMP node's index in its graph.
+
+  // One member's walk of a custom collective's graph (walker_custom.cpp).
+  struct CustomRun {
+    uint32_t inst = 0;
+    int32_t member = 0;
+    int32_t rank = 0;
+    uint32_t scope = 0;  // P2pKey::scope of its messages
+    const CustomMember* plan = nullptr;
+    std::vector<uint32_t> waiting;  // per node: dependencies not yet done
+    std::vector<uint32_t> ready;    // nodes to issue
+    size_t done = 0;
+    bool pumping = false;
   };
 
   enum class MsgKind : uint8_t { kColl, kP2p };
@@ -93,12 +110,14 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
     Time sent;
     const Node* send_node;  // kP2p
     int64_t tag;            // kP2p
+    uint32_t run;           // kP2p: the custom collective run of the SEND, kNoRun for the rank's own trace
+    uint32_t scope;         // kP2p: P2pKey::scope
     uint64_t result;        // kColl: collective index, for the timeline
   };
 
   // ---- walker.cpp: set-up, the run, compute, accounting, events
   void set_up_compute_model();
-  void note_custom_collectives();
+  void check_custom_keys();
   void open_traces();
   WalkProgress progress() const;
   RunResult collect_results();
@@ -117,11 +136,21 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   void on_event(uint64_t arg) override;
   void on_delivered(uint64_t id, Time) override;
 
-  // ---- walker_p2p.cpp
-  void issue_send(int32_t r, const Node& node);
-  void issue_recv(int32_t r, const Node& node);
+  // ---- walker_p2p.cpp (run: kNoRun for the rank's own trace, else the custom run the node belongs to)
+  void issue_send(int32_t r, const Node& node, uint32_t run = kNoRun);
+  void issue_recv(int32_t r, const Node& node, uint32_t run = kNoRun);
+  int32_t p2p_peer(int32_t r, const Node& node, uint32_t run, bool send) const;
   void check_sizes(int32_t r, const Node& recv, uint64_t want, const ArrivedMsg& a);
   void p2p_delivered(uint32_t id);
+
+  // ---- walker_custom.cpp
+  void start_custom(int32_t r, uint32_t inst, int32_t m);
+  void custom_pump(uint32_t run);
+  void custom_issue(uint32_t run, uint32_t i);
+  void custom_done(uint32_t run, const Node& node);
+  int32_t custom_peer(uint32_t run, int64_t position) const;
+  void p2p_node_done(int32_t r, uint32_t run, const Node& node, Time start, const char* kind, int32_t track,
+                     uint64_t bytes);
 
   // ---- walker_collectives.cpp
   uint32_t group_index(const std::string& name);
@@ -173,6 +202,8 @@ class Walker::Impl final : public EventTarget, public DeliveryListener, public P
   SlotPool<Msg> msgs_;
   SlotPool<Action> actions_;
   P2pMatcher p2p_;
+  CustomCollectives customs_;
+  SlotPool<CustomRun> runs_;
   RunDiagnostics diagnostics_;
   MessageLog message_log_;
 };

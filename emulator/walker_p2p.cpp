@@ -45,13 +45,25 @@ void P2pMatcher::describe_unmatched(const std::function<const std::string&(int32
 }
 
 // ---- the walker's side -------------------------------------------------------------------------------
-void Walker::Impl::issue_send(int32_t r, const Node& node) {
+// The rank a SEND goes to (send) or a RECV comes from: comm_dst / comm_src, a rank of the workload; in a
+// custom collective's graph a member position (checked when the graph was read), turned into its rank.
+int32_t Walker::Impl::p2p_peer(int32_t r, const Node& node, uint32_t run, bool send) const {
   const auto info = traces::comm_info(node);
-  if (!info.dst || *info.dst < 0 || *info.dst >= static_cast<int64_t>(ranks_.size())) {
-    throw traces::TraceError(where(r, node), info.dst ? fmt::format("SEND to rank {}, which is not in the workload "
-                                                                    "(ranks 0..{})", *info.dst, ranks_.size() - 1)
-                                                      : std::string("SEND without comm_dst"));
+  const auto peer = send ? info.dst : info.src;
+  if (run != kNoRun) return custom_peer(run, *peer);
+  if (!peer || *peer < 0 || *peer >= static_cast<int64_t>(ranks_.size())) {
+    throw traces::TraceError(where(r, node), peer ? fmt::format("{} rank {}, which is not in the workload (ranks "
+                                                                "0..{})",
+                                                                send ? "SEND to" : "RECV from", *peer,
+                                                                ranks_.size() - 1)
+                                                  : std::string(send ? "SEND without comm_dst" : "RECV without comm_src"));
   }
+  return static_cast<int32_t>(*peer);
+}
+
+void Walker::Impl::issue_send(int32_t r, const Node& node, uint32_t run) {
+  const auto info = traces::comm_info(node);
+  const int32_t dst = p2p_peer(r, node, run, true);
   RankState& R = ranks_[static_cast<size_t>(r)];
   account(R);
   ++R.comm_active;
@@ -59,40 +71,48 @@ void Walker::Impl::issue_send(int32_t r, const Node& node) {
   Msg& M = msgs_[id];
   M.kind = MsgKind::kP2p;
   M.src = r;
-  M.dst = static_cast<int32_t>(*info.dst);
+  M.dst = dst;
   M.bytes = info.size.value_or(0);
   M.sent = engine_.now();
   M.send_node = &node;
   M.tag = info.tag.value_or(0);
-  M.member = options_.timeline != nullptr ? take_track(R) : -1;
-  ++result_.p2p.sends;
-  result_.p2p.bytes += M.bytes;
+  M.run = run;
+  M.scope = run == kNoRun ? 0 : runs_[run].scope;
+  M.member = options_.timeline != nullptr && run == kNoRun ? take_track(R) : -1;
   ++result_.messages;
   result_.message_bytes += M.bytes;
-  fabric_.send(Message{id, M.src, M.dst, M.bytes, static_cast<uint64_t>(M.tag)});
+  uint64_t flow = static_cast<uint64_t>(M.tag);
+  uint32_t coll = Message::kNoCollective;
+  if (run == kNoRun) {
+    ++result_.p2p.sends;
+    result_.p2p.bytes += M.bytes;
+  } else {  // a custom collective's message: the collective's, by its index (scope - 1)
+    coll = M.scope - 1;
+    CollectiveResult& cr = result_.collectives[coll];
+    ++cr.messages;
+    cr.message_bytes += M.bytes;
+    flow = (static_cast<uint64_t>(coll) << 20) ^ flow;
+  }
+  fabric_.send(Message{id, M.src, M.dst, M.bytes, flow, coll});
 }
 
-void Walker::Impl::issue_recv(int32_t r, const Node& node) {
+void Walker::Impl::issue_recv(int32_t r, const Node& node, uint32_t run) {
   const auto info = traces::comm_info(node);
-  if (!info.src || *info.src < 0 || *info.src >= static_cast<int64_t>(ranks_.size())) {
-    throw traces::TraceError(where(r, node), info.src ? fmt::format("RECV from rank {}, which is not in the "
-                                                                    "workload (ranks 0..{})", *info.src,
-                                                                    ranks_.size() - 1)
-                                                      : std::string("RECV without comm_src"));
-  }
+  const int32_t src = p2p_peer(r, node, run, false);
   RankState& R = ranks_[static_cast<size_t>(r)];
   account(R);
   ++R.comm_active;
-  const P2pKey key{static_cast<int32_t>(*info.src), r, info.tag.value_or(0)};
+  const P2pKey key{src, r, info.tag.value_or(0), run == kNoRun ? 0 : runs_[run].scope};
   const uint64_t bytes = info.size.value_or(0);
+  const bool tracks = options_.timeline != nullptr && run == kNoRun;
   if (const auto arrived = p2p_.take_arrived(key)) {
     check_sizes(r, node, bytes, *arrived);
     account(R);
     --R.comm_active;
-    finish_node(r, node, engine_.now(), "recv", options_.timeline != nullptr ? 0 : -1, bytes);
+    p2p_node_done(r, run, node, engine_.now(), "recv", tracks ? 0 : -1, bytes);
     return;
   }
-  p2p_.post(key, PostedRecv{r, &node, engine_.now(), bytes, options_.timeline != nullptr ? take_track(R) : -1});
+  p2p_.post(key, PostedRecv{r, &node, engine_.now(), bytes, tracks ? take_track(R) : -1, run});
 }
 
 void Walker::Impl::check_sizes(int32_t r, const Node& recv, uint64_t want, const ArrivedMsg& a) {
@@ -111,9 +131,10 @@ void Walker::Impl::p2p_delivered(uint32_t id) {
   RankState& S = ranks_[static_cast<size_t>(M.src)];
   account(S);
   --S.comm_active;
-  message_log_.delivered(M.src, M.dst, M.bytes, M.sent, engine_.now(), ~uint64_t{0});
+  message_log_.delivered(M.src, M.dst, M.bytes, M.sent, engine_.now(),
+                         M.run == kNoRun ? ~uint64_t{0} : uint64_t{M.scope} - 1);
   if (options_.timeline != nullptr) release_track(S, M.member);
-  const P2pKey key{M.src, M.dst, M.tag};
+  const P2pKey key{M.src, M.dst, M.tag, M.scope};
   const ArrivedMsg a{M.bytes, M.src, M.send_node->id()};
   if (const auto posted = p2p_.take_posted(key)) {
     const PostedRecv p = *posted;
@@ -122,12 +143,12 @@ void Walker::Impl::p2p_delivered(uint32_t id) {
     account(D);
     --D.comm_active;
     if (options_.timeline != nullptr) release_track(D, p.track);
-    finish_node(M.src, *M.send_node, M.sent, "send", M.member, M.bytes);
-    finish_node(p.rank, *p.node, p.issued, "recv", p.track, p.bytes);
+    p2p_node_done(M.src, M.run, *M.send_node, M.sent, "send", M.member, M.bytes);
+    p2p_node_done(p.rank, p.run, *p.node, p.issued, "recv", p.track, p.bytes);
     return;
   }
   p2p_.arrive(key, a);
-  finish_node(M.src, *M.send_node, M.sent, "send", M.member, M.bytes);
+  p2p_node_done(M.src, M.run, *M.send_node, M.sent, "send", M.member, M.bytes);
 }
 
 }  // namespace fabemu::emu

@@ -17,11 +17,16 @@
 
 namespace fabemu::emu {
 
+// `scope` keeps apart messages of the same (src, dst, tag): 0 for the ranks' own SEND/RECV, a custom
+// collective's index + 1 for the SEND/RECV of its graphs (walker_custom.cpp).
 struct P2pKey {
   int32_t src, dst;
   int64_t tag;
+  uint32_t scope;
   bool operator==(const P2pKey&) const = default;
 };
+
+inline constexpr uint32_t kNoRun = ~uint32_t{0};
 
 // A RECV waiting for its message.
 struct PostedRecv {
@@ -30,6 +35,7 @@ struct PostedRecv {
   Time issued;
   uint64_t bytes;
   int32_t track;  // timeline track, -1 without a timeline
+  uint32_t run;   // the custom collective run the RECV belongs to, kNoRun for the rank's own trace
 };
 
 // A message delivered before its RECV was issued.
@@ -58,6 +64,7 @@ class P2pMatcher {
     size_t operator()(const P2pKey& k) const noexcept {
       uint64_t h = (static_cast<uint64_t>(static_cast<uint32_t>(k.src)) << 32) ^ static_cast<uint32_t>(k.dst);
       h ^= static_cast<uint64_t>(k.tag) * 0x9E3779B97F4A7C15ULL;
+      h ^= static_cast<uint64_t>(k.scope) * 0xD6E8FEB86659FD93ULL;
       h ^= h >> 31;
       return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ULL);
     }

@@ -469,23 +469,32 @@ void add_trace_commands(CLI::App& app, int& status) {
   }
   {  // convert
     auto* cmd = trace->add_subcommand(
-        "convert", "Convert .et <-> JSON (lossless), or an ASTRA-sim 1.0 text workload to Chakra traces");
+        "convert",
+        "Convert .et <-> JSON (lossless), or an ASTRA-sim 1.0 text workload or an MSCCL-IR XML algorithm to Chakra "
+        "traces");
     auto input = std::make_shared<std::string>();
     auto output = std::make_shared<std::string>();
     auto from = std::make_shared<std::string>("auto");
     auto astra = std::make_shared<AstraTextArgs>();
-    cmd->add_option("input", *input, "Input: a .et file, a trace prefix, a .json/.jsonl file, or a text workload")
+    auto bytes = std::make_shared<std::string>();
+    cmd->add_option("input", *input,
+                    "Input: a .et file, a trace prefix, a .json/.jsonl file, a text workload or an MSCCL-IR .xml")
         ->required();
-    cmd->add_option("output", *output,
-                    "Output: a .json file (from one .et), an output prefix (from a prefix or text workload), or a "
-                    ".et/.et.gz file (from JSON)")
+    cmd->add_option("output,-o,--output", *output,
+                    "Output: a .json file (from one .et), an output prefix (from a prefix, a text workload or an "
+                    "MSCCL-IR .xml), or a .et/.et.gz file (from JSON)")
         ->required();
-    cmd->add_option("--from", *from, "Input format: auto (by extension), et, json, astra-text")
-        ->check(CLI::IsMember({"auto", "et", "json", "astra-text"}));
+    cmd->add_option("--from", *from, "Input format: auto (by extension), et, json, astra-text, msccl-xml")
+        ->check(CLI::IsMember({"auto", "et", "json", "astra-text", "msccl-xml"}));
     cmd->add_option("--ranks", astra->ranks, "astra-text: number of NPUs (ranks) to write");
     cmd->add_option("--passes", astra->passes, "astra-text: training passes (default 1)");
+    cmd->add_option("--bytes", *bytes,
+                    "msccl-xml: the collective's size (comm_size: 1MiB, 1048576, ...); each step moves cnt chunks of "
+                    "it / i_chunks");
     cmd->callback([=, &status] {
-      if (*from == "astra-text") {
+      if (*from == "msccl-xml" || (*from == "auto" && input->ends_with(".xml"))) {
+        status = run_convert_msccl_xml(*input, *output, *bytes);
+      } else if (*from == "astra-text") {
         status = run_convert_astra_text(*input, *output, *astra);
       } else if (*from == "json") {
         status = run_convert_from_json(*input, *output);

@@ -12,6 +12,8 @@
 #include "traces/astra_text.h"
 #include "traces/attrs.h"
 #include "traces/generate.h"
+#include "traces/msccl_xml.h"
+#include "traces/writer.h"
 #include "traces/trace_set.h"
 
 namespace fabemu::cli {
@@ -64,6 +66,23 @@ int run_convert_astra_text(const std::string& input, const std::string& output_p
   if (args.passes < 1) throw CLI::ValidationError("--passes", "must be at least 1");
   const auto paths = convert_astra_text(input, output_prefix, {.num_npus = args.ranks, .num_passes = args.passes});
   fmt::print("{} -> {}.<rank>.et: {} rank files\n", input, output_prefix, paths.size());
+  return kExitOk;
+}
+
+int run_convert_msccl_xml(const std::string& input, const std::string& output_prefix, const std::string& bytes) {
+  if (bytes.empty()) {
+    throw CLI::ValidationError("--bytes", "msccl-xml conversion needs --bytes SIZE: the collective's comm_size (e.g. 1MiB)");
+  }
+  const uint64_t size = parse_size(bytes);
+  const MscclAlgo algo = read_msccl_xml(input);
+  const CustomGraphs graphs = msccl_to_graphs(algo, size);  // checked: every SEND has its RECV
+  if (const fs::path dir = fs::path(output_prefix).parent_path(); !dir.empty()) fs::create_directories(dir);
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    TraceWriter w(rank_file_path(output_prefix, static_cast<int64_t>(g)), msccl_metadata(algo));
+    for (const Node& node : graphs[g].nodes) w.write(node);
+    w.close();
+  }
+  fmt::print("{} -> {}.<rank>.et: {} rank files ({} of {} bytes)\n", input, output_prefix, graphs.size(), algo.coll, size);
   return kExitOk;
 }
 

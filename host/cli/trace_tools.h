@@ -1,4 +1,5 @@
-// `fabemu trace generate | anonymize | analyze | graph` and the ASTRA-sim text conversion of `trace convert`.
+// `fabemu trace generate | anonymize | analyze | graph` and the ASTRA-sim text and MSCCL-IR XML conversions of
+// `trace convert`.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,8 @@ struct AstraTextArgs {
 };
 
 int run_convert_astra_text(const std::string& input, const std::string& output_prefix, const AstraTextArgs& args);
+// MSCCL-IR XML -> OUTPUT.<gpu>.et for a collective of `bytes` (a size: "1MiB", "1048576", ...).
+int run_convert_msccl_xml(const std::string& input, const std::string& output_prefix, const std::string& bytes);
 void add_trace_tool_commands(CLI::App& trace, int& status);
 // `fabemu trace analyze | graph` (host/cli/analyze_commands.cpp).
 void add_trace_analyze_commands(CLI::App& trace, int& status);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -289,7 +290,32 @@ struct Field {
     if (!value.is_array() || value.size() != 1 || !value[0].is_string() || value[0].get<std::string>().empty()) {
       bad(expected);
     }
-    return value[0].get<std::string>();
+    return resolve_custom(value[0].get<std::string>());
+  }
+
+  // A custom implementation's path: relative to the system file's folder first, then as written (ASTRA-sim's
+  // form: relative to the working directory). It resolves when PREFIX.0.et (or .et.gz) or the .xml exists.
+  std::string resolve_custom(const std::string& written) const {
+    namespace fs = std::filesystem;
+    const auto found = [](const fs::path& p) {
+      std::error_code ec;
+      if (p.extension() == ".xml") return fs::is_regular_file(p, ec);
+      return fs::is_regular_file(p.string() + ".0.et", ec) || fs::is_regular_file(p.string() + ".0.et.gz", ec);
+    };
+    const fs::path path(written);
+    std::vector<std::string> tried;
+    if (path.is_relative()) {
+      const fs::path beside = (fs::path(file).parent_path() / path).lexically_normal();
+      if (found(beside)) return beside.string();
+      tried.push_back(fmt::format("{} (relative to the system file's folder)", beside.string()));
+    }
+    if (found(path)) return written;
+    tried.push_back(fmt::format("{} ({})", written, path.is_relative() ? "relative to the working directory, as ASTRA-sim "
+                                                                         "reads it"
+                                                                       : "absolute"));
+    const std::string what = path.extension() == ".xml" ? "the MSCCL-IR file" : "PREFIX.0.et of the Chakra ET prefix";
+    fail(file, line, fmt::format("key \"{}\": custom implementation \"{}\" not found: looked for {} at {}", key, written,
+                                 what, tried.size() == 1 ? tried[0] : tried[0] + " and " + tried[1]));
   }
 };
 
@@ -354,8 +380,11 @@ const std::vector<SystemKey>& system_keys() {
       {"all-to-all-implementation-custom",
        [](const Field& f, emu::SystemConfig& c) { c.all_to_all_custom = f.custom_prefix(); }},
       {"per-node-custom-implementation",
-       [](const Field& f, emu::SystemConfig& c) {
-         c.per_node_custom_implementation = f.string("the path of a YAML file mapping node ids to ET prefixes");
+       [](const Field& f, emu::SystemConfig&) {
+         f.string("the path of a YAML file mapping node ids to ET prefixes");
+         fail(f.file, f.line,
+              "key \"per-node-custom-implementation\" is not supported by fabemu: name a custom implementation per "
+              "collective type (\"all-reduce-implementation-custom\", ...; docs/custom_collectives.md)");
        }},
       {"collective-optimization",
        [](const Field& f, emu::SystemConfig& c) { c.collective_optimization = emu::collective_optimization_named(f.choice({"baseline", "localBWAware"})); }},

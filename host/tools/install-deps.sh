@@ -9,6 +9,8 @@ PACKAGES=(
   # core libraries
   libprotobuf-dev protobuf-compiler zlib1g-dev libspdlog-dev libfmt-dev libcli11-dev
   nlohmann-json3-dev libyaml-cpp-dev libboost-dev libssl-dev
+  # MSCCL-IR XML import of custom collectives (traces/msccl_xml.cpp)
+  libtinyxml2-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev python3
   # `fabemu trace graph -o FILE.svg` runs graphviz's dot; the trace analyze test opens its HTML page in headless chromium

@@ -291,6 +291,26 @@ if [ -d "$shared" ]; then
   expect_status 1 "$fabemu" trace validate --strict "$chakra"
   expect_status 0 "$fabemu" trace convert --from astra-text "$shared/astra-sim-text/Resnet50_DataParallel.txt" "$tmp/r/resnet50" --ranks 64
   cmp "$tmp/r/resnet50.63.et" "$shared/astra-sim-text/resnet50_dp_N64/resnet50.63.et" || fail "astra-text conversion differs"
+  # custom collective implementations (docs/custom_collectives.md): ASTRA-sim's custom ring all-reduce at its
+  # 90,174 ns on both models; its MSCCL-IR XML converted, named by a system file beside it (a relative path)
+  cmb="$shared/astra-sim/examples/workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce"
+  ccfg="$(dirname "$shared")/configs/astra-sim"
+  cdir="$shared/astra-sim/examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB"
+  for model in analytical packet; do
+    expect_status 0 "$fabemu" run -w "$cmb" -n "$ccfg/Ring_8npus.yml" -s "$ccfg/system_custom_allreduce.json" -m $model -q \
+      -r "$tmp/custom_$model.json"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["total_time_ps"]; assert abs(t-90174000) <= 90174000*0.002, t; assert r["collectives"][0]["algorithm"]=="custom"' \
+      "$tmp/custom_$model.json" || fail "the custom all-reduce on the $model model is not ASTRA-sim's 90,174 ns"
+  done
+  expect_status 0 "$fabemu" trace convert --from msccl-xml "$cdir/custom_allreduce.xml" -o "$tmp/cx/impl" --bytes 1MiB
+  expect_text "$tmp/out" "8 rank files (allreduce of 1048576 bytes)"
+  printf '{"scheduling-policy": "FIFO", "preferred-dataset-splits": 1, "local-mem-bw": 50,\n"all-reduce-implementation-custom": ["cx/impl"]}' > "$tmp/sys_custom.json"
+  expect_status 0 "$fabemu" run -w "$cmb" -n "$ccfg/Ring_8npus.yml" -s "$tmp/sys_custom.json" -q -r "$tmp/custom_cx.json"
+  python3 -c 'import json,sys; a,b=(json.load(open(f))["total_time_ps"] for f in sys.argv[1:3]); assert a == b, (a, b)' \
+    "$tmp/custom_analytical.json" "$tmp/custom_cx.json" || fail "the converted XML does not give the .et files' time"
+  printf '{"preferred-dataset-splits": 1,\n"all-reduce-implementation-custom": ["cx/nowhere"]}' > "$tmp/sys_custom.json"
+  expect_status 2 "$fabemu" run -w "$cmb" -n "$ccfg/Ring_8npus.yml" -s "$tmp/sys_custom.json"
+  expect_text "$tmp/err" "sys_custom.json: line 2: key \"all-reduce-implementation-custom\": custom implementation \"cx/nowhere\" not found"
 else
   echo "shared traces absent: shared-trace CLI checks skipped"
 fi

@@ -499,4 +499,25 @@ assert sum(w.startswith("stopped: rank ") for w in r["warnings"]) == 4, r["warni
 assert not any("not acknowledged at the end" in w for w in r["warnings"]), r["warnings"]
 assert r["stuck"] == [], r["stuck"]
 EOF2
+# A custom collective implementation (docs/custom_collectives.md) on the real-time fabrics: its graphs' messages
+# are carried like any other, and, as fast as possible, the run is the packet model's
+if [ -d "$shared" ]; then
+  cmb="$shared/astra-sim/examples/workload/microbenchmarks/all_reduce/8npus_1MB/all_reduce"
+  ccfg="$(dirname "$shared")/configs/astra-sim"
+  expect_status 0 "$fabemu" run -w "$cmb" -n "$ccfg/Ring_8npus.yml" -s "$ccfg/system_custom_allreduce.json" -m packet -q \
+    -r "$tmp/custom_model.json"
+  fabs=socket
+  if built_with_dpdk "$fabemu"; then fabs="socket dpdk"; fi
+  for fab in $fabs; do
+    expect_status 0 "$fabemu" run -w "$cmb" -n "$ccfg/Ring_8npus.yml" -s "$ccfg/system_custom_allreduce.json" \
+      --fabric $fab --as-fast-as-possible -q -r "$tmp/custom_$fab.json"
+    python3 - "$tmp/custom_model.json" "$tmp/custom_$fab.json" <<'EOF2' || fail "a custom collective on --fabric $fab is wrong"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert b["total_time_ps"] == a["total_time_ps"] and abs(a["total_time_ps"] - 90174000) <= 90174000 * 0.002, (a["total_time_ps"], b["total_time_ps"])
+c = b["collectives"][0]
+assert c["algorithm"] == "custom" and c["messages"] == 112, c
+EOF2
+  done
+fi
 echo "cli realtime: all checks passed"

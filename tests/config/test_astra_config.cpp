@@ -232,6 +232,8 @@ TEST(SystemJson, ImplementationVariantsAndShortLists) {
 TEST(SystemJson, CustomCollectiveAsInAstraSimsExample) {
   ScratchDir dir;
   const std::string path = dir.file("custom.json");
+  fs::create_directories(dir.file("examples/custom_ring_allreduce_8npus_1MB"));
+  write_bytes(dir.file("examples/custom_ring_allreduce_8npus_1MB/custom_allreduce.0.et"), "");
   write_bytes(path, R"({
   "scheduling-policy": "FIFO",
   "preferred-dataset-splits": 1,
@@ -239,9 +241,40 @@ TEST(SystemJson, CustomCollectiveAsInAstraSimsExample) {
   "local-mem-bw": 50
 })");
   const auto sys = load_system_json(path, 1);
-  EXPECT_EQ(sys.all_reduce_custom, "examples/custom_ring_allreduce_8npus_1MB/custom_allreduce");
+  // Resolved against the system file's folder (custom.0.et exists there).
+  EXPECT_EQ(sys.all_reduce_custom,
+            fs::path(dir.file("examples/custom_ring_allreduce_8npus_1MB/custom_allreduce")).lexically_normal().string());
   EXPECT_TRUE(sys.all_reduce.empty());
   EXPECT_EQ(sys.preferred_dataset_splits, 1);
+}
+
+// ASTRA-sim's form (relative to the working directory) is accepted when the system file's folder has nothing
+// there; an .xml names an MSCCL-IR file; when neither resolves, the error names the key and both paths tried.
+TEST(SystemJson, CustomPathResolution) {
+  ScratchDir dir;
+  fs::create_directories(dir.file("sys"));
+  write_bytes(dir.file("algo.xml"), "<algo/>");
+  const std::string path = dir.file("sys/system.json");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path());
+  write_bytes(path, R"({"all-gather-implementation-custom": ["algo.xml"]})");
+  const auto sys = load_system_json(path, 1);
+  fs::current_path(cwd);
+  EXPECT_EQ(sys.all_gather_custom, "algo.xml");
+  write_bytes(path, "{\n\"all-to-all-implementation-custom\": [\"nowhere/impl\"]}");
+  const auto e = test::error_of([&] { load_system_json(path, 1); });
+  EXPECT_EQ(e.where().line, 2u);
+  const std::string what = e.what();
+  EXPECT_NE(what.find("key \"all-to-all-implementation-custom\": custom implementation \"nowhere/impl\" not found: "
+                      "looked for PREFIX.0.et of the Chakra ET prefix at " +
+                      fs::path(dir.file("sys/nowhere/impl")).lexically_normal().string() + " (relative to the system file's folder) and nowhere/impl "
+                      "(relative to the working directory, as ASTRA-sim reads it)"),
+            std::string::npos)
+      << what;
+  write_bytes(path, R"({"per-node-custom-implementation": "per_node.yaml"})");
+  const auto per_node = test::error_of([&] { load_system_json(path, 1); });
+  EXPECT_NE(std::string(per_node.what()).find("\"per-node-custom-implementation\" is not supported"), std::string::npos)
+      << per_node.what();
 }
 
 // --- bad network.yml -------------------------------------------------------------------------------------

@@ -214,6 +214,8 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto& p : files(traces, {".txt"})) seed("fuzz_astra_text", flat_name(p, traces), slurp(p));
+  for (const auto& p : files(traces, {".xml"})) seed("fuzz_msccl_xml", flat_name(p, traces), slurp(p));
+  for (const auto& p : files(source / "tests" / "emulator" / "custom", {".xml"})) seed("fuzz_msccl_xml", "test_" + p.filename().string(), slurp(p));
   for (const auto& p : files(source / "traces" / "samples", {".txt"})) seed("fuzz_astra_text", "sample_" + p.filename().string(), slurp(p));
   for (const auto& p : files(source / "traces" / "samples", {".yaml"})) seed("fuzz_fabric_yaml", "sample_" + p.filename().string(), slurp(p));
   const fs::path configs = shared / "configs";

@@ -302,6 +302,12 @@ if [ -d "$shared" ]; then
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); t=r["total_time_ps"]; assert abs(t-90174000) <= 90174000*0.002, t; assert r["collectives"][0]["algorithm"]=="custom"' \
       "$tmp/custom_$model.json" || fail "the custom all-reduce on the $model model is not ASTRA-sim's 90,174 ns"
   done
+  for fpga in "--device model" "--fpga-interface messages"; do  # the FPGA fabrics carry its messages too
+    expect_status 0 "$fabemu" run -w "$cmb" -n "$ccfg/Ring_8npus.yml" -s "$ccfg/system_custom_allreduce.json" --fabric fpga \
+      $fpga -q -r "$tmp/custom_fpga.json"
+    python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:3]); assert a["total_time_ps"] == b["total_time_ps"] and b["collectives"][0]["messages"] == 112, b["total_time_ps"]' \
+      "$tmp/custom_packet.json" "$tmp/custom_fpga.json" || fail "the custom all-reduce on --fabric fpga $fpga is not the packet model's"
+  done
   expect_status 0 "$fabemu" trace convert --from msccl-xml "$cdir/custom_allreduce.xml" -o "$tmp/cx/impl" --bytes 1MiB
   expect_text "$tmp/out" "8 rank files (allreduce of 1048576 bytes)"
   printf '{"scheduling-policy": "FIFO", "preferred-dataset-splits": 1, "local-mem-bw": 50,\n"all-reduce-implementation-custom": ["cx/impl"]}' > "$tmp/sys_custom.json"

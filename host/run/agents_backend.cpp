@@ -2,16 +2,20 @@
 // ranks on the wire); this process coordinates and writes the same report and timeline a single-host run
 // writes, plus a `lab` section (host/lab/README.md).
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "host/lab/address.h"
 #include "host/lab/auth.h"
@@ -36,10 +40,58 @@ void ship(lab::proto::RunSpec& spec, const char* role, const std::string& path) 
   f->set_content(ss.str());
 }
 
+// The files of a custom implementation at `prefix` (resolved by the system file's reader): the .xml, or
+// PREFIX.0.et ... (or .et.gz) up to the first missing member.
+std::vector<std::string> custom_files(const std::string& prefix) {
+  if (prefix.size() > 4 && prefix.compare(prefix.size() - 4, 4, ".xml") == 0) return {prefix};
+  std::vector<std::string> files;
+  for (size_t m = 0;; ++m) {
+    const std::string et = fmt::format("{}.{}.et", prefix, m);
+    if (std::filesystem::exists(et)) {
+      files.push_back(et);
+    } else if (std::filesystem::exists(et + ".gz")) {
+      files.push_back(et + ".gz");
+    } else {
+      return files;
+    }
+  }
+}
+
+// The system file, with its custom implementations (docs/custom_collectives.md): each key's files travel
+// under the role "custom_<key>", which the agent writes as "custom_<key>-<file name>" beside its copy of the
+// system file, and the copy names them so (a path relative to its folder). Without such keys the file
+// travels as it is.
+void ship_system(lab::proto::RunSpec& spec, const std::string& path, const emu::SystemConfig& sys) {
+  if (path.empty()) return;
+  const std::pair<const char*, const std::string*> keys[] = {
+      {"all-reduce-implementation-custom", &sys.all_reduce_custom},
+      {"all-gather-implementation-custom", &sys.all_gather_custom},
+      {"reduce-scatter-implementation-custom", &sys.reduce_scatter_custom},
+      {"all-to-all-implementation-custom", &sys.all_to_all_custom}};
+  std::ifstream in(path, std::ios::binary);
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  bool custom = false;
+  for (const auto& [key, prefix] : keys) {
+    if (prefix->empty() || !doc.is_object() || !doc.contains(key)) continue;
+    custom = true;
+    const std::string role = fmt::format("custom_{}", key);
+    for (const std::string& f : custom_files(*prefix)) ship(spec, role.c_str(), f);
+    doc[key] = nlohmann::json::array({role + "-" + std::filesystem::path(*prefix).filename().string()});
+  }
+  if (!custom) {
+    ship(spec, "system", path);
+    return;
+  }
+  auto* f = spec.add_files();
+  f->set_role("system");
+  f->set_name(path);
+  f->set_content(doc.dump(2));
+}
+
 void fill_spec(const RunArgs& a, const RunPlan& plan, bool timeline, lab::proto::RunSpec& spec) {
   ship(spec, "fabric", a.fabric_config);
   ship(spec, "network", a.fabric_config.empty() ? a.network : "");
-  ship(spec, "system", a.fabric_config.empty() ? a.system : "");
+  ship_system(spec, a.fabric_config.empty() ? a.system : "", plan.walker.system);
   ship(spec, "comm_groups", a.comm_groups);
   spec.set_model("packet");
   spec.set_mtu(plan.mtu);

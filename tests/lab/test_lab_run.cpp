@@ -363,6 +363,26 @@ TEST_F(LabRun, SharedMicrobenchmarksMatchTheSingleHostRun) {
   for (const auto& w : work_) EXPECT_TRUE(becomes_empty(w)) << w;
 }
 
+// Issue 51: a system file with a custom implementation (a path relative to its folder, as the shared one has):
+// the coordinator ships the implementation's files with it, and the lab run equals the single-host run.
+TEST_F(LabRun, CustomImplementationsTravelWithTheSystemFile) {
+  const std::string lab = write_lab(3, 6, 8, "model");
+  auto single_args = workload_args("all_reduce", 8);
+  single_args.back() = (configs_ / "system_custom_allreduce.json").string();
+  auto lab_args = single_args;
+  single_args.insert(single_args.begin(), {"run", "-m", "packet", "-q", "-r", scratch_.file("single.json")});
+  lab_args.insert(lab_args.begin(), {"run", "--agents", lab, "--as-fast-as-possible", "-r", scratch_.file("lab.json")});
+  ASSERT_EQ(run_fabemu(single_args, "single"), 0) << slurp(scratch_.file("single.err"));
+  ASSERT_EQ(run_fabemu(lab_args, "lab"), 0) << slurp(scratch_.file("lab.err"));
+  const emu::RunResult single = emu::read_report_file(scratch_.file("single.json"));
+  const emu::RunResult merged = emu::read_report_file(scratch_.file("lab.json"));
+  ASSERT_EQ(single.collectives.size(), 1u);
+  EXPECT_EQ(single.collectives[0].algorithm, "custom");
+  EXPECT_EQ(single.total.ps(), 90'179'698u);  // ASTRA-sim: 90,174 ns (REFERENCE.md)
+  expect_same_report(single, merged, 8);
+  for (const auto& w : work_) EXPECT_TRUE(becomes_empty(w)) << w;
+}
+
 TEST_F(LabRun, AKilledAgentStopsTheRunWithAPartialReport) {
   // Paced so that the run would last about 20 s: the kill comes well inside it.
   auto single_args = workload_args("all_reduce", 8);

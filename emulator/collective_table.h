@@ -54,7 +54,9 @@ struct Instance {
 
 // Where each member of a chunk is in the chunk's phases and steps.
 struct ChunkState {
-  std::vector<uint16_t> arrivals;  // [member * total_steps + global step]
+  // [global step * members + member]: the members of one step side by side, as a ring's deliveries come.
+  std::vector<uint16_t> arrivals;
+  std::vector<PhaseSchedule> schedules;  // per phase: its schedule for this chunk (phase_schedule())
   std::vector<uint32_t> step;
   std::vector<uint8_t> phase;
   std::vector<uint8_t> waiting;
@@ -98,7 +100,7 @@ class CollectiveTable {
     uint32_t& cs = I.chunk_state[c];
     if (cs == kNoSlot) {
       cs = chunks_.acquire();
-      reset(chunks_[cs], I);
+      reset(chunks_[cs], I, c);
     }
     return chunks_[cs];
   }
@@ -128,7 +130,7 @@ class CollectiveTable {
   }
 
  private:
-  static void reset(ChunkState& C, const Instance& I) {
+  static void reset(ChunkState& C, const Instance& I, uint32_t c) {
     const auto n = static_cast<size_t>(I.n);
     const auto& phases = I.plan.phases;
     // Closed-form phases never count arrivals: only message-by-message phases need the table.
@@ -140,6 +142,9 @@ class CollectiveTable {
     C.start.assign(n, Time{});
     C.begin.assign(n, Time{});
     C.sub_started.assign(phases.size() * n, 0);
+    C.schedules.clear();  // (keeps its capacity: no allocation once the pool has grown)
+    const uint64_t bytes = chunk_share(I.bytes, I.chunks, c);
+    for (const Phase& P : phases) C.schedules.push_back(phase_schedule(P, bytes, c));
     C.members_done = 0;
   }
 

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace fabemu::emu {
 
@@ -47,7 +48,26 @@ uint32_t EventQueue::new_slot(EventTarget& target, uint64_t arg) {
   return static_cast<uint32_t>(payloads_.size() - 1);
 }
 
+void EventQueue::grow_lane(Lane& lane) {
+  if (pending_ >= kMaxPending) throw_full();
+  std::vector<Entry> ring(std::max<std::size_t>(16, 2 * lane.ring.size()));
+  for (std::size_t i = 0; i < lane.count; ++i) ring[i] = lane.ring[(lane.head + i) & (lane.ring.size() - 1)];
+  lane.ring = std::move(ring);
+  lane.head = 0;
+}
+
+void EventQueue::drain_lanes_into_heap() {
+  for (Lane& lane : lanes_) {
+    for (; lane.count > 0; --lane.count) {
+      if (size_ == capacity_) grow_heap(2 * capacity_);
+      sift_up(lane.front());
+      lane.head = (lane.head + 1) & (lane.ring.size() - 1);
+    }
+  }
+}
+
 void EventQueue::renumber() {
+  drain_lanes_into_heap();
   std::vector<std::size_t> order(size_);
   std::iota(order.begin(), order.end(), std::size_t{0});
   // Keys are unique (their sequences are), so this is the current sequence order.

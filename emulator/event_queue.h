@@ -44,6 +44,13 @@ class EventTarget {
 // Sequence numbers have 40 bits (~1.1e12 schedule() calls, about 15 hours at 20M events/s); when
 // they run out the pending events are renumbered 0..n-1 in their current order, which keeps every
 // comparison, hence the heap and the run, unchanged.
+//
+// In front of the heap, kLanes FIFO lanes: an event no earlier than the last one of some lane is
+// appended to the first such lane (a ring buffer) instead of the heap. Sequences grow, so each lane is
+// sorted by (time, sequence), and pop() takes the smallest of the heap's top and the lanes' fronts: the
+// same order as a heap of everything. Components that schedule at now + a constant (a step's endpoint
+// delay, a link's latency) fill lanes in order, and a lane costs O(1) where the heap costs a sift-down
+// (the packet model's events: 39% of a 256-rank ResNet-50 run in the heap before the lanes).
 class EventQueue {
  public:
   struct Fired {
@@ -67,14 +74,14 @@ class EventQueue {
   // Precondition: !empty().
   Fired pop() noexcept;
 
-  bool empty() const noexcept { return size_ == 0; }
-  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return pending_ == 0; }
+  std::size_t size() const noexcept { return pending_; }
   // The time of the last event popped (zero before the first).
   Time now() const noexcept { return now_; }
   // Precondition: !empty().
   Time next_time() const noexcept {
-    assert(size_ > 0);
-    return Time::from_ps(heap_[0].time);
+    assert(pending_ > 0);
+    return Time::from_ps(earliest()->time);
   }
   void reserve(std::size_t pending);
 
@@ -99,9 +106,36 @@ class EventQueue {
   // Heap size (entries) from which sift_down prefetches: 256 KiB of entries.
   static constexpr std::size_t kPrefetchFrom = std::size_t{1} << 14;
 
+  // A FIFO of entries in (time, sequence) order: a ring buffer of a power-of-two capacity.
+  struct Lane {
+    std::vector<Entry> ring;
+    std::size_t head = 0;
+    std::size_t count = 0;
+    const Entry& front() const noexcept { return ring[head]; }
+    const Entry& back() const noexcept { return ring[(head + count - 1) & (ring.size() - 1)]; }
+  };
+  static constexpr std::size_t kLanes = 4;
+  static constexpr std::size_t kHeapSource = kLanes;  // earliest_source(): the heap's top
+
   static bool before(const Entry& a, const Entry& b) noexcept {
     return ((detail::u128{a.time} << 64) | a.key) < ((detail::u128{b.time} << 64) | b.key);
   }
+  // Where the earliest pending event is: a lane's index or kHeapSource. Precondition: pending_ > 0.
+  std::size_t earliest_source() const noexcept;
+  const Entry* earliest() const noexcept {
+    const std::size_t s = earliest_source();
+    return s == kHeapSource ? &heap_[0] : &lanes_[s].front();
+  }
+  // The lane a new entry at `time` is appended to, or kHeapSource when no lane takes it.
+  std::size_t lane_for(uint64_t time) const noexcept {
+    for (std::size_t i = 0; i < kLanes; ++i) {
+      if (lanes_[i].count == 0 || lanes_[i].back().time <= time) return i;
+    }
+    return kHeapSource;
+  }
+  void grow_lane(Lane& lane);
+  // Every lane's entries into the heap (before a renumbering, which works on the heap alone).
+  void drain_lanes_into_heap();
   void sift_up(Entry e) noexcept;
   void sift_down(Entry e) noexcept;
   // Moves `e` up from the hole at `i` past later parents, and stores it.
@@ -115,7 +149,9 @@ class EventQueue {
   };
   std::unique_ptr<Entry[], LineFree> storage_;
   Entry* heap_ = nullptr;  // storage_.get() + kHeapOffset
-  std::size_t size_ = 0;
+  std::size_t size_ = 0;     // entries in the heap
+  std::size_t pending_ = 0;  // in the heap and the lanes
+  Lane lanes_[kLanes];
   std::size_t capacity_ = 0;
   std::vector<Payload> payloads_;
   uint32_t free_slot_ = kNoSlot;
@@ -167,7 +203,13 @@ class Engine {
 inline void EventQueue::schedule(Time at, EventTarget& target, uint64_t arg) {
   assert(at >= now_ && "EventQueue::schedule: event in the past");
   if (next_sequence_ == kSequenceLimit) [[unlikely]] renumber();
-  if (size_ == capacity_) [[unlikely]] grow_heap(2 * capacity_);
+  // Room first (growing may throw), then the slot: a throw leaves the queue unchanged.
+  const std::size_t lane = lane_for(at.ps());
+  if (lane == kHeapSource) {
+    if (size_ == capacity_) [[unlikely]] grow_heap(2 * capacity_);
+  } else if (lanes_[lane].count == lanes_[lane].ring.size()) [[unlikely]] {
+    grow_lane(lanes_[lane]);
+  }
   uint32_t slot = free_slot_;
   if (slot != kNoSlot) [[likely]] {
     free_slot_ = static_cast<uint32_t>(payloads_[slot].arg);
@@ -175,24 +217,50 @@ inline void EventQueue::schedule(Time at, EventTarget& target, uint64_t arg) {
   } else {
     slot = new_slot(target, arg);
   }
-  sift_up(Entry{at.ps(), (next_sequence_++ << kSlotBits) | slot});
+  const Entry e{at.ps(), (next_sequence_++ << kSlotBits) | slot};
+  ++pending_;
+  if (lane == kHeapSource) {
+    sift_up(e);
+  } else {
+    Lane& l = lanes_[lane];
+    l.ring[(l.head + l.count++) & (l.ring.size() - 1)] = e;
+  }
+}
+
+inline std::size_t EventQueue::earliest_source() const noexcept {
+  assert(pending_ > 0);
+  std::size_t best = kHeapSource;
+  const Entry* min = size_ > 0 ? &heap_[0] : nullptr;
+  for (std::size_t i = 0; i < kLanes; ++i) {
+    if (lanes_[i].count > 0 && (min == nullptr || before(lanes_[i].front(), *min))) {
+      best = i;
+      min = &lanes_[i].front();
+    }
+  }
+  return best;
 }
 
 inline EventQueue::Fired EventQueue::pop() noexcept {
-  assert(size_ > 0);
-  const Entry top = heap_[0];
+  assert(pending_ > 0);
+  const std::size_t source = earliest_source();
+  Entry top;
+  if (source == kHeapSource) {
+    top = heap_[0];
+    --size_;
+    if (size_ > 0) sift_down(heap_[size_]);
+  } else {
+    Lane& l = lanes_[source];
+    top = l.front();
+    l.head = (l.head + 1) & (l.ring.size() - 1);
+    --l.count;
+  }
+  --pending_;
   const auto slot = static_cast<uint32_t>(top.key & kSlotMask);
   Payload& payload = payloads_[slot];
   const Fired fired{Time::from_ps(top.time), payload.target, payload.arg};
   payload.arg = free_slot_;
   free_slot_ = slot;
   now_ = fired.at;
-  --size_;
-  if (size_ > 0) {
-    sift_down(heap_[size_]);
-    // The next event's payload is a random slot of the arena: start loading it while this one runs.
-    __builtin_prefetch(&payloads_[heap_[0].key & kSlotMask]);
-  }
   return fired;
 }
 
@@ -248,7 +316,8 @@ inline void EventQueue::sift_down(Entry e) noexcept {
 
 inline Time Engine::run_until(Time limit) {
   stop_requested_ = false;
-  while (!stop_requested_ && !queue_.empty() && queue_.next_time() <= limit) {
+  // (run() asks for no limit: no need to find the earliest event twice per event.)
+  while (!stop_requested_ && !queue_.empty() && (limit == Time::max() || queue_.next_time() <= limit)) {
     const EventQueue::Fired event = queue_.pop();
     ++events_run_;
     event.target->on_event(event.arg);

@@ -10,12 +10,17 @@ namespace fabemu::emu {
 
 namespace {
 
-// `who`::`function` starts the message.
-void check_endpoints(const Topology& topology, const Message& m, const char* who, const char* function) {
-  if (m.src < 0 || m.src >= topology.npus() || m.dst < 0 || m.dst >= topology.npus()) {
-    throw std::invalid_argument(std::string(who) + "::" + function + ": message " + std::to_string(m.id) + " goes from " +
-                                std::to_string(m.src) + " to " + std::to_string(m.dst) +
-                                ", but the topology has NPUs 0.." + std::to_string(topology.npus() - 1));
+[[noreturn]] void throw_bad_endpoints(const Topology& topology, const Message& m, const char* who,
+                                     const char* function) {
+  throw std::invalid_argument(std::string(who) + "::" + function + ": message " + std::to_string(m.id) + " goes from " +
+                              std::to_string(m.src) + " to " + std::to_string(m.dst) +
+                              ", but the topology has NPUs 0.." + std::to_string(topology.npus() - 1));
+}
+
+// `who`::`function` starts the message. Inline, the message building out of line: it runs per message.
+inline void check_endpoints(const Topology& topology, const Message& m, const char* who, const char* function) {
+  if (m.src < 0 || m.src >= topology.npus() || m.dst < 0 || m.dst >= topology.npus()) [[unlikely]] {
+    throw_bad_endpoints(topology, m, who, function);
   }
 }
 
@@ -34,6 +39,8 @@ PacketFabric::PacketFabric(Engine& engine, Topology topology, uint32_t mtu, HopB
   const auto& links = topology_.links();
   links_.resize(links.size() + 1);
   stats_.resize(links.size());
+  route_cache_.resize(static_cast<std::size_t>(std::max(topology_.npus(), 0)));
+  flow_picks_route_ = topology_.is_fat_tree();
   lookahead_ps_ = links.empty() ? 0 : kUnknown;
   for (const Link& l : links) lookahead_ps_ = std::min(lookahead_ps_, l.latency.ps());
 }
@@ -53,8 +60,7 @@ void PacketFabric::inject(const Message& m) {
   const uint32_t s = pools_.new_message();
   Pools::MessageState& msg = pools_.message(s);
   // m.flow is the ECMP key: the messages of one flow take one path where the topology has several.
-  const auto route =
-      topology_.route(m.src, m.dst, m.flow, pools_.route_storage(s));
+  const auto route = route_of(m, pools_.route_storage(s));
   msg.id = m.id;
   msg.packets_left = n_packets;
   msg.hops = static_cast<uint32_t>(route.size());
@@ -67,6 +73,22 @@ void PacketFabric::inject(const Message& m) {
     pools_.packet(p) = Pools::Packet{0, s, kNone, bytes, 0};
     enter(first, p);
   }
+}
+
+std::span<LinkId> PacketFabric::route_of(const Message& m, std::span<LinkId> out) {
+  CachedRoute& c = route_cache_[static_cast<std::size_t>(m.src)];
+  if (c.dst == m.dst && (!flow_picks_route_ || c.flow == m.flow)) {
+    std::copy_n(c.links.begin(), c.hops, out.begin());
+    return out.first(c.hops);
+  }
+  const auto route = topology_.route(m.src, m.dst, m.flow, out);
+  if (route.size() <= kCachedHops) {
+    c.dst = m.dst;
+    c.flow = m.flow;
+    c.hops = static_cast<uint32_t>(route.size());
+    std::copy(route.begin(), route.end(), c.links.begin());
+  }
+  return route;
 }
 
 template <bool kBatched>

@@ -2,6 +2,7 @@
 // DESIGN.md's link contract says), and AnalyticalFabric, congestion-unaware closed form for fast sweeps.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -99,9 +100,22 @@ class PacketFabric final : public Fabric, private EventTarget {
     uint32_t tail = kNone;
   };
 
+  // The last route each NPU sent a message on, when it has at most kCachedHops links: a run of messages to
+  // one peer (every step of a ring collective) computes its route once. The flow is part of the key only
+  // where it picks the path (a fat-tree's ECMP); a route is a pure function of its key, so a hit is exact.
+  static constexpr std::size_t kCachedHops = 6;
+  struct CachedRoute {
+    int32_t dst = -1;  // -1: nothing cached
+    uint32_t hops = 0;
+    uint64_t flow = 0;
+    std::array<LinkId, kCachedHops> links{};
+  };
+
   // arg: a link index, kInjectBit | a slot of the pools' parked messages (ready time come), or kFlush.
   void on_event(uint64_t arg) override;
   void inject(const Message& m);
+  // Message m's route (Topology::route of (src, dst, flow)), written into `out`: from the cache when it holds it.
+  std::span<LinkId> route_of(const Message& m, std::span<LinkId> out);
   // Packet `p` reaches link `l` at now(): the hop timed at once, or (kBatched) handed to the batcher.
   template <bool kBatched>
   void enter(uint32_t l, uint32_t p);
@@ -124,6 +138,8 @@ class PacketFabric final : public Fabric, private EventTarget {
   // event of their own rather than inside send().
   std::vector<LinkState> links_;
   std::vector<LinkStats> stats_;
+  std::vector<CachedRoute> route_cache_;  // per source NPU
+  bool flow_picks_route_ = false;         // Topology::is_fat_tree()
   Pools pools_;  // packets and messages in flight, messages waiting for their ready time
   uint64_t delivered_ = 0;
   static constexpr uint64_t kFirstBinPs = 1000;  // 1 ns, doubled as the run grows

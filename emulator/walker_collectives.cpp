@@ -132,7 +132,7 @@ uint32_t Walker::Impl::open_collective(int32_t r, const Node& node, const traces
     // ASTRA-sim's rule: the whole collective in one chunk (preferred-dataset-splits does not apply), its graph
     // in one phase that holds a communication stream of the first dimension.
     I.chunks = 1;
-    I.plan.phases.assign(1, Phase{PhaseOp{}, CollectiveAlgo::kRing, 0, I.n, false, 1, 1, 0, 0, false});
+    I.plan.phases.assign(1, Phase{PhaseOp{}, CollectiveAlgo::kRing, 0, I.n, 0, 1, 1, 0, 0, false});
     I.plan.total_steps = 0;
   } else if (I.nccl_time) {
     I.plan.phases.clear();
@@ -225,7 +225,7 @@ void Walker::Impl::step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t 
   ChunkState& C = collectives_.started_chunk(I, chunk);
   const auto mi = static_cast<size_t>(m);
   const Phase& P = I.plan.phases[C.phase[mi]];
-  const PhaseSchedule S = schedule_of(I, P, chunk);
+  const PhaseSchedule& S = C.schedules[C.phase[mi]];
   const int32_t x = phase_index(P, m);
   CollectiveResult& cr = result_.collectives[I.result];
   for (;;) {
@@ -266,7 +266,7 @@ void Walker::Impl::step_begin(int32_t r, uint32_t inst, uint32_t chunk, int32_t 
       continue;
     }
     // Receives counted so far arrived at or before now <= t, so the step ends at t + ep + reduction.
-    if (C.arrivals[mi * I.plan.total_steps + P.step_offset + s] >= nr) {
+    if (C.arrivals[(P.step_offset + s) * static_cast<size_t>(I.n) + mi] >= nr) {
       ++C.step[mi];
       t = t + costs_.after_step(S.reduce_bytes(x, s));
       continue;
@@ -284,12 +284,12 @@ void Walker::Impl::coll_delivered(uint32_t id) {
   Instance& I = collectives_[M.inst];
   ChunkState& C = collectives_.started_chunk(I, M.chunk);
   const auto mi = static_cast<size_t>(M.member);
-  const uint16_t got = ++C.arrivals[mi * I.plan.total_steps + M.gstep];
+  const uint16_t got = ++C.arrivals[M.gstep * static_cast<size_t>(I.n) + mi];
   if (C.waiting[mi] == 0) return;
   const Phase& P = I.plan.phases[C.phase[mi]];
   const uint32_t s = C.step[mi];
   if (P.step_offset + s != M.gstep) return;
-  const PhaseSchedule S = schedule_of(I, P, M.chunk);
+  const PhaseSchedule& S = C.schedules[C.phase[mi]];
   const int32_t x = phase_index(P, M.member);
   if (got < S.num_recvs(x, s)) return;
   C.waiting[mi] = 0;

@@ -125,6 +125,36 @@ TEST(EventQueue, InterleavedMatchesMultimap) {
   EXPECT_EQ(q.size(), ref.size());
 }
 
+// The lanes (FIFOs in front of the heap): six streams, each rescheduling itself at now + its own delay
+// (monotone within a stream, interleaved across them: more streams than lanes, so some go to the heap),
+// lanes wrapping around and growing, and a renumbering with lanes full: the order stays the multimap's.
+TEST(EventQueue, LanesKeepTheOrderOfOneHeap) {
+  EventQueue q;
+  NullTarget t;
+  std::multimap<uint64_t, uint64_t> ref;
+  static constexpr uint64_t kDelays[] = {10, 500, 510, 3, 0, 77};
+  uint64_t id = 0;
+  for (int burst = 0; burst < 40; ++burst) {  // a stream's events come in bursts: lanes grow
+    for (uint64_t s = 0; s < 6; ++s) {
+      q.schedule(Time::from_ps(kDelays[s] + static_cast<uint64_t>(burst)), t, id * 8 + s);
+      ref.emplace(kDelays[s] + static_cast<uint64_t>(burst), id++ * 8 + s);
+    }
+  }
+  for (int step = 0; step < 100'000; ++step) {
+    if (step == 50'000) EventQueueTestAccess::set_next_sequence(q, EventQueueTestAccess::kSequenceLimit);
+    ASSERT_FALSE(q.empty());
+    const auto f = q.pop();
+    const auto it = ref.begin();
+    ASSERT_EQ(Record(f.at.ps(), f.arg), Record(it->first, it->second)) << "step " << step;
+    ref.erase(it);
+    const uint64_t s = f.arg % 8;
+    const uint64_t at = f.at.ps() + kDelays[s];
+    q.schedule(Time::from_ps(at), t, id * 8 + s);
+    ref.emplace(at, id++ * 8 + s);
+  }
+  EXPECT_EQ(q.size(), ref.size());
+}
+
 // A branching process run by the Engine: each event spawns 0-2 children at now + {0, 0, 1, 7, 50} ps,
 // drawn from a hash of its id so the process does not depend on the order it is run in.
 struct Spawner final : EventTarget {

@@ -254,6 +254,53 @@ TEST(PacketFabric, DeterministicAndConserving) {
   }
 }
 
+// PacketFabric keeps each NPU's last route (up to kCachedHops links): runs of messages to one peer, with
+// the flow (ECMP key) changing on a fat-tree, peers changing, and routes too long to keep (ring of 40: up
+// to 20 hops), must cross exactly the links Topology::route gives for their (src, dst, flow).
+TEST(PacketFabric, RouteCacheGivesTopologyRoutes) {
+  FatTreeConfig ft;
+  ft.hosts_per_leaf = 4;
+  ft.leaves = 3;
+  ft.spines = 3;
+  ft.host_link_rate = ft.spine_link_rate = k20psPerByte;
+  ft.host_link_latency = ft.spine_link_latency = Duration::from_ns(1);
+  NetworkConfig fat = network({dim(DimTopology::kFatTree, 12, k20psPerByte, Duration::from_ns(1))});
+  fat.dims[0].fat_tree = ft;
+  // A fat-tree as the second dimension of a product (2 x 12): routes of up to 6 links, the flow picks the spine.
+  NetworkConfig product = fat;
+  product.dims.insert(product.dims.begin(), dim(DimTopology::kSwitch, 2, k20psPerByte, Duration::from_ns(1)));
+  for (const NetworkConfig& net :
+       {fat, product, network({dim(DimTopology::kRing, 40, k20psPerByte, Duration::from_ns(1))})}) {
+    const Topology t(net);
+    Engine engine;
+    PacketFabric f(engine, Topology(net), 1500);
+    Recorder rec;
+    f.set_listener(&rec);
+    std::mt19937_64 rng(7);
+    std::vector<LinkStats> expected(t.links().size());
+    uint64_t id = 0;
+    for (int run = 0; run < 300; ++run) {
+      const auto src = static_cast<int32_t>(rng() % static_cast<uint64_t>(t.npus()));
+      const auto dst = static_cast<int32_t>(rng() % static_cast<uint64_t>(t.npus()));
+      for (int k = 0, n = static_cast<int>(rng() % 4) + 1; k < n; ++k) {  // a run to one peer
+        const uint64_t flow = rng() % 3;
+        const uint64_t bytes = 1 + rng() % 4000;
+        f.send(Message{id++, src, dst, bytes, flow});
+        for (const LinkId l : t.route(src, dst, flow)) {
+          expected[l].bytes += bytes;
+          expected[l].packets += (bytes + 1499) / 1500;
+        }
+      }
+      engine.run();
+    }
+    EXPECT_EQ(rec.log.size(), id);
+    for (LinkId l = 0; l < t.links().size(); ++l) {
+      EXPECT_EQ(f.link_stats(l).bytes, expected[l].bytes) << "link " << l;
+      EXPECT_EQ(f.link_stats(l).packets, expected[l].packets) << "link " << l;
+    }
+  }
+}
+
 // The packet pool stops growing: the same workload again after the first has drained needs no new
 // packets, and gives the same times shifted by the offset.
 TEST(PacketFabric, PoolIsReusedAndRunsShiftInTime) {

@@ -27,22 +27,8 @@ limit=${TIME_LIMIT_S:-1800}
 for b in "$new" ${old:+"$old"}; do
   [[ -x $b ]] || { echo "run_packet_speed.sh: no fabemu binary at $b" >&2; exit 2; }
 done
-[[ -x /usr/bin/time ]] || { echo "run_packet_speed.sh: /usr/bin/time (GNU time) is needed" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "run_packet_speed.sh: python3 is needed" >&2; exit 2; }
-traces=$shared/traces/astra-sim-text
-system=$shared/configs/astra-sim/system_ring_4chunks.json
-[[ -f $system && -d $traces ]] || { echo "run_packet_speed.sh: $shared lacks traces/astra-sim-text or $system" >&2; exit 2; }
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fabemu_packet_speed.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
-
-ring_yml() {  # ring_yml N -> path of a Ring_<N>npus.yml
-  local f=$tmp/Ring_$1npus.yml
-  printf 'topology: [ Ring ]\nnpus_count: [ %s ]\nbandwidth: [ 50.0 ]  # GB/s\nlatency: [ 500.0 ]  # ns\n' "$1" >"$f"
-  echo "$f"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/astra_text_lib.sh"
+astra_text_setup run_packet_speed.sh
 
 # The report without the workload's path (a temporary folder), keys sorted.
 normalize() {

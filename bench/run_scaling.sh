@@ -26,24 +26,8 @@ shared=${2:-$repo/../shared}
 walk_limit=${WALK_LIMIT_S:-120}
 
 [[ -x $fabemu ]] || { echo "run_scaling.sh: no fabemu binary at $fabemu (pass it as the first argument)" >&2; exit 2; }
-[[ -x /usr/bin/time ]] || { echo "run_scaling.sh: /usr/bin/time (GNU time) is needed" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "run_scaling.sh: python3 is needed to read the JSON reports" >&2; exit 2; }
-traces=$shared/traces/astra-sim-text
-system=$shared/configs/astra-sim/system_ring_4chunks.json
-[[ -f $system && -d $traces ]] || { echo "run_scaling.sh: $shared lacks traces/astra-sim-text or $system" >&2; exit 2; }
-
-# The walker keeps every rank's trace open: 16,384 ranks need more than the usual 1024 descriptors.
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/fabemu_scaling.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
-
-ring_yml() {  # ring_yml N -> path of a Ring_<N>npus.yml
-  local f=$tmp/Ring_$1npus.yml
-  printf 'topology: [ Ring ]\nnpus_count: [ %s ]\nbandwidth: [ 50.0 ]  # GB/s\nlatency: [ 500.0 ]  # ns\n' "$1" >"$f"
-  echo "$f"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/astra_text_lib.sh"
+astra_text_setup run_scaling.sh
 
 # measure NAME TIMEOUT_S fabemu-run-args... -> sets wall_s, cpu_s, rss_mib, total_ns, exposed_ns (or "-")
 measure() {

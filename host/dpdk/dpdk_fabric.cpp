@@ -250,6 +250,8 @@ void DpdkFabric::send(const emu::Message& m, emu::Time ready) {
     // frames would leave late and then catch up at the device's rate).
     started_ = true;
     clock_.restart();
+    last_poll_ps_ = 0;  // a reading from before zero is later than every one after it for a while
+    clock_zero_set_.store(true, std::memory_order_release);
     if (workers_.empty()) rx_paths_[0]->restart_clock();  // one time base for the pcap records
     // The capture's timestamps are the wall clock's dates (README.md, "pcap"): clock_'s zero is now.
     unix_zero_ns_ = static_cast<uint64_t>(

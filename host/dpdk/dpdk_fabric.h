@@ -382,6 +382,9 @@ class DpdkFabric final : public RealtimeFabric,
   bool interrupted_ = false;
   std::string stall_;     // why the run stopped on a stall (empty: it did not)
   bool started_ = false;  // the first send() restarted the clock
+  // Set (release) once that restart is done: the transmit lcores run no round before it (tx_lane_round), so
+  // that none paces with a reading of the clock from before its zero.
+  alignas(64) std::atomic<bool> clock_zero_set_{false};
   // --metrics: LiveMetrics published every kPublishPs of wall time (publish()).
   static constexpr uint64_t kPublishPs = 1'000'000'000;
   uint64_t last_publish_ps_ = 0;

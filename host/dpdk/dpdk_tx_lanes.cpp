@@ -157,6 +157,13 @@ void DpdkFabric::join_tx_workers() {
 // --- a transmit lcore's round ----------------------------------------------------------------------------
 
 void DpdkFabric::tx_lane_round(TxLane& lane) {
+  // Nothing before wall time zero (the first send() restarts the clock, then hands its message over): a
+  // reading taken before the restart is later than every reading after it until the run has lasted as long
+  // as its set-up, and frames paced with it would have left "early" and held their link that long.
+  if (!clock_zero_set_.load(std::memory_order_acquire)) [[unlikely]] {
+    if (lane.draining.load(std::memory_order_relaxed)) lane.settled.store(lane.counters.handed, std::memory_order_release);
+    return;
+  }
   const TscClock::Reading now = clock_.read();
   {
     // Its stalls (more than 100 us between two rounds): frames due meanwhile leave late.

@@ -217,7 +217,7 @@ Model::Model(const System& system) : sys_(system) {
         const auto F = static_cast<Func>(f);
         const auto Al = static_cast<Algo>(a);
         const auto Pr = static_cast<Proto>(p);
-        if (!sys_.algos[a] || !sys_.protos[p] || !supported(sys_, F, Al, Pr)) continue;
+        if (!sys_.algos[f][a] || !sys_.protos[f][p] || !supported(sys_, F, Al, Pr)) continue;
         const double bw = algorithm_bandwidth(sys_, F, Al, Pr);
         if (!(bw > 0)) continue;
         opts_[f][a][p] = Option{latency(sys_, F, Al, Pr), bw};
@@ -280,7 +280,7 @@ std::string_view proto_name(Proto p) {
   return kNames[P(p)];
 }
 std::string_view func_name(Func f) {
-  constexpr std::string_view kNames[5] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"};
+  constexpr std::string_view kNames[kFuncs] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"};
   return kNames[static_cast<size_t>(f)];
 }
 
@@ -308,9 +308,10 @@ std::optional<Func> func_named(std::string_view s) {
 }
 
 namespace {
+// One list ("ring,tree" or "^LL128") onto one collective's enables.
 template <size_t N, typename Named>
 void apply_list(std::string_view list, std::array<bool, N>& enabled, Named named, std::string_view what) {
-  bool except = !list.empty() && list.front() == '^';
+  const bool except = !list.empty() && list.front() == '^';
   if (except) list.remove_prefix(1);
   std::array<bool, N> chosen{};
   size_t begin = 0;
@@ -326,13 +327,42 @@ void apply_list(std::string_view list, std::array<bool, N>& enabled, Named named
   }
   for (size_t i = 0; i < N; ++i) enabled[i] = except ? (enabled[i] && !chosen[i]) : chosen[i];
 }
+
+// NCCL's map of collectives to lists: "list;func:list;func:list", the first prefix optional.
+template <size_t N, typename Named>
+void apply_map(std::string_view value, std::array<std::array<bool, N>, kFuncs>& enabled, Named named,
+               std::string_view what) {
+  size_t begin = 0;
+  for (bool first = true; begin <= value.size(); first = false) {
+    const size_t end = std::min(value.find(';', begin), value.size());
+    std::string_view entry = value.substr(begin, end - begin);
+    begin = end + 1;
+    const size_t colon = entry.find(':');
+    if (colon == std::string_view::npos) {
+      if (!first) {
+        throw std::invalid_argument(std::string(what) + " list: \"" + std::string(entry) +
+                                    "\" needs a collective (as allreduce:" + std::string(entry) +
+                                    "): only the first list may lack one");
+      }
+      for (auto& f : enabled) apply_list(entry, f, named, what);
+      continue;
+    }
+    const std::string_view func = entry.substr(0, colon);
+    const auto f = func_named(func);
+    if (!f) {
+      throw std::invalid_argument(std::string(what) + " list: unknown collective \"" + std::string(func) +
+                                  "\" (allreduce, allgather, reducescatter, broadcast, reduce)");
+    }
+    apply_list(entry.substr(colon + 1), enabled[static_cast<size_t>(*f)], named, what);
+  }
+}
 }  // namespace
 
-void apply_algo_list(std::string_view list, std::array<bool, kAlgos>& enabled) {
-  apply_list(list, enabled, algo_named, "algorithm");
+void apply_algo_list(std::string_view value, AlgoEnables& enabled) {
+  apply_map(value, enabled, algo_named, "algorithm");
 }
-void apply_proto_list(std::string_view list, std::array<bool, kProtos>& enabled) {
-  apply_list(list, enabled, proto_named, "protocol");
+void apply_proto_list(std::string_view value, ProtoEnables& enabled) {
+  apply_map(value, enabled, proto_named, "protocol");
 }
 
 }  // namespace fabemu::emu::nccl

@@ -27,6 +27,17 @@ inline constexpr int kProtos = 3;
 // all-reduce, broadcast or reduce; the gathered (all-gather) or scattered (reduce-scatter) whole; an
 // (NCCL has no all-to-all collective: it is point-to-point, not modelled here.)
 enum class Func : uint8_t { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce };
+inline constexpr int kFuncs = 5;
+
+// What the tuner may choose from, per collective (NCCL_ALGO / NCCL_PROTO apply per function).
+using AlgoEnables = std::array<std::array<bool, kAlgos>, kFuncs>;
+using ProtoEnables = std::array<std::array<bool, kProtos>, kFuncs>;
+template <class Enables>
+constexpr Enables all_enabled() {
+  Enables e{};
+  for (auto& f : e) f.fill(true);
+  return e;
+}
 
 // GPU generation: NCCL's per-generation bandwidth caps (LL, LL128, trees, NVLS efficiency).
 enum class Gpu : uint8_t { kVolta, kAmpere, kHopper, kBlackwell };
@@ -65,9 +76,10 @@ struct System {
   std::array<double, kProtos> hop_latency_scale = kFittedHopLatencyScale;
   std::array<double, kProtos> bandwidth_efficiency = kFittedBandwidthEfficiency;
   std::array<double, kProtos> ramp_bytes = kFittedRampBytes;
-  // What the tuner may choose from (NCCL_ALGO / NCCL_PROTO); all by default (LL128 as NCCL enables it).
-  std::array<bool, kAlgos> algos{true, true, true, true, true, true};
-  std::array<bool, kProtos> protos{true, true, true};
+  // What the tuner may choose from, per collective (NCCL_ALGO / NCCL_PROTO, [func][algo or proto]); all by
+  // default (LL128 as NCCL enables it).
+  AlgoEnables algos = all_enabled<AlgoEnables>();
+  ProtoEnables protos = all_enabled<ProtoEnables>();
 
   int32_t ranks() const { return gpus_per_node * nodes; }
   // NCCL's model as published: no hop latency scale, full bandwidth, no ramp.
@@ -116,7 +128,7 @@ class Model {
 
  private:
   System sys_;
-  std::array<std::array<std::array<Option, kProtos>, kAlgos>, 5> opts_{};
+  std::array<std::array<std::array<Option, kProtos>, kAlgos>, kFuncs> opts_{};
 };
 
 // nccl-tests' bus bandwidth factor: busbw = algbw * factor (all-reduce 2(n-1)/n; all-gather and
@@ -131,9 +143,13 @@ std::optional<Algo> algo_named(std::string_view s);
 std::optional<Proto> proto_named(std::string_view s);
 std::optional<Func> func_named(std::string_view s);  // also "allreduce", "all_reduce_perf" ...
 
-// Applies an NCCL_ALGO / NCCL_PROTO-style list: "ring,tree" enables exactly those, "^LL128" all but those.
-// Throws std::invalid_argument naming the unknown element.
-void apply_algo_list(std::string_view list, std::array<bool, kAlgos>& enabled);
-void apply_proto_list(std::string_view list, std::array<bool, kProtos>& enabled);
+// Applies an NCCL_ALGO / NCCL_PROTO value as NCCL 2.24 reads it: lists separated by ';', each "func:list"
+// for one collective (func as func_named: allreduce, AllGather, reduce_scatter ...), the first may lack the
+// prefix and then applies to every collective. A list "ring,tree" enables exactly those, "^LL128" removes
+// those from what was enabled. "ring;allreduce:tree": ring everywhere, tree for all-reduce. Throws
+// std::invalid_argument naming the unknown element or collective, an empty list, or a second list without
+// a collective.
+void apply_algo_list(std::string_view value, AlgoEnables& enabled);
+void apply_proto_list(std::string_view value, ProtoEnables& enabled);
 
 }  // namespace fabemu::emu::nccl

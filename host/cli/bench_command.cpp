@@ -169,8 +169,9 @@ void add_bench_command(CLI::App& app, int& status) {
   cmd->add_option("-o,--op", a->op, "Reduction shown in the redop column, nccl-tests' -o")->capture_default_str();
   cmd->add_option("--algo", a->algos,
                   "Algorithms the tuner may pick, as NCCL_ALGO: ring,tree,nvls,nvls_tree,collnet_direct,collnet_chain "
-                  "or ^excluded");
-  cmd->add_option("--proto", a->protos, "Protocols the tuner may pick, as NCCL_PROTO: LL,LL128,Simple or ^excluded");
+                  "or ^excluded; per collective after ';': ring;allreduce:tree");
+  cmd->add_option("--proto", a->protos, "Protocols the tuner may pick, as NCCL_PROTO: LL,LL128,Simple or ^excluded; per collective: "
+                  "^LL128;allreduce:LL128");
   cmd->add_option("--json", a->json, "Write the sweep as JSON (docs/nccl.md)");
   cmd->add_option("--csv", a->csv, "Write the sweep as CSV");
   cmd->add_option("--compare", a->compare,

@@ -109,7 +109,7 @@ TEST(NcclModel, OverrideListsAsNcclAlgoAndNcclProto) {
   EXPECT_EQ(c->proto, Proto::kSimple);
   // Tree does not run an all-gather: nothing is left for it.
   EXPECT_FALSE(m.choose(Func::kAllGather, 8));
-  std::array<bool, kAlgos> algos{};
+  AlgoEnables algos{};
   try {
     apply_algo_list("ring,rnig", algos);
     ADD_FAILURE() << "expected an error";
@@ -120,6 +120,58 @@ TEST(NcclModel, OverrideListsAsNcclAlgoAndNcclProto) {
   EXPECT_EQ(proto_named("simple"), Proto::kSimple);
   EXPECT_EQ(func_named("all_gather_perf"), Func::kAllGather);
   EXPECT_EQ(func_named("allreduce"), Func::kAllReduce);
+}
+
+// NCCL 2.24's lists per collective: "default;func:list;...", the first prefix optional (NCCL's own examples
+// in src/tuning: "ring;allreduce:tree", "^LL128;allreduce:LL128").
+TEST(NcclModel, ListsPerCollectiveAsNccl224) {
+  const System plain = a100_node();
+  const Model unchanged(plain);
+  System s = plain;
+  apply_algo_list("ring;AllReduce:Tree", s.algos);
+  apply_proto_list("^LL128;allreduce:LL128", s.protos);
+  const Model m(s);
+  // All-reduce: tree only, LL128 only (NCCL's LL would win at 8 B).
+  ASSERT_EQ(unchanged.choose(Func::kAllReduce, 8)->proto, Proto::kLL);
+  const auto ar = m.choose(Func::kAllReduce, 8);
+  ASSERT_TRUE(ar);
+  EXPECT_EQ(ar->algo, Algo::kTree);
+  EXPECT_EQ(ar->proto, Proto::kLL128);
+  EXPECT_EQ(ar->time, m.evaluate(Func::kAllReduce, Algo::kTree, Proto::kLL128, 8)->time);
+  // The others: ring, anything but LL128; at 8 B LL as before, at 64 MiB Simple.
+  for (const Func f : {Func::kAllGather, Func::kReduceScatter, Func::kBroadcast, Func::kReduce}) {
+    SCOPED_TRACE(std::string(func_name(f)));
+    const auto small = m.choose(f, 8);
+    const auto big = m.choose(f, uint64_t{64} << 20);
+    ASSERT_TRUE(small && big);
+    EXPECT_EQ(small->algo, Algo::kRing);
+    EXPECT_EQ(small->proto, Proto::kLL);
+    EXPECT_EQ(big->algo, Algo::kRing);
+    EXPECT_EQ(big->proto, Proto::kSimple);
+    EXPECT_FALSE(m.evaluate(f, Algo::kRing, Proto::kLL128, 8));
+  }
+  // A list for one collective only leaves the others as they were.
+  System one = plain;
+  apply_algo_list("allreduce:tree", one.algos);
+  const Model only(one);
+  EXPECT_EQ(only.choose(Func::kAllReduce, uint64_t{64} << 20)->algo, Algo::kTree);
+  EXPECT_EQ(unchanged.choose(Func::kAllReduce, uint64_t{64} << 20)->algo, Algo::kRing);
+  EXPECT_EQ(only.choose(Func::kAllGather, uint64_t{64} << 20)->time,
+            unchanged.choose(Func::kAllGather, uint64_t{64} << 20)->time);
+  // Refused, naming what is wrong.
+  const auto refused = [](std::string_view value, std::string_view says) {
+    AlgoEnables e = all_enabled<AlgoEnables>();
+    try {
+      apply_algo_list(value, e);
+      ADD_FAILURE() << value << ": expected an error";
+    } catch (const std::invalid_argument& x) {
+      EXPECT_NE(std::string(x.what()).find(says), std::string::npos) << x.what();
+    }
+  };
+  refused("ring;tree", "\"tree\" needs a collective");
+  refused("alltoall:ring", "unknown collective \"alltoall\"");
+  refused("ring;allreduce:rnig", "unknown element \"rnig\"");
+  refused("allreduce:", "unknown element \"\"");
 }
 
 TEST(NcclModel, ASystemNcclCouldNotRunIsRefusedByField) {

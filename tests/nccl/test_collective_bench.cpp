@@ -126,6 +126,8 @@ TEST(CollectiveBench, TheNcclSectionsErrorsNameLineAndKey) {
                     "NVLS needs NVSwitch 3rd generation");
   expect_nccl_error("  gpu: ampere\n" + ok + "  net_channel_GBps: 6\n  algorithms: ring,trie\n", 10,
                     "unknown element \"trie\"");
+  expect_nccl_error("  gpu: ampere\n" + ok + "  net_channel_GBps: 6\n  protocols: \"LL;alltoall:Simple\"\n", 10,
+                    "unknown collective \"alltoall\"");
   expect_nccl_error("  gpu: ampere\n" + ok + "  net_channel_GBps: 6\n  chanels: 4\n", 10,
                     "unknown key \"nccl.chanels\"");
   expect_nccl_error("  gpu: ampere\n" + ok + "  net_channel_GBps: 6\n  hop_latency_scale: 2\n", 10,
@@ -137,6 +139,36 @@ TEST(CollectiveBench, TheNcclSectionsErrorsNameLineAndKey) {
 // Every published table against its system's preset: the number of sizes compared is exact, and the errors
 // (median and maximum |error| of busbw at >= 64 KiB, median |error| of time below) are the ones docs/nccl.md
 // reports, to half a percentage point: a change to the model or a preset that moves them must update the docs.
+// The nccl: section's lists as NCCL 2.24 reads NCCL_ALGO / NCCL_PROTO: per collective after ';'.
+TEST(CollectiveBench, TheNcclSectionsListsPerCollective) {
+  test::ScratchDir dir;
+  const std::string path = dir.file("system.yaml");
+  test::write_bytes(path, "topology:\n  - {type: Switch, npus: 8, bandwidth_gbps: 2400, latency_ns: 500}\n"
+                          "nccl:\n  gpu: ampere\n  intra: nvlink\n  channels: 8\n  channel_GBps: 20\n"
+                          "  algorithms: \"ring;allreduce:tree\"\n  protocols: \"^LL128;allreduce:LL128\"\n");
+  const auto f = host::load_fabric_yaml(path);
+  ASSERT_TRUE(f.nccl);
+  using emu::nccl::Algo;
+  using emu::nccl::Proto;
+  const auto on = [](const auto& set) {
+    std::string s;
+    for (const bool b : set) s += b ? '1' : '0';
+    return s;
+  };
+  const auto F = [](Func x) { return static_cast<size_t>(x); };
+  EXPECT_EQ(on(f.nccl->algos[F(Func::kAllReduce)]), "010000");  // tree
+  EXPECT_EQ(on(f.nccl->protos[F(Func::kAllReduce)]), "010");    // LL128
+  for (const Func x : {Func::kAllGather, Func::kReduceScatter, Func::kBroadcast, Func::kReduce}) {
+    EXPECT_EQ(on(f.nccl->algos[F(x)]), "100000");  // ring
+    EXPECT_EQ(on(f.nccl->protos[F(x)]), "101");    // LL, Simple
+  }
+  const emu::nccl::Model m(*f.nccl);
+  const auto c = m.choose(Func::kAllReduce, 1 << 20);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->algo, Algo::kTree);
+  EXPECT_EQ(c->proto, Proto::kLL128);
+}
+
 TEST(CollectiveBench, ErrorOnEveryCalibrationTableIsTheDocumentedOne) {
   FABEMU_REQUIRE_SHARED(traces);
   const fs::path dir = traces.parent_path() / "calibration" / "nccl-tests";

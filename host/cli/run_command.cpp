@@ -54,6 +54,13 @@ void add_input_options(CLI::App* cmd, run::RunArgs& a) {
                   "fabric file's nccl: section, analytical model; docs/nccl.md); default: the fabric file's, else astra")
       ->check(CLI::IsMember({"astra", "nccl"}))
       ->needs(fc);
+  cmd->add_option("--nccl-algo", a.nccl_algo,
+                  "In NCCL semantics: the algorithms NCCL's tuner may pick, as NCCL_ALGO (ring,tree; ^nvls; per "
+                  "collective: ring;allreduce:tree), on top of the nccl: section's")
+      ->needs(fc);
+  cmd->add_option("--nccl-proto", a.nccl_proto,
+                  "In NCCL semantics: the protocols, as NCCL_PROTO (LL,LL128,Simple; ^LL128; allreduce:Simple)")
+      ->needs(fc);
   cmd->add_option("--fabric", a.fabric,
                       "Fabric backend: software (the model), dpdk (real frames, delivered at the packet model's "
                       "times; EAL arguments after --), socket (UDP datagrams between one loopback socket per rank, delivered at "

@@ -14,6 +14,7 @@ struct RunArgs {
   std::string workload;
   std::string fabric_config;
   std::string collective_semantics;  // --collective-semantics astra|nccl; "" = the fabric file's (else astra)
+  std::string nccl_algo, nccl_proto;  // --nccl-algo / --nccl-proto: NCCL_ALGO / NCCL_PROTO on top of the file's
   std::string network;
   std::string system;
   std::string fabric = "software";

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "emulator/nccl_model.h"
 #include "host/config/run_config.h"
 #include "host/run/backend.h"
 #include "traces/trace_set.h"
@@ -142,6 +143,20 @@ emu::WalkerOptions walker_options(const RunArgs& a, const emu::SystemConfig& sys
   return opt;
 }
 
+// --nccl-algo / --nccl-proto on top of the nccl: section's lists (errors name the option).
+void apply_nccl_lists(const RunArgs& a, emu::nccl::System& nccl) {
+  try {
+    if (!a.nccl_algo.empty()) emu::nccl::apply_algo_list(a.nccl_algo, nccl.algos);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--nccl-algo: ") + e.what());
+  }
+  try {
+    if (!a.nccl_proto.empty()) emu::nccl::apply_proto_list(a.nccl_proto, nccl.protos);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--nccl-proto: ") + e.what());
+  }
+}
+
 }  // namespace
 
 RunPlan load_run_plan(const RunArgs& a) {
@@ -174,7 +189,13 @@ RunPlan load_run_plan(const RunArgs& a) {
           "collectives without messages); this run is {}",
           a.fabric_config, a.fabric != "software" ? "on --fabric " + a.fabric : "on the packet model"));
     }
+    apply_nccl_lists(a, *config.nccl);
     plan.walker.nccl = config.nccl;
+  } else if (!a.nccl_algo.empty() || !a.nccl_proto.empty()) {
+    throw std::invalid_argument(fmt::format("{} applies in NCCL's collective semantics only; this run is in "
+                                            "ASTRA-sim's (--collective-semantics nccl, or the file's "
+                                            "collective_semantics: nccl)",
+                                            !a.nccl_algo.empty() ? "--nccl-algo" : "--nccl-proto"));
   }
   plan.timeline_messages = a.timeline_messages;
   plan.link_series = link_series_bins(a, plan.model);

@@ -60,6 +60,23 @@ expect_status 0 "$FABEMU" run -w "$tmp/ar/ar" -f "$SYS/a100_8x_nvswitch.yaml" --
 expect_text "$tmp/out" "nccl:ring/LL"
 expect_status 2 "$FABEMU" run -w "$tmp/ar/ar" -f "$SRC/traces/samples/fabric_2d.yaml" --collective-semantics nccl
 expect_text "$tmp/err" "has no \"nccl:\" section"
+# --nccl-algo / --nccl-proto (NCCL 2.24's lists) in fabemu run: the time bench collective gives with the same.
+expect_status 0 "$FABEMU" run -w "$tmp/ar/ar" -f "$tmp/nccl.yaml" --nccl-algo "ring;allreduce:tree" \
+  --nccl-proto allreduce:Simple --report "$tmp/nt.json"
+expect_text "$tmp/out" "nccl:tree/Simple"
+expect_status 0 "$FABEMU" bench collective -s "$tmp/nccl.yaml" -b 1M -e 1M -q --algo "ring;allreduce:tree" \
+  --proto allreduce:Simple --json "$tmp/ntb.json"
+python3 - "$tmp/ntb.json" "$tmp/nt.json" <<'PY' || fail "fabemu run --nccl-algo differs from bench collective --algo"
+import json, sys
+bench = json.load(open(sys.argv[1]))["rows"][0]
+run = json.load(open(sys.argv[2]))["collectives"][0]
+assert bench["algorithm"] == "tree" and bench["protocol"] == "Simple", bench
+assert run["duration_ps"] == bench["time_ps"], (run["duration_ps"], bench["time_ps"])
+PY
+expect_status 2 "$FABEMU" run -w "$tmp/ar/ar" -f "$tmp/nccl.yaml" --nccl-algo "ring;tree"
+expect_text "$tmp/err" "--nccl-algo: algorithm list: \"tree\" needs a collective"
+expect_status 2 "$FABEMU" run -w "$tmp/ar/ar" -f "$tmp/nccl.yaml" --collective-semantics astra --nccl-proto LL
+expect_text "$tmp/err" "--nccl-proto applies in NCCL's collective semantics only"
 
 # JSON and CSV carry the same sizes; an unvalidated system says so in the title.
 expect_status 0 "$FABEMU" bench collective all_gather_perf -s "$SYS/gb200_nvl72.yaml" -b 1M -e 1G -q \

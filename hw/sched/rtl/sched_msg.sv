@@ -82,9 +82,9 @@ module sched_msg #(
   typedef enum logic [5:0] {
     S_IDLE, S_HALT, S_HP, S_K,
     S_P_RT, S_P_LA, S_P_ACC, S_P_DIV, S_P_HEAP,
-    S_I0, S_I1, S_I2, S_I3, S_I3W, S_I4, S_I4W, S_I5, S_I5W, S_I6, S_I7,
-    S_L0, S_L1, S_L2, S_L3, S_L3W, S_LA1, S_LB2, S_FIN,
-    S_F0, S_F1, S_F2, S_F2W, S_F3
+    S_I0, S_I1, S_I2, S_I3, S_I3W, S_IW1, S_IW2, S_IW3, S_I4, S_I5, S_I6, S_I6A, S_IW4, S_I7,
+    S_L0, S_L1, S_L2, S_L3, S_LB2, S_FIN,
+    S_F0, S_F3
   } state_t;
   state_t st, hp_next;
 
@@ -93,7 +93,7 @@ module sched_msg #(
   logic [PA-1:0] l_head [2**LA], l_tail [2**LA];
   logic l_ne [2**LA];
   logic [LA-1:0] route [2**RA];
-  logic [63:0] m_id [2**MA], m_suf [2**MA];
+  logic [63:0] m_id [2**MA], m_suf [2**MA], m_sera [2**MA], m_serb [2**MA];  // ser(MTU), ser(last) on link 1
   logic [39:0] m_bytes [2**MA], m_pk [2**MA];
   logic [31:0] m_lastb [2**MA];
   logic [7:0] m_hops [2**MA];
@@ -116,7 +116,7 @@ module sched_msg #(
   logic [PA-1:0] lr_head, lr_tail;
   logic lr_ne;
   logic [LA-1:0] rt_rd;
-  logic [63:0] mr_id, mr_suf;
+  logic [63:0] mr_id, mr_suf, mr_sera, mr_serb;
   logic [39:0] mr_bytes, mr_pk;
   logic [31:0] mr_lastb;
   logic [7:0] mr_hops;
@@ -138,8 +138,9 @@ module sched_msg #(
     lr_rate <= l_rate[la_n]; lr_lat <= l_lat[la_n]; lr_free <= l_free[la_n]; lr_cb <= l_cb[la_n];
     lr_cp <= l_cp[la_n]; lr_head <= l_head[la_n]; lr_tail <= l_tail[la_n]; lr_ne <= l_ne[la_n];
     rt_rd <= route[ra_n];
-    mr_id <= m_id[ma_n]; mr_suf <= m_suf[ma_n]; mr_bytes <= m_bytes[ma_n];
-    mr_pk <= m_pk[ma_n]; mr_lastb <= m_lastb[ma_n]; mr_hops <= m_hops[ma_n]; mr_route <= m_route[ma_n];
+    mr_id <= m_id[ma_n]; mr_suf <= m_suf[ma_n]; mr_sera <= m_sera[ma_n]; mr_serb <= m_serb[ma_n];
+    mr_bytes <= m_bytes[ma_n]; mr_pk <= m_pk[ma_n]; mr_lastb <= m_lastb[ma_n]; mr_hops <= m_hops[ma_n];
+    mr_route <= m_route[ma_n];
     mr_src <= m_src[ma_n]; mr_dst <= m_dst[ma_n];
     pr_far <= p_far[pa_n]; pr_msg <= p_msg[pa_n]; pr_hop <= p_hop[pa_n]; pr_cnt <= p_cnt[pa_n];
     pr_last <= p_last[pa_n]; pr_bytes <= p_bytes[pa_n]; pr_next <= p_next[pa_n];
@@ -168,14 +169,43 @@ module sched_msg #(
     .clk, .rst, .wr(ks_wr), .wr_m(ks_m), .wr_live(ks_live), .wr_ed(ks_ed), .start(ks_start), .limit(mfresh),
     .done(ks_done), .kmin(ks_min));
 
+  // The shared multiplier, pipelined: the product of the registers mul_a x mul_b (64 x 40 bits) is in mul_hi and
+  // mul_lo 4 cycles after they are written, and stays there while they hold. With mul_c, mul_hi is
+  // ser = ceil(product / 2^32) (used with n of 32 bits); without, product[63:0] = {mul_hi[31:0], mul_lo}.
+  // M1: eight partial products a_k x b[23:0] (16 x 24) and a_k x b[39:24] (16 x 16), a DSP48E2 each, registered;
+  // M2: a_k x b (one 32-bit chain); M3: a[31:0] x b and a[63:32] x b (one 56-bit chain); M4: product[95:32]
+  // (one 64-bit chain, the sticky bit of product[31:0] as its carry in).
   logic [63:0]  mul_a;
   logic [39:0]  mul_b;
-  logic [95:0]  mul_p;  // products used: ser (32 x 64 bits) and the low 64 bits of (packets - 1) x ser
-  always_ff @(posedge clk) mul_p <= 96'(mul_a * mul_b);
-  wire logic [63:0] mul_ceil = mul_p[95:32] + {63'd0, |mul_p[31:0]};  // ser = ceil(n * q / 2^32)
+  logic         mul_c;
+  logic [159:0] mp0;       // a_k x b[23:0], 40 bits each
+  logic [127:0] mp1;       // a_k x b[39:24], 32 bits each
+  logic [223:0] mq;        // a_k x b, 56 bits each
+  logic [71:0]  mt_lo;     // a[31:0] x b
+  logic [63:0]  mt_hi;     // a[63:32] x b, the bits below 2^96 of the product
+  logic [2:0]   mc;        // mul_c along M1..M3
+  logic [63:0]  mul_hi;
+  logic [31:0]  mul_lo;
+  always_ff @(posedge clk) begin
+    for (int k = 0; k < 4; k++) begin
+      mp0[40*k +: 40] <= 40'(mul_a[16*k +: 16]) * 40'(mul_b[23:0]);
+      mp1[32*k +: 32] <= 32'(mul_a[16*k +: 16]) * 32'(mul_b[39:24]);
+      mq[56*k +: 56] <= {mp1[32*k +: 32] + 32'(mp0[40*k+24 +: 16]), mp0[40*k +: 24]};
+    end
+    mt_lo <= {mq[56 +: 56] + 56'(mq[16 +: 40]), mq[0 +: 16]};
+    mt_hi <= {48'(mq[168 +: 56] + 56'(mq[128 +: 40])), mq[112 +: 16]};
+    mc <= {mc[1:0], mul_c};
+    mul_hi <= 64'(mt_lo[71:32]) + mt_hi + {63'd0, mc[2] && mt_lo[31:0] != 32'd0};
+    mul_lo <= mt_lo[31:0];
+  end
 
   // ---- registers of the state machine ----------------------------------------------------------------
-  logic [63:0] w_q, seq, now, dq_ready, dq_id, tot, ser_a, ser_b, big, hp_time;
+  logic [63:0] w_q, seq, now, dq_ready, dq_id, tot, ser_a, ser_b, hp_time;
+  // Sums prepared before the state that needs them, one adder a cycle (see the inject and forward states):
+  logic [63:0] dep, dl, ds, sufn, dsb, dsbl, dsbs, inj_far, cbn, cpn;  // cbn, cpn: the link's new counters
+  logic [39:0] nh;        // packet-hops the event adds
+  logic [2:0]  fc;        // cycles since S_L3 (saturating at 7): the forward link is read and multiplied meanwhile
+  logic        run, cnt2;  // the head entry holds more packets than the one leaving; exactly two
   logic [23:0] dq_src, dq_dst;
   logic [7:0]  dq_hops, h, fwd_hop;
   logic [RA-1:0] dq_route, rlen;
@@ -197,7 +227,6 @@ module sched_msg #(
   wire logic [63:0] depart = now > lr_free ? now : lr_free;
   wire logic [39:0] pk = dq_bytes == 0 ? 40'd1 : div_q + {39'd0, div_r != 0};
   wire logic [31:0] lastb = dq_bytes == 0 ? 32'd0 : div_r != 0 ? div_r : cfg_mtu;
-  wire logic run = pr_cnt != 40'd1;  // the head entry holds more packets than the one leaving
   wire logic [7:0] last_hop = mr_hops - 1'b1;
   wire logic fwd_now = pr_hop != last_hop;  // the leaving packet has links after this one
 
@@ -217,19 +246,23 @@ module sched_msg #(
       S_L0: la_n = LA'(what);                        // leave: link, head entry, its message
       S_L1: pa_n = lr_head;
       S_L2: ma_n = pr_msg;
-      S_L3: if (!run && e != lr_tail) pa_n = pr_next;  // the new head
-      S_F0: ra_n = mr_route + RA'(fwd_hop);          // forward: next link id, the link
-      S_F1: la_n = rt_rd;
+      S_L3: begin
+        if (!run && e != lr_tail) pa_n = pr_next;    // the new head
+        ra_n = mr_route + RA'(fwd_hop);              // forward: next link id (the link at fc == 1)
+      end
       default: ;
     endcase
+    if (fc == 3'd1) la_n = rt_rd;                    // the next link, in any state after S_L3
   end
 
-  // Event arithmetic of S_I7 (inject) and S_F3 (forward).
-  wire logic [63:0] inj_free = depart + big + ser_b;
-  wire logic [63:0] inj_far = depart + (mr_pk == 40'd1 ? ser_b : ser_a) + lr_lat;
-  wire logic [63:0] fw_free = depart + mul_ceil;
-  wire logic [63:0] fw_far = fw_free + lr_lat;
-  wire logic [63:0] suf_next = mr_suf - lr_lat;
+  // Event arithmetic of S_I7 (inject), S_L3 (a run's next packet) and S_F3 (forward): one adder each, from
+  // sums registered in the states before (dep = max(now, link_free), dl = dep + latency, ds = dep + suffix,
+  // dsb = dep + ser(last), ...; ks_ed = far end + suffix - latency = departure + ser + suffix).
+  wire logic [63:0] big = {mul_hi[31:0], mul_lo};    // (packets - 1) x ser(MTU)
+  wire logic [63:0] inj_free = dsb + big;
+  wire logic [63:0] run_far = pr_far + (cnt2 ? mr_serb : mr_sera);
+  wire logic [63:0] fw_free = dep + mul_hi;
+  wire logic [63:0] fw_far = dl + mul_hi;
   wire logic rec_inject = mr_hops == 8'd1;
   wire logic rec_fwd = fwd_last && fwd_hop == last_hop;
 
@@ -240,7 +273,7 @@ module sched_msg #(
       rt_ready <= 1'b0; d_ready <= 1'b0; r_valid <= 1'b0; idle <= 1'b0; err_pool <= 1'b0;
       x_valid <= 1'b0; x_safe <= '0;
       w_q <= '0; seq <= '0; rlen <= '0; fsp <= '0; pfresh <= '0; msp <= '0; mfresh <= '0;
-      known_until <= '1; k_dirty <= 1'b0; unrec <= '0; n_events <= '0; n_hops <= '0; n_scan <= '0;
+      known_until <= '1; k_dirty <= 1'b0; unrec <= '0; n_events <= '0; n_hops <= '0; n_scan <= '0; fc <= '0;
       div_start <= 1'b0; ks_start <= 1'b0; ks_wr <= 1'b0;
     end else begin
       rt_ready <= 1'b1;
@@ -249,6 +282,13 @@ module sched_msg #(
       if (r_valid && r_ready) r_valid <= 1'b0;
       if (x_valid && x_ready) x_valid <= 1'b0;
       div_start <= 1'b0; ks_start <= 1'b0; ks_wr <= 1'b0;
+      // The forward link (read at fc == 1): ser of the packet on it, and the sums of S_F3.
+      if (fc != 3'd0 && fc != 3'd7) fc <= fc + 1'b1;
+      if (fc == 3'd2) begin mul_a <= lr_rate; mul_b <= 40'(fwd_bytes); mul_c <= 1'b1; dep <= depart; end
+      if (fc == 3'd3) begin
+        dl <= dep + lr_lat; ds <= dep + mr_suf; sufn <= mr_suf - lr_lat;
+        cbn <= lr_cb + 64'(fwd_bytes); cpn <= lr_cp + 1'b1; nh <= 40'd1;
+      end
       d_ready <= 1'b0;
       idle <= 1'b0;
       cnt_bytes <= lr_cb;
@@ -313,32 +353,39 @@ module sched_msg #(
         S_I0: begin m <= MA'(what); st <= S_I1; end
         S_I1: st <= S_I2;
         S_I2: begin l <= rt_rd; st <= S_I3; end
-        S_I3: begin mul_a <= lr_rate; mul_b <= 40'(cfg_mtu); st <= S_I3W; end
-        S_I3W: begin mul_b <= 40'(mr_lastb); st <= S_I4; end
-        S_I4: begin ser_a <= mul_ceil; st <= S_I4W; end
-        S_I4W: st <= S_I5;
-        S_I5: begin ser_b <= mul_ceil; mul_a <= ser_a; mul_b <= mr_pk - 1'b1; st <= S_I5W; end
-        S_I5W: st <= S_I6;
-        S_I6: begin big <= mul_p[63:0]; st <= S_I7; end
+        S_I3: begin mul_a <= lr_rate; mul_b <= 40'(cfg_mtu); mul_c <= 1'b1; dep <= depart; st <= S_I3W; end
+        S_I3W: begin
+          mul_b <= 40'(mr_lastb); dl <= dep + lr_lat; sufn <= mr_suf - lr_lat;
+          cbn <= lr_cb + 64'(mr_bytes); cpn <= lr_cp + 64'(mr_pk); nh <= mr_pk;
+          st <= S_IW1;
+        end
+        S_IW1: st <= S_IW2;
+        S_IW2: st <= S_IW3;
+        S_IW3: st <= S_I4;
+        S_I4: begin ser_a <= mul_hi; mul_a <= mul_hi; mul_b <= mr_pk - 1'b1; mul_c <= 1'b0; st <= S_I5; end
+        S_I5: begin ser_b <= mul_hi; st <= S_I6; end
+        S_I6: begin dsb <= dep + ser_b; inj_far <= dl + (mr_pk == 40'd1 ? ser_b : ser_a); st <= S_I6A; end
+        S_I6A: begin dsbl <= dsb + lr_lat; dsbs <= dsb + mr_suf; st <= S_IW4; end
+        S_IW4: st <= S_I7;  // big (ser(MTU) x (packets - 1)) is in mul_hi, mul_lo from here
         S_I7: begin
           if (!p_avail) begin
             err_pool <= 1'b1; st <= S_HALT;
           end else if ((!rec_inject || out_free) && x_free) begin
             x_valid <= 1'b1; x_id <= mr_id; x_src <= mr_src; x_dst <= mr_dst; x_bytes <= mr_bytes;
-            x_packets <= mr_pk; x_lastb <= mr_lastb; x_start <= depart; x_ser <= ser_a;
+            x_packets <= mr_pk; x_lastb <= mr_lastb; x_start <= dep; x_ser <= ser_a;
             e <= p_alloc;
             if (fsp != 0) fsp <= fsp - 1'b1; else pfresh <= pfresh + 1'b1;
             p_far[p_alloc] <= inj_far; p_msg[p_alloc] <= m; p_hop[p_alloc] <= '0; p_cnt[p_alloc] <= mr_pk;
             p_last[p_alloc] <= 1'b1; p_bytes[p_alloc] <= mr_lastb;
-            l_free[l] <= inj_free; l_cb[l] <= lr_cb + 64'(mr_bytes); l_cp[l] <= lr_cp + 64'(mr_pk);
-            l_tail[l] <= p_alloc;
-            n_hops <= n_hops + 64'(mr_pk);
+            m_sera[m] <= ser_a; m_serb[m] <= ser_b;
+            l_free[l] <= inj_free; l_cb[l] <= cbn; l_cp[l] <= cpn; l_tail[l] <= p_alloc;
+            n_hops <= n_hops + 64'(nh);
             if (rec_inject) begin
-              r_valid <= 1'b1; r_id <= mr_id; r_time <= inj_free + lr_lat; r_packets <= mr_pk[31:0];
+              r_valid <= 1'b1; r_id <= mr_id; r_time <= dsbl + big; r_packets <= mr_pk[31:0];
               ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b0; unrec <= unrec - 1'b1;
             end else begin
-              m_suf[m] <= suf_next;
-              ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= inj_free + lr_lat + suf_next;
+              m_suf[m] <= sufn;
+              ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= dsbs + big;
             end
             if (lr_ne) begin
               p_next[lr_tail] <= p_alloc;
@@ -352,14 +399,27 @@ module sched_msg #(
         // ---- class 1: link l's head packet reaches the far end ----
         S_L0: begin l <= LA'(what); st <= S_L1; end
         S_L1: begin e <= lr_head; st <= S_L2; end
-        S_L2: begin m <= pr_msg; st <= S_L3; end
+        S_L2: begin
+          m <= pr_msg; fwd_hop <= pr_hop + 1'b1; run <= pr_cnt != 40'd1; cnt2 <= pr_cnt == 40'd2;
+          st <= S_L3;
+        end
         S_L3: begin
-          fwd_hop <= pr_hop + 1'b1;
           fwd <= fwd_now;
           fwd_bytes <= run ? cfg_mtu : pr_bytes;
           fwd_last <= !run && pr_last;
-          if (run) begin  // the run stays at the head, one packet shorter: its next packet's far end
-            mul_a <= lr_rate; mul_b <= {8'd0, pr_cnt == 40'd2 ? pr_bytes : cfg_mtu}; st <= S_L3W;
+          fc <= 3'd1;
+          if (run) begin  // the run stays at the head, one packet shorter: its next packet's far end (+ ser of
+            // the run's link, kept with its message at the inject)
+            p_far[e] <= run_far; p_cnt[e] <= pr_cnt - 1'b1;
+            hp_time <= run_far; hp_what <= WW'(l); hp_next <= fwd_now ? S_F0 : S_IDLE; st <= S_HP;
+            if (fwd_now) begin  // the packet leaving the run takes a pool entry of its own
+              if (!p_avail) begin
+                err_pool <= 1'b1; st <= S_HALT;
+              end else begin
+                p <= p_alloc;
+                if (fsp != 0) fsp <= fsp - 1'b1; else pfresh <= pfresh + 1'b1;
+              end
+            end
           end else begin
             p <= e;
             if (e == lr_tail) begin
@@ -367,19 +427,6 @@ module sched_msg #(
               st <= fwd_now ? S_F0 : S_FIN;
             end else begin
               l_head[l] <= pr_next; st <= S_LB2;  // the new head's far end: pa_n = pr_next
-            end
-          end
-        end
-        S_L3W: st <= S_LA1;
-        S_LA1: begin
-          p_far[e] <= pr_far + mul_ceil; p_cnt[e] <= pr_cnt - 1'b1;
-          hp_time <= pr_far + mul_ceil; hp_what <= WW'(l); hp_next <= fwd ? S_F0 : S_IDLE; st <= S_HP;
-          if (fwd) begin  // the packet leaving the run takes a pool entry of its own
-            if (!p_avail) begin
-              err_pool <= 1'b1; st <= S_HALT;
-            end else begin
-              p <= p_alloc;
-              if (fsp != 0) fsp <= fsp - 1'b1; else pfresh <= pfresh + 1'b1;
             end
           end
         end
@@ -392,21 +439,18 @@ module sched_msg #(
           st <= S_IDLE;
         end
         // ---- the packet enters the next link of its route ----
-        S_F0: st <= S_F1;
-        S_F1: begin l <= rt_rd; st <= S_F2; end
-        S_F2: begin mul_a <= lr_rate; mul_b <= 40'(fwd_bytes); st <= S_F2W; end
-        S_F2W: st <= S_F3;
+        S_F0: if (fc >= 3'd6) begin l <= rt_rd; st <= S_F3; end  // ser on the next link is in mul_hi from fc 7
         S_F3: if (!rec_fwd || out_free) begin
           p_far[p] <= fw_far; p_msg[p] <= m; p_hop[p] <= fwd_hop; p_cnt[p] <= 40'd1; p_last[p] <= fwd_last;
           p_bytes[p] <= fwd_bytes;
-          l_free[l] <= fw_free; l_cb[l] <= lr_cb + 64'(fwd_bytes); l_cp[l] <= lr_cp + 1'b1; l_tail[l] <= p;
-          n_hops <= n_hops + 1'b1;
+          l_free[l] <= fw_free; l_cb[l] <= cbn; l_cp[l] <= cpn; l_tail[l] <= p;
+          n_hops <= n_hops + 64'(nh);
           if (rec_fwd) begin
             r_valid <= 1'b1; r_id <= mr_id; r_time <= fw_far; r_packets <= mr_pk[31:0];
             ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b0; unrec <= unrec - 1'b1;
           end else if (fwd_last) begin
-            m_suf[m] <= suf_next;
-            ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= fw_far + suf_next;
+            m_suf[m] <= sufn;
+            ks_wr <= 1'b1; ks_m <= m; ks_live <= 1'b1; ks_ed <= ds + mul_hi;
           end
           if (lr_ne) begin
             p_next[lr_tail] <= p;

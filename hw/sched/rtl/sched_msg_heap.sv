@@ -4,7 +4,8 @@
 // `top` (the minimum, registered) is valid whenever ready && !empty. Node j (1-based) lives in lane j[1:0]
 // at word j >> 2 of four RAMs, so the four grandchildren of node i are word i of the four lanes: on the
 // way down, the read of the next level's children does not wait for this level's compare (one cycle per
-// level). Push sifts up (two cycles per level climbed), pop sifts the last entry down (one per level).
+// level). Push sifts up (two cycles per level climbed), pop sifts the last entry down (one per level), comparing
+// the entry with both children and the children with each other at once.
 `default_nettype none
 
 module sched_msg_heap #(
@@ -55,9 +56,15 @@ module sched_msg_heap #(
   wire logic [EW-1:0] c0 = i[0] ? rd[2*EW +: EW] : rd[0 +: EW];
   wire logic [EW-1:0] c1 = i[0] ? rd[3*EW +: EW] : rd[EW +: EW];
   wire logic          has_child = child != 0 && child <= size;
-  wire logic          right_less = child + 1'b1 <= size && c1 < c0;
+  wire logic          has_right = child + 1'b1 <= size;
+  // The three compares in parallel (the children with each other, each child with the entry), not the least
+  // child first and then it with the entry: one compare chain on the way down.
+  wire logic          lt10 = c1 < c0;
+  wire logic          lt0x = c0 < x;
+  wire logic          lt1x = c1 < x;
+  wire logic          right_less = has_right && lt10;
   wire logic [EW-1:0] least = right_less ? c1 : c0;
-  wire logic          descend = has_child && least < x;
+  wire logic          descend = has_child && (right_less ? lt1x : lt0x);
   wire logic [EW-1:0] pval = rd[EW*parent[1:0] +: EW];
   wire logic [EW-1:0] last_val = rd[EW*last_lane +: EW];
 

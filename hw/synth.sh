@@ -15,8 +15,10 @@
 # Yosys gives no timing: a Vivado implementation on a lab machine must confirm.
 # Usage: [FRAME_GEN=1|only] [RX=1|only] [MSG=1|only] [HIL=1|only] hw/synth.sh [links...]   (links a power of two,
 # 2..65536; default 256 4096; FRAME_GEN, RX and MSG add (1) or select (only) the rows of the frame
-# generators, the receive path and the message-level core). Logs in
-# ${SYNTH_DIR:-/tmp/fabemu-synth}.
+# generators, the receive path and the message-level core). ONLY="<tag>..." synthesizes and prints only
+# those rows, each named by its tag: the module's name, with _<links> or _<width> where it has several rows
+# (sched_kernel_4096, sched_fg_512), e.g. ONLY=sched_msg_dep HIL=only hw/synth.sh: the departure expander
+# alone (sched_msg_tx, in the same group, takes over 45 minutes). Logs in ${SYNTH_DIR:-/tmp/fabemu-synth}.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rtl=${SYNTH_RTL:-$here/sched/rtl}
@@ -26,9 +28,13 @@ sizes=("$@")
 [ ${#sizes[@]} -eq 0 ] && sizes=(256 4096)
 kernel_srcs="$rtl/fabemu_sched_pkg.sv $rtl/sched_skid.sv $rtl/sched_axi_check.sv $rtl/sched_sdp_ram.sv $rtl/sched_hop_core.sv $rtl/sched_axi_rd.sv $rtl/sched_axi_wr.sv $rtl/sched_axil_ctrl.sv $rtl/sched_kernel.sv"
 
+# skip <tag>: true when ONLY is set and does not name the tag.
+skip() { [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $1 "* ]]; }
+
 # synth <tag> <top> <chparam or ''> <sources...>: one yosys run; writes $out/<tag>.{log,stat,lut,carry,ltp,ltp2}.
 synth() {
   local tag=$1 top=$2 param=$3; shift 3
+  if skip "$tag"; then return 0; fi
   local srcs=("$@") existing=()
   for f in "${srcs[@]}"; do [ -f "$f" ] && existing+=("$f"); done
   local seq='t:FD* t:RAMB* %u t:SRL* %u t:DSP48E2 r:PREG=1 %i %u'
@@ -67,6 +73,7 @@ path() {
 
 row() {
   local tag=$1 name=$2 links=$3
+  if skip "$tag"; then return 0; fi
   read -r levels muxf chains carry _ < <(path "$tag" "$out/$tag.ltp")
   read -r _ muxf2 _ _ lut2 < <(path "$tag" "$out/$tag.ltp2")
   printf '%-16s %6s %6s %5s %6s %6s %6s %4s %6s | %6s %5s %6s %6s %7s\n' "$name" "$links" \

@@ -83,17 +83,30 @@ module sched_msg_dep #(
   logic [SA-1:0] a_slot;
   logic [QW-1:0] rseq;
 
+  // a < b on the heap's entries: the halves' compares in parallel, as in sched_msg_heap (`lt`): chains of
+  // 10 CARRY4 side by side, not one of 19.
+  localparam int LO = EW / 2;
+  function automatic logic key_lt(input logic [EW-1:0] a, input logic [EW-1:0] b);
+    key_lt = a[EW-1:LO] < b[EW-1:LO] || (!(~a[EW-1:LO] < ~b[EW-1:LO]) && a[LO-1:0] < b[LO-1:0]);
+  endfunction
+
   wire logic [EW-1:0] c_key = {c_time, c_seq, c_k, c_off, c_slot};
   wire logic avail = fsp != 0 || fresh[SA] == 1'b0;
   wire logic [SA-1:0] s_alloc = fsp != 0 ? fs_top : fresh[SA-1:0];
-  // No run still to come departs before `bound`: sched_msg's, or the run waiting on the input.
-  wire logic [63:0] bound = x_valid && x_start < safe ? x_start : safe;
+  // No run still to come departs before the bound x_valid ? min(x_start, safe) : safe (sched_msg's, or the run
+  // waiting on the input). A time t is below it when t < safe && !(x_valid && t >= x_start): two compares side
+  // by side, not the compare that picks the bound and then the compare with it.
+  function automatic logic below_bound(input logic [63:0] t, input logic [63:0] sf, input logic xv,
+                                       input logic [63:0] xs);
+    below_bound = t < sf && !(xv && !(t < xs));
+  endfunction
   wire logic out_free = !o_valid || o_ready;
-  wire logic top_ok = h_ready && !h_empty && top_time < bound;
-  wire logic c_first = !h_empty && h_top < c_key;          // with h_ready: the heap has an earlier departure
-  // A waiting run is taken first when there is a slot for it; without one, the table drains below `bound`.
+  wire logic top_ok = h_ready && !h_empty && below_bound(top_time, safe, x_valid, x_start);
+  wire logic c_below = below_bound(c_time, safe, x_valid, x_start);
+  wire logic c_first = !h_empty && key_lt(h_top, c_key);   // with h_ready: the heap has an earlier departure
+  // A waiting run is taken first when there is a slot for it; without one, the table drains below the bound.
   wire logic take = x_valid && (x_ready || avail);
-  wire logic emit = st == E_IDLE && !take && cur && h_ready && !c_first && c_time < bound && out_free;
+  wire logic emit = st == E_IDLE && !take && cur && h_ready && !c_first && c_below && out_free;
   wire logic swap = st == E_IDLE && !take && cur && top_ok && c_first;
   wire logic load = st == E_IDLE && !take && !cur && top_ok;
   wire logic c_last = c_k + 1'b1 == c_pk;
@@ -146,7 +159,7 @@ module sched_msg_dep #(
             {c_time, c_seq, c_k, c_off, c_slot} <= h_top;
             st <= E_LOAD;
           end else begin
-            idle <= !x_valid && h_ready && !o_valid && !(cur && c_time < bound) && !top_ok;
+            idle <= !x_valid && h_ready && !o_valid && !(cur && c_below) && !top_ok;
           end
         end
         E_PUSH: if (h_ready) begin

@@ -365,4 +365,17 @@ void apply_proto_list(std::string_view value, ProtoEnables& enabled) {
   apply_map(value, enabled, proto_named, "protocol");
 }
 
+void apply_lists(System& s, std::string_view algos, std::string_view protos, std::string_view algo_from,
+                 std::string_view proto_from) {
+  const auto located = [](std::string_view from, auto&& apply) {
+    try {
+      apply();
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string(from) + e.what());
+    }
+  };
+  if (!algos.empty()) located(algo_from, [&] { apply_algo_list(algos, s.algos); });
+  if (!protos.empty()) located(proto_from, [&] { apply_proto_list(protos, s.protos); });
+}
+
 }  // namespace fabemu::emu::nccl

@@ -151,5 +151,9 @@ std::optional<Func> func_named(std::string_view s);  // also "allreduce", "all_r
 // a collective.
 void apply_algo_list(std::string_view value, AlgoEnables& enabled);
 void apply_proto_list(std::string_view value, ProtoEnables& enabled);
+// The user's NCCL_ALGO / NCCL_PROTO values on top of `s`'s lists (an empty value changes nothing); an error
+// starts with where the value came from (`algo_from` / `proto_from`, e.g. "--algo: ").
+void apply_lists(System& s, std::string_view algos, std::string_view protos, std::string_view algo_from,
+                 std::string_view proto_from);
 
 }  // namespace fabemu::emu::nccl

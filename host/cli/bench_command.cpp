@@ -93,8 +93,7 @@ int run_bench(const BenchArgs& a) {
     throw std::invalid_argument(a.system + ": no \"nccl:\" section; the systems of traces/systems/ have one (docs/nccl.md)");
   }
   emu::nccl::System sys = *fabric.nccl;
-  if (!a.algos.empty()) emu::nccl::apply_algo_list(a.algos, sys.algos);
-  if (!a.protos.empty()) emu::nccl::apply_proto_list(a.protos, sys.protos);
+  emu::nccl::apply_lists(sys, a.algos, a.protos, "--algo: ", "--proto: ");
   const emu::nccl::Model model(sys);
   if (!a.model.empty() && a.semantics != "astra") throw std::invalid_argument("--model applies to --semantics astra");
 

@@ -143,20 +143,6 @@ emu::WalkerOptions walker_options(const RunArgs& a, const emu::SystemConfig& sys
   return opt;
 }
 
-// --nccl-algo / --nccl-proto on top of the nccl: section's lists (errors name the option).
-void apply_nccl_lists(const RunArgs& a, emu::nccl::System& nccl) {
-  try {
-    if (!a.nccl_algo.empty()) emu::nccl::apply_algo_list(a.nccl_algo, nccl.algos);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--nccl-algo: ") + e.what());
-  }
-  try {
-    if (!a.nccl_proto.empty()) emu::nccl::apply_proto_list(a.nccl_proto, nccl.protos);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--nccl-proto: ") + e.what());
-  }
-}
-
 }  // namespace
 
 RunPlan load_run_plan(const RunArgs& a) {
@@ -189,7 +175,8 @@ RunPlan load_run_plan(const RunArgs& a) {
           "collectives without messages); this run is {}",
           a.fabric_config, a.fabric != "software" ? "on --fabric " + a.fabric : "on the packet model"));
     }
-    apply_nccl_lists(a, *config.nccl);
+    // --nccl-algo / --nccl-proto on top of the nccl: section's lists.
+    emu::nccl::apply_lists(*config.nccl, a.nccl_algo, a.nccl_proto, "--nccl-algo: ", "--nccl-proto: ");
     plan.walker.nccl = config.nccl;
   } else if (!a.nccl_algo.empty() || !a.nccl_proto.empty()) {
     throw std::invalid_argument(fmt::format("{} applies in NCCL's collective semantics only; this run is in "

@@ -109,7 +109,7 @@ expect_text "$tmp/err" "no \"nccl:\" section"
 expect_status 2 "$FABEMU" bench collective alltoall -s "$SYS/a100_8x_nvswitch.yaml"
 expect_text "$tmp/err" "unknown collective \"alltoall\""
 expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" --algo ring,trie
-expect_text "$tmp/err" "unknown element \"trie\""
+expect_text "$tmp/err" "--algo: algorithm list: unknown element \"trie\""
 expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" -b 1G -e 1M
 expect_text "$tmp/err" "minimum size (-b) is above the maximum (-e)"
 expect_status 2 "$FABEMU" bench collective -s "$SYS/a100_8x_nvswitch.yaml" -d float8
